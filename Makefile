@@ -1,0 +1,50 @@
+# latlab: two commands matter.
+#   make run   build, then run the default experiment (results + figure in out/default)
+#   make test  build, then every Rust and Python test
+# Only the Rust toolchain and Python 3.11 are assumed; everything else comes
+# from the package registries into .venv.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+PY     := $(VENV)/bin/python
+DEPS   := $(VENV)/.deps-installed
+export VIRTUAL_ENV := $(abspath $(VENV))
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+
+.PHONY: all build run test test-rust test-python bench fmt clean
+
+all: build
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(DEPS): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "maturin>=1.5,<2" "numpy>=1.26" "pandas>=2.1" "pyarrow>=14" \
+		"click>=8.1" "rich>=13" "matplotlib>=3.8" "tomli-w>=1.0" "pytest>=8"
+	touch $@
+
+build: $(DEPS)
+	$(VENV)/bin/maturin develop --release --quiet
+	cargo build --release --quiet --bin latlab-sim
+
+run: build
+	$(VENV)/bin/latlab run --default -o out/default
+
+test: build test-rust test-python
+
+test-rust:
+	cargo test --release --workspace --exclude latlab-py
+
+test-python:
+	$(PY) -m pytest -q tests/python
+
+bench: build
+	$(VENV)/bin/latlab bench
+
+fmt:
+	cargo fmt --all
+
+clean:
+	cargo clean
+	rm -rf $(VENV) out

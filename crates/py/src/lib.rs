@@ -1,0 +1,153 @@
+//! `latlab._core`: the thin bridge between Python and the Rust simulator.
+//!
+//! Scenarios come in as TOML text; results leave as Arrow IPC stream bytes
+//! (one per table) that pyarrow reads without copying column by column;
+//! scenario errors become `latlab._core.ScenarioError` (a `ValueError`).
+
+use latlab_sim::tables::to_ipc_stream;
+use pyo3::create_exception;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use std::path::PathBuf;
+
+create_exception!(_core, ScenarioError, PyValueError, "A scenario file or dictionary is invalid: the message names the file, the key path and what is expected.");
+create_exception!(_core, SimulationError, PyRuntimeError, "The simulator failed while running a valid scenario.");
+
+fn scenario_err(e: latlab_sim::ScenarioError) -> PyErr {
+    ScenarioError::new_err(e.to_string())
+}
+
+/// The version of the latlab core.
+#[pyfunction]
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+/// Parse and validate a scenario without running it. Raises ScenarioError.
+#[pyfunction]
+#[pyo3(signature = (toml_text, source = "<scenario>"))]
+fn validate(py: Python<'_>, toml_text: &str, source: &str) -> PyResult<()> {
+    py.allow_threads(|| {
+        let sc = latlab_sim::parse(toml_text, source)?;
+        latlab_sim::build::validate(&sc, source)
+    })
+    .map_err(scenario_err)
+}
+
+/// A built simulation, advanced step by step from Python.
+#[pyclass(module = "latlab._core")]
+struct Simulation {
+    sim: latlab_sim::Simulation,
+}
+
+#[pymethods]
+impl Simulation {
+    #[new]
+    #[pyo3(signature = (toml_text, source = "<scenario>", outdir = None))]
+    fn new(py: Python<'_>, toml_text: &str, source: &str, outdir: Option<PathBuf>) -> PyResult<Self> {
+        let sim = py
+            .allow_threads(|| {
+                let sc = latlab_sim::parse(toml_text, source)?;
+                latlab_sim::build::build(&sc, source, outdir.as_deref())
+            })
+            .map_err(scenario_err)?;
+        Ok(Simulation { sim })
+    }
+
+    #[getter]
+    fn name(&self) -> &str {
+        &self.sim.name
+    }
+    #[getter]
+    fn seed(&self) -> u64 {
+        self.sim.seed
+    }
+    #[getter]
+    fn duration_ns(&self) -> u64 {
+        self.sim.duration_ns
+    }
+    #[getter]
+    fn now_ns(&self) -> u64 {
+        self.sim.now_ns
+    }
+    #[getter]
+    fn events(&self) -> u64 {
+        self.sim.events
+    }
+    #[getter]
+    fn finished(&self) -> bool {
+        self.sim.finished
+    }
+    #[getter]
+    fn n_flows(&self) -> usize {
+        self.sim.flows.len()
+    }
+    #[getter]
+    fn n_links(&self) -> usize {
+        self.sim.links.len()
+    }
+
+    /// Advance simulated time to min(t_ns, duration). Releases the GIL.
+    fn run_until(&mut self, py: Python<'_>, t_ns: u64) -> PyResult<()> {
+        let sim = &mut self.sim;
+        py.allow_threads(|| sim.run_until(t_ns));
+        py.check_signals()
+    }
+
+    /// Run to the end.
+    fn run(&mut self, py: Python<'_>) -> PyResult<()> {
+        let end = self.sim.duration_ns;
+        self.run_until(py, end)
+    }
+
+    /// Result tables as {name: Arrow IPC stream bytes}. Only after the run finished.
+    fn results<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        if !self.sim.finished {
+            return Err(SimulationError::new_err("the run has not finished: call run() or run_until(duration_ns) first"));
+        }
+        if let Some(e) = &self.sim.pcap_error {
+            return Err(SimulationError::new_err(e.clone()));
+        }
+        let out = PyDict::new(py);
+        for (name, batch) in self.sim.tables() {
+            let bytes = to_ipc_stream(&batch).map_err(|e| SimulationError::new_err(format!("table {name}: {e}")))?;
+            out.set_item(name, PyBytes::new(py, &bytes))?;
+        }
+        Ok(out)
+    }
+
+    /// Per-link packet conservation: arrivals = departures + drops + lost + queued.
+    fn conservation<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.sim
+            .conservation()
+            .into_iter()
+            .map(|c| {
+                let d = PyDict::new(py);
+                d.set_item("link", c.link)?;
+                d.set_item("arrivals", c.arrivals)?;
+                d.set_item("departures", c.departures)?;
+                d.set_item("drops", c.drops)?;
+                d.set_item("lost", c.lost)?;
+                d.set_item("queued", c.queued)?;
+                d.set_item("ok", c.ok)?;
+                Ok(d)
+            })
+            .collect()
+    }
+
+    /// True when every link conserves packets and every live packet is held by a link.
+    fn conservation_ok(&self) -> bool {
+        self.sim.conservation_ok()
+    }
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    m.add("SimulationError", m.py().get_type::<SimulationError>())?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_class::<Simulation>()?;
+    Ok(())
+}

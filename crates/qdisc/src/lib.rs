@@ -1,0 +1,92 @@
+//! Sans-IO queue disciplines.
+//!
+//! A queue discipline holds packets between their arrival at a link and the
+//! start of their transmission. The link (simulated or real) calls
+//! `enqueue(now, pkt)` on arrival and `dequeue(now)` whenever the transmitter
+//! is free; a non-work-conserving discipline (a pacer, a shaper) answers
+//! [`Dequeue::Wait`] and the link asks again at that time.
+//!
+//! Disciplines are generic over the packet handle so that the simulator can
+//! queue small `Copy` handles (a slab index plus the few fields a discipline
+//! needs) and a real-network tool can queue its own buffers.
+
+mod codel;
+mod droptail;
+mod red;
+
+pub use codel::{CoDel, CoDelParams};
+pub use droptail::{DropTail, Limit};
+pub use red::{Red, RedParams};
+
+/// Nanoseconds on the caller's clock.
+pub type TimeNs = u64;
+
+/// What a discipline needs to know about a packet.
+pub trait QueuedPacket: Copy {
+    /// Size on the wire, bytes.
+    fn size_bytes(&self) -> u32;
+    /// Flow identifier, for disciplines that classify (per-flow queues).
+    fn flow_id(&self) -> u32;
+}
+
+/// Result of an enqueue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Enqueue<P> {
+    /// The packet is now queued.
+    Queued,
+    /// The packet was dropped on arrival (and is handed back for accounting).
+    Dropped(P),
+}
+
+/// Result of a dequeue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dequeue<P> {
+    /// Transmit this packet now. `sojourn_ns` = now − its enqueue time.
+    Packet { pkt: P, sojourn_ns: u64 },
+    /// Nothing to send.
+    Empty,
+    /// Packets are held until this time (non-work-conserving disciplines).
+    Wait(TimeNs),
+}
+
+/// Counters every discipline keeps. Invariant (checked by the simulator at
+/// the end of every run): arrivals = departures + drops + queued.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QdiscStats {
+    pub arrivals_pkts: u64,
+    pub arrivals_bytes: u64,
+    pub departures_pkts: u64,
+    pub departures_bytes: u64,
+    /// Dropped on arrival (tail drop, RED early drop).
+    pub drops_enqueue_pkts: u64,
+    /// Dropped at dequeue (CoDel).
+    pub drops_dequeue_pkts: u64,
+    pub drops_bytes: u64,
+}
+
+impl QdiscStats {
+    pub fn drops_pkts(&self) -> u64 {
+        self.drops_enqueue_pkts + self.drops_dequeue_pkts
+    }
+}
+
+/// A queue discipline.
+pub trait Qdisc<P: QueuedPacket>: Send {
+    /// Short name ("droptail", "red", "codel").
+    fn name(&self) -> &'static str;
+
+    /// A packet arrives at `now_ns`.
+    fn enqueue(&mut self, now_ns: TimeNs, pkt: P) -> Enqueue<P>;
+
+    /// The transmitter is free at `now_ns`. Packets the discipline drops
+    /// while dequeuing (CoDel) are pushed onto `dropped` for accounting.
+    fn dequeue(&mut self, now_ns: TimeNs, dropped: &mut Vec<P>) -> Dequeue<P>;
+
+    /// Packets currently queued.
+    fn len_pkts(&self) -> usize;
+
+    /// Bytes currently queued.
+    fn len_bytes(&self) -> u64;
+
+    fn stats(&self) -> &QdiscStats;
+}

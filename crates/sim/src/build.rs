@@ -1,0 +1,385 @@
+//! Build a [`Simulation`] from a parsed [`Scenario`], validating everything a
+//! user can get wrong and naming the key path in each error.
+
+use crate::flow::{Flow, TimerSlot};
+use crate::network::{Link, LinkCounters, LinkRate, Node};
+use crate::packet::PacketRef;
+use crate::pcap::PcapWriter;
+use crate::rng::{stream, stream_seed, Stream};
+use crate::routing::{self, Graph};
+use crate::scenario::{QueueSpec, Scenario, ScenarioError, StartDist, StartSpec, TcpSpec};
+use crate::sim::Simulation;
+use crate::topology::{self, LinkPlan};
+use latlab_proto::cc;
+use latlab_proto::tcp::{DelayedAck, FixedRwnd, Pacing, Recovery, TcpConfig, TcpReceiver, TcpSender};
+use latlab_qdisc::{CoDel, CoDelParams, DropTail, Limit, Qdisc, Red, RedParams};
+use rand::Rng;
+use rand_distr::{Distribution, Exp};
+use std::collections::{BTreeMap, VecDeque};
+use std::path::Path;
+
+/// Flows whose time series are kept when the scenario does not say.
+const DEFAULT_MAX_SAMPLED_FLOWS: u32 = 100;
+/// Topologies with at most this many links sample them all by default;
+/// larger ones sample only their key (core and edge) links.
+const SAMPLE_ALL_LINKS_UP_TO: usize = 64;
+
+struct Ctx<'a> {
+    source: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, path: impl Into<String>, message: impl Into<String>) -> ScenarioError {
+        ScenarioError {
+            source_name: self.source.to_string(),
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+
+    /// Milliseconds (finite, ≥ 0) to integer nanoseconds.
+    fn ms_to_ns(&self, ms: f64, path: &str) -> Result<u64, ScenarioError> {
+        self.s_to_ns(ms / 1e3, path).map_err(|mut e| {
+            e.message = e.message.replace("seconds", "milliseconds");
+            e
+        })
+    }
+
+    fn s_to_ns(&self, s: f64, path: &str) -> Result<u64, ScenarioError> {
+        if !s.is_finite() || s < 0.0 {
+            return Err(self.err(path, format!("expected a non-negative number of seconds, got {s}")));
+        }
+        if s > 1e9 {
+            return Err(self.err(path, format!("{s} seconds is too long (at most 1e9)")));
+        }
+        Ok((s * 1e9).round() as u64)
+    }
+}
+
+/// Build the simulation. `outdir` receives pcap files (the current directory if None).
+pub fn build(sc: &Scenario, source: &str, outdir: Option<&Path>) -> Result<Simulation, ScenarioError> {
+    let cx = Ctx { source };
+    let duration_ns = cx.s_to_ns(sc.duration_s, "duration_s")?;
+    if duration_ns == 0 {
+        return Err(cx.err("duration_s", "expected a positive duration in seconds"));
+    }
+    let sample_interval_ns = cx.ms_to_ns(sc.sample_interval_ms, "sample_interval_ms")?;
+    let measure_from_ns = cx.s_to_ns(sc.measure_from_s, "measure_from_s")?;
+    if measure_from_ns >= duration_ns {
+        return Err(cx.err("measure_from_s", format!("must be less than duration_s ({})", sc.duration_s)));
+    }
+
+    // Network.
+    let plan = topology::expand(&sc.topology, sc.seed, source)?;
+    let nodes: Vec<Node> = plan.nodes.iter().map(|n| Node { name: n.clone() }).collect();
+    let node_index: BTreeMap<&str, u32> = plan.nodes.iter().enumerate().map(|(i, n)| (n.as_str(), i as u32)).collect();
+    let mut links = Vec::with_capacity(plan.links.len());
+    let mut link_names = BTreeMap::new();
+    let sample_all = plan.links.len() <= SAMPLE_ALL_LINKS_UP_TO;
+    for (i, lp) in plan.links.iter().enumerate() {
+        let mut name = format!("{}->{}", plan.nodes[lp.src as usize], plan.nodes[lp.dst as usize]);
+        if link_names.contains_key(&name) {
+            let mut k = 2;
+            while link_names.contains_key(&format!("{name}#{k}")) {
+                k += 1;
+            }
+            name = format!("{name}#{k}");
+        }
+        link_names.insert(name.clone(), i as u32);
+        links.push(make_link(&cx, lp, name, sc.seed, i as u64, sample_all)?);
+    }
+    for (i, pname) in sc.outputs.pcap.iter().enumerate() {
+        let Some(&li) = link_names.get(pname) else {
+            return Err(cx.err(
+                format!("outputs.pcap[{i}]"),
+                format!("unknown link {pname:?}; links are named \"from->to\" by node names, e.g. {:?}", links.first().map(|l: &Link| l.name.as_str()).unwrap_or("a->b")),
+            ));
+        };
+        let dir = outdir.unwrap_or(Path::new("."));
+        let file = dir.join(format!("{}.pcap", pname.replace("->", "_to_").replace('#', "_")));
+        let writer = PcapWriter::create(&file)
+            .map_err(|e| cx.err(format!("outputs.pcap[{i}]"), format!("cannot create {}: {e}", file.display())))?;
+        links[li as usize].pcap = Some(writer);
+    }
+
+    // Routing: one shortest-path tree per distinct destination.
+    let graph_links: Vec<(u32, u32, u64)> = links.iter().map(|l| (l.src, l.dst, l.delay_ns)).collect();
+    let link_dst: Vec<u32> = links.iter().map(|l| l.dst).collect();
+    let graph = Graph::new(nodes.len(), &graph_links);
+    let mut trees: BTreeMap<u32, Vec<Option<u32>>> = BTreeMap::new();
+    let mut route = |src: u32, dst: u32| -> Option<Vec<u32>> {
+        let next = trees.entry(dst).or_insert_with(|| graph.next_links_to(dst));
+        routing::path(next, &link_dst, src, dst)
+    };
+
+    // Flows.
+    let max_sampled = sc.outputs.max_sampled_flows.unwrap_or(DEFAULT_MAX_SAMPLED_FLOWS);
+    let mut flows = Vec::new();
+    let mut group_names = Vec::new();
+    for (g, grp) in sc.flows.iter().enumerate() {
+        let p = format!("flows[{g}]");
+        if grp.count == 0 {
+            return Err(cx.err(format!("{p}.count"), "expected at least 1 flow"));
+        }
+        let tcp_spec = sc.tcp.overlay(&grp.tcp);
+        let cfg = tcp_config(&cx, &tcp_spec, &format!("{p}.tcp"))?;
+        if cc::by_name(&grp.cc, cfg.mss_bytes as u64).is_none() {
+            return Err(cx.err(format!("{p}.cc"), format!("unknown congestion control {:?}; expected one of {}", grp.cc, cc::CONTROLLERS.join(", "))));
+        }
+        if grp.size_bytes == Some(0) {
+            return Err(cx.err(format!("{p}.size_bytes"), "expected a positive size in bytes (omit it for a long-lived flow)"));
+        }
+        let starts = start_times(&cx, &grp.start_s, grp.count, sc.seed, g as u64, &format!("{p}.start_s"))?;
+        group_names.push(grp.name.clone());
+        for i in 0..grp.count {
+            let resolve = |pattern: &str, key: &str| -> Result<u32, ScenarioError> {
+                let name = pattern.replace("{i}", &i.to_string());
+                node_index.get(name.as_str()).copied().ok_or_else(|| {
+                    let how = if pattern.contains("{i}") { format!(" (from {pattern:?} with i = {i})") } else { String::new() };
+                    cx.err(format!("{p}.{key}"), format!("unknown node {name:?}{how}; expected a node of the topology"))
+                })
+            };
+            let (src, dst) = (resolve(&grp.src, "src")?, resolve(&grp.dst, "dst")?);
+            if src == dst {
+                return Err(cx.err(format!("{p}.dst"), "source and destination are the same node"));
+            }
+            let unroutable = |a: u32, b: u32| {
+                cx.err(p.clone(), format!("no route from {:?} to {:?}; the topology does not connect them", nodes[a as usize].name, nodes[b as usize].name))
+            };
+            let fwd = route(src, dst).ok_or_else(|| unroutable(src, dst))?;
+            let rev = route(dst, src).ok_or_else(|| unroutable(dst, src))?;
+            let controller = cc::by_name(&grp.cc, cfg.mss_bytes as u64).ok_or_else(|| cx.err(format!("{p}.cc"), "unknown congestion control"))?;
+            let flow_id = flows.len() as u32;
+            flows.push(Flow {
+                group: g as u32,
+                src,
+                dst,
+                cc_name: grp.cc.clone(),
+                start_ns: starts[i as usize],
+                size_bytes: grp.size_bytes,
+                sender: TcpSender::new(cfg.clone(), controller, grp.size_bytes),
+                receiver: TcpReceiver::new(cfg.clone(), Box::new(FixedRwnd(cfg.rwnd_bytes))),
+                fwd_path: fwd.into_boxed_slice(),
+                rev_path: rev.into_boxed_slice(),
+                header_bytes: cfg.header_bytes,
+                sender_timer: TimerSlot::default(),
+                receiver_timer: TimerSlot::default(),
+                started: false,
+                window_start_delivered: 0,
+                window_start_sent: 0,
+                sampled: flow_id < max_sampled,
+            });
+        }
+    }
+    Ok(Simulation::new(
+        sc.name.clone(),
+        sc.seed,
+        duration_ns,
+        sample_interval_ns,
+        measure_from_ns,
+        nodes,
+        links,
+        flows,
+        group_names,
+    ))
+}
+
+fn make_link(cx: &Ctx, lp: &LinkPlan, name: String, seed: u64, index: u64, sample_all: bool) -> Result<Link, ScenarioError> {
+    let rate_bps = lp.rate_bps.round() as u64;
+    if rate_bps == 0 {
+        return Err(cx.err(lp.key_path.replace(".queue", ".rate_bps"), "rate is below 1 bit/s; expected a positive rate in bits per second"));
+    }
+    let delay_ns = cx.ms_to_ns(lp.delay_ms, &lp.key_path.replace("queue", "delay_ms"))?;
+    let qdisc = make_qdisc(cx, &lp.queue, &lp.key_path, rate_bps, stream_seed(seed, Stream::Qdisc, index))?;
+    Ok(Link {
+        name,
+        src: lp.src,
+        dst: lp.dst,
+        rate: LinkRate::Fixed { rate_bps },
+        delay_ns,
+        qdisc,
+        loss_prob: lp.loss,
+        loss_rng: stream(seed, Stream::LinkLoss, index),
+        tx: None,
+        wake_at: None,
+        wire: VecDeque::new(),
+        counters: LinkCounters::default(),
+        window_start_departures_bytes: 0,
+        pcap: None,
+        sampled: sample_all || lp.key_link,
+    })
+}
+
+fn limit(cx: &Ctx, path: &str, bytes: Option<u64>, packets: Option<u64>, default: Option<Limit>) -> Result<Limit, ScenarioError> {
+    match (bytes, packets) {
+        (Some(_), Some(_)) => Err(cx.err(path, "set either limit_bytes or limit_packets, not both")),
+        (Some(0), None) => Err(cx.err(format!("{path}.limit_bytes"), "expected a positive buffer size in bytes")),
+        (None, Some(0)) => Err(cx.err(format!("{path}.limit_packets"), "expected a positive buffer size in packets")),
+        (Some(b), None) => Ok(Limit::Bytes(b)),
+        (None, Some(p)) => Ok(Limit::Packets(p)),
+        (None, None) => default.ok_or_else(|| cx.err(path, "missing buffer size; expected limit_bytes or limit_packets")),
+    }
+}
+
+fn make_qdisc(cx: &Ctx, q: &QueueSpec, path: &str, link_rate_bps: u64, seed: u64) -> Result<Box<dyn Qdisc<PacketRef>>, ScenarioError> {
+    Ok(match q {
+        QueueSpec::Droptail { limit_bytes, limit_packets } => Box::new(DropTail::new(limit(cx, path, *limit_bytes, *limit_packets, None)?)),
+        QueueSpec::Red { limit_bytes, limit_packets, min_th, max_th, max_p, w_q, gentle, byte_mode, mean_pkt_size_bytes, wait } => {
+            let params = RedParams {
+                limit: limit(cx, path, *limit_bytes, *limit_packets, None)?,
+                min_th: *min_th,
+                max_th: *max_th,
+                max_p: *max_p,
+                w_q: *w_q,
+                gentle: *gentle,
+                byte_mode: *byte_mode,
+                mean_pkt_size_bytes: *mean_pkt_size_bytes,
+                link_rate_bps,
+                wait: *wait,
+            };
+            params.validate().map_err(|m| cx.err(path, m))?;
+            Box::new(Red::new(params, seed))
+        }
+        QueueSpec::Codel { limit_bytes, limit_packets, target_ms, interval_ms, mtu_bytes } => {
+            let params = CoDelParams {
+                target_ns: cx.ms_to_ns(*target_ms, &format!("{path}.target_ms"))?,
+                interval_ns: cx.ms_to_ns(*interval_ms, &format!("{path}.interval_ms"))?,
+                mtu_bytes: *mtu_bytes,
+                limit: limit(cx, path, *limit_bytes, *limit_packets, Some(Limit::Packets(1000)))?,
+            };
+            params.validate().map_err(|m| cx.err(path, m))?;
+            Box::new(CoDel::new(params))
+        }
+    })
+}
+
+/// TCP configuration: preset, then the fields the scenario sets.
+fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig, ScenarioError> {
+    let mut c = match s.preset.as_deref() {
+        None | Some("ns2") => TcpConfig::ns2(),
+        Some("linux") => TcpConfig::linux(),
+        Some(other) => return Err(cx.err(format!("{path}.preset"), format!("unknown preset {other:?}; expected \"ns2\" or \"linux\""))),
+    };
+    if let Some(v) = s.mss_bytes {
+        c.mss_bytes = v;
+    }
+    if let Some(v) = s.header_bytes {
+        c.header_bytes = v;
+    }
+    if let Some(v) = s.initial_window_segments {
+        c.initial_window_segments = v;
+    }
+    if let Some(r) = s.recovery.as_deref() {
+        c.recovery = match r {
+            "newreno" => Recovery::NewReno,
+            "sack" => {
+                c.sack = true;
+                Recovery::Sack
+            }
+            other => return Err(cx.err(format!("{path}.recovery"), format!("unknown recovery {other:?}; expected \"newreno\" or \"sack\""))),
+        };
+    }
+    if let Some(v) = s.sack {
+        c.sack = v;
+    }
+    if let Some(v) = s.timestamps {
+        c.timestamps = v;
+    }
+    if let Some(v) = s.min_rto_ms {
+        c.min_rto_ns = cx.ms_to_ns(v, &format!("{path}.min_rto_ms"))?;
+    }
+    if let Some(v) = s.initial_rto_ms {
+        c.initial_rto_ns = cx.ms_to_ns(v, &format!("{path}.initial_rto_ms"))?;
+    }
+    let mut dack = c.delayed_ack;
+    if let Some(on) = s.delayed_ack {
+        dack = if on { Some(dack.unwrap_or(DelayedAck { segments: 2, timeout_ns: 200_000_000 })) } else { None };
+    }
+    if let Some(d) = dack.as_mut() {
+        if let Some(n) = s.delayed_ack_segments {
+            d.segments = n;
+        }
+        if let Some(ms) = s.delayed_ack_timeout_ms {
+            d.timeout_ns = cx.ms_to_ns(ms, &format!("{path}.delayed_ack_timeout_ms"))?;
+        }
+    }
+    c.delayed_ack = dack;
+    if let Some(v) = s.rwnd_bytes {
+        c.rwnd_bytes = v;
+    }
+    let mut pacing = c.pacing;
+    if let Some(on) = s.pacing {
+        pacing = if on { Some(pacing.unwrap_or(Pacing { ss_factor: 1.0, ca_factor: 1.0 })) } else { None };
+    }
+    if let Some(p) = pacing.as_mut() {
+        if let Some(f) = s.pacing_ss_factor {
+            p.ss_factor = f;
+        }
+        if let Some(f) = s.pacing_ca_factor {
+            p.ca_factor = f;
+        }
+    }
+    c.pacing = pacing;
+    if let Some(v) = s.idle_restart {
+        c.idle_restart = v;
+    }
+    c.validate().map_err(|m| cx.err(path, m))?;
+    if c.recovery == Recovery::Sack && !c.sack {
+        return Err(cx.err(format!("{path}.sack"), "recovery = \"sack\" needs sack = true"));
+    }
+    Ok(c)
+}
+
+fn start_times(cx: &Ctx, spec: &StartSpec, count: u32, seed: u64, group: u64, path: &str) -> Result<Vec<u64>, ScenarioError> {
+    let mut rng = stream(seed, Stream::FlowStart, group);
+    let n = count as usize;
+    match spec {
+        StartSpec::At(t) => Ok(vec![cx.s_to_ns(*t, path)?; n]),
+        StartSpec::Dist(StartDist::Uniform([a, b])) => {
+            let (lo, hi) = (cx.s_to_ns(*a, path)?, cx.s_to_ns(*b, path)?);
+            if lo > hi {
+                return Err(cx.err(format!("{path}.uniform"), format!("range [{a}, {b}] has min > max")));
+            }
+            Ok((0..n).map(|_| if lo == hi { lo } else { rng.random_range(lo..=hi) }).collect())
+        }
+        StartSpec::Dist(StartDist::ExponentialMean(mean)) => {
+            if !mean.is_finite() || *mean <= 0.0 {
+                return Err(cx.err(format!("{path}.exponential_mean"), format!("expected a positive mean in seconds, got {mean}")));
+            }
+            let exp = Exp::new(1.0 / mean).map_err(|e| cx.err(format!("{path}.exponential_mean"), e.to_string()))?;
+            let mut t = 0.0;
+            (0..n)
+                .map(|_| {
+                    t += exp.sample(&mut rng);
+                    cx.s_to_ns(t, path)
+                })
+                .collect()
+        }
+        StartSpec::Dist(StartDist::At(times)) => {
+            if times.len() != n {
+                return Err(cx.err(format!("{path}.at"), format!("expected {n} start times (one per flow), got {}", times.len())));
+            }
+            times.iter().enumerate().map(|(i, t)| cx.s_to_ns(*t, &format!("{path}.at[{i}]"))).collect()
+        }
+    }
+}
+
+/// Validate a scenario completely (everything `build` checks) without
+/// creating output files.
+pub fn validate(sc: &Scenario, source: &str) -> Result<(), ScenarioError> {
+    let mut quiet = sc.clone();
+    quiet.outputs.pcap.clear();
+    // pcap files are not created here; their link names are checked against
+    // the built topology instead.
+    let sim = build(&quiet, source, None)?;
+    for (i, name) in sc.outputs.pcap.iter().enumerate() {
+        if !sim.links.iter().any(|l| &l.name == name) {
+            return Err(ScenarioError {
+                source_name: source.to_string(),
+                path: format!("outputs.pcap[{i}]"),
+                message: format!("unknown link {name:?}; links are named \"from->to\" by node names"),
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,80 @@
+//! Packets in flight live in a slab; queues, wires and events hold indices.
+//!
+//! The slab grows to the peak number of packets in flight and then recycles
+//! slots through a free list, so the steady state allocates nothing.
+
+use latlab_proto::Segment;
+use latlab_qdisc::QueuedPacket;
+
+/// A packet: a TCP segment plus where it is on its path.
+#[derive(Clone, Copy, Debug)]
+pub struct Packet {
+    pub seg: Segment,
+    pub flow: u32,
+    /// True for sender→receiver (data), false for receiver→sender (ACKs).
+    pub forward: bool,
+    /// Index into the flow's path of the link the packet is on or next enters.
+    pub hop: u16,
+    pub wire_bytes: u32,
+}
+
+/// The handle queues hold: slab index plus what a discipline needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PacketRef {
+    pub idx: u32,
+    pub wire_bytes: u32,
+    pub flow: u32,
+}
+
+impl QueuedPacket for PacketRef {
+    fn size_bytes(&self) -> u32 {
+        self.wire_bytes
+    }
+    fn flow_id(&self) -> u32 {
+        self.flow
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct PacketSlab {
+    slots: Vec<Packet>,
+    free: Vec<u32>,
+}
+
+impl PacketSlab {
+    pub fn insert(&mut self, pkt: Packet) -> PacketRef {
+        let r = |idx| PacketRef {
+            idx,
+            wire_bytes: pkt.wire_bytes,
+            flow: pkt.flow,
+        };
+        match self.free.pop() {
+            Some(idx) => {
+                self.slots[idx as usize] = pkt;
+                r(idx)
+            }
+            None => {
+                self.slots.push(pkt);
+                r(self.slots.len() as u32 - 1)
+            }
+        }
+    }
+
+    pub fn get(&self, r: PacketRef) -> &Packet {
+        &self.slots[r.idx as usize]
+    }
+
+    pub fn get_mut(&mut self, r: PacketRef) -> &mut Packet {
+        &mut self.slots[r.idx as usize]
+    }
+
+    pub fn remove(&mut self, r: PacketRef) -> Packet {
+        self.free.push(r.idx);
+        self.slots[r.idx as usize]
+    }
+
+    /// Packets currently allocated.
+    pub fn live(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+}

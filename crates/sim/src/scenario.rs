@@ -1,0 +1,362 @@
+//! The scenario file: one TOML schema shared by the CLI and the Python API.
+//!
+//! Parsing is strict (`deny_unknown_fields` everywhere) and every error names
+//! the key path and what was expected. Semantic checks (positive rates, known
+//! nodes, routable flows) happen in [`crate::build`], which reports errors in
+//! the same form.
+
+use serde::Deserialize;
+use std::fmt;
+
+/// A scenario error: where (file and key path) and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioError {
+    pub source_name: String,
+    /// Dotted key path, e.g. `topology.links[2].rate_bps`; empty for file-level errors.
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{}: {}", self.source_name, self.message)
+        } else {
+            write!(f, "{}: {}: {}", self.source_name, self.path, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// A number, or a `[min, max]` range drawn uniformly per element.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(untagged, expecting = "a number or a [min, max] pair of numbers")]
+pub enum Range {
+    Fixed(f64),
+    Uniform([f64; 2]),
+}
+
+impl Range {
+    pub fn min(&self) -> f64 {
+        match *self {
+            Range::Fixed(v) => v,
+            Range::Uniform([a, _]) => a,
+        }
+    }
+    pub fn max(&self) -> f64 {
+        match *self {
+            Range::Fixed(v) => v,
+            Range::Uniform([_, b]) => b,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(default = "default_name")]
+    pub name: String,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Simulated time to run, seconds.
+    pub duration_s: f64,
+    /// Time-series sampling interval, milliseconds; 0 turns samples off.
+    #[serde(default = "default_sample_interval_ms")]
+    pub sample_interval_ms: f64,
+    /// Summaries (goodput, throughput, utilisation) cover [measure_from_s, duration_s].
+    #[serde(default)]
+    pub measure_from_s: f64,
+    /// TCP defaults for every flow; a flow group may override any field.
+    #[serde(default)]
+    pub tcp: TcpSpec,
+    pub topology: Topology,
+    #[serde(default)]
+    pub flows: Vec<FlowGroup>,
+    #[serde(default)]
+    pub outputs: Outputs,
+}
+
+fn default_name() -> String {
+    "scenario".to_string()
+}
+fn default_seed() -> u64 {
+    1
+}
+fn default_sample_interval_ms() -> f64 {
+    100.0
+}
+
+/// TCP settings. Every field is optional; unset fields come from the preset.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpSpec {
+    /// "ns2" (1000-byte data packets, 40-byte ACKs, one ACK per segment) or
+    /// "linux" (MSS 1448 + 52 header bytes, delayed ACKs, SACK).
+    pub preset: Option<String>,
+    pub mss_bytes: Option<u32>,
+    pub header_bytes: Option<u32>,
+    pub initial_window_segments: Option<u32>,
+    /// "newreno" or "sack".
+    pub recovery: Option<String>,
+    pub sack: Option<bool>,
+    pub timestamps: Option<bool>,
+    pub min_rto_ms: Option<f64>,
+    pub initial_rto_ms: Option<f64>,
+    pub delayed_ack: Option<bool>,
+    pub delayed_ack_segments: Option<u32>,
+    pub delayed_ack_timeout_ms: Option<f64>,
+    pub rwnd_bytes: Option<u64>,
+    pub pacing: Option<bool>,
+    pub pacing_ss_factor: Option<f64>,
+    pub pacing_ca_factor: Option<f64>,
+    pub idle_restart: Option<bool>,
+}
+
+impl TcpSpec {
+    /// Fields set in `over` replace those in `self`.
+    pub fn overlay(&self, over: &TcpSpec) -> TcpSpec {
+        macro_rules! pick {
+            ($($f:ident),*) => { TcpSpec { $($f: over.$f.clone().or_else(|| self.$f.clone())),* } };
+        }
+        pick!(
+            preset,
+            mss_bytes,
+            header_bytes,
+            initial_window_segments,
+            recovery,
+            sack,
+            timestamps,
+            min_rto_ms,
+            initial_rto_ms,
+            delayed_ack,
+            delayed_ack_segments,
+            delayed_ack_timeout_ms,
+            rwnd_bytes,
+            pacing,
+            pacing_ss_factor,
+            pacing_ca_factor,
+            idle_restart
+        )
+    }
+}
+
+/// A queue discipline on a link.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum QueueSpec {
+    Droptail {
+        limit_bytes: Option<u64>,
+        limit_packets: Option<u64>,
+    },
+    Red {
+        limit_bytes: Option<u64>,
+        limit_packets: Option<u64>,
+        /// Thresholds in packets (bytes when byte_mode).
+        min_th: f64,
+        max_th: f64,
+        max_p: f64,
+        w_q: f64,
+        #[serde(default)]
+        gentle: bool,
+        #[serde(default)]
+        byte_mode: bool,
+        #[serde(default = "default_mean_pkt")]
+        mean_pkt_size_bytes: u32,
+        /// ns-2's `wait_` (spread drops after the last one).
+        #[serde(default = "yes")]
+        wait: bool,
+    },
+    Codel {
+        limit_bytes: Option<u64>,
+        limit_packets: Option<u64>,
+        #[serde(default = "default_codel_target")]
+        target_ms: f64,
+        #[serde(default = "default_codel_interval")]
+        interval_ms: f64,
+        #[serde(default = "default_mtu")]
+        mtu_bytes: u32,
+    },
+}
+
+fn default_mean_pkt() -> u32 {
+    1000
+}
+fn yes() -> bool {
+    true
+}
+fn default_codel_target() -> f64 {
+    5.0
+}
+fn default_codel_interval() -> f64 {
+    100.0
+}
+fn default_mtu() -> u32 {
+    1500
+}
+
+impl Default for QueueSpec {
+    /// A large DropTail buffer: effectively lossless for the links it guards.
+    fn default() -> Self {
+        QueueSpec::Droptail {
+            limit_bytes: None,
+            limit_packets: Some(10_000),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Topology {
+    /// N sender/receiver pairs, each on its own access link, around one core link.
+    /// Nodes: s0..s{N-1}, d0..d{N-1}, routers `left` and `right`; the core link
+    /// is `left->right` (and `right->left` for ACKs).
+    Dumbbell {
+        pairs: u32,
+        access_rate_bps: Range,
+        access_delay_ms: Range,
+        core_rate_bps: f64,
+        core_delay_ms: f64,
+        #[serde(default)]
+        core_queue: QueueSpec,
+        #[serde(default)]
+        access_queue: QueueSpec,
+        /// Random independent loss probability on the forward core link.
+        #[serde(default)]
+        core_loss: f64,
+    },
+    /// The small-buffer study's two-level dumbbell: `edges` ingress edge
+    /// routers ie{j}, each fed by `hosts_per_edge` access links from hosts
+    /// s{i}; a core link c0->c1; mirrored egress edges ee{j} and receivers d{i}.
+    EdgeDumbbell {
+        edges: u32,
+        hosts_per_edge: u32,
+        access_rate_bps: Range,
+        access_delay_ms: Range,
+        edge_rate_bps: Range,
+        edge_delay_ms: Range,
+        core_rate_bps: f64,
+        core_delay_ms: f64,
+        #[serde(default)]
+        core_queue: QueueSpec,
+        #[serde(default)]
+        edge_queue: QueueSpec,
+        #[serde(default)]
+        access_queue: QueueSpec,
+    },
+    /// Any graph: named nodes and links.
+    Custom {
+        nodes: Vec<NodeSpec>,
+        links: Vec<LinkSpec>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    pub from: String,
+    pub to: String,
+    pub rate_bps: f64,
+    pub delay_ms: f64,
+    #[serde(default)]
+    pub queue: QueueSpec,
+    /// Also create the reverse link `to->from` with the same settings.
+    #[serde(default = "yes")]
+    pub duplex: bool,
+    /// Random independent loss probability (forward direction only).
+    #[serde(default)]
+    pub loss: f64,
+    /// Rate of the reverse direction when duplex (default: same as rate_bps).
+    pub reverse_rate_bps: Option<f64>,
+}
+
+/// When flows start.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged, expecting = "a number of seconds, or a table such as { uniform = [0, 10] }, { exponential_mean = 1.0 } or { at = [0.0, 1.5] }")]
+pub enum StartSpec {
+    At(f64),
+    Dist(StartDist),
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub enum StartDist {
+    /// Uniform in [min, max] seconds.
+    Uniform([f64; 2]),
+    /// Poisson arrivals: exponential gaps with this mean, seconds, from 0.
+    ExponentialMean(f64),
+    /// Explicit start times, one per flow (list length must equal count).
+    At(Vec<f64>),
+}
+
+impl Default for StartSpec {
+    fn default() -> Self {
+        StartSpec::At(0.0)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowGroup {
+    #[serde(default = "default_group_name")]
+    pub name: String,
+    #[serde(default = "one")]
+    pub count: u32,
+    /// Source node; `{i}` is replaced by the flow's index in the group.
+    pub src: String,
+    pub dst: String,
+    #[serde(default = "default_cc")]
+    pub cc: String,
+    #[serde(default)]
+    pub start_s: StartSpec,
+    /// Finite flow size in bytes; absent means a long-lived bulk flow.
+    pub size_bytes: Option<u64>,
+    #[serde(default)]
+    pub tcp: TcpSpec,
+}
+
+fn default_group_name() -> String {
+    "flows".to_string()
+}
+fn one() -> u32 {
+    1
+}
+fn default_cc() -> String {
+    "newreno".to_string()
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Outputs {
+    /// Link names (`a->b`) whose transmitted packets are written to `<name>.pcap`.
+    #[serde(default)]
+    pub pcap: Vec<String>,
+    /// Keep per-flow time series for at most this many flows (lowest ids);
+    /// absent means all.
+    pub max_sampled_flows: Option<u32>,
+}
+
+/// Parse a scenario from TOML text. `source_name` names the file in errors.
+pub fn parse(text: &str, source_name: &str) -> Result<Scenario, ScenarioError> {
+    let de = toml::Deserializer::new(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let mut message = inner.message().to_string();
+        if let Some(span) = inner.span() {
+            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            message = format!("{message} (line {line})");
+        }
+        ScenarioError {
+            source_name: source_name.to_string(),
+            path: if path == "." { String::new() } else { path },
+            message,
+        }
+    })
+}

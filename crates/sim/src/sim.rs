@@ -1,0 +1,377 @@
+//! The simulation: the run loop and the packet path.
+//!
+//! Per packet and hop the engine does: an enqueue into the link's queue
+//! discipline; one `TxDone` event when its serialisation ends; a push onto the
+//! link's wire; one `Arrive` event when it reaches the far node (only the
+//! wire's head has a pending event). Paths are precomputed vectors of link
+//! indices, so forwarding is an index increment.
+
+use crate::engine::{Event, EventQueue};
+use crate::flow::Flow;
+use crate::measure::Samples;
+use crate::network::{Link, Node};
+use crate::packet::{Packet, PacketRef, PacketSlab};
+use latlab_proto::Segment;
+use latlab_qdisc::{Dequeue, Enqueue};
+use rand::Rng;
+
+/// Per-link conservation at the end of a run: packets offered to the link
+/// must equal packets sent + dropped by the queue + lost at random + held.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conservation {
+    pub link: String,
+    pub arrivals: u64,
+    pub departures: u64,
+    pub drops: u64,
+    pub lost: u64,
+    pub queued: u64,
+    pub ok: bool,
+}
+
+pub struct Simulation {
+    pub name: String,
+    pub seed: u64,
+    pub duration_ns: u64,
+    pub sample_interval_ns: u64,
+    pub measure_from_ns: u64,
+    pub now_ns: u64,
+    /// Events taken off the agenda so far (including stale timer entries).
+    pub events: u64,
+    pub finished: bool,
+    pub(crate) queue: EventQueue,
+    pub nodes: Vec<Node>,
+    pub links: Vec<Link>,
+    pub flows: Vec<Flow>,
+    pub group_names: Vec<String>,
+    pub(crate) packets: PacketSlab,
+    drop_scratch: Vec<PacketRef>,
+    pub samples: Samples,
+    /// The first error writing a pcap file (capture stops; the run goes on).
+    pub pcap_error: Option<String>,
+}
+
+impl Simulation {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        name: String,
+        seed: u64,
+        duration_ns: u64,
+        sample_interval_ns: u64,
+        measure_from_ns: u64,
+        nodes: Vec<Node>,
+        links: Vec<Link>,
+        flows: Vec<Flow>,
+        group_names: Vec<String>,
+    ) -> Self {
+        let mut queue = EventQueue::new();
+        for (i, f) in flows.iter().enumerate() {
+            queue.schedule(f.start_ns, Event::FlowStart { flow: i as u32 });
+        }
+        if measure_from_ns > 0 {
+            queue.schedule(measure_from_ns, Event::MeasureStart);
+        }
+        if sample_interval_ns > 0 {
+            queue.schedule(0, Event::Sample);
+        }
+        Simulation {
+            name,
+            seed,
+            duration_ns,
+            sample_interval_ns,
+            measure_from_ns,
+            now_ns: 0,
+            events: 0,
+            finished: false,
+            queue,
+            nodes,
+            links,
+            flows,
+            group_names,
+            packets: PacketSlab::default(),
+            drop_scratch: Vec::new(),
+            samples: Samples::default(),
+            pcap_error: None,
+        }
+    }
+
+    /// Run to the end of the scenario.
+    pub fn run(&mut self) {
+        self.run_until(self.duration_ns);
+    }
+
+    /// Advance simulated time to `min(t_ns, duration)`, processing every
+    /// event due by then. Finishes the run when the end is reached.
+    pub fn run_until(&mut self, t_ns: u64) {
+        if self.finished {
+            return;
+        }
+        let end = t_ns.min(self.duration_ns);
+        while let Some(t) = self.queue.peek_time() {
+            if t > end {
+                break;
+            }
+            let Some((t, ev)) = self.queue.pop() else { break };
+            self.now_ns = t;
+            self.events += 1;
+            self.dispatch(ev);
+        }
+        self.now_ns = end;
+        if end >= self.duration_ns {
+            self.finish();
+        }
+    }
+
+    #[inline]
+    fn dispatch(&mut self, ev: Event) {
+        match ev {
+            Event::TxDone { link } => self.on_tx_done(link),
+            Event::Arrive { link } => self.on_arrive(link),
+            Event::LinkWake { link } => {
+                let l = &mut self.links[link as usize];
+                if l.wake_at == Some(self.now_ns) {
+                    l.wake_at = None;
+                    if l.tx.is_none() {
+                        self.start_tx(link);
+                    }
+                }
+            }
+            Event::FlowStart { flow } => {
+                let f = &mut self.flows[flow as usize];
+                f.started = true;
+                f.sender.connect(self.now_ns);
+                self.poll_sender(flow);
+            }
+            Event::SenderTimer { flow } => {
+                let f = &mut self.flows[flow as usize];
+                if f.sender_timer.fire(self.now_ns) {
+                    f.sender.on_timeout(self.now_ns);
+                    self.poll_sender(flow);
+                }
+            }
+            Event::ReceiverTimer { flow } => {
+                let f = &mut self.flows[flow as usize];
+                if f.receiver_timer.fire(self.now_ns) {
+                    f.receiver.on_timeout(self.now_ns);
+                    self.poll_receiver(flow);
+                }
+            }
+            Event::Sample => {
+                self.samples.record(self.now_ns, &self.flows, &mut self.links);
+                let next = self.now_ns + self.sample_interval_ns;
+                if next <= self.duration_ns {
+                    self.queue.schedule(next, Event::Sample);
+                }
+            }
+            Event::MeasureStart => {
+                for f in &mut self.flows {
+                    f.window_start_delivered = f.receiver.stats().bytes_delivered;
+                    f.window_start_sent = f.sender.stats().bytes_sent;
+                }
+                for l in &mut self.links {
+                    l.window_start_departures_bytes = l.counters.departures_bytes;
+                }
+            }
+        }
+    }
+
+    /// Send everything the sender wants to send now, then re-arm its timer.
+    fn poll_sender(&mut self, flow: u32) {
+        let now = self.now_ns;
+        while let Some(seg) = self.flows[flow as usize].sender.poll_transmit(now) {
+            self.send(flow, true, seg);
+        }
+        let f = &mut self.flows[flow as usize];
+        let deadline = f.sender.next_timeout().map(|t| t.max(now));
+        if let Some(t) = f.sender_timer.needs_schedule(deadline) {
+            self.queue.schedule(t, Event::SenderTimer { flow });
+        }
+    }
+
+    fn poll_receiver(&mut self, flow: u32) {
+        let now = self.now_ns;
+        while let Some(seg) = self.flows[flow as usize].receiver.poll_transmit(now) {
+            self.send(flow, false, seg);
+        }
+        let f = &mut self.flows[flow as usize];
+        let deadline = f.receiver.next_timeout().map(|t| t.max(now));
+        if let Some(t) = f.receiver_timer.needs_schedule(deadline) {
+            self.queue.schedule(t, Event::ReceiverTimer { flow });
+        }
+    }
+
+    /// Put a segment from an endpoint onto the first link of its path.
+    #[inline]
+    fn send(&mut self, flow: u32, forward: bool, seg: Segment) {
+        let f = &self.flows[flow as usize];
+        let first = if forward { f.fwd_path[0] } else { f.rev_path[0] };
+        let wire_bytes = f.header_bytes + seg.payload_bytes;
+        let r = self.packets.insert(Packet {
+            seg,
+            flow,
+            forward,
+            hop: 0,
+            wire_bytes,
+        });
+        self.link_enqueue(first, r);
+    }
+
+    /// A packet arrives at a link's input.
+    #[inline]
+    fn link_enqueue(&mut self, link: u32, r: PacketRef) {
+        let now = self.now_ns;
+        let l = &mut self.links[link as usize];
+        l.counters.arrivals_pkts += 1;
+        l.counters.arrivals_bytes += r.wire_bytes as u64;
+        if l.loss_prob > 0.0 && l.loss_rng.random::<f64>() < l.loss_prob {
+            l.counters.lost_pkts += 1;
+            self.packets.remove(r);
+            return;
+        }
+        if let Enqueue::Dropped(p) = l.qdisc.enqueue(now, r) {
+            self.packets.remove(p);
+            return;
+        }
+        if l.tx.is_none() {
+            self.start_tx(link);
+        }
+    }
+
+    /// The transmitter is idle: take the next packet from the queue.
+    fn start_tx(&mut self, link: u32) {
+        let now = self.now_ns;
+        let l = &mut self.links[link as usize];
+        match l.qdisc.dequeue(now, &mut self.drop_scratch) {
+            Dequeue::Packet { pkt, sojourn_ns } => {
+                l.tx = Some(pkt);
+                let c = &mut l.counters;
+                c.sojourn_sum_ns += sojourn_ns;
+                c.sojourn_count += 1;
+                c.sojourn_max_ns = c.sojourn_max_ns.max(sojourn_ns);
+                let done = now + l.rate.tx_time_ns(now, pkt.wire_bytes);
+                self.queue.schedule(done, Event::TxDone { link });
+            }
+            Dequeue::Empty => {}
+            Dequeue::Wait(t) => {
+                if l.wake_at.is_none_or(|w| t < w) {
+                    l.wake_at = Some(t);
+                    self.queue.schedule(t, Event::LinkWake { link });
+                }
+            }
+        }
+        for p in self.drop_scratch.drain(..) {
+            self.packets.remove(p);
+        }
+    }
+
+    fn on_tx_done(&mut self, link: u32) {
+        let now = self.now_ns;
+        let l = &mut self.links[link as usize];
+        let Some(r) = l.tx.take() else { return };
+        l.counters.departures_pkts += 1;
+        l.counters.departures_bytes += r.wire_bytes as u64;
+        if l.pcap.is_some() {
+            self.capture(link, r);
+        }
+        let l = &mut self.links[link as usize];
+        let arrival = now + l.delay_ns;
+        if l.wire.is_empty() {
+            self.queue.schedule(arrival, Event::Arrive { link });
+        }
+        l.wire.push_back((arrival, r));
+        self.start_tx(link);
+    }
+
+    fn on_arrive(&mut self, link: u32) {
+        let l = &mut self.links[link as usize];
+        let Some((_, r)) = l.wire.pop_front() else { return };
+        if let Some(&(next, _)) = l.wire.front() {
+            self.queue.schedule(next, Event::Arrive { link });
+        }
+        let pkt = self.packets.get_mut(r);
+        pkt.hop += 1;
+        let (flow, forward, hop) = (pkt.flow, pkt.forward, pkt.hop as usize);
+        let f = &self.flows[flow as usize];
+        let path = if forward { &f.fwd_path } else { &f.rev_path };
+        if hop < path.len() {
+            let next = path[hop];
+            self.link_enqueue(next, r);
+            return;
+        }
+        let p = self.packets.remove(r);
+        let now = self.now_ns;
+        let f = &mut self.flows[flow as usize];
+        if forward {
+            f.receiver.on_segment(now, &p.seg);
+            self.poll_receiver(flow);
+        } else {
+            f.sender.on_segment(now, &p.seg);
+            self.poll_sender(flow);
+        }
+    }
+
+    fn capture(&mut self, link: u32, r: PacketRef) {
+        let p = *self.packets.get(r);
+        let f = &self.flows[p.flow as usize];
+        let (src, dst) = if p.forward { (f.src, f.dst) } else { (f.dst, f.src) };
+        let l = &mut self.links[link as usize];
+        if let Some(w) = l.pcap.as_mut() {
+            if let Err(e) = w.write_tcp(self.now_ns, src, dst, p.flow, p.forward, &p.seg, p.wire_bytes) {
+                self.pcap_error.get_or_insert_with(|| format!("pcap for link {}: {e}", l.name));
+                l.pcap = None;
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        for l in &mut self.links {
+            if let Some(w) = l.pcap.take() {
+                if let Err(e) = w.finish() {
+                    self.pcap_error.get_or_insert_with(|| format!("pcap for link {}: {e}", l.name));
+                }
+            }
+        }
+    }
+
+    /// Per-link packet conservation (valid at any time, reported at the end).
+    pub fn conservation(&self) -> Vec<Conservation> {
+        self.links
+            .iter()
+            .map(|l| {
+                let q = l.qdisc_stats();
+                let c = &l.counters;
+                let queued = l.held_pkts();
+                let drops = q.drops_pkts();
+                let ok = c.arrivals_pkts == c.departures_pkts + drops + c.lost_pkts + queued
+                    && q.arrivals_pkts == q.departures_pkts + drops + l.qdisc.len_pkts() as u64;
+                Conservation {
+                    link: l.name.clone(),
+                    arrivals: c.arrivals_pkts,
+                    departures: c.departures_pkts,
+                    drops,
+                    lost: c.lost_pkts,
+                    queued,
+                    ok,
+                }
+            })
+            .collect()
+    }
+
+    /// Every live packet is held by some link (queued, serialising or on a wire).
+    pub fn packets_accounted(&self) -> bool {
+        let held: u64 = self.links.iter().map(|l| l.held_pkts() + l.wire.len() as u64).sum();
+        held == self.packets.live() as u64
+    }
+
+    pub fn conservation_ok(&self) -> bool {
+        self.packets_accounted() && self.conservation().iter().all(|c| c.ok)
+    }
+
+    /// Pending agenda entries (diagnostics).
+    pub fn pending_events(&self) -> usize {
+        self.queue.len()
+    }
+}

@@ -1,0 +1,180 @@
+//! Results as Arrow record batches, serialised as Arrow IPC streams.
+//!
+//! Tables: `flows` (one row per flow), `flow_samples`, `links` (one row per
+//! link), `link_samples`, and `run` (one row describing the run).
+
+use crate::sim::Simulation;
+use arrow_array::{
+    ArrayRef, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array,
+};
+use arrow_ipc::writer::StreamWriter;
+use std::sync::Arc;
+
+fn u64s(v: impl IntoIterator<Item = u64>) -> ArrayRef {
+    Arc::new(UInt64Array::from_iter_values(v))
+}
+fn opt_u64s(v: impl IntoIterator<Item = Option<u64>>) -> ArrayRef {
+    Arc::new(UInt64Array::from_iter(v))
+}
+fn u32s(v: impl IntoIterator<Item = u32>) -> ArrayRef {
+    Arc::new(UInt32Array::from_iter_values(v))
+}
+fn f64s(v: impl IntoIterator<Item = f64>) -> ArrayRef {
+    Arc::new(Float64Array::from_iter_values(v))
+}
+fn strs<'a>(v: impl IntoIterator<Item = &'a str>) -> ArrayRef {
+    Arc::new(StringArray::from_iter_values(v))
+}
+fn bools(v: impl IntoIterator<Item = bool>) -> ArrayRef {
+    Arc::new(BooleanArray::from_iter(v.into_iter().map(Some)))
+}
+
+fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
+    RecordBatch::try_from_iter(columns).expect("columns of one table have equal lengths")
+}
+
+impl Simulation {
+    /// Length of the measurement window in seconds (never zero).
+    fn window_s(&self) -> f64 {
+        (self.duration_ns.saturating_sub(self.measure_from_ns).max(1)) as f64 / 1e9
+    }
+
+    pub fn flows_table(&self) -> RecordBatch {
+        let w = self.window_s();
+        let f = &self.flows;
+        let node = |n: u32| self.nodes[n as usize].name.as_str();
+        batch(vec![
+            ("flow_id", u32s(0..f.len() as u32)),
+            ("group", strs(f.iter().map(|x| self.group_names[x.group as usize].as_str()))),
+            ("src", strs(f.iter().map(|x| node(x.src)))),
+            ("dst", strs(f.iter().map(|x| node(x.dst)))),
+            ("cc", strs(f.iter().map(|x| x.cc_name.as_str()))),
+            ("start_ns", u64s(f.iter().map(|x| x.start_ns))),
+            ("size_bytes", opt_u64s(f.iter().map(|x| x.size_bytes))),
+            ("completed", bools(f.iter().map(|x| x.size_bytes.is_some() && x.sender.is_complete()))),
+            (
+                "fct_ns",
+                opt_u64s(f.iter().map(|x| {
+                    x.size_bytes?;
+                    x.sender.completed_at_ns().map(|t| t.saturating_sub(x.start_ns))
+                })),
+            ),
+            ("bytes_acked", u64s(f.iter().map(|x| x.sender.stats().bytes_acked))),
+            ("bytes_delivered", u64s(f.iter().map(|x| x.receiver.stats().bytes_delivered))),
+            (
+                "goodput_bps",
+                f64s(f.iter().map(|x| {
+                    (x.receiver.stats().bytes_delivered - x.window_start_delivered) as f64 * 8.0 / w
+                })),
+            ),
+            (
+                "throughput_bps",
+                f64s(f.iter().map(|x| (x.sender.stats().bytes_sent - x.window_start_sent) as f64 * 8.0 / w)),
+            ),
+            ("segments_sent", u64s(f.iter().map(|x| x.sender.stats().segments_sent))),
+            ("retransmitted_segments", u64s(f.iter().map(|x| x.sender.stats().retransmitted_segments))),
+            ("timeouts", u64s(f.iter().map(|x| x.sender.stats().timeouts))),
+            ("fast_recoveries", u64s(f.iter().map(|x| x.sender.stats().fast_retransmits))),
+            ("cwnd_bytes", u64s(f.iter().map(|x| x.sender.cwnd_bytes()))),
+            ("srtt_ns", u64s(f.iter().map(|x| x.sender.srtt_ns()))),
+        ])
+    }
+
+    pub fn links_table(&self) -> RecordBatch {
+        let w = self.window_s();
+        let l = &self.links;
+        let cons = self.conservation();
+        let node = |n: u32| self.nodes[n as usize].name.as_str();
+        batch(vec![
+            ("link_id", u32s(0..l.len() as u32)),
+            ("name", strs(l.iter().map(|x| x.name.as_str()))),
+            ("src", strs(l.iter().map(|x| node(x.src)))),
+            ("dst", strs(l.iter().map(|x| node(x.dst)))),
+            ("rate_bps", u64s(l.iter().map(|x| x.rate.nominal_bps()))),
+            ("delay_ns", u64s(l.iter().map(|x| x.delay_ns))),
+            ("qdisc", strs(l.iter().map(|x| x.qdisc.name()))),
+            ("arrivals_pkts", u64s(l.iter().map(|x| x.counters.arrivals_pkts))),
+            ("arrivals_bytes", u64s(l.iter().map(|x| x.counters.arrivals_bytes))),
+            ("departures_pkts", u64s(l.iter().map(|x| x.counters.departures_pkts))),
+            ("departures_bytes", u64s(l.iter().map(|x| x.counters.departures_bytes))),
+            ("drops_pkts", u64s(l.iter().map(|x| x.qdisc_stats().drops_pkts()))),
+            ("drops_bytes", u64s(l.iter().map(|x| x.qdisc_stats().drops_bytes))),
+            ("lost_pkts", u64s(l.iter().map(|x| x.counters.lost_pkts))),
+            ("queued_pkts", u64s(l.iter().map(|x| x.held_pkts()))),
+            (
+                "utilization",
+                f64s(l.iter().map(|x| {
+                    (x.counters.departures_bytes - x.window_start_departures_bytes) as f64 * 8.0
+                        / (x.rate.nominal_bps() as f64 * w)
+                })),
+            ),
+            ("conservation_ok", bools(cons.iter().map(|c| c.ok))),
+        ])
+    }
+
+    pub fn flow_samples_table(&self) -> RecordBatch {
+        let s = &self.samples.flows;
+        batch(vec![
+            ("time_ns", u64s(s.time_ns.iter().copied())),
+            ("flow_id", u32s(s.flow_id.iter().copied())),
+            ("cwnd_bytes", u64s(s.cwnd_bytes.iter().copied())),
+            ("ssthresh_bytes", opt_u64s(s.ssthresh_bytes.iter().copied())),
+            ("srtt_ns", u64s(s.srtt_ns.iter().copied())),
+            ("rwnd_bytes", u64s(s.rwnd_bytes.iter().copied())),
+            ("flight_bytes", u64s(s.flight_bytes.iter().copied())),
+            ("bytes_acked", u64s(s.bytes_acked.iter().copied())),
+            ("bytes_delivered", u64s(s.bytes_delivered.iter().copied())),
+            ("retransmitted_segments", u64s(s.retransmitted_segments.iter().copied())),
+        ])
+    }
+
+    pub fn link_samples_table(&self) -> RecordBatch {
+        let s = &self.samples.links;
+        batch(vec![
+            ("time_ns", u64s(s.time_ns.iter().copied())),
+            ("link_id", u32s(s.link_id.iter().copied())),
+            ("queue_bytes", u64s(s.queue_bytes.iter().copied())),
+            ("queue_pkts", u64s(s.queue_pkts.iter().copied())),
+            ("arrivals_pkts", u64s(s.arrivals_pkts.iter().copied())),
+            ("drops_pkts", u64s(s.drops_pkts.iter().copied())),
+            ("departures_bytes", u64s(s.departures_bytes.iter().copied())),
+            ("sojourn_mean_ns", u64s(s.sojourn_mean_ns.iter().copied())),
+            ("sojourn_max_ns", u64s(s.sojourn_max_ns.iter().copied())),
+        ])
+    }
+
+    pub fn run_table(&self) -> RecordBatch {
+        batch(vec![
+            ("name", strs([self.name.as_str()])),
+            ("seed", u64s([self.seed])),
+            ("duration_ns", u64s([self.duration_ns])),
+            ("measure_from_ns", u64s([self.measure_from_ns])),
+            ("events", u64s([self.events])),
+            ("flows", u64s([self.flows.len() as u64])),
+            ("links", u64s([self.links.len() as u64])),
+            ("conservation_ok", bools([self.conservation_ok()])),
+        ])
+    }
+
+    /// All result tables, by name.
+    pub fn tables(&self) -> Vec<(&'static str, RecordBatch)> {
+        vec![
+            ("flows", self.flows_table()),
+            ("flow_samples", self.flow_samples_table()),
+            ("links", self.links_table()),
+            ("link_samples", self.link_samples_table()),
+            ("run", self.run_table()),
+        ]
+    }
+}
+
+/// Serialise a record batch as an Arrow IPC stream.
+pub fn to_ipc_stream(batch: &RecordBatch) -> Result<Vec<u8>, arrow_schema::ArrowError> {
+    let mut buf = Vec::new();
+    {
+        let mut w = StreamWriter::try_new(&mut buf, &batch.schema())?;
+        w.write(batch)?;
+        w.finish()?;
+    }
+    Ok(buf)
+}

@@ -1,0 +1,33 @@
+"""The exceptions and warnings a latlab user may see.
+
+``ScenarioError`` and ``SimulationError`` are defined by the compiled core so
+that errors raised in Rust arrive as these very classes. When the core is not
+built, stand-ins with the same bases are used so that scenarios can still be
+loaded, edited and saved, and ``except latlab.ScenarioError`` keeps working.
+"""
+
+from __future__ import annotations
+
+try:
+    from latlab._core import ScenarioError, SimulationError
+except ImportError:  # core not built (yet): pure-Python stand-ins
+
+    class ScenarioError(ValueError):  # type: ignore[no-redef]
+        """A scenario is invalid: ``"FILE: key.path: what is wrong and what is expected"``."""
+
+    class SimulationError(RuntimeError):  # type: ignore[no-redef]
+        """The simulator failed internally (a bug, not a user mistake)."""
+
+
+class CoreNotBuiltError(ImportError):
+    """The compiled extension ``latlab._core`` cannot be imported."""
+
+
+class ConservationWarning(RuntimeWarning):
+    """A link's packet counts do not add up: arrivals != departures + drops + lost + queued.
+
+    This always means a simulator bug; results of such a run are suspect.
+    """
+
+
+__all__ = ["ScenarioError", "SimulationError", "CoreNotBuiltError", "ConservationWarning"]
