@@ -46,7 +46,7 @@ def format_path(keys: list[Key]) -> str:
     """The canonical spelling of a path, e.g. ``topology.links[2].rate_bps``."""
     out = ""
     for k in keys:
-        out += f"[{k}]" if isinstance(k, int) else (f".{k}" if out else k)
+        out += f"[{k}]" if _is_index(k) and out else (f".{k}" if out else str(k))
     return out
 
 

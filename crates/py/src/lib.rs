@@ -12,7 +12,12 @@ use pyo3::types::{PyBytes, PyDict};
 use std::path::PathBuf;
 
 create_exception!(_core, ScenarioError, PyValueError, "A scenario file or dictionary is invalid: the message names the file, the key path and what is expected.");
-create_exception!(_core, SimulationError, PyRuntimeError, "The simulator failed while running a valid scenario.");
+create_exception!(
+    _core,
+    SimulationError,
+    PyRuntimeError,
+    "The simulator failed while running a valid scenario."
+);
 
 fn scenario_err(e: latlab_sim::ScenarioError) -> PyErr {
     ScenarioError::new_err(e.to_string())
@@ -104,14 +109,17 @@ impl Simulation {
     /// Result tables as {name: Arrow IPC stream bytes}. Only after the run finished.
     fn results<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         if !self.sim.finished {
-            return Err(SimulationError::new_err("the run has not finished: call run() or run_until(duration_ns) first"));
+            return Err(SimulationError::new_err(
+                "the run has not finished: call run() or run_until(duration_ns) first",
+            ));
         }
         if let Some(e) = &self.sim.pcap_error {
             return Err(SimulationError::new_err(e.clone()));
         }
         let out = PyDict::new(py);
         for (name, batch) in self.sim.tables() {
-            let bytes = to_ipc_stream(&batch).map_err(|e| SimulationError::new_err(format!("table {name}: {e}")))?;
+            let bytes =
+                to_ipc_stream(&batch).map_err(|e| SimulationError::new_err(format!("table {name}: {e}")))?;
             out.set_item(name, PyBytes::new(py, &bytes))?;
         }
         Ok(out)

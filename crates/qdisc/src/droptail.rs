@@ -1,5 +1,5 @@
 //! DropTail: a FIFO with a hard limit; an arriving packet that does not fit
-//! is dropped (docs/specs/queues.md, "DropTail").
+//! is dropped (specs/queues.md, "DropTail").
 //!
 //! This file also holds [`Fifo`], the accounted FIFO that RED and CoDel are
 //! built on, so that the three disciplines keep `QdiscStats` the same way.
@@ -135,10 +135,7 @@ impl<P: QueuedPacket> Fifo<P> {
     /// Count a drop at dequeue (CoDel) and hand the packet to the caller.
     pub(crate) fn drop_dequeued(&mut self, pkt: P, dropped: &mut Vec<P>) {
         self.stats.drops_dequeue_pkts = self.stats.drops_dequeue_pkts.saturating_add(1);
-        self.stats.drops_bytes = self
-            .stats
-            .drops_bytes
-            .saturating_add(u64::from(pkt.size_bytes()));
+        self.stats.drops_bytes = self.stats.drops_bytes.saturating_add(u64::from(pkt.size_bytes()));
         dropped.push(pkt);
     }
 }

@@ -1,7 +1,7 @@
 //! Random Early Detection (Floyd & Jacobson 1993), following ns-2.35
 //! `queue/red.cc` (`REDQueue::enque`, `deque`, `estimator`,
 //! `calculate_p_new`, `modify_p`, `drop_early`) with every parameter
-//! explicit (docs/specs/queues.md, "RED").
+//! explicit (specs/queues.md, "RED").
 //!
 //! Per arrival, in red.cc's order:
 //! 1. If the queue was idle, pretend `m` packets arrived to an empty queue
@@ -34,6 +34,9 @@ use crate::{Dequeue, Enqueue, Qdisc, QdiscStats, QueuedPacket, TimeNs};
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RedParams {
     /// Physical buffer size. An arrival that does not fit is a forced drop.
+    /// Same rule as [`Limit`] everywhere (a packet must fit entirely); for
+    /// `Limit::Bytes` this is slightly stricter than red.cc, which admits
+    /// while `byteLength < qlim` and may overshoot by one packet.
     pub limit: Limit,
     /// Average queue at which early drops start (packets, or bytes in byte
     /// mode).
@@ -108,9 +111,12 @@ impl RedParams {
         } else {
             1.0
         };
-        // `min`/`max` rather than `clamp`: they never panic and map NaN
-        // (only reachable with unvalidated parameters) to 0.
-        p.min(1.0).max(0.0)
+        // NaN is only reachable with unvalidated parameters: no drops then.
+        if p.is_nan() {
+            0.0
+        } else {
+            p.clamp(0.0, 1.0)
+        }
     }
 
     /// p_a, the probability actually used for an arrival (red.cc
@@ -120,13 +126,7 @@ impl RedParams {
     ///
     /// In byte mode red.cc counts in mean-size packets: `count_bytes /
     /// mean_pktsize` in integer division.
-    pub fn drop_probability(
-        &self,
-        p_b: f64,
-        count: u64,
-        count_bytes: u64,
-        size_bytes: u32,
-    ) -> f64 {
+    pub fn drop_probability(&self, p_b: f64, count: u64, count_bytes: u64, size_bytes: u32) -> f64 {
         let mean = u64::from(self.mean_pkt_size_bytes);
         let count1 = if self.byte_mode {
             count_bytes.checked_div(mean).unwrap_or(0) as f64
@@ -554,6 +554,37 @@ mod tests {
     }
 
     #[test]
+    fn arrival_to_a_nearly_empty_queue_is_never_dropped() {
+        // red.cc drops only if `qlen > 1`: build avg far above max_th with
+        // a long standing queue, drain it to one packet without going idle,
+        // and the next arrival is admitted despite avg ≥ max_th.
+        let p = RedParams {
+            w_q: 0.002,
+            ..params()
+        };
+        let mut q = Red::new(p, 2);
+        let mut d = Vec::new();
+        let mut seq = 0;
+        while q.len_pkts() < 50 {
+            q.enqueue(0, pkt(seq));
+            seq += 1;
+        }
+        while q.avg() < 30.0 {
+            if q.enqueue(0, pkt(seq)) == Enqueue::Queued {
+                q.dequeue(0, &mut d);
+            }
+            seq += 1;
+        }
+        while q.len_pkts() > 1 {
+            q.dequeue(0, &mut d);
+        }
+        assert_eq!(q.enqueue(0, pkt(seq)), Enqueue::Queued);
+        assert!(q.avg() >= 10.0);
+        // With two packets queued the forced drop applies again.
+        assert_eq!(q.enqueue(0, pkt(seq + 1)), Enqueue::Dropped(pkt(seq + 1)));
+    }
+
+    #[test]
     fn count_starts_at_one_when_avg_crosses_min_th() {
         let p = RedParams { w_q: 1.0, ..params() };
         let mut q = Red::new(p, 3);
@@ -621,7 +652,8 @@ mod tests {
         // wait (ns-2 default)
         assert_eq!(count_adjusted_probability(0.3, 0.0, true), 0.0);
         assert_eq!(count_adjusted_probability(0.3, 3.0, true), 0.0); // 0.9 < 1
-        assert!(close(count_adjusted_probability(0.3, 4.0, true), 0.3 / 0.8)); // 1.2
+                                                                     // 1.2: 0.3/(2 − 1.2)
+        assert!(close(count_adjusted_probability(0.3, 4.0, true), 0.3 / 0.8));
         // 1.8 < 2 but 0.3/(2 − 1.8) = 1.5 is capped at 1.
         assert_eq!(count_adjusted_probability(0.3, 6.0, true), 1.0);
         assert!(close(count_adjusted_probability(0.1, 15.0, true), 0.1 / 0.5)); // 1.5
@@ -765,10 +797,7 @@ mod tests {
     fn linear_region_drop_rate_matches_count_formula() {
         // avg = 8: p_b = 0.1·(8 − 5)/(10 − 5) = 0.06. With wait no drop
         // before count 17 (17·0.06 ≥ 1), a sure drop at count 34 (≥ 2).
-        let p = RedParams {
-            w_q: 1.0,
-            ..params()
-        };
+        let p = RedParams { w_q: 1.0, ..params() };
         let gap = mean_drop_gap(0.06, true);
         assert!(gap > 17.0 && gap < 34.0);
         let (frac, q) = drop_fraction_at(p, 8, 100_000, 5);
@@ -776,7 +805,7 @@ mod tests {
         assert_eq!(q.forced_drops(), 0);
         assert!(q.early_drops() > 0);
 
-        // Paper form: p_a = 0.06/(1 − 0.06·c), sure at c = 17.
+        // Paper form: p_a = 0.06/(1 − 0.06·c), which reaches 1 at c = 16.
         let p = RedParams { wait: false, ..p };
         let gap = mean_drop_gap(0.06, false);
         let (frac, _) = drop_fraction_at(p, 8, 100_000, 5);
@@ -821,11 +850,7 @@ mod tests {
         for seed in 0..8 {
             for gentle in [false, true] {
                 for byte_mode in [false, true] {
-                    let (min_th, max_th) = if byte_mode {
-                        (5000.0, 15000.0)
-                    } else {
-                        (5.0, 15.0)
-                    };
+                    let (min_th, max_th) = if byte_mode { (5000.0, 15000.0) } else { (5.0, 15.0) };
                     let p = RedParams {
                         limit: Limit::Packets(25),
                         min_th,
@@ -851,28 +876,104 @@ mod tests {
             assert!(e.contains(field), "{e:?} should name {field}");
             assert!(Red::<TestPkt>::try_new(p, 0).is_err());
         };
-        bad(RedParams { max_th: 5.0, ..params() }, "max_th must be greater than min_th");
-        bad(RedParams { max_th: f64::NAN, ..params() }, "max_th");
-        bad(RedParams { min_th: -1.0, ..params() }, "min_th");
-        bad(RedParams { max_p: 0.0, ..params() }, "max_p");
-        bad(RedParams { max_p: 1.5, ..params() }, "max_p");
+        bad(
+            RedParams {
+                max_th: 5.0,
+                ..params()
+            },
+            "max_th must be greater than min_th",
+        );
+        bad(
+            RedParams {
+                max_th: f64::NAN,
+                ..params()
+            },
+            "max_th",
+        );
+        bad(
+            RedParams {
+                min_th: -1.0,
+                ..params()
+            },
+            "min_th",
+        );
+        bad(
+            RedParams {
+                max_p: 0.0,
+                ..params()
+            },
+            "max_p",
+        );
+        bad(
+            RedParams {
+                max_p: 1.5,
+                ..params()
+            },
+            "max_p",
+        );
         bad(RedParams { w_q: 0.0, ..params() }, "w_q");
-        bad(RedParams { w_q: f64::NAN, ..params() }, "w_q");
-        bad(RedParams { mean_pkt_size_bytes: 0, ..params() }, "mean_pkt_size_bytes");
-        bad(RedParams { link_rate_bps: 0, ..params() }, "link_rate_bps");
-        bad(RedParams { limit: Limit::Packets(0), ..params() }, "limit");
+        bad(
+            RedParams {
+                w_q: f64::NAN,
+                ..params()
+            },
+            "w_q",
+        );
+        bad(
+            RedParams {
+                mean_pkt_size_bytes: 0,
+                ..params()
+            },
+            "mean_pkt_size_bytes",
+        );
+        bad(
+            RedParams {
+                link_rate_bps: 0,
+                ..params()
+            },
+            "link_rate_bps",
+        );
+        bad(
+            RedParams {
+                limit: Limit::Packets(0),
+                ..params()
+            },
+            "limit",
+        );
     }
 
     #[test]
     fn invalid_params_do_not_panic() {
         let weird = [
-            RedParams { max_th: 5.0, ..params() },
-            RedParams { max_th: 0.0, min_th: 0.0, ..params() },
-            RedParams { w_q: f64::NAN, ..params() },
+            RedParams {
+                max_th: 5.0,
+                ..params()
+            },
+            RedParams {
+                max_th: 0.0,
+                min_th: 0.0,
+                ..params()
+            },
+            RedParams {
+                w_q: f64::NAN,
+                ..params()
+            },
             RedParams { w_q: 7.0, ..params() },
-            RedParams { mean_pkt_size_bytes: 0, byte_mode: true, ..params() },
-            RedParams { link_rate_bps: u64::MAX, ..params() },
-            RedParams { min_th: f64::NAN, max_th: f64::INFINITY, max_p: -3.0, ..params() },
+            RedParams {
+                mean_pkt_size_bytes: 0,
+                byte_mode: true,
+                ..params()
+            },
+            RedParams {
+                link_rate_bps: u64::MAX,
+                ..params()
+            },
+            RedParams {
+                min_th: f64::NAN,
+                max_th: f64::INFINITY,
+                max_p: -3.0,
+                ..params()
+            },
         ];
         for p in weird {
             let mut q = Red::new(p, 1);

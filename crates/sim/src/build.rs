@@ -7,7 +7,9 @@ use crate::packet::PacketRef;
 use crate::pcap::PcapWriter;
 use crate::rng::{stream, stream_seed, Stream};
 use crate::routing::{self, Graph};
-use crate::scenario::{QueueSpec, Scenario, ScenarioError, StartDist, StartSpec, TcpSpec};
+use crate::scenario::{
+    CoDelSpec, DropTailSpec, QueueSpec, RedSpec, Scenario, ScenarioError, StartDist, StartSpec, TcpSpec,
+};
 use crate::sim::Simulation;
 use crate::topology::{self, LinkPlan};
 use latlab_proto::cc;
@@ -47,7 +49,10 @@ impl Ctx<'_> {
 
     fn s_to_ns(&self, s: f64, path: &str) -> Result<u64, ScenarioError> {
         if !s.is_finite() || s < 0.0 {
-            return Err(self.err(path, format!("expected a non-negative number of seconds, got {s}")));
+            return Err(self.err(
+                path,
+                format!("expected a non-negative number of seconds, got {s}"),
+            ));
         }
         if s > 1e9 {
             return Err(self.err(path, format!("{s} seconds is too long (at most 1e9)")));
@@ -66,13 +71,21 @@ pub fn build(sc: &Scenario, source: &str, outdir: Option<&Path>) -> Result<Simul
     let sample_interval_ns = cx.ms_to_ns(sc.sample_interval_ms, "sample_interval_ms")?;
     let measure_from_ns = cx.s_to_ns(sc.measure_from_s, "measure_from_s")?;
     if measure_from_ns >= duration_ns {
-        return Err(cx.err("measure_from_s", format!("must be less than duration_s ({})", sc.duration_s)));
+        return Err(cx.err(
+            "measure_from_s",
+            format!("must be less than duration_s ({})", sc.duration_s),
+        ));
     }
 
     // Network.
     let plan = topology::expand(&sc.topology, sc.seed, source)?;
     let nodes: Vec<Node> = plan.nodes.iter().map(|n| Node { name: n.clone() }).collect();
-    let node_index: BTreeMap<&str, u32> = plan.nodes.iter().enumerate().map(|(i, n)| (n.as_str(), i as u32)).collect();
+    let node_index: BTreeMap<&str, u32> = plan
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i as u32))
+        .collect();
     let mut links = Vec::with_capacity(plan.links.len());
     let mut link_names = BTreeMap::new();
     let sample_all = plan.links.len() <= SAMPLE_ALL_LINKS_UP_TO;
@@ -92,13 +105,20 @@ pub fn build(sc: &Scenario, source: &str, outdir: Option<&Path>) -> Result<Simul
         let Some(&li) = link_names.get(pname) else {
             return Err(cx.err(
                 format!("outputs.pcap[{i}]"),
-                format!("unknown link {pname:?}; links are named \"from->to\" by node names, e.g. {:?}", links.first().map(|l: &Link| l.name.as_str()).unwrap_or("a->b")),
+                format!(
+                    "unknown link {pname:?}; links are named \"from->to\" by node names, e.g. {:?}",
+                    links.first().map(|l: &Link| l.name.as_str()).unwrap_or("a->b")
+                ),
             ));
         };
         let dir = outdir.unwrap_or(Path::new("."));
         let file = dir.join(format!("{}.pcap", pname.replace("->", "_to_").replace('#', "_")));
-        let writer = PcapWriter::create(&file)
-            .map_err(|e| cx.err(format!("outputs.pcap[{i}]"), format!("cannot create {}: {e}", file.display())))?;
+        let writer = PcapWriter::create(&file).map_err(|e| {
+            cx.err(
+                format!("outputs.pcap[{i}]"),
+                format!("cannot create {}: {e}", file.display()),
+            )
+        })?;
         links[li as usize].pcap = Some(writer);
     }
 
@@ -124,19 +144,43 @@ pub fn build(sc: &Scenario, source: &str, outdir: Option<&Path>) -> Result<Simul
         let tcp_spec = sc.tcp.overlay(&grp.tcp);
         let cfg = tcp_config(&cx, &tcp_spec, &format!("{p}.tcp"))?;
         if cc::by_name(&grp.cc, cfg.mss_bytes as u64).is_none() {
-            return Err(cx.err(format!("{p}.cc"), format!("unknown congestion control {:?}; expected one of {}", grp.cc, cc::CONTROLLERS.join(", "))));
+            return Err(cx.err(
+                format!("{p}.cc"),
+                format!(
+                    "unknown congestion control {:?}; expected one of {}",
+                    grp.cc,
+                    cc::CONTROLLERS.join(", ")
+                ),
+            ));
         }
         if grp.size_bytes == Some(0) {
-            return Err(cx.err(format!("{p}.size_bytes"), "expected a positive size in bytes (omit it for a long-lived flow)"));
+            return Err(cx.err(
+                format!("{p}.size_bytes"),
+                "expected a positive size in bytes (omit it for a long-lived flow)",
+            ));
         }
-        let starts = start_times(&cx, &grp.start_s, grp.count, sc.seed, g as u64, &format!("{p}.start_s"))?;
+        let starts = start_times(
+            &cx,
+            &grp.start_s,
+            grp.count,
+            sc.seed,
+            g as u64,
+            &format!("{p}.start_s"),
+        )?;
         group_names.push(grp.name.clone());
         for i in 0..grp.count {
             let resolve = |pattern: &str, key: &str| -> Result<u32, ScenarioError> {
                 let name = pattern.replace("{i}", &i.to_string());
                 node_index.get(name.as_str()).copied().ok_or_else(|| {
-                    let how = if pattern.contains("{i}") { format!(" (from {pattern:?} with i = {i})") } else { String::new() };
-                    cx.err(format!("{p}.{key}"), format!("unknown node {name:?}{how}; expected a node of the topology"))
+                    let how = if pattern.contains("{i}") {
+                        format!(" (from {pattern:?} with i = {i})")
+                    } else {
+                        String::new()
+                    };
+                    cx.err(
+                        format!("{p}.{key}"),
+                        format!("unknown node {name:?}{how}; expected a node of the topology"),
+                    )
                 })
             };
             let (src, dst) = (resolve(&grp.src, "src")?, resolve(&grp.dst, "dst")?);
@@ -144,11 +188,18 @@ pub fn build(sc: &Scenario, source: &str, outdir: Option<&Path>) -> Result<Simul
                 return Err(cx.err(format!("{p}.dst"), "source and destination are the same node"));
             }
             let unroutable = |a: u32, b: u32| {
-                cx.err(p.clone(), format!("no route from {:?} to {:?}; the topology does not connect them", nodes[a as usize].name, nodes[b as usize].name))
+                cx.err(
+                    p.clone(),
+                    format!(
+                        "no route from {:?} to {:?}; the topology does not connect them",
+                        nodes[a as usize].name, nodes[b as usize].name
+                    ),
+                )
             };
             let fwd = route(src, dst).ok_or_else(|| unroutable(src, dst))?;
             let rev = route(dst, src).ok_or_else(|| unroutable(dst, src))?;
-            let controller = cc::by_name(&grp.cc, cfg.mss_bytes as u64).ok_or_else(|| cx.err(format!("{p}.cc"), "unknown congestion control"))?;
+            let controller = cc::by_name(&grp.cc, cfg.mss_bytes as u64)
+                .ok_or_else(|| cx.err(format!("{p}.cc"), "unknown congestion control"))?;
             let flow_id = flows.len() as u32;
             flows.push(Flow {
                 group: g as u32,
@@ -184,13 +235,29 @@ pub fn build(sc: &Scenario, source: &str, outdir: Option<&Path>) -> Result<Simul
     ))
 }
 
-fn make_link(cx: &Ctx, lp: &LinkPlan, name: String, seed: u64, index: u64, sample_all: bool) -> Result<Link, ScenarioError> {
+fn make_link(
+    cx: &Ctx,
+    lp: &LinkPlan,
+    name: String,
+    seed: u64,
+    index: u64,
+    sample_all: bool,
+) -> Result<Link, ScenarioError> {
     let rate_bps = lp.rate_bps.round() as u64;
     if rate_bps == 0 {
-        return Err(cx.err(lp.key_path.replace(".queue", ".rate_bps"), "rate is below 1 bit/s; expected a positive rate in bits per second"));
+        return Err(cx.err(
+            lp.key_path.replace(".queue", ".rate_bps"),
+            "rate is below 1 bit/s; expected a positive rate in bits per second",
+        ));
     }
     let delay_ns = cx.ms_to_ns(lp.delay_ms, &lp.key_path.replace("queue", "delay_ms"))?;
-    let qdisc = make_qdisc(cx, &lp.queue, &lp.key_path, rate_bps, stream_seed(seed, Stream::Qdisc, index))?;
+    let qdisc = make_qdisc(
+        cx,
+        &lp.queue,
+        &lp.key_path,
+        rate_bps,
+        stream_seed(seed, Stream::Qdisc, index),
+    )?;
     Ok(Link {
         name,
         src: lp.src,
@@ -200,7 +267,8 @@ fn make_link(cx: &Ctx, lp: &LinkPlan, name: String, seed: u64, index: u64, sampl
         qdisc,
         loss_prob: lp.loss,
         loss_rng: stream(seed, Stream::LinkLoss, index),
-        tx: None,
+        busy_until_ns: 0,
+        tx_scheduled: false,
         wake_at: None,
         wire: VecDeque::new(),
         counters: LinkCounters::default(),
@@ -210,21 +278,61 @@ fn make_link(cx: &Ctx, lp: &LinkPlan, name: String, seed: u64, index: u64, sampl
     })
 }
 
-fn limit(cx: &Ctx, path: &str, bytes: Option<u64>, packets: Option<u64>, default: Option<Limit>) -> Result<Limit, ScenarioError> {
+fn limit(
+    cx: &Ctx,
+    path: &str,
+    bytes: Option<u64>,
+    packets: Option<u64>,
+    default: Option<Limit>,
+) -> Result<Limit, ScenarioError> {
     match (bytes, packets) {
         (Some(_), Some(_)) => Err(cx.err(path, "set either limit_bytes or limit_packets, not both")),
-        (Some(0), None) => Err(cx.err(format!("{path}.limit_bytes"), "expected a positive buffer size in bytes")),
-        (None, Some(0)) => Err(cx.err(format!("{path}.limit_packets"), "expected a positive buffer size in packets")),
+        (Some(0), None) => Err(cx.err(
+            format!("{path}.limit_bytes"),
+            "expected a positive buffer size in bytes",
+        )),
+        (None, Some(0)) => Err(cx.err(
+            format!("{path}.limit_packets"),
+            "expected a positive buffer size in packets",
+        )),
         (Some(b), None) => Ok(Limit::Bytes(b)),
         (None, Some(p)) => Ok(Limit::Packets(p)),
-        (None, None) => default.ok_or_else(|| cx.err(path, "missing buffer size; expected limit_bytes or limit_packets")),
+        (None, None) => {
+            default.ok_or_else(|| cx.err(path, "missing buffer size; expected limit_bytes or limit_packets"))
+        }
     }
 }
 
-fn make_qdisc(cx: &Ctx, q: &QueueSpec, path: &str, link_rate_bps: u64, seed: u64) -> Result<Box<dyn Qdisc<PacketRef>>, ScenarioError> {
+fn make_qdisc(
+    cx: &Ctx,
+    q: &QueueSpec,
+    path: &str,
+    link_rate_bps: u64,
+    seed: u64,
+) -> Result<Box<dyn Qdisc<PacketRef>>, ScenarioError> {
     Ok(match q {
-        QueueSpec::Droptail { limit_bytes, limit_packets } => Box::new(DropTail::new(limit(cx, path, *limit_bytes, *limit_packets, None)?)),
-        QueueSpec::Red { limit_bytes, limit_packets, min_th, max_th, max_p, w_q, gentle, byte_mode, mean_pkt_size_bytes, wait } => {
+        QueueSpec::Droptail(DropTailSpec {
+            limit_bytes,
+            limit_packets,
+        }) => Box::new(DropTail::new(limit(
+            cx,
+            path,
+            *limit_bytes,
+            *limit_packets,
+            None,
+        )?)),
+        QueueSpec::Red(RedSpec {
+            limit_bytes,
+            limit_packets,
+            min_th,
+            max_th,
+            max_p,
+            w_q,
+            gentle,
+            byte_mode,
+            mean_pkt_size_bytes,
+            wait,
+        }) => {
             let params = RedParams {
                 limit: limit(cx, path, *limit_bytes, *limit_packets, None)?,
                 min_th: *min_th,
@@ -240,7 +348,13 @@ fn make_qdisc(cx: &Ctx, q: &QueueSpec, path: &str, link_rate_bps: u64, seed: u64
             params.validate().map_err(|m| cx.err(path, m))?;
             Box::new(Red::new(params, seed))
         }
-        QueueSpec::Codel { limit_bytes, limit_packets, target_ms, interval_ms, mtu_bytes } => {
+        QueueSpec::Codel(CoDelSpec {
+            limit_bytes,
+            limit_packets,
+            target_ms,
+            interval_ms,
+            mtu_bytes,
+        }) => {
             let params = CoDelParams {
                 target_ns: cx.ms_to_ns(*target_ms, &format!("{path}.target_ms"))?,
                 interval_ns: cx.ms_to_ns(*interval_ms, &format!("{path}.interval_ms"))?,
@@ -258,7 +372,12 @@ fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig, ScenarioEr
     let mut c = match s.preset.as_deref() {
         None | Some("ns2") => TcpConfig::ns2(),
         Some("linux") => TcpConfig::linux(),
-        Some(other) => return Err(cx.err(format!("{path}.preset"), format!("unknown preset {other:?}; expected \"ns2\" or \"linux\""))),
+        Some(other) => {
+            return Err(cx.err(
+                format!("{path}.preset"),
+                format!("unknown preset {other:?}; expected \"ns2\" or \"linux\""),
+            ))
+        }
     };
     if let Some(v) = s.mss_bytes {
         c.mss_bytes = v;
@@ -276,7 +395,12 @@ fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig, ScenarioEr
                 c.sack = true;
                 Recovery::Sack
             }
-            other => return Err(cx.err(format!("{path}.recovery"), format!("unknown recovery {other:?}; expected \"newreno\" or \"sack\""))),
+            other => {
+                return Err(cx.err(
+                    format!("{path}.recovery"),
+                    format!("unknown recovery {other:?}; expected \"newreno\" or \"sack\""),
+                ))
+            }
         };
     }
     if let Some(v) = s.sack {
@@ -293,7 +417,14 @@ fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig, ScenarioEr
     }
     let mut dack = c.delayed_ack;
     if let Some(on) = s.delayed_ack {
-        dack = if on { Some(dack.unwrap_or(DelayedAck { segments: 2, timeout_ns: 200_000_000 })) } else { None };
+        dack = if on {
+            Some(dack.unwrap_or(DelayedAck {
+                segments: 2,
+                timeout_ns: 200_000_000,
+            }))
+        } else {
+            None
+        };
     }
     if let Some(d) = dack.as_mut() {
         if let Some(n) = s.delayed_ack_segments {
@@ -309,7 +440,14 @@ fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig, ScenarioEr
     }
     let mut pacing = c.pacing;
     if let Some(on) = s.pacing {
-        pacing = if on { Some(pacing.unwrap_or(Pacing { ss_factor: 1.0, ca_factor: 1.0 })) } else { None };
+        pacing = if on {
+            Some(pacing.unwrap_or(Pacing {
+                ss_factor: 1.0,
+                ca_factor: 1.0,
+            }))
+        } else {
+            None
+        };
     }
     if let Some(p) = pacing.as_mut() {
         if let Some(f) = s.pacing_ss_factor {
@@ -330,7 +468,14 @@ fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig, ScenarioEr
     Ok(c)
 }
 
-fn start_times(cx: &Ctx, spec: &StartSpec, count: u32, seed: u64, group: u64, path: &str) -> Result<Vec<u64>, ScenarioError> {
+fn start_times(
+    cx: &Ctx,
+    spec: &StartSpec,
+    count: u32,
+    seed: u64,
+    group: u64,
+    path: &str,
+) -> Result<Vec<u64>, ScenarioError> {
     let mut rng = stream(seed, Stream::FlowStart, group);
     let n = count as usize;
     match spec {
@@ -338,15 +483,24 @@ fn start_times(cx: &Ctx, spec: &StartSpec, count: u32, seed: u64, group: u64, pa
         StartSpec::Dist(StartDist::Uniform([a, b])) => {
             let (lo, hi) = (cx.s_to_ns(*a, path)?, cx.s_to_ns(*b, path)?);
             if lo > hi {
-                return Err(cx.err(format!("{path}.uniform"), format!("range [{a}, {b}] has min > max")));
+                return Err(cx.err(
+                    format!("{path}.uniform"),
+                    format!("range [{a}, {b}] has min > max"),
+                ));
             }
-            Ok((0..n).map(|_| if lo == hi { lo } else { rng.random_range(lo..=hi) }).collect())
+            Ok((0..n)
+                .map(|_| if lo == hi { lo } else { rng.random_range(lo..=hi) })
+                .collect())
         }
         StartSpec::Dist(StartDist::ExponentialMean(mean)) => {
             if !mean.is_finite() || *mean <= 0.0 {
-                return Err(cx.err(format!("{path}.exponential_mean"), format!("expected a positive mean in seconds, got {mean}")));
+                return Err(cx.err(
+                    format!("{path}.exponential_mean"),
+                    format!("expected a positive mean in seconds, got {mean}"),
+                ));
             }
-            let exp = Exp::new(1.0 / mean).map_err(|e| cx.err(format!("{path}.exponential_mean"), e.to_string()))?;
+            let exp = Exp::new(1.0 / mean)
+                .map_err(|e| cx.err(format!("{path}.exponential_mean"), e.to_string()))?;
             let mut t = 0.0;
             (0..n)
                 .map(|_| {
@@ -357,9 +511,16 @@ fn start_times(cx: &Ctx, spec: &StartSpec, count: u32, seed: u64, group: u64, pa
         }
         StartSpec::Dist(StartDist::At(times)) => {
             if times.len() != n {
-                return Err(cx.err(format!("{path}.at"), format!("expected {n} start times (one per flow), got {}", times.len())));
+                return Err(cx.err(
+                    format!("{path}.at"),
+                    format!("expected {n} start times (one per flow), got {}", times.len()),
+                ));
             }
-            times.iter().enumerate().map(|(i, t)| cx.s_to_ns(*t, &format!("{path}.at[{i}]"))).collect()
+            times
+                .iter()
+                .enumerate()
+                .map(|(i, t)| cx.s_to_ns(*t, &format!("{path}.at[{i}]")))
+                .collect()
         }
     }
 }

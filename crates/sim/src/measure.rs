@@ -54,7 +54,8 @@ impl Samples {
             fs.flow_id.push(i as u32);
             fs.cwnd_bytes.push(s.cwnd_bytes());
             let ssthresh = s.ssthresh_bytes();
-            fs.ssthresh_bytes.push((ssthresh < SSTHRESH_INFINITE).then_some(ssthresh));
+            fs.ssthresh_bytes
+                .push((ssthresh < SSTHRESH_INFINITE).then_some(ssthresh));
             fs.srtt_ns.push(s.srtt_ns());
             fs.rwnd_bytes.push(s.peer_rwnd_bytes());
             fs.flight_bytes.push(s.flight_bytes());
@@ -76,7 +77,8 @@ impl Samples {
             ls.arrivals_pkts.push(c.arrivals_pkts);
             ls.drops_pkts.push(q.drops_pkts());
             ls.departures_bytes.push(c.departures_bytes);
-            ls.sojourn_mean_ns.push(c.sojourn_sum_ns.checked_div(c.sojourn_count).unwrap_or(0));
+            ls.sojourn_mean_ns
+                .push(c.sojourn_sum_ns.checked_div(c.sojourn_count).unwrap_or(0));
             ls.sojourn_max_ns.push(c.sojourn_max_ns);
             c.sojourn_sum_ns = 0;
             c.sojourn_count = 0;

@@ -1,10 +1,15 @@
 //! Nodes and unidirectional links.
 //!
 //! A link is a queue discipline in front of a transmitter of a given rate,
-//! followed by a wire of fixed propagation delay. The transmitter schedules
-//! one `TxDone` event per packet; the wire is a FIFO (every packet on it has
-//! the same delay, so arrivals keep departure order) with one `Arrive` event
-//! pending for its head only, which keeps the agenda small.
+//! followed by a wire of fixed propagation delay.
+//!
+//! A packet that starts serialisation goes on the wire at once, stamped with
+//! its arrival time (end of serialisation + delay); the transmitter only
+//! remembers when it becomes free (`busy_until_ns`). A `TxDone` event is
+//! scheduled only while packets wait in the queue, so a packet crossing an
+//! idle link costs one event (its arrival), not two. The wire is a FIFO
+//! (equal delays keep departure order) with one `Arrive` event pending for
+//! its head only, which keeps the agenda small.
 
 use crate::packet::PacketRef;
 use crate::pcap::PcapWriter;
@@ -50,7 +55,7 @@ pub struct LinkCounters {
     pub arrivals_bytes: u64,
     /// Packets removed by the link's random-loss model.
     pub lost_pkts: u64,
-    /// Packets whose transmission completed (put on the wire).
+    /// Packets whose serialisation started (they are on the wire from then).
     pub departures_pkts: u64,
     pub departures_bytes: u64,
     /// Since the last sample: sojourn times of dequeued packets.
@@ -69,8 +74,10 @@ pub struct Link {
     /// Random independent loss probability, and its stream.
     pub loss_prob: f64,
     pub loss_rng: Pcg64Mcg,
-    /// The packet being serialised, if any.
-    pub tx: Option<PacketRef>,
+    /// The transmitter is busy until this time.
+    pub busy_until_ns: u64,
+    /// A `TxDone` event is pending (at `busy_until_ns`).
+    pub tx_scheduled: bool,
     /// A `LinkWake` is pending at this time.
     pub wake_at: Option<u64>,
     /// Packets propagating, with their arrival times at `dst`.
@@ -88,8 +95,8 @@ impl Link {
         self.qdisc.stats()
     }
 
-    /// Packets held by the link (queued or being serialised).
+    /// Packets waiting in the queue (a packet being serialised is on the wire).
     pub fn held_pkts(&self) -> u64 {
-        self.qdisc.len_pkts() as u64 + self.tx.is_some() as u64
+        self.qdisc.len_pkts() as u64
     }
 }

@@ -411,11 +411,7 @@ mod tests {
         assert_eq!(d[0], 0x45);
         assert_eq!(d[8], 64, "TTL");
         assert_eq!(d[9], 6, "protocol");
-        assert_eq!(
-            fold(sum_be16(0, &d[..20])),
-            0,
-            "IPv4 header checksum invalid"
-        );
+        assert_eq!(fold(sum_be16(0, &d[..20])), 0, "IPv4 header checksum invalid");
         let t = &d[20..];
         let hdr_len = (t[12] >> 4) as usize * 4;
         assert!((20..=60).contains(&hdr_len));
@@ -483,8 +479,7 @@ mod tests {
 
         let mut s = seg(0, 0, 0, Flags::SYN, 64240);
         s.ts_val_ns = Some(1_000_000);
-        w.write_tcp(1_500_000_000, snd, rcv, flow, true, &s, 60)
-            .unwrap();
+        w.write_tcp(1_500_000_000, snd, rcv, flow, true, &s, 60).unwrap();
 
         let mut s = seg(0, 1, 0, Flags::SYN_ACK, 65160);
         s.ts_val_ns = Some(2_000_000);
@@ -549,10 +544,7 @@ mod tests {
         // Global header.
         assert_eq!(
             &bytes[..24],
-            &[
-                0x4d, 0x3c, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 101,
-                0, 0, 0
-            ]
+            &[0x4d, 0x3c, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 101, 0, 0, 0]
         );
 
         let recs = parse_file(&bytes);
@@ -575,12 +567,7 @@ mod tests {
         assert_eq!(p.window, 64240);
         assert_eq!(
             p.opts,
-            vec![
-                Opt::Mss(1460),
-                Opt::SackPerm,
-                Opt::Ts(1000, 0),
-                Opt::WScale(7)
-            ]
+            vec![Opt::Mss(1460), Opt::SackPerm, Opt::Ts(1000, 0), Opt::WScale(7)]
         );
 
         // SYN-ACK: reverse direction swaps ports and addresses.
@@ -613,10 +600,7 @@ mod tests {
         assert_eq!(p.ack, 1449);
         assert_eq!(
             p.opts,
-            vec![
-                Opt::Ts(31000, 21000),
-                Opt::Sack(vec![(2897, 5793), (7000, 8000)])
-            ]
+            vec![Opt::Ts(31000, 21000), Opt::Sack(vec![(2897, 5793), (7000, 8000)])]
         );
 
         // No timestamps: bare 20-byte header.
@@ -702,12 +686,7 @@ mod tests {
 
     /// Decodes the capture with tshark when it is installed.
     fn tshark_check(path: &Path) {
-        let out = match Command::new("tshark")
-            .arg("-r")
-            .arg(path)
-            .arg("-V")
-            .output()
-        {
+        let out = match Command::new("tshark").arg("-r").arg(path).arg("-V").output() {
             Ok(o) => o,
             Err(e) => {
                 println!("skipping tshark check: cannot run tshark ({e})");
@@ -721,10 +700,7 @@ mod tests {
             out.status,
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(
-            !text.contains("Malformed"),
-            "tshark: malformed packet\n{text}"
-        );
+        assert!(!text.contains("Malformed"), "tshark: malformed packet\n{text}");
         assert!(!text.contains("Bogus"), "tshark: bogus field\n{text}");
         assert_eq!(text.matches("Transmission Control Protocol").count(), 10);
         assert!(text.contains("Source Port: 10007"));

@@ -5,7 +5,8 @@
 //! nodes, routable flows) happen in [`crate::build`], which reports errors in
 //! the same form.
 
-use serde::Deserialize;
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer};
 use std::fmt;
 
 /// A scenario error: where (file and key path) and what is wrong.
@@ -141,42 +142,64 @@ impl TcpSpec {
     }
 }
 
-/// A queue discipline on a link.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+/// A queue discipline on a link, chosen by `kind`.
+#[derive(Debug, Clone, PartialEq)]
 pub enum QueueSpec {
-    Droptail {
-        limit_bytes: Option<u64>,
-        limit_packets: Option<u64>,
-    },
-    Red {
-        limit_bytes: Option<u64>,
-        limit_packets: Option<u64>,
-        /// Thresholds in packets (bytes when byte_mode).
-        min_th: f64,
-        max_th: f64,
-        max_p: f64,
-        w_q: f64,
-        #[serde(default)]
-        gentle: bool,
-        #[serde(default)]
-        byte_mode: bool,
-        #[serde(default = "default_mean_pkt")]
-        mean_pkt_size_bytes: u32,
-        /// ns-2's `wait_` (spread drops after the last one).
-        #[serde(default = "yes")]
-        wait: bool,
-    },
-    Codel {
-        limit_bytes: Option<u64>,
-        limit_packets: Option<u64>,
-        #[serde(default = "default_codel_target")]
-        target_ms: f64,
-        #[serde(default = "default_codel_interval")]
-        interval_ms: f64,
-        #[serde(default = "default_mtu")]
-        mtu_bytes: u32,
-    },
+    Droptail(DropTailSpec),
+    Red(RedSpec),
+    Codel(CoDelSpec),
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DropTailSpec {
+    pub limit_bytes: Option<u64>,
+    pub limit_packets: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedSpec {
+    pub limit_bytes: Option<u64>,
+    pub limit_packets: Option<u64>,
+    /// Thresholds in packets (bytes when byte_mode).
+    pub min_th: f64,
+    pub max_th: f64,
+    pub max_p: f64,
+    pub w_q: f64,
+    #[serde(default)]
+    pub gentle: bool,
+    #[serde(default)]
+    pub byte_mode: bool,
+    #[serde(default = "default_mean_pkt")]
+    pub mean_pkt_size_bytes: u32,
+    /// ns-2's `wait_` (spread drops after the last one).
+    #[serde(default = "yes")]
+    pub wait: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoDelSpec {
+    pub limit_bytes: Option<u64>,
+    pub limit_packets: Option<u64>,
+    #[serde(default = "default_codel_target")]
+    pub target_ms: f64,
+    #[serde(default = "default_codel_interval")]
+    pub interval_ms: f64,
+    #[serde(default = "default_mtu")]
+    pub mtu_bytes: u32,
+}
+
+impl<'de> Deserialize<'de> for QueueSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, rest) = split_kind(d, &["droptail", "red", "codel"])?;
+        Ok(match kind.as_str() {
+            "droptail" => QueueSpec::Droptail(nested(rest)?),
+            "red" => QueueSpec::Red(nested(rest)?),
+            _ => QueueSpec::Codel(nested(rest)?),
+        })
+    }
 }
 
 fn default_mean_pkt() -> u32 {
@@ -198,57 +221,80 @@ fn default_mtu() -> u32 {
 impl Default for QueueSpec {
     /// A large DropTail buffer: effectively lossless for the links it guards.
     fn default() -> Self {
-        QueueSpec::Droptail {
+        QueueSpec::Droptail(DropTailSpec {
             limit_bytes: None,
             limit_packets: Some(10_000),
-        }
+        })
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+/// The network, chosen by `kind`.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Topology {
-    /// N sender/receiver pairs, each on its own access link, around one core link.
-    /// Nodes: s0..s{N-1}, d0..d{N-1}, routers `left` and `right`; the core link
-    /// is `left->right` (and `right->left` for ACKs).
-    Dumbbell {
-        pairs: u32,
-        access_rate_bps: Range,
-        access_delay_ms: Range,
-        core_rate_bps: f64,
-        core_delay_ms: f64,
-        #[serde(default)]
-        core_queue: QueueSpec,
-        #[serde(default)]
-        access_queue: QueueSpec,
-        /// Random independent loss probability on the forward core link.
-        #[serde(default)]
-        core_loss: f64,
-    },
-    /// The small-buffer study's two-level dumbbell: `edges` ingress edge
-    /// routers ie{j}, each fed by `hosts_per_edge` access links from hosts
-    /// s{i}; a core link c0->c1; mirrored egress edges ee{j} and receivers d{i}.
-    EdgeDumbbell {
-        edges: u32,
-        hosts_per_edge: u32,
-        access_rate_bps: Range,
-        access_delay_ms: Range,
-        edge_rate_bps: Range,
-        edge_delay_ms: Range,
-        core_rate_bps: f64,
-        core_delay_ms: f64,
-        #[serde(default)]
-        core_queue: QueueSpec,
-        #[serde(default)]
-        edge_queue: QueueSpec,
-        #[serde(default)]
-        access_queue: QueueSpec,
-    },
-    /// Any graph: named nodes and links.
-    Custom {
-        nodes: Vec<NodeSpec>,
-        links: Vec<LinkSpec>,
-    },
+    Dumbbell(DumbbellSpec),
+    EdgeDumbbell(EdgeDumbbellSpec),
+    Custom(CustomSpec),
+}
+
+impl<'de> Deserialize<'de> for Topology {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, rest) = split_kind(d, &["dumbbell", "edge-dumbbell", "custom"])?;
+        Ok(match kind.as_str() {
+            "dumbbell" => Topology::Dumbbell(nested(rest)?),
+            "edge-dumbbell" => Topology::EdgeDumbbell(nested(rest)?),
+            _ => Topology::Custom(nested(rest)?),
+        })
+    }
+}
+
+/// N sender/receiver pairs, each on its own access link, around one core link.
+/// Nodes: s0..s{N-1}, d0..d{N-1}, routers `left` and `right`; the core link
+/// is `left->right` (and `right->left` for ACKs).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DumbbellSpec {
+    pub pairs: u32,
+    pub access_rate_bps: Range,
+    pub access_delay_ms: Range,
+    pub core_rate_bps: f64,
+    pub core_delay_ms: f64,
+    #[serde(default)]
+    pub core_queue: QueueSpec,
+    #[serde(default)]
+    pub access_queue: QueueSpec,
+    /// Random independent loss probability on the forward core link.
+    #[serde(default)]
+    pub core_loss: f64,
+}
+
+/// The small-buffer study's two-level dumbbell: `edges` ingress edge
+/// routers ie{j}, each fed by `hosts_per_edge` access links from hosts
+/// s{i}; a core link c0->c1; mirrored egress edges ee{j} and receivers d{i}.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EdgeDumbbellSpec {
+    pub edges: u32,
+    pub hosts_per_edge: u32,
+    pub access_rate_bps: Range,
+    pub access_delay_ms: Range,
+    pub edge_rate_bps: Range,
+    pub edge_delay_ms: Range,
+    pub core_rate_bps: f64,
+    pub core_delay_ms: f64,
+    #[serde(default)]
+    pub core_queue: QueueSpec,
+    #[serde(default)]
+    pub edge_queue: QueueSpec,
+    #[serde(default)]
+    pub access_queue: QueueSpec,
+}
+
+/// Any graph: named nodes and links.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustomSpec {
+    pub nodes: Vec<NodeSpec>,
+    pub links: Vec<LinkSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -278,7 +324,10 @@ pub struct LinkSpec {
 
 /// When flows start.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(untagged, expecting = "a number of seconds, or a table such as { uniform = [0, 10] }, { exponential_mean = 1.0 } or { at = [0.0, 1.5] }")]
+#[serde(
+    untagged,
+    expecting = "a number of seconds, or a table such as { uniform = [0, 10] }, { exponential_mean = 1.0 } or { at = [0.0, 1.5] }"
+)]
 pub enum StartSpec {
     At(f64),
     Dist(StartDist),
@@ -342,20 +391,88 @@ pub struct Outputs {
     pub max_sampled_flows: Option<u32>,
 }
 
+/// Errors raised inside a nested table carry their inner key path between
+/// markers, `\u{1}path\u{1}message`, so that the outer path can be joined to
+/// it: serde's internally tagged enums would otherwise lose the path.
+const PATH_MARK: char = '\u{1}';
+
+fn join_path(outer: &str, inner: &str) -> String {
+    match (outer, inner) {
+        ("" | ".", i) => i.to_string(),
+        (o, "") => o.to_string(),
+        (o, i) if i.starts_with('[') => format!("{o}{i}"),
+        (o, i) => format!("{o}.{i}"),
+    }
+}
+
+/// Split a path-marked message into (inner path, message).
+fn unmark(message: &str) -> (&str, &str) {
+    message
+        .strip_prefix(PATH_MARK)
+        .and_then(|rest| rest.split_once(PATH_MARK))
+        .unwrap_or(("", message))
+}
+
+fn marked(path: &str, message: &str) -> String {
+    format!("{PATH_MARK}{path}{PATH_MARK}{message}")
+}
+
+/// Take the `kind` key out of a table and check it against `kinds`.
+fn split_kind<'de, D: Deserializer<'de>>(d: D, kinds: &[&str]) -> Result<(String, toml::Value), D::Error> {
+    let mut table = toml::Table::deserialize(d)?;
+    let expected = kinds
+        .iter()
+        .map(|k| format!("{k:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let kind = match table.remove("kind") {
+        Some(toml::Value::String(k)) if kinds.contains(&k.as_str()) => k,
+        Some(toml::Value::String(k)) => {
+            return Err(D::Error::custom(marked(
+                "kind",
+                &format!("unknown kind {k:?}; expected one of {expected}"),
+            )))
+        }
+        Some(_) => {
+            return Err(D::Error::custom(marked(
+                "kind",
+                &format!("expected a string, one of {expected}"),
+            )))
+        }
+        None => {
+            return Err(D::Error::custom(format!(
+                "missing field `kind`; expected one of {expected}"
+            )))
+        }
+    };
+    Ok((kind, toml::Value::Table(table)))
+}
+
+/// Deserialize a nested table, keeping the key path of any error inside it.
+fn nested<T: DeserializeOwned, E: serde::de::Error>(value: toml::Value) -> Result<T, E> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let outer = e.path().to_string();
+        let inner = e.into_inner();
+        let (path, message) = unmark(inner.message());
+        E::custom(marked(&join_path(&outer, path), message))
+    })
+}
+
 /// Parse a scenario from TOML text. `source_name` names the file in errors.
 pub fn parse(text: &str, source_name: &str) -> Result<Scenario, ScenarioError> {
     let de = toml::Deserializer::new(text);
     serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
+        let outer = e.path().to_string();
         let inner = e.into_inner();
-        let mut message = inner.message().to_string();
+        let (inner_path, message) = unmark(inner.message());
+        let mut message = message.to_string();
         if let Some(span) = inner.span() {
             let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
             message = format!("{message} (line {line})");
         }
         ScenarioError {
             source_name: source_name.to_string(),
-            path: if path == "." { String::new() } else { path },
+            path: join_path(&outer, inner_path),
             message,
         }
     })

@@ -1,10 +1,11 @@
 //! The simulation: the run loop and the packet path.
 //!
 //! Per packet and hop the engine does: an enqueue into the link's queue
-//! discipline; one `TxDone` event when its serialisation ends; a push onto the
-//! link's wire; one `Arrive` event when it reaches the far node (only the
-//! wire's head has a pending event). Paths are precomputed vectors of link
-//! indices, so forwarding is an index increment.
+//! discipline; a dequeue when the transmitter is free (a `TxDone` event only
+//! if the packet had to wait); a push onto the link's wire; one `Arrive`
+//! event when it reaches the far node (only the wire's head has a pending
+//! event). Paths are precomputed vectors of link indices, so forwarding is an
+//! index increment.
 
 use crate::engine::{Event, EventQueue};
 use crate::flow::Flow;
@@ -124,14 +125,17 @@ impl Simulation {
     #[inline]
     fn dispatch(&mut self, ev: Event) {
         match ev {
-            Event::TxDone { link } => self.on_tx_done(link),
+            Event::TxDone { link } => {
+                self.links[link as usize].tx_scheduled = false;
+                self.service(link);
+            }
             Event::Arrive { link } => self.on_arrive(link),
             Event::LinkWake { link } => {
                 let l = &mut self.links[link as usize];
                 if l.wake_at == Some(self.now_ns) {
                     l.wake_at = None;
-                    if l.tx.is_none() {
-                        self.start_tx(link);
+                    if !l.tx_scheduled {
+                        self.service(link);
                     }
                 }
             }
@@ -231,24 +235,45 @@ impl Simulation {
             self.packets.remove(p);
             return;
         }
-        if l.tx.is_none() {
-            self.start_tx(link);
+        if !l.tx_scheduled {
+            self.service(link);
         }
     }
 
-    /// The transmitter is idle: take the next packet from the queue.
-    fn start_tx(&mut self, link: u32) {
+    /// Start the next transmission if the transmitter is free, else make
+    /// sure a `TxDone` is pending for when it frees up.
+    fn service(&mut self, link: u32) {
         let now = self.now_ns;
         let l = &mut self.links[link as usize];
+        if l.busy_until_ns > now {
+            if !l.tx_scheduled {
+                l.tx_scheduled = true;
+                self.queue.schedule(l.busy_until_ns, Event::TxDone { link });
+            }
+            return;
+        }
         match l.qdisc.dequeue(now, &mut self.drop_scratch) {
             Dequeue::Packet { pkt, sojourn_ns } => {
-                l.tx = Some(pkt);
                 let c = &mut l.counters;
                 c.sojourn_sum_ns += sojourn_ns;
                 c.sojourn_count += 1;
                 c.sojourn_max_ns = c.sojourn_max_ns.max(sojourn_ns);
-                let done = now + l.rate.tx_time_ns(now, pkt.wire_bytes);
-                self.queue.schedule(done, Event::TxDone { link });
+                c.departures_pkts += 1;
+                c.departures_bytes += pkt.wire_bytes as u64;
+                let end = now + l.rate.tx_time_ns(now, pkt.wire_bytes);
+                l.busy_until_ns = end;
+                let arrival = end + l.delay_ns;
+                if l.wire.is_empty() {
+                    self.queue.schedule(arrival, Event::Arrive { link });
+                }
+                l.wire.push_back((arrival, pkt));
+                if l.qdisc.len_pkts() > 0 {
+                    l.tx_scheduled = true;
+                    self.queue.schedule(end, Event::TxDone { link });
+                }
+                if l.pcap.is_some() {
+                    self.capture(link, pkt, end);
+                }
             }
             Dequeue::Empty => {}
             Dequeue::Wait(t) => {
@@ -261,24 +286,6 @@ impl Simulation {
         for p in self.drop_scratch.drain(..) {
             self.packets.remove(p);
         }
-    }
-
-    fn on_tx_done(&mut self, link: u32) {
-        let now = self.now_ns;
-        let l = &mut self.links[link as usize];
-        let Some(r) = l.tx.take() else { return };
-        l.counters.departures_pkts += 1;
-        l.counters.departures_bytes += r.wire_bytes as u64;
-        if l.pcap.is_some() {
-            self.capture(link, r);
-        }
-        let l = &mut self.links[link as usize];
-        let arrival = now + l.delay_ns;
-        if l.wire.is_empty() {
-            self.queue.schedule(arrival, Event::Arrive { link });
-        }
-        l.wire.push_back((arrival, r));
-        self.start_tx(link);
     }
 
     fn on_arrive(&mut self, link: u32) {
@@ -309,14 +316,16 @@ impl Simulation {
         }
     }
 
-    fn capture(&mut self, link: u32, r: PacketRef) {
+    /// Write a packet to the link's pcap, stamped with the end of its serialisation.
+    fn capture(&mut self, link: u32, r: PacketRef, time_ns: u64) {
         let p = *self.packets.get(r);
         let f = &self.flows[p.flow as usize];
         let (src, dst) = if p.forward { (f.src, f.dst) } else { (f.dst, f.src) };
         let l = &mut self.links[link as usize];
         if let Some(w) = l.pcap.as_mut() {
-            if let Err(e) = w.write_tcp(self.now_ns, src, dst, p.flow, p.forward, &p.seg, p.wire_bytes) {
-                self.pcap_error.get_or_insert_with(|| format!("pcap for link {}: {e}", l.name));
+            if let Err(e) = w.write_tcp(time_ns, src, dst, p.flow, p.forward, &p.seg, p.wire_bytes) {
+                self.pcap_error
+                    .get_or_insert_with(|| format!("pcap for link {}: {e}", l.name));
                 l.pcap = None;
             }
         }
@@ -330,7 +339,8 @@ impl Simulation {
         for l in &mut self.links {
             if let Some(w) = l.pcap.take() {
                 if let Err(e) = w.finish() {
-                    self.pcap_error.get_or_insert_with(|| format!("pcap for link {}: {e}", l.name));
+                    self.pcap_error
+                        .get_or_insert_with(|| format!("pcap for link {}: {e}", l.name));
                 }
             }
         }
@@ -362,7 +372,11 @@ impl Simulation {
 
     /// Every live packet is held by some link (queued, serialising or on a wire).
     pub fn packets_accounted(&self) -> bool {
-        let held: u64 = self.links.iter().map(|l| l.held_pkts() + l.wire.len() as u64).sum();
+        let held: u64 = self
+            .links
+            .iter()
+            .map(|l| l.held_pkts() + l.wire.len() as u64)
+            .sum();
         held == self.packets.live() as u64
     }
 

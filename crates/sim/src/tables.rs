@@ -4,9 +4,7 @@
 //! link), `link_samples`, and `run` (one row describing the run).
 
 use crate::sim::Simulation;
-use arrow_array::{
-    ArrayRef, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array,
-};
+use arrow_array::{ArrayRef, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
 use arrow_ipc::writer::StreamWriter;
 use std::sync::Arc;
 
@@ -45,13 +43,19 @@ impl Simulation {
         let node = |n: u32| self.nodes[n as usize].name.as_str();
         batch(vec![
             ("flow_id", u32s(0..f.len() as u32)),
-            ("group", strs(f.iter().map(|x| self.group_names[x.group as usize].as_str()))),
+            (
+                "group",
+                strs(f.iter().map(|x| self.group_names[x.group as usize].as_str())),
+            ),
             ("src", strs(f.iter().map(|x| node(x.src)))),
             ("dst", strs(f.iter().map(|x| node(x.dst)))),
             ("cc", strs(f.iter().map(|x| x.cc_name.as_str()))),
             ("start_ns", u64s(f.iter().map(|x| x.start_ns))),
             ("size_bytes", opt_u64s(f.iter().map(|x| x.size_bytes))),
-            ("completed", bools(f.iter().map(|x| x.size_bytes.is_some() && x.sender.is_complete()))),
+            (
+                "completed",
+                bools(f.iter().map(|x| x.size_bytes.is_some() && x.sender.is_complete())),
+            ),
             (
                 "fct_ns",
                 opt_u64s(f.iter().map(|x| {
@@ -59,8 +63,14 @@ impl Simulation {
                     x.sender.completed_at_ns().map(|t| t.saturating_sub(x.start_ns))
                 })),
             ),
-            ("bytes_acked", u64s(f.iter().map(|x| x.sender.stats().bytes_acked))),
-            ("bytes_delivered", u64s(f.iter().map(|x| x.receiver.stats().bytes_delivered))),
+            (
+                "bytes_acked",
+                u64s(f.iter().map(|x| x.sender.stats().bytes_acked)),
+            ),
+            (
+                "bytes_delivered",
+                u64s(f.iter().map(|x| x.receiver.stats().bytes_delivered)),
+            ),
             (
                 "goodput_bps",
                 f64s(f.iter().map(|x| {
@@ -69,12 +79,24 @@ impl Simulation {
             ),
             (
                 "throughput_bps",
-                f64s(f.iter().map(|x| (x.sender.stats().bytes_sent - x.window_start_sent) as f64 * 8.0 / w)),
+                f64s(
+                    f.iter()
+                        .map(|x| (x.sender.stats().bytes_sent - x.window_start_sent) as f64 * 8.0 / w),
+                ),
             ),
-            ("segments_sent", u64s(f.iter().map(|x| x.sender.stats().segments_sent))),
-            ("retransmitted_segments", u64s(f.iter().map(|x| x.sender.stats().retransmitted_segments))),
+            (
+                "segments_sent",
+                u64s(f.iter().map(|x| x.sender.stats().segments_sent)),
+            ),
+            (
+                "retransmitted_segments",
+                u64s(f.iter().map(|x| x.sender.stats().retransmitted_segments)),
+            ),
             ("timeouts", u64s(f.iter().map(|x| x.sender.stats().timeouts))),
-            ("fast_recoveries", u64s(f.iter().map(|x| x.sender.stats().fast_retransmits))),
+            (
+                "fast_recoveries",
+                u64s(f.iter().map(|x| x.sender.stats().fast_retransmits)),
+            ),
             ("cwnd_bytes", u64s(f.iter().map(|x| x.sender.cwnd_bytes()))),
             ("srtt_ns", u64s(f.iter().map(|x| x.sender.srtt_ns()))),
         ])
@@ -94,9 +116,18 @@ impl Simulation {
             ("delay_ns", u64s(l.iter().map(|x| x.delay_ns))),
             ("qdisc", strs(l.iter().map(|x| x.qdisc.name()))),
             ("arrivals_pkts", u64s(l.iter().map(|x| x.counters.arrivals_pkts))),
-            ("arrivals_bytes", u64s(l.iter().map(|x| x.counters.arrivals_bytes))),
-            ("departures_pkts", u64s(l.iter().map(|x| x.counters.departures_pkts))),
-            ("departures_bytes", u64s(l.iter().map(|x| x.counters.departures_bytes))),
+            (
+                "arrivals_bytes",
+                u64s(l.iter().map(|x| x.counters.arrivals_bytes)),
+            ),
+            (
+                "departures_pkts",
+                u64s(l.iter().map(|x| x.counters.departures_pkts)),
+            ),
+            (
+                "departures_bytes",
+                u64s(l.iter().map(|x| x.counters.departures_bytes)),
+            ),
             ("drops_pkts", u64s(l.iter().map(|x| x.qdisc_stats().drops_pkts()))),
             ("drops_bytes", u64s(l.iter().map(|x| x.qdisc_stats().drops_bytes))),
             ("lost_pkts", u64s(l.iter().map(|x| x.counters.lost_pkts))),
@@ -124,7 +155,10 @@ impl Simulation {
             ("flight_bytes", u64s(s.flight_bytes.iter().copied())),
             ("bytes_acked", u64s(s.bytes_acked.iter().copied())),
             ("bytes_delivered", u64s(s.bytes_delivered.iter().copied())),
-            ("retransmitted_segments", u64s(s.retransmitted_segments.iter().copied())),
+            (
+                "retransmitted_segments",
+                u64s(s.retransmitted_segments.iter().copied()),
+            ),
         ])
     }
 

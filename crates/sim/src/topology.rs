@@ -3,7 +3,9 @@
 //! topology stream, one draw per duplex link in build order.
 
 use crate::rng::{stream, Stream};
-use crate::scenario::{QueueSpec, Range, ScenarioError, Topology};
+use crate::scenario::{
+    CustomSpec, DumbbellSpec, EdgeDumbbellSpec, QueueSpec, Range, ScenarioError, Topology,
+};
 use rand::Rng;
 use rand_pcg::Pcg64Mcg;
 
@@ -76,7 +78,11 @@ fn check_range(r: &Range, source: &str, path: &str, allow_zero: bool) -> Result<
         return Err(err(source, path, "expected finite numbers"));
     }
     if lo > hi {
-        return Err(err(source, path, format!("range [{lo}, {hi}] has min > max; expected [min, max]")));
+        return Err(err(
+            source,
+            path,
+            format!("range [{lo}, {hi}] has min > max; expected [min, max]"),
+        ));
     }
     if (allow_zero && lo < 0.0) || (!allow_zero && lo <= 0.0) {
         let what = if allow_zero { "non-negative" } else { "positive" };
@@ -102,7 +108,7 @@ pub fn expand(topo: &Topology, seed: u64, source: &str) -> Result<NetPlan, Scena
     let mut rng = stream(seed, Stream::Topology, 0);
     let mut plan = NetPlan::default();
     match topo {
-        Topology::Dumbbell {
+        Topology::Dumbbell(DumbbellSpec {
             pairs,
             access_rate_bps,
             access_delay_ms,
@@ -111,7 +117,7 @@ pub fn expand(topo: &Topology, seed: u64, source: &str) -> Result<NetPlan, Scena
             core_queue,
             access_queue,
             core_loss,
-        } => {
+        }) => {
             if *pairs == 0 {
                 return Err(err(source, "topology.pairs", "expected at least 1 pair"));
             }
@@ -124,18 +130,36 @@ pub fn expand(topo: &Topology, seed: u64, source: &str) -> Result<NetPlan, Scena
             let receivers: Vec<u32> = (0..*pairs).map(|i| plan.node(format!("d{i}"))).collect();
             let left = plan.node("left".into());
             let right = plan.node("right".into());
-            plan.duplex(left, right, *core_rate_bps, *core_delay_ms, core_queue, "topology.core_queue", true, *core_loss);
+            plan.duplex(
+                left,
+                right,
+                *core_rate_bps,
+                *core_delay_ms,
+                core_queue,
+                "topology.core_queue",
+                true,
+                *core_loss,
+            );
             for (side, hosts, router) in [(0, &senders, left), (1, &receivers, right)] {
                 for &h in hosts.iter() {
                     let rate = draw(access_rate_bps, &mut rng);
                     let delay = draw(access_delay_ms, &mut rng);
                     // Senders' links point host→router; receivers' router→host.
                     let (a, b) = if side == 0 { (h, router) } else { (router, h) };
-                    plan.duplex(a, b, rate, delay, access_queue, "topology.access_queue", false, 0.0);
+                    plan.duplex(
+                        a,
+                        b,
+                        rate,
+                        delay,
+                        access_queue,
+                        "topology.access_queue",
+                        false,
+                        0.0,
+                    );
                 }
             }
         }
-        Topology::EdgeDumbbell {
+        Topology::EdgeDumbbell(EdgeDumbbellSpec {
             edges,
             hosts_per_edge,
             access_rate_bps,
@@ -147,12 +171,16 @@ pub fn expand(topo: &Topology, seed: u64, source: &str) -> Result<NetPlan, Scena
             core_queue,
             edge_queue,
             access_queue,
-        } => {
+        }) => {
             if *edges == 0 {
                 return Err(err(source, "topology.edges", "expected at least 1 edge"));
             }
             if *hosts_per_edge == 0 {
-                return Err(err(source, "topology.hosts_per_edge", "expected at least 1 host per edge"));
+                return Err(err(
+                    source,
+                    "topology.hosts_per_edge",
+                    "expected at least 1 host per edge",
+                ));
             }
             check_range(access_rate_bps, source, "topology.access_rate_bps", false)?;
             check_range(access_delay_ms, source, "topology.access_delay_ms", true)?;
@@ -167,7 +195,16 @@ pub fn expand(topo: &Topology, seed: u64, source: &str) -> Result<NetPlan, Scena
             let egress: Vec<u32> = (0..*edges).map(|j| plan.node(format!("ee{j}"))).collect();
             let c0 = plan.node("c0".into());
             let c1 = plan.node("c1".into());
-            plan.duplex(c0, c1, *core_rate_bps, *core_delay_ms, core_queue, "topology.core_queue", true, 0.0);
+            plan.duplex(
+                c0,
+                c1,
+                *core_rate_bps,
+                *core_delay_ms,
+                core_queue,
+                "topology.core_queue",
+                true,
+                0.0,
+            );
             for (j, (&ie, &ee)) in ingress.iter().zip(&egress).enumerate() {
                 for (a, b) in [(ie, c0), (c1, ee)] {
                     let rate = draw(edge_rate_bps, &mut rng);
@@ -179,17 +216,33 @@ pub fn expand(topo: &Topology, seed: u64, source: &str) -> Result<NetPlan, Scena
                     for (a, b) in [(senders[i as usize], ie), (ee, receivers[i as usize])] {
                         let rate = draw(access_rate_bps, &mut rng);
                         let delay = draw(access_delay_ms, &mut rng);
-                        plan.duplex(a, b, rate, delay, access_queue, "topology.access_queue", false, 0.0);
+                        plan.duplex(
+                            a,
+                            b,
+                            rate,
+                            delay,
+                            access_queue,
+                            "topology.access_queue",
+                            false,
+                            0.0,
+                        );
                     }
                 }
             }
         }
-        Topology::Custom { nodes, links } => {
+        Topology::Custom(CustomSpec { nodes, links }) => {
             let mut index = std::collections::BTreeMap::new();
             for (i, n) in nodes.iter().enumerate() {
                 let path = format!("topology.nodes[{i}].name");
                 if n.name.is_empty() || n.name.contains("->") || n.name.contains(char::is_whitespace) {
-                    return Err(err(source, &path, format!("node name {:?} is not valid; expected a non-empty name without spaces or '->'", n.name)));
+                    return Err(err(
+                        source,
+                        &path,
+                        format!(
+                            "node name {:?} is not valid; expected a non-empty name without spaces or '->'",
+                            n.name
+                        ),
+                    ));
                 }
                 if index.insert(n.name.clone(), plan.node(n.name.clone())).is_some() {
                     return Err(err(source, &path, format!("node {:?} is defined twice", n.name)));
@@ -199,12 +252,20 @@ pub fn expand(topo: &Topology, seed: u64, source: &str) -> Result<NetPlan, Scena
                 let p = format!("topology.links[{i}]");
                 let find = |name: &str, key: &str| {
                     index.get(name).copied().ok_or_else(|| {
-                        err(source, &format!("{p}.{key}"), format!("unknown node {name:?}; expected one of the names in topology.nodes"))
+                        err(
+                            source,
+                            &format!("{p}.{key}"),
+                            format!("unknown node {name:?}; expected one of the names in topology.nodes"),
+                        )
                     })
                 };
                 let (a, b) = (find(&l.from, "from")?, find(&l.to, "to")?);
                 if a == b {
-                    return Err(err(source, &format!("{p}.to"), "a link must join two different nodes"));
+                    return Err(err(
+                        source,
+                        &format!("{p}.to"),
+                        "a link must join two different nodes",
+                    ));
                 }
                 check_scalar(l.rate_bps, source, &format!("{p}.rate_bps"), false)?;
                 check_scalar(l.delay_ms, source, &format!("{p}.delay_ms"), true)?;
@@ -241,7 +302,11 @@ pub fn expand(topo: &Topology, seed: u64, source: &str) -> Result<NetPlan, Scena
 
 fn check_loss(p: f64, source: &str, path: &str) -> Result<(), ScenarioError> {
     if !(0.0..1.0).contains(&p) {
-        return Err(err(source, path, format!("expected a loss probability in [0, 1), got {p}")));
+        return Err(err(
+            source,
+            path,
+            format!("expected a loss probability in [0, 1), got {p}"),
+        ));
     }
     Ok(())
 }

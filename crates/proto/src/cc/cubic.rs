@@ -306,8 +306,8 @@ impl CongestionControl for Cubic {
         let beta = self.params.beta;
         // RFC 9438 §4.7 fast convergence: a loss below the previous W_max
         // means the available bandwidth shrank; release some of it.
-        self.w_max_segments = if self.params.fast_convergence && cwnd_segments < self.w_max_segments
-        {
+        let below_previous_max = cwnd_segments < self.w_max_segments;
+        self.w_max_segments = if self.params.fast_convergence && below_previous_max {
             cwnd_segments * (1.0 + beta) / 2.0
         } else {
             cwnd_segments

@@ -141,8 +141,9 @@ impl TcpConfig {
             ));
         }
         if self.recovery == Recovery::Sack && !self.sack {
-            return Err("recovery = Sack needs sack = true (the receiver must generate SACK blocks)"
-                .to_string());
+            return Err(
+                "recovery = Sack needs sack = true (the receiver must generate SACK blocks)".to_string(),
+            );
         }
         if self.initial_rto_ns == 0 {
             return Err("initial_rto_ns must be positive".to_string());

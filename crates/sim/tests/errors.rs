@@ -1,0 +1,126 @@
+//! Bad scenarios give errors that name the file, the key path and what is
+//! expected — never a panic.
+
+use latlab_sim::load;
+
+const BASE: &str = r#"
+duration_s = 10
+[topology]
+kind = "custom"
+nodes = [{ name = "a" }, { name = "b" }, { name = "c" }]
+links = [{ from = "a", to = "b", rate_bps = 1e6, delay_ms = 10 }]
+[[flows]]
+src = "a"
+dst = "b"
+"#;
+
+fn error_of(toml: &str) -> String {
+    match load(toml, "bad.toml") {
+        Ok(_) => panic!("expected an error for:\n{toml}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn assert_mentions(msg: &str, parts: &[&str]) {
+    for p in parts {
+        assert!(msg.contains(p), "error {msg:?} should mention {p:?}");
+    }
+}
+
+#[test]
+fn the_base_scenario_is_valid() {
+    load(BASE, "ok.toml").unwrap();
+}
+
+#[test]
+fn unknown_key() {
+    let msg = error_of(&BASE.replace("duration_s = 10", "duration_s = 10\ndurration = 3"));
+    assert_mentions(&msg, &["bad.toml", "durration", "expected"]);
+}
+
+#[test]
+fn unknown_key_in_a_nested_table() {
+    let msg = error_of(&BASE.replace("delay_ms = 10 }", "delay_ms = 10, jitter_ms = 1 }"));
+    assert_mentions(&msg, &["bad.toml", "topology.links[0]", "jitter_ms"]);
+}
+
+#[test]
+fn wrong_type() {
+    let msg = error_of(&BASE.replace("rate_bps = 1e6", "rate_bps = \"fast\""));
+    assert_mentions(&msg, &["bad.toml", "topology.links[0].rate_bps"]);
+}
+
+#[test]
+fn negative_rate() {
+    let msg = error_of(&BASE.replace("rate_bps = 1e6", "rate_bps = -5"));
+    assert_mentions(&msg, &["bad.toml", "topology.links[0].rate_bps", "positive"]);
+}
+
+#[test]
+fn unknown_node() {
+    let msg = error_of(&BASE.replace("dst = \"b\"", "dst = \"zz\""));
+    assert_mentions(&msg, &["bad.toml", "flows[0].dst", "zz"]);
+}
+
+#[test]
+fn unroutable_flow() {
+    let msg = error_of(&BASE.replace("dst = \"b\"", "dst = \"c\""));
+    assert_mentions(&msg, &["bad.toml", "flows[0]", "no route"]);
+}
+
+#[test]
+fn unknown_congestion_control() {
+    let msg = error_of(&BASE.replace("dst = \"b\"", "dst = \"b\"\ncc = \"bbr9\""));
+    assert_mentions(&msg, &["flows[0].cc", "bbr9", "newreno"]);
+}
+
+#[test]
+fn missing_required_key() {
+    let msg = error_of(&BASE.replace("duration_s = 10", ""));
+    assert_mentions(&msg, &["bad.toml", "duration_s"]);
+}
+
+#[test]
+fn syntax_error_gives_a_line() {
+    let msg = error_of("duration_s = = 3");
+    assert_mentions(&msg, &["bad.toml", "line 1"]);
+}
+
+#[test]
+fn bad_queue_parameters() {
+    let msg = error_of(&BASE.replace(
+        "delay_ms = 10 }",
+        "delay_ms = 10, queue = { kind = \"droptail\" } }",
+    ));
+    assert_mentions(&msg, &["topology.links[0]", "limit_bytes or limit_packets"]);
+    let msg = error_of(&BASE.replace(
+        "delay_ms = 10 }",
+        "delay_ms = 10, queue = { kind = \"red\", limit_packets = 10, min_th = 8, max_th = 4, max_p = 0.1, w_q = 0.002 } }",
+    ));
+    assert_mentions(&msg, &["topology.links[0]", "max_th"]);
+}
+
+#[test]
+fn garbage_never_panics() {
+    // Mutations of a valid file: each must load or give an error, never panic.
+    let lines: Vec<&str> = BASE.lines().collect();
+    for skip in 0..lines.len() {
+        let text: String = lines
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != skip)
+            .map(|(_, l)| format!("{l}\n"))
+            .collect();
+        let _ = load(&text, "mut.toml");
+    }
+    for junk in [
+        "",
+        "[[[",
+        "duration_s = 1e400",
+        "duration_s = -1",
+        "duration_s = nan",
+        "seed = -1",
+    ] {
+        let _ = load(&format!("{junk}\n{BASE}"), "junk.toml");
+    }
+}

@@ -1,0 +1,5 @@
+"""``python -m latlab`` is the ``latlab`` command."""
+
+from latlab.cli import main
+
+main()

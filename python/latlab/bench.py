@@ -1,0 +1,71 @@
+"""`latlab bench`: run benchmark scenarios, each in its own process, and describe the machine.
+
+A fresh process per scenario makes the peak memory figure that run's own and
+keeps one benchmark's heap or caches from flattering the next.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import latlab
+from latlab import builtin
+
+WORKER = "latlab._bench_worker"
+
+
+class BenchFailure(RuntimeError):
+    """A benchmark's worker process failed; the message carries its stderr."""
+
+
+def names() -> list[str]:
+    return builtin.bench_names()
+
+
+def _worker_env() -> dict[str, str]:
+    """Environment for the worker: make sure it imports this very latlab (source tree or installed)."""
+    env = dict(os.environ)
+    package_parent = str(Path(latlab.__file__).resolve().parent.parent)
+    parts = [package_parent] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
+    return env
+
+
+def run_one(name: str, quick: bool = False, timeout_s: float | None = None) -> dict[str, Any]:
+    """Run one benchmark in a subprocess and return its JSON record."""
+    cmd = [sys.executable, "-m", WORKER, name] + (["--quick"] if quick else [])
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=_worker_env(), timeout=timeout_s)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        detail = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+        raise BenchFailure(f"{name}: {detail}")
+    return json.loads(lines[-1])
+
+
+def cpu_model() -> str:
+    """The CPU model from /proc/cpuinfo (Linux), else what platform knows."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "Hardware", "Processor", "cpu model") and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def machine_info() -> dict[str, Any]:
+    """What the numbers depend on: CPU, core count, OS, Python."""
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+    }

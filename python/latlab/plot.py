@@ -1,0 +1,154 @@
+"""Figures of a run, drawn with matplotlib's object API (no pyplot, no global backend switch).
+
+Figures are created as ``matplotlib.figure.Figure`` and saved with the Agg
+canvas, so plotting works on headless machines and never changes the
+backend of a notebook or GUI session that imported latlab.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from latlab import _atomic
+from latlab.results import Results
+
+MAX_CWND_FLOWS = 5
+BAR_CHART_MAX_FLOWS = 20
+
+
+def _floats(series: pd.Series) -> np.ndarray:
+    """A numeric column as float64 with NaN for missing values (nullable ints included)."""
+    return pd.to_numeric(series, errors="coerce").astype("float64").to_numpy()
+
+
+def _note(ax, text: str) -> None:  # noqa: ANN001 - matplotlib Axes
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="0.4")
+
+
+def pick_flows(results: Results, limit: int = MAX_CWND_FLOWS) -> list[int]:
+    """Up to ``limit`` sampled flow ids, taken round-robin across groups so each group shows."""
+    samples = results.flow_samples
+    if not len(samples) or "flow_id" not in samples:
+        return []
+    sampled = sorted(int(f) for f in pd.unique(samples["flow_id"]))
+    flows = results.flows
+    if "group" not in flows or "flow_id" not in flows:
+        return sampled[:limit]
+    group_of = dict(zip(flows["flow_id"].astype(int), flows["group"].astype(str)))
+    by_group: dict[str, list[int]] = {}
+    for fid in sampled:
+        by_group.setdefault(group_of.get(fid, ""), []).append(fid)
+    picked: list[int] = []
+    queues = list(by_group.values())
+    while len(picked) < limit and any(queues):
+        for q in queues:
+            if q and len(picked) < limit:
+                picked.append(q.pop(0))
+    return sorted(picked)
+
+
+def _flow_label(results: Results, flow_id: int) -> str:
+    flows = results.flows
+    if {"flow_id", "group", "cc"} <= set(flows.columns):
+        row = flows[flows["flow_id"] == flow_id]
+        if len(row):
+            group, cc = str(row["group"].iloc[0]), str(row["cc"].iloc[0])
+            return f"flow {flow_id} ({group})" if group == cc else f"flow {flow_id} ({group}, {cc})"
+    return f"flow {flow_id}"
+
+
+def draw_cwnd(ax, results: Results) -> None:  # noqa: ANN001
+    """cwnd (kB) against time (s) for up to five sampled flows."""
+    ax.set_title("Congestion window")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("cwnd (kB)")
+    samples = results.flow_samples
+    flow_ids = pick_flows(results)
+    if not flow_ids:
+        _note(ax, "no flow samples\n(sample_interval_ms = 0 or no flows)")
+        return
+    for fid in flow_ids:
+        s = samples[samples["flow_id"] == fid].sort_values("time_ns")
+        ax.plot(_floats(s["time_ns"]) / 1e9, _floats(s["cwnd_bytes"]) / 1e3, lw=1, label=_flow_label(results, fid))
+    ax.legend(fontsize="small", loc="upper right")
+    ax.set_ylim(bottom=0)
+
+
+def draw_queue(ax, results: Results) -> None:  # noqa: ANN001
+    """Queue occupancy (kB) of the busiest link: most drops, else most departures."""
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("queue (kB)")
+    link = results.busiest_link()
+    if link is None:
+        ax.set_title("Queue occupancy")
+        _note(ax, "no links")
+        return
+    name = link.get("name", f"link {link.get('link_id')}")
+    drops = link.get("drops_pkts")
+    ax.set_title(f"Queue of {name}" + (f" ({int(drops):,} drops)" if drops is not None and not pd.isna(drops) else ""))
+    samples = results.link_samples
+    if not len(samples) or "link_id" not in samples:
+        _note(ax, "no link samples")
+        return
+    s = samples[samples["link_id"] == link.get("link_id")].sort_values("time_ns")
+    if not len(s):
+        _note(ax, f"{name} was not sampled")
+        return
+    ax.plot(_floats(s["time_ns"]) / 1e9, _floats(s["queue_bytes"]) / 1e3, lw=1)
+    ax.set_ylim(bottom=0)
+
+
+def draw_goodput(ax, results: Results) -> None:  # noqa: ANN001
+    """Per-flow goodput (Mbps): bars for a handful of flows, a histogram per group for many."""
+    flows = results.flows
+    ax.set_title("Per-flow goodput")
+    if not len(flows) or "goodput_bps" not in flows:
+        _note(ax, "no flows")
+        return
+    goodput_mbps = _floats(flows["goodput_bps"]) / 1e6
+    groups = flows["group"].astype(str).to_numpy() if "group" in flows else np.array([""] * len(flows))
+    names = list(dict.fromkeys(groups))
+    colors = {g: f"C{i % 10}" for i, g in enumerate(names)}
+    if len(flows) <= BAR_CHART_MAX_FLOWS:
+        ids = flows["flow_id"].astype(int).to_numpy() if "flow_id" in flows else np.arange(len(flows))
+        ax.bar([str(i) for i in ids], np.nan_to_num(goodput_mbps), color=[colors[g] for g in groups])
+        ax.set_xlabel("flow id")
+        ax.set_ylabel("goodput (Mbps)")
+        if len(names) > 1:
+            from matplotlib.patches import Patch
+
+            ax.legend(handles=[Patch(color=colors[g], label=g) for g in names], fontsize="small")
+    else:
+        finite = goodput_mbps[np.isfinite(goodput_mbps)]
+        bins = np.histogram_bin_edges(finite, bins="auto") if len(finite) else 10
+        data = [goodput_mbps[(groups == g) & np.isfinite(goodput_mbps)] for g in names]
+        ax.hist(data, bins=bins, stacked=True, label=names, color=[colors[g] for g in names])
+        ax.set_xlabel("goodput (Mbps)")
+        ax.set_ylabel("flows")
+        if len(names) > 1:
+            ax.legend(fontsize="small")
+
+
+def overview_figure(results: Results) -> Figure:
+    """The three-panel overview as a Figure (for notebooks: ``display(fig)``)."""
+    fig = Figure(figsize=(15, 4.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, 3)
+    draw_cwnd(axes[0], results)
+    draw_queue(axes[1], results)
+    draw_goodput(axes[2], results)
+    info = results.run_info
+    fig.suptitle(f"{info.get('name', 'scenario')} (seed {info.get('seed')}, {info.get('duration_s', 0):g} s simulated)")
+    return fig
+
+
+def overview(results: Results, path: str | os.PathLike[str]) -> Path:
+    """Save a PNG: cwnd of up to 5 flows, queue of the busiest link, per-flow goodput."""
+    fig = overview_figure(results)
+    return _atomic.write_with(Path(path), lambda tmp: fig.savefig(tmp, format="png", dpi=100))

@@ -1,0 +1,55 @@
+"""The result tables and their documented columns.
+
+The core may add columns; code in latlab only relies on the ones listed here
+and passes any others through untouched. The lists also give empty tables
+their shape when a run produced no rows (e.g. sampling turned off).
+"""
+
+from __future__ import annotations
+
+#: Per flow, final values. Rates are over the measurement window [measure_from_s, duration_s].
+FLOWS = (
+    "flow_id", "group", "src", "dst", "cc", "start_ns",
+    "size_bytes",  # null for long-lived flows
+    "completed",
+    "fct_ns",  # null unless completed; from connection start, handshake included
+    "bytes_acked", "bytes_delivered",
+    "goodput_bps",  # delivered bytes * 8 / window
+    "throughput_bps",  # payload bytes sent incl. retransmissions * 8 / window
+    "segments_sent", "retransmitted_segments", "timeouts", "fast_recoveries",
+    "cwnd_bytes", "srtt_ns",
+)  # fmt: skip
+
+#: Per sampled flow and sample time (scenario sample_interval_ms; outputs.max_sampled_flows).
+FLOW_SAMPLES = (
+    "time_ns", "flow_id", "cwnd_bytes", "ssthresh_bytes", "srtt_ns", "rwnd_bytes",
+    "flight_bytes", "bytes_acked", "bytes_delivered", "retransmitted_segments",
+)  # fmt: skip
+
+#: Per unidirectional link, totals over the run (utilization over the measurement window).
+LINKS = (
+    "link_id", "name", "src", "dst", "rate_bps", "delay_ns", "qdisc",
+    "arrivals_pkts", "arrivals_bytes", "departures_pkts", "departures_bytes",
+    "drops_pkts", "drops_bytes", "lost_pkts", "queued_pkts",
+    "utilization", "conservation_ok",
+)  # fmt: skip
+
+#: Per sampled link and sample time; departures_bytes is cumulative, sojourn over the interval.
+LINK_SAMPLES = (
+    "time_ns", "link_id", "queue_bytes", "queue_pkts", "arrivals_pkts", "drops_pkts",
+    "departures_bytes", "sojourn_mean_ns", "sojourn_max_ns",
+)  # fmt: skip
+
+#: Per link: packets in = out + dropped + lost + still queued?
+CONSERVATION = ("link", "arrivals", "departures", "drops", "lost", "queued", "ok")
+
+#: Table name -> documented columns, for the tables every run has.
+TABLES: dict[str, tuple[str, ...]] = {
+    "flows": FLOWS,
+    "flow_samples": FLOW_SAMPLES,
+    "links": LINKS,
+    "link_samples": LINK_SAMPLES,
+}
+
+#: Integer columns that may hold nulls; kept as pandas nullable integers (never silently floats).
+NULLABLE_INT_COLUMNS = frozenset({"size_bytes", "fct_ns"})
