@@ -10,6 +10,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 create_exception!(_core, ScenarioError, PyValueError, "A scenario file or dictionary is invalid: the message names the file, the key path and what is expected.");
 create_exception!(
@@ -41,9 +42,21 @@ fn validate(py: Python<'_>, toml_text: &str, source: &str) -> PyResult<()> {
 }
 
 /// A built simulation, advanced step by step from Python.
+///
+/// The simulation is `Send` but not `Sync` (its queues and controllers are
+/// trait objects); the mutex makes the Python object shareable between
+/// threads, which then take turns.
 #[pyclass(module = "latlab._core")]
 struct Simulation {
-    sim: latlab_sim::Simulation,
+    sim: Mutex<latlab_sim::Simulation>,
+}
+
+impl Simulation {
+    fn lock(&self) -> std::sync::MutexGuard<'_, latlab_sim::Simulation> {
+        // A panic inside the engine would poison the lock; the state is still
+        // readable for diagnostics, so take it anyway.
+        self.sim.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 #[pymethods]
@@ -57,67 +70,68 @@ impl Simulation {
                 latlab_sim::build::build(&sc, source, outdir.as_deref())
             })
             .map_err(scenario_err)?;
-        Ok(Simulation { sim })
+        Ok(Simulation { sim: Mutex::new(sim) })
     }
 
     #[getter]
-    fn name(&self) -> &str {
-        &self.sim.name
+    fn name(&self) -> String {
+        self.lock().name.clone()
     }
     #[getter]
     fn seed(&self) -> u64 {
-        self.sim.seed
+        self.lock().seed
     }
     #[getter]
     fn duration_ns(&self) -> u64 {
-        self.sim.duration_ns
+        self.lock().duration_ns
     }
     #[getter]
     fn now_ns(&self) -> u64 {
-        self.sim.now_ns
+        self.lock().now_ns
     }
     #[getter]
     fn events(&self) -> u64 {
-        self.sim.events
+        self.lock().events
     }
     #[getter]
     fn finished(&self) -> bool {
-        self.sim.finished
+        self.lock().finished
     }
     #[getter]
     fn n_flows(&self) -> usize {
-        self.sim.flows.len()
+        self.lock().flows.len()
     }
     #[getter]
     fn n_links(&self) -> usize {
-        self.sim.links.len()
+        self.lock().links.len()
     }
 
     /// Advance simulated time to min(t_ns, duration). Releases the GIL.
-    fn run_until(&mut self, py: Python<'_>, t_ns: u64) -> PyResult<()> {
-        let sim = &mut self.sim;
-        py.allow_threads(|| sim.run_until(t_ns));
+    fn run_until(&self, py: Python<'_>, t_ns: u64) -> PyResult<()> {
+        let sim = &self.sim;
+        py.allow_threads(|| sim.lock().unwrap_or_else(|e| e.into_inner()).run_until(t_ns));
         py.check_signals()
     }
 
     /// Run to the end.
-    fn run(&mut self, py: Python<'_>) -> PyResult<()> {
-        let end = self.sim.duration_ns;
+    fn run(&self, py: Python<'_>) -> PyResult<()> {
+        let end = self.lock().duration_ns;
         self.run_until(py, end)
     }
 
     /// Result tables as {name: Arrow IPC stream bytes}. Only after the run finished.
     fn results<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        if !self.sim.finished {
+        let sim = self.lock();
+        if !sim.finished {
             return Err(SimulationError::new_err(
                 "the run has not finished: call run() or run_until(duration_ns) first",
             ));
         }
-        if let Some(e) = &self.sim.pcap_error {
+        if let Some(e) = &sim.pcap_error {
             return Err(SimulationError::new_err(e.clone()));
         }
         let out = PyDict::new(py);
-        for (name, batch) in self.sim.tables() {
+        for (name, batch) in sim.tables() {
             let bytes =
                 to_ipc_stream(&batch).map_err(|e| SimulationError::new_err(format!("table {name}: {e}")))?;
             out.set_item(name, PyBytes::new(py, &bytes))?;
@@ -127,7 +141,7 @@ impl Simulation {
 
     /// Per-link packet conservation: arrivals = departures + drops + lost + queued.
     fn conservation<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        self.sim
+        self.lock()
             .conservation()
             .into_iter()
             .map(|c| {
@@ -146,7 +160,7 @@ impl Simulation {
 
     /// True when every link conserves packets and every live packet is held by a link.
     fn conservation_ok(&self) -> bool {
-        self.sim.conservation_ok()
+        self.lock().conservation_ok()
     }
 }
 

@@ -95,7 +95,7 @@ impl<P: QueuedPacket> CoDel<P> {
     pub fn new(params: CoDelParams) -> Self {
         CoDel {
             params,
-            fifo: Fifo::with_capacity(params.limit.initial_capacity()),
+            fifo: Fifo::new(),
             first_above_ns: None,
             drop_next_ns: 0,
             count: 0,

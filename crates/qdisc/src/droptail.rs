@@ -38,20 +38,6 @@ impl Limit {
             Limit::Packets(max) => (len_pkts as u64) < max,
         }
     }
-
-    /// Initial `VecDeque` capacity: enough that a queue at its limit does not
-    /// reallocate in the common case, but bounded so that a huge limit does
-    /// not reserve memory up front (the deque still grows, amortised, and
-    /// never shrinks, so there is no allocation per packet after warm-up).
-    pub(crate) fn initial_capacity(&self) -> usize {
-        const MAX_PREALLOC: u64 = 4096;
-        let pkts = match *self {
-            Limit::Packets(n) => n,
-            // Assume small (~64-byte) packets are possible.
-            Limit::Bytes(b) => b / 64 + 1,
-        };
-        pkts.min(MAX_PREALLOC) as usize
-    }
 }
 
 /// A FIFO of `(packet, enqueue time)` with byte count and [`QdiscStats`].
@@ -67,9 +53,13 @@ pub(crate) struct Fifo<P> {
 }
 
 impl<P: QueuedPacket> Fifo<P> {
-    pub(crate) fn with_capacity(capacity: usize) -> Self {
+    /// The deque starts empty and grows to the largest backlog it sees (it
+    /// never shrinks, so there is no allocation per packet after warm-up).
+    /// Reserving the limit up front would cost ~100 KB per queue, which a
+    /// topology with thousands of rarely-busy access links cannot afford.
+    pub(crate) fn new() -> Self {
         Fifo {
-            pkts: VecDeque::with_capacity(capacity),
+            pkts: VecDeque::new(),
             bytes: 0,
             stats: QdiscStats::default(),
         }
@@ -151,7 +141,7 @@ impl<P: QueuedPacket> DropTail<P> {
     pub fn new(limit: Limit) -> Self {
         DropTail {
             limit,
-            fifo: Fifo::with_capacity(limit.initial_capacity()),
+            fifo: Fifo::new(),
         }
     }
 

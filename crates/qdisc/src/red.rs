@@ -203,7 +203,7 @@ impl<P: QueuedPacket> Red<P> {
     pub fn new(params: RedParams, seed: u64) -> Self {
         Red {
             params,
-            fifo: Fifo::with_capacity(params.limit.initial_capacity()),
+            fifo: Fifo::new(),
             rng: Pcg64Mcg::seed_from_u64(seed),
             avg: 0.0,
             count: 0,
