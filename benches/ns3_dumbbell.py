@@ -43,6 +43,12 @@ def rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def cpu_s():
+    # user + system CPU seconds: steadier than wall time on a shared machine.
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--flows", type=int, default=1000, help="sender/receiver pairs (1000)")
@@ -189,9 +195,10 @@ def main():
 
     setup_s = time.perf_counter() - t_setup
     ns.Simulator.Stop(stop)
-    wall0[0] = time.perf_counter()
+    cpu0, wall0[0] = cpu_s(), time.perf_counter()
     ns.Simulator.Run()
     run_s = time.perf_counter() - wall0[0]
+    run_cpu_s = cpu_s() - cpu0
     snapshot("end")
 
     events = int(event_count()) if event_count else None
@@ -203,7 +210,7 @@ def main():
         "strong_es": not args.weak_es,
         "duration_s": args.duration, "seed": args.seed,
         "import_s": round(import_s, 2), "setup_s": round(setup_s, 2),
-        "wall_s": round(run_s, 3), "sim_s": sim_s, "events": events,
+        "wall_s": round(run_s, 3), "cpu_s": round(run_cpu_s, 3), "sim_s": sim_s, "events": events,
         "events_per_s": round(events / run_s) if events is not None and run_s > 0 else None,
         "goodput_window_s": [window_start, args.duration],
         "core_goodput_mbps": round(goodput_mbps, 3),
@@ -218,7 +225,7 @@ def main():
     print(f"ns-3 {ns3_version} dumbbell: {n} flows, {args.duration:g} s simulated, "
           f"seed {args.seed}{', weak ES' if args.weak_es else ''}")
     print(f"  import {import_s:.1f} s, setup {setup_s:.1f} s (not in wall time)")
-    print(f"  wall time        {run_s:.2f} s  (Simulator::Run only)")
+    print(f"  wall time        {run_s:.2f} s  (Simulator::Run only; CPU {run_cpu_s:.2f} s)")
     print(f"  simulated        {sim_s:.1f} s  ({sim_s / run_s:.3f} x real time)")
     print(f"  events           {na(events)}")
     print(f"  events/s         {na(out['events_per_s'])}")

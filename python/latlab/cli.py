@@ -317,7 +317,9 @@ def bench(names: tuple[str, ...], list_only: bool, quick: bool, as_json: bool) -
     if not as_json:
         from latlab.report import bench_table
 
-        console.print(bench_table(records, machine))
+        from latlab._bench_worker import QUICK_FRACTION
+
+        console.print(bench_table(records, machine, QUICK_FRACTION if quick else None))
     if failed:
         click.get_current_context().exit(1)
 

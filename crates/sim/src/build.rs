@@ -169,11 +169,12 @@ pub fn build(sc: &Scenario, source: &str, outdir: Option<&Path>) -> Result<Simul
         )?;
         group_names.push(grp.name.clone());
         for i in 0..grp.count {
+            let index = grp.first_index as u64 + i as u64;
             let resolve = |pattern: &str, key: &str| -> Result<u32, ScenarioError> {
-                let name = pattern.replace("{i}", &i.to_string());
+                let name = pattern.replace("{i}", &index.to_string());
                 node_index.get(name.as_str()).copied().ok_or_else(|| {
                     let how = if pattern.contains("{i}") {
-                        format!(" (from {pattern:?} with i = {i})")
+                        format!(" (from {pattern:?} with i = {index})")
                     } else {
                         String::new()
                     };

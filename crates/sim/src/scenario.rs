@@ -357,6 +357,10 @@ pub struct FlowGroup {
     pub name: String,
     #[serde(default = "one")]
     pub count: u32,
+    /// `{i}` in src and dst runs from first_index to first_index + count − 1,
+    /// so two groups can share a topology's hosts without overlapping.
+    #[serde(default)]
+    pub first_index: u32,
     /// Source node; `{i}` is replaced by the flow's index in the group.
     pub src: String,
     pub dst: String,
