@@ -9,6 +9,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 DEPS   := $(VENV)/.deps-installed
 export VIRTUAL_ENV := $(abspath $(VENV))
+export PIP_QUIET := 1
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
 .PHONY: all build run test test-rust test-python bench fmt clean

@@ -24,7 +24,7 @@ Modelling choices (see benches/README.md):
 * Routers: Ipv4::StrongEndSystemModel on.  With ns-3's default weak model,
   every packet a router forwards is first compared with the addresses of all
   its 1001 interfaces; no packet here is addressed to a router, so results
-  are identical (same events, same goodput) and the run is ~1.7x faster.
+  are identical (same events, same goodput) and runs 1.7-2.8x faster.
   --weak-es restores ns-3's default.
 """
 
