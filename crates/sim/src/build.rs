@@ -119,7 +119,7 @@ pub fn build(sc: &Scenario, source: &str, outdir: Option<&Path>) -> Result<Simul
                 format!("cannot create {}: {e}", file.display()),
             )
         })?;
-        links[li as usize].pcap = Some(writer);
+        links[li as usize].pcap = Some(Box::new(writer));
     }
 
     // Routing: one shortest-path tree per distinct destination.

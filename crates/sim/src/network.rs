@@ -85,7 +85,8 @@ pub struct Link {
     pub counters: LinkCounters,
     /// Departures at the start of the measurement window (for utilisation).
     pub window_start_departures_bytes: u64,
-    pub pcap: Option<PcapWriter>,
+    /// Boxed: almost no link captures, and the writer is large.
+    pub pcap: Option<Box<PcapWriter>>,
     /// Whether the link's time series is recorded.
     pub sampled: bool,
 }
