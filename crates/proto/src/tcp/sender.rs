@@ -118,6 +118,8 @@ pub struct TcpSender {
     syn_pending: bool,
     syn_sent_ns: u64,
     syn_retransmitted: bool,
+    /// Time from the last SYN sent to the SYN-ACK (the handshake RTT).
+    handshake_rtt_ns: Option<u64>,
     snd_una: u64,
     snd_nxt: u64,
     snd_max: u64,
@@ -186,6 +188,7 @@ impl TcpSender {
             syn_pending: false,
             syn_sent_ns: 0,
             syn_retransmitted: false,
+            handshake_rtt_ns: None,
             snd_una: 0,
             snd_nxt: 0,
             snd_max: 0,
@@ -258,6 +261,12 @@ impl TcpSender {
 
     pub fn ssthresh_bytes(&self) -> u64 {
         self.ccs.ssthresh_bytes
+    }
+
+    /// The RTT of the handshake (last SYN sent to SYN-ACK received): the
+    /// RTT a new flow sees on a loaded path, before its own data adds to it.
+    pub fn handshake_rtt_ns(&self) -> Option<u64> {
+        self.handshake_rtt_ns
     }
 
     pub fn srtt_ns(&self) -> u64 {
@@ -737,6 +746,7 @@ impl TcpSender {
         self.recover = 0; // RFC 6582: recover = ISS
         self.peer_rwnd = seg.rwnd_bytes;
         self.rto_deadline = None;
+        self.handshake_rtt_ns = Some(now_ns.saturating_sub(self.syn_sent_ns));
         if self.cfg.timestamps {
             self.ts_recent = seg.ts_val_ns;
         }
