@@ -324,6 +324,23 @@ def bench(names: tuple[str, ...], list_only: bool, quick: bool, as_json: bool) -
         click.get_current_context().exit(1)
 
 
+def _register_commands() -> None:
+    """Add the commands defined in ``latlab.commands`` (one module each)."""
+    import importlib
+    import pkgutil
+
+    from latlab import commands
+
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+        register = getattr(module, "register", None)
+        if callable(register):
+            register(cli)
+
+
+_register_commands()
+
+
 def main() -> None:
     """Entry point of the ``latlab`` command (and ``python -m latlab``)."""
     cli()

@@ -1,0 +1,1 @@
+"""Closed-form and Monte-Carlo models that sit beside the simulator."""
