@@ -22,7 +22,7 @@ $(PY):
 $(DEPS): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "maturin>=1.5,<2" "numpy>=1.26" "pandas>=2.1" "pyarrow>=14" \
-		"click>=8.1" "rich>=13" "matplotlib>=3.8" "tomli-w>=1.0" "pytest>=8"
+		"click>=8.1" "rich>=13" "matplotlib>=3.8" "tomli-w>=1.0" "pytest>=8" "dask[distributed]>=2024.1"
 	touch $@
 
 build: $(DEPS)

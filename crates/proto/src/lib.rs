@@ -11,6 +11,7 @@
 pub mod cc;
 pub mod segment;
 pub mod tcp;
+pub mod tfrc;
 
 pub use segment::{Flags, SackBlock, Segment, MAX_SACK_BLOCKS};
 

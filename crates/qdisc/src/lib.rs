@@ -12,10 +12,12 @@
 
 mod codel;
 mod droptail;
+mod edge_pacer;
 mod red;
 
 pub use codel::{CoDel, CoDelParams};
 pub use droptail::{DropTail, Limit};
+pub use edge_pacer::{EdgePacer, EdgePacerParams};
 pub use red::{Red, RedParams};
 
 /// Nanoseconds on the caller's clock.

@@ -1,17 +1,19 @@
 //! Build a [`Simulation`] from a parsed [`Scenario`], validating everything a
 //! user can get wrong and naming the key path in each error.
 
-use crate::flow::{Flow, TimerSlot};
+use crate::flow::{make_cc, ClosedLoop, Flow, TcpFlow, TimerSlot, Transport, UdpFlow};
 use crate::network::{Link, LinkCounters, LinkRate, Node};
 use crate::packet::PacketRef;
 use crate::pcap::PcapWriter;
 use crate::rng::{stream, stream_seed, Stream};
 use crate::routing::{self, Graph};
+use crate::scenario::FlowGroup;
 use crate::scenario::{
     CoDelSpec, DropTailSpec, QueueSpec, RedSpec, Scenario, ScenarioError, StartDist, StartSpec, TcpSpec,
 };
 use crate::sim::Simulation;
 use crate::topology::{self, LinkPlan};
+use crate::traffic::{FileSize, UdpPattern, UdpSource, UserDraws};
 use latlab_proto::cc;
 use latlab_proto::tcp::{DelayedAck, FixedRwnd, Pacing, Recovery, TcpConfig, TcpReceiver, TcpSender};
 use latlab_qdisc::{CoDel, CoDelParams, DropTail, Limit, Qdisc, Red, RedParams};
@@ -143,7 +145,8 @@ pub fn build(sc: &Scenario, source: &str, outdir: Option<&Path>) -> Result<Simul
         }
         let tcp_spec = sc.tcp.overlay(&grp.tcp);
         let cfg = tcp_config(&cx, &tcp_spec, &format!("{p}.tcp"))?;
-        if cc::by_name(&grp.cc, cfg.mss_bytes as u64).is_none() {
+        let kind = group_kind(&cx, grp, &p, sc.duration_s)?;
+        if matches!(kind, GroupKind::Tcp { .. }) && cc::by_name(&grp.cc, cfg.mss_bytes as u64).is_none() {
             return Err(cx.err(
                 format!("{p}.cc"),
                 format!(
@@ -198,24 +201,76 @@ pub fn build(sc: &Scenario, source: &str, outdir: Option<&Path>) -> Result<Simul
                 )
             };
             let fwd = route(src, dst).ok_or_else(|| unroutable(src, dst))?;
-            let rev = route(dst, src).ok_or_else(|| unroutable(dst, src))?;
-            let controller = cc::by_name(&grp.cc, cfg.mss_bytes as u64)
-                .ok_or_else(|| cx.err(format!("{p}.cc"), "unknown congestion control"))?;
             let flow_id = flows.len() as u32;
+            let (transport, header_bytes, rev_path) = match &kind {
+                GroupKind::Tcp { params, closed_loop } => {
+                    let cc = make_cc(&grp.cc, cfg.mss_bytes, params);
+                    let closed_loop = closed_loop.as_ref().map(|(size, think_mean_s)| ClosedLoop {
+                        draws: UserDraws {
+                            size: *size,
+                            think_mean_s: *think_mean_s,
+                            rng: stream(sc.seed, Stream::Users, flow_id as u64),
+                        },
+                        cfg: cfg.clone(),
+                        cc_params: params.clone(),
+                        transfers: Vec::new(),
+                        current_start_ns: 0,
+                        current_size_bytes: 0,
+                        past_bytes_delivered: 0,
+                        past_bytes_sent: 0,
+                        past_sender: Default::default(),
+                    });
+                    // A closed-loop user's first file is drawn at its start.
+                    let app_bytes = match &closed_loop {
+                        Some(_) => Some(1),
+                        None => grp.size_bytes,
+                    };
+                    let tcp = TcpFlow {
+                        sender: TcpSender::new(cfg.clone(), cc, app_bytes),
+                        receiver: TcpReceiver::new(cfg.clone(), Box::new(FixedRwnd(cfg.rwnd_bytes))),
+                        sender_timer: TimerSlot::default(),
+                        receiver_timer: TimerSlot::default(),
+                        closed_loop,
+                    };
+                    let rev = route(dst, src).ok_or_else(|| unroutable(dst, src))?;
+                    (Transport::Tcp(tcp), cfg.header_bytes, rev)
+                }
+                GroupKind::Udp {
+                    pattern,
+                    header_bytes,
+                } => {
+                    let source = UdpSource::new(
+                        pattern.clone(),
+                        stream(sc.seed, Stream::UdpSource, flow_id as u64),
+                        0,
+                    );
+                    let udp = UdpFlow {
+                        source,
+                        timer: TimerSlot::default(),
+                        received_pkts: 0,
+                        received_bytes: 0,
+                        owd_sum_ns: 0,
+                        owd_max_ns: 0,
+                    };
+                    (Transport::Udp(udp), *header_bytes, Vec::new())
+                }
+            };
             flows.push(Flow {
                 group: g as u32,
                 src,
                 dst,
-                cc_name: grp.cc.clone(),
+                cc_name: if matches!(kind, GroupKind::Udp { .. }) {
+                    "udp".to_string()
+                } else {
+                    grp.cc.clone()
+                },
                 start_ns: starts[i as usize],
                 size_bytes: grp.size_bytes,
-                sender: TcpSender::new(cfg.clone(), controller, grp.size_bytes),
-                receiver: TcpReceiver::new(cfg.clone(), Box::new(FixedRwnd(cfg.rwnd_bytes))),
+                transport,
                 fwd_path: fwd.into_boxed_slice(),
-                rev_path: rev.into_boxed_slice(),
-                header_bytes: cfg.header_bytes,
-                sender_timer: TimerSlot::default(),
-                receiver_timer: TimerSlot::default(),
+                rev_path: rev_path.into_boxed_slice(),
+                header_bytes,
+                conn: 0,
                 started: false,
                 window_start_delivered: 0,
                 window_start_sent: 0,
@@ -544,4 +599,134 @@ pub fn validate(sc: &Scenario, source: &str) -> Result<(), ScenarioError> {
         }
     }
     Ok(())
+}
+
+/// What a flow group is, resolved and validated.
+enum GroupKind {
+    Tcp {
+        params: Vec<(String, f64)>,
+        /// (file sizes, mean think time in seconds) of closed-loop users.
+        closed_loop: Option<(FileSize, f64)>,
+    },
+    Udp {
+        pattern: UdpPattern,
+        header_bytes: u32,
+    },
+}
+
+fn group_kind(cx: &Ctx, grp: &FlowGroup, p: &str, duration_s: f64) -> Result<GroupKind, ScenarioError> {
+    let positive = |v: f64, key: &str| -> Result<f64, ScenarioError> {
+        if v.is_finite() && v > 0.0 {
+            Ok(v)
+        } else {
+            Err(cx.err(
+                format!("{p}.{key}"),
+                format!("expected a positive number, got {v}"),
+            ))
+        }
+    };
+    match grp.kind.as_str() {
+        "tcp" => {
+            if grp.udp.is_some() {
+                return Err(cx.err(format!("{p}.udp"), "a udp table needs kind = \"udp\""));
+            }
+            let closed_loop = match &grp.closed_loop {
+                None => None,
+                Some(c) => {
+                    if grp.size_bytes.is_some() {
+                        return Err(cx.err(
+                            format!("{p}.size_bytes"),
+                            "closed-loop users draw their file sizes; remove size_bytes",
+                        ));
+                    }
+                    let size = match (c.file_bytes, c.pareto_mean_bytes) {
+                        (Some(_), Some(_)) => {
+                            return Err(cx.err(
+                                format!("{p}.closed_loop"),
+                                "set either file_bytes or pareto_mean_bytes, not both",
+                            ))
+                        }
+                        (Some(0), None) => {
+                            return Err(
+                                cx.err(format!("{p}.closed_loop.file_bytes"), "expected a positive size")
+                            )
+                        }
+                        (Some(b), None) => FileSize::Fixed(b),
+                        (None, Some(mean)) => {
+                            let mean_bytes = positive(mean, "closed_loop.pareto_mean_bytes")?;
+                            let shape = c.pareto_shape.unwrap_or(1.2);
+                            if !(shape.is_finite() && shape > 1.0) {
+                                return Err(cx.err(
+                                    format!("{p}.closed_loop.pareto_shape"),
+                                    format!("expected a shape > 1 (a finite mean), got {shape}"),
+                                ));
+                            }
+                            FileSize::Pareto { mean_bytes, shape }
+                        }
+                        (None, None) => {
+                            return Err(cx.err(
+                                format!("{p}.closed_loop"),
+                                "missing file size; expected file_bytes or pareto_mean_bytes",
+                            ))
+                        }
+                    };
+                    if !(c.think_mean_s.is_finite() && c.think_mean_s >= 0.0) {
+                        return Err(cx.err(
+                            format!("{p}.closed_loop.think_mean_s"),
+                            "expected a non-negative number of seconds",
+                        ));
+                    }
+                    Some((size, c.think_mean_s))
+                }
+            };
+            let params = grp.cc_params.iter().map(|(k, v)| (k.clone(), *v)).collect();
+            Ok(GroupKind::Tcp { params, closed_loop })
+        }
+        "udp" => {
+            let Some(u) = &grp.udp else {
+                return Err(cx.err(format!("{p}.udp"), "kind = \"udp\" needs a udp table, e.g. udp = { pattern = \"poisson\", rate_bps = 5e6, size_bytes = [100, 300] }"));
+            };
+            if grp.closed_loop.is_some() || grp.size_bytes.is_some() {
+                return Err(cx.err(
+                    p.to_string(),
+                    "UDP sources are open-loop: remove closed_loop and size_bytes",
+                ));
+            }
+            let rate_bps = positive(u.rate_bps, "udp.rate_bps")?;
+            let (lo, hi) = (u.size_bytes.min(), u.size_bytes.max());
+            if !(lo.is_finite() && hi.is_finite() && lo >= 1.0 && lo <= hi && hi <= 65_000.0) {
+                return Err(cx.err(
+                    format!("{p}.udp.size_bytes"),
+                    "expected a size (or [min, max]) between 1 and 65000 bytes",
+                ));
+            }
+            let (min_bytes, max_bytes) = (lo.round() as u32, hi.round() as u32);
+            let pattern = match u.pattern.as_str() {
+                "cbr" => UdpPattern::Cbr {
+                    rate_bps,
+                    size_bytes: max_bytes,
+                },
+                "poisson" => UdpPattern::Poisson {
+                    rate_bps,
+                    min_bytes,
+                    max_bytes,
+                },
+                other => {
+                    return Err(cx.err(
+                        format!("{p}.udp.pattern"),
+                        format!("unknown pattern {other:?}; expected \"cbr\" or \"poisson\""),
+                    ))
+                }
+            };
+            let _ = duration_s;
+            Ok(GroupKind::Udp {
+                pattern,
+                header_bytes: u.header_bytes.unwrap_or(28),
+            })
+        }
+        other => Err(cx.err(
+            format!("{p}.kind"),
+            format!("unknown flow kind {other:?}; expected \"tcp\" or \"udp\""),
+        )),
+    }
 }

@@ -15,8 +15,10 @@ pub enum Event {
     LinkWake { link: u32 },
     /// A flow opens its connection.
     FlowStart { flow: u32 },
-    /// A TCP sender's timer (RTO or pacing release).
+    /// A sender's timer: TCP RTO or pacing release, a UDP source's next packet.
     SenderTimer { flow: u32 },
+    /// A closed-loop user finished thinking: open the next connection.
+    UserNext { flow: u32 },
     /// A TCP receiver's timer (delayed ACK).
     ReceiverTimer { flow: u32 },
     /// Take a measurement sample.

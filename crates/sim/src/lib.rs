@@ -9,6 +9,7 @@
 
 pub mod build;
 pub mod engine;
+pub mod fgn;
 pub mod flow;
 pub mod measure;
 pub mod network;
@@ -20,6 +21,7 @@ pub mod scenario;
 pub mod sim;
 pub mod tables;
 pub mod topology;
+pub mod traffic;
 
 pub use scenario::{parse, Scenario, ScenarioError};
 pub use sim::{Conservation, Simulation};

@@ -48,7 +48,9 @@ impl Samples {
             if !f.sampled || !f.started {
                 continue;
             }
-            let s = &f.sender;
+            // Window samples describe TCP; UDP flows are summarised in `flows`.
+            let Some(tcp) = f.tcp() else { continue };
+            let s = &tcp.sender;
             let st = s.stats();
             fs.time_ns.push(now_ns);
             fs.flow_id.push(i as u32);
@@ -60,7 +62,7 @@ impl Samples {
             fs.rwnd_bytes.push(s.peer_rwnd_bytes());
             fs.flight_bytes.push(s.flight_bytes());
             fs.bytes_acked.push(st.bytes_acked);
-            fs.bytes_delivered.push(f.receiver.stats().bytes_delivered);
+            fs.bytes_delivered.push(f.bytes_delivered());
             fs.retransmitted_segments.push(st.retransmitted_segments);
         }
         let ls = &mut self.links;

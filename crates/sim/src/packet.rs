@@ -6,10 +6,23 @@
 use latlab_proto::Segment;
 use latlab_qdisc::QueuedPacket;
 
-/// A packet: a TCP segment plus where it is on its path.
+/// What a packet carries.
+#[derive(Clone, Copy, Debug)]
+pub enum Payload {
+    Tcp(Segment),
+    /// A UDP datagram: its sequence number and send time (for loss and delay).
+    Udp {
+        seq: u64,
+        sent_ns: u64,
+    },
+}
+
+/// A packet: a payload plus where it is on its path.
 #[derive(Clone, Copy, Debug)]
 pub struct Packet {
-    pub seg: Segment,
+    pub payload: Payload,
+    /// The flow's connection generation when the packet was sent.
+    pub conn: u32,
     pub flow: u32,
     /// True for sender→receiver (data), false for receiver→sender (ACKs).
     pub forward: bool,

@@ -17,6 +17,8 @@ pub enum Stream {
     FlowStart = 2,
     LinkLoss = 3,
     Qdisc = 4,
+    Users = 5,
+    UdpSource = 6,
 }
 
 /// SplitMix64 finaliser (Steele et al. 2014): a bijective mixer, so distinct

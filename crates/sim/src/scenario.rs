@@ -364,8 +364,18 @@ pub struct FlowGroup {
     /// Source node; `{i}` is replaced by the flow's index in the group.
     pub src: String,
     pub dst: String,
+    /// "tcp" (default) or "udp".
+    #[serde(default = "default_kind")]
+    pub kind: String,
     #[serde(default = "default_cc")]
     pub cc: String,
+    /// Congestion-controller parameters, e.g. { target_ms = 50 } for LEDBAT.
+    #[serde(default)]
+    pub cc_params: std::collections::BTreeMap<String, f64>,
+    /// UDP traffic (kind = "udp").
+    pub udp: Option<UdpSpec>,
+    /// TCP closed-loop users: each repeatedly transfers a file, then thinks.
+    pub closed_loop: Option<ClosedLoopSpec>,
     #[serde(default)]
     pub start_s: StartSpec,
     /// Finite flow size in bytes; absent means a long-lived bulk flow.
@@ -380,8 +390,45 @@ fn default_group_name() -> String {
 fn one() -> u32 {
     1
 }
+fn default_kind() -> String {
+    "tcp".to_string()
+}
 fn default_cc() -> String {
     "newreno".to_string()
+}
+
+/// An open-loop UDP source (traffic.md).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UdpSpec {
+    /// "cbr", "poisson" or "lrd" (fractional Gaussian noise, Norros model).
+    pub pattern: String,
+    /// Mean rate of the source, bits per second (payload).
+    pub rate_bps: f64,
+    /// Payload size: a number, or [min, max] drawn uniformly per packet.
+    pub size_bytes: Range,
+    /// lrd: Hurst parameter in (0.5, 1).
+    pub hurst: Option<f64>,
+    /// lrd: slot length of the fGn process, milliseconds (default 10).
+    pub slot_ms: Option<f64>,
+    /// lrd: Norros variance coefficient a, in bytes·s (default: mean packet size).
+    pub variance_coef: Option<f64>,
+    /// Per-packet header bytes on the wire (default 28: IPv4 + UDP).
+    pub header_bytes: Option<u32>,
+}
+
+/// Closed-loop users (traffic.md, after Schroeder et al., "Open versus closed").
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClosedLoopSpec {
+    /// Pareto file sizes with this mean (bytes) ...
+    pub pareto_mean_bytes: Option<f64>,
+    /// ... and this shape (> 1; default 1.2).
+    pub pareto_shape: Option<f64>,
+    /// Or a fixed file size in bytes.
+    pub file_bytes: Option<u64>,
+    /// Exponential think time between files, mean in seconds.
+    pub think_mean_s: f64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]

@@ -8,11 +8,11 @@
 //! index increment.
 
 use crate::engine::{Event, EventQueue};
-use crate::flow::Flow;
+use crate::flow::{make_cc, Flow, TcpFlow, TimerSlot, Transfer, Transport};
 use crate::measure::Samples;
 use crate::network::{Link, Node};
-use crate::packet::{Packet, PacketRef, PacketSlab};
-use latlab_proto::Segment;
+use crate::packet::{Packet, PacketRef, PacketSlab, Payload};
+use latlab_proto::tcp::{FixedRwnd, TcpReceiver, TcpSender};
 use latlab_qdisc::{Dequeue, Enqueue};
 use rand::Rng;
 
@@ -140,25 +140,47 @@ impl Simulation {
                 }
             }
             Event::FlowStart { flow } => {
+                let now = self.now_ns;
                 let f = &mut self.flows[flow as usize];
                 f.started = true;
-                f.sender.connect(self.now_ns);
-                self.poll_sender(flow);
+                match &mut f.transport {
+                    Transport::Tcp(t) if t.closed_loop.is_some() => self.next_transfer(flow),
+                    Transport::Tcp(t) => {
+                        t.sender.connect(now);
+                        self.poll_sender(flow);
+                    }
+                    Transport::Udp(u) => {
+                        u.source.start(now);
+                        self.poll_udp(flow);
+                    }
+                }
             }
             Event::SenderTimer { flow } => {
-                let f = &mut self.flows[flow as usize];
-                if f.sender_timer.fire(self.now_ns) {
-                    f.sender.on_timeout(self.now_ns);
-                    self.poll_sender(flow);
+                let now = self.now_ns;
+                match &mut self.flows[flow as usize].transport {
+                    Transport::Tcp(t) => {
+                        if t.sender_timer.fire(now) {
+                            t.sender.on_timeout(now);
+                            self.poll_sender(flow);
+                        }
+                    }
+                    Transport::Udp(u) => {
+                        if u.timer.fire(now) {
+                            self.poll_udp(flow);
+                        }
+                    }
                 }
             }
             Event::ReceiverTimer { flow } => {
-                let f = &mut self.flows[flow as usize];
-                if f.receiver_timer.fire(self.now_ns) {
-                    f.receiver.on_timeout(self.now_ns);
-                    self.poll_receiver(flow);
+                let now = self.now_ns;
+                if let Transport::Tcp(t) = &mut self.flows[flow as usize].transport {
+                    if t.receiver_timer.fire(now) {
+                        t.receiver.on_timeout(now);
+                        self.poll_receiver(flow);
+                    }
                 }
             }
+            Event::UserNext { flow } => self.next_transfer(flow),
             Event::Sample => {
                 self.samples.record(self.now_ns, &self.flows, &mut self.links);
                 let next = self.now_ns + self.sample_interval_ns;
@@ -168,8 +190,8 @@ impl Simulation {
             }
             Event::MeasureStart => {
                 for f in &mut self.flows {
-                    f.window_start_delivered = f.receiver.stats().bytes_delivered;
-                    f.window_start_sent = f.sender.stats().bytes_sent;
+                    f.window_start_delivered = f.bytes_delivered();
+                    f.window_start_sent = f.bytes_sent();
                 }
                 for l in &mut self.links {
                     l.window_start_departures_bytes = l.counters.departures_bytes;
@@ -178,39 +200,144 @@ impl Simulation {
         }
     }
 
+    fn tcp_mut(&mut self, flow: u32) -> &mut TcpFlow {
+        match &mut self.flows[flow as usize].transport {
+            Transport::Tcp(t) => t,
+            Transport::Udp(_) => unreachable!("TCP event for a UDP flow"),
+        }
+    }
+
     /// Send everything the sender wants to send now, then re-arm its timer.
     fn poll_sender(&mut self, flow: u32) {
         let now = self.now_ns;
-        while let Some(seg) = self.flows[flow as usize].sender.poll_transmit(now) {
-            self.send(flow, true, seg);
+        while let Some(seg) = self.tcp_mut(flow).sender.poll_transmit(now) {
+            self.send(flow, true, Payload::Tcp(seg));
         }
-        let f = &mut self.flows[flow as usize];
-        let deadline = f.sender.next_timeout().map(|t| t.max(now));
-        if let Some(t) = f.sender_timer.needs_schedule(deadline) {
-            self.queue.schedule(t, Event::SenderTimer { flow });
+        let t = self.tcp_mut(flow);
+        let deadline = t.sender.next_timeout().map(|d| d.max(now));
+        let schedule = t.sender_timer.needs_schedule(deadline);
+        let user_done = t.closed_loop.is_some() && t.sender.is_complete();
+        if let Some(d) = schedule {
+            self.queue.schedule(d, Event::SenderTimer { flow });
+        }
+        if user_done {
+            self.finish_transfer(flow);
         }
     }
 
     fn poll_receiver(&mut self, flow: u32) {
         let now = self.now_ns;
-        while let Some(seg) = self.flows[flow as usize].receiver.poll_transmit(now) {
-            self.send(flow, false, seg);
+        while let Some(seg) = self.tcp_mut(flow).receiver.poll_transmit(now) {
+            self.send(flow, false, Payload::Tcp(seg));
         }
-        let f = &mut self.flows[flow as usize];
-        let deadline = f.receiver.next_timeout().map(|t| t.max(now));
-        if let Some(t) = f.receiver_timer.needs_schedule(deadline) {
-            self.queue.schedule(t, Event::ReceiverTimer { flow });
+        let t = self.tcp_mut(flow);
+        let deadline = t.receiver.next_timeout().map(|d| d.max(now));
+        if let Some(d) = t.receiver_timer.needs_schedule(deadline) {
+            self.queue.schedule(d, Event::ReceiverTimer { flow });
         }
     }
 
-    /// Put a segment from an endpoint onto the first link of its path.
+    /// Emit the UDP packets due now and arm the source's timer.
+    fn poll_udp(&mut self, flow: u32) {
+        let now = self.now_ns;
+        loop {
+            let Transport::Udp(u) = &mut self.flows[flow as usize].transport else {
+                return;
+            };
+            let Some(size) = u.source.poll(now) else { break };
+            let seq = u.source.seq;
+            self.send_sized(flow, true, Payload::Udp { seq, sent_ns: now }, size);
+        }
+        let Transport::Udp(u) = &mut self.flows[flow as usize].transport else {
+            return;
+        };
+        let next = u.source.next_ns().map(|d| d.max(now));
+        if let Some(d) = u.timer.needs_schedule(next) {
+            self.queue.schedule(d, Event::SenderTimer { flow });
+        }
+    }
+
+    /// A closed-loop user's file is fully acknowledged: record it, think.
+    fn finish_transfer(&mut self, flow: u32) {
+        let now = self.now_ns;
+        let t = self.tcp_mut(flow);
+        let (delivered, sender) = (t.receiver.stats().bytes_delivered, t.sender.stats());
+        let completed = t.sender.completed_at_ns().unwrap_or(now);
+        let Some(cl) = t.closed_loop.as_mut() else { return };
+        cl.transfers.push(Transfer {
+            start_ns: cl.current_start_ns,
+            size_bytes: cl.current_size_bytes,
+            fct_ns: completed.saturating_sub(cl.current_start_ns),
+        });
+        cl.past_bytes_delivered += delivered;
+        cl.past_bytes_sent += sender.bytes_sent;
+        let p = &mut cl.past_sender;
+        p.segments_sent += sender.segments_sent;
+        p.bytes_sent += sender.bytes_sent;
+        p.retransmitted_segments += sender.retransmitted_segments;
+        p.retransmitted_bytes += sender.retransmitted_bytes;
+        p.bytes_acked += sender.bytes_acked;
+        p.fast_retransmits += sender.fast_retransmits;
+        p.timeouts += sender.timeouts;
+        let think = cl.draws.think_ns();
+        // A new connection replaces the old one; its late packets are
+        // discarded by generation, its stale timers by their slots.
+        let cfg = cl.cfg.clone();
+        let cc_name = self.flows[flow as usize].cc_name.clone();
+        let f = &mut self.flows[flow as usize];
+        f.conn = f.conn.wrapping_add(1);
+        let Transport::Tcp(t) = &mut f.transport else {
+            return;
+        };
+        // While the user thinks, an unconnected sender holds the place: it
+        // sends nothing, and the finished connection's counters (now in the
+        // `past_*` totals) are not counted twice.
+        let params = t
+            .closed_loop
+            .as_ref()
+            .map(|c| c.cc_params.clone())
+            .unwrap_or_default();
+        t.sender = TcpSender::new(cfg.clone(), make_cc(&cc_name, cfg.mss_bytes, &params), Some(1));
+        t.receiver = TcpReceiver::new(cfg.clone(), Box::new(FixedRwnd(cfg.rwnd_bytes)));
+        t.sender_timer = TimerSlot::default();
+        t.receiver_timer = TimerSlot::default();
+        self.queue.schedule(now + think, Event::UserNext { flow });
+    }
+
+    /// A closed-loop user opens the connection for its next file.
+    fn next_transfer(&mut self, flow: u32) {
+        let now = self.now_ns;
+        let t = self.tcp_mut(flow);
+        let Some(cl) = t.closed_loop.as_mut() else { return };
+        let size = cl.draws.file_bytes();
+        cl.current_start_ns = now;
+        cl.current_size_bytes = size;
+        let cfg = cl.cfg.clone();
+        let params = cl.cc_params.clone();
+        let cc_name = self.flows[flow as usize].cc_name.clone();
+        let cc = make_cc(&cc_name, cfg.mss_bytes, &params);
+        let t = self.tcp_mut(flow);
+        t.sender = TcpSender::new(cfg, cc, Some(size));
+        t.sender.connect(now);
+        self.poll_sender(flow);
+    }
+
+    /// Put a TCP segment from an endpoint onto the first link of its path.
     #[inline]
-    fn send(&mut self, flow: u32, forward: bool, seg: Segment) {
+    fn send(&mut self, flow: u32, forward: bool, payload: Payload) {
+        let Payload::Tcp(seg) = payload else { return };
+        self.send_sized(flow, forward, payload, seg.payload_bytes);
+    }
+
+    /// Put a packet with `payload_bytes` of payload onto its first link.
+    #[inline]
+    fn send_sized(&mut self, flow: u32, forward: bool, payload: Payload, payload_bytes: u32) {
         let f = &self.flows[flow as usize];
         let first = if forward { f.fwd_path[0] } else { f.rev_path[0] };
-        let wire_bytes = f.header_bytes + seg.payload_bytes;
+        let wire_bytes = f.header_bytes + payload_bytes;
         let r = self.packets.insert(Packet {
-            seg,
+            payload,
+            conn: f.conn,
             flow,
             forward,
             hop: 0,
@@ -307,23 +434,39 @@ impl Simulation {
         let p = self.packets.remove(r);
         let now = self.now_ns;
         let f = &mut self.flows[flow as usize];
-        if forward {
-            f.receiver.on_segment(now, &p.seg);
-            self.poll_receiver(flow);
-        } else {
-            f.sender.on_segment(now, &p.seg);
-            self.poll_sender(flow);
+        if p.conn != f.conn {
+            return; // a late packet of a closed-loop user's earlier connection
+        }
+        match (&mut f.transport, p.payload) {
+            (Transport::Tcp(t), Payload::Tcp(seg)) => {
+                if forward {
+                    t.receiver.on_segment(now, &seg);
+                    self.poll_receiver(flow);
+                } else {
+                    t.sender.on_segment(now, &seg);
+                    self.poll_sender(flow);
+                }
+            }
+            (Transport::Udp(u), Payload::Udp { sent_ns, .. }) => {
+                let owd = now.saturating_sub(sent_ns);
+                u.received_pkts += 1;
+                u.received_bytes += (p.wire_bytes - f.header_bytes) as u64;
+                u.owd_sum_ns += owd;
+                u.owd_max_ns = u.owd_max_ns.max(owd);
+            }
+            _ => {}
         }
     }
 
     /// Write a packet to the link's pcap, stamped with the end of its serialisation.
     fn capture(&mut self, link: u32, r: PacketRef, time_ns: u64) {
         let p = *self.packets.get(r);
+        let Payload::Tcp(seg) = p.payload else { return };
         let f = &self.flows[p.flow as usize];
         let (src, dst) = if p.forward { (f.src, f.dst) } else { (f.dst, f.src) };
         let l = &mut self.links[link as usize];
         if let Some(w) = l.pcap.as_mut() {
-            if let Err(e) = w.write_tcp(time_ns, src, dst, p.flow, p.forward, &p.seg, p.wire_bytes) {
+            if let Err(e) = w.write_tcp(time_ns, src, dst, p.flow, p.forward, &seg, p.wire_bytes) {
                 self.pcap_error
                     .get_or_insert_with(|| format!("pcap for link {}: {e}", l.name));
                 l.pcap = None;

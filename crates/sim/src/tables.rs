@@ -3,9 +3,11 @@
 //! Tables: `flows` (one row per flow), `flow_samples`, `links` (one row per
 //! link), `link_samples`, and `run` (one row describing the run).
 
+use crate::flow::{TcpFlow, Transfer, Transport, UdpFlow};
 use crate::sim::Simulation;
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
 use arrow_ipc::writer::StreamWriter;
+use latlab_proto::tcp::SenderStats;
 use std::sync::Arc;
 
 fn u64s(v: impl IntoIterator<Item = u64>) -> ArrayRef {
@@ -41,11 +43,21 @@ impl Simulation {
         let w = self.window_s();
         let f = &self.flows;
         let node = |n: u32| self.nodes[n as usize].name.as_str();
+        // TCP-only and UDP-only columns are null for the other kind.
+        let tcp = |g: fn(&TcpFlow) -> Option<u64>| opt_u64s(f.iter().map(move |x| x.tcp().and_then(g)));
+        // Sender counters summed over a closed-loop user's connections.
+        let sent =
+            |g: fn(&SenderStats) -> u64| opt_u64s(f.iter().map(move |x| x.sender_totals().map(|s| g(&s))));
+        let udp = |g: fn(&UdpFlow) -> u64| opt_u64s(f.iter().map(move |x| x.udp().map(g)));
         batch(vec![
             ("flow_id", u32s(0..f.len() as u32)),
             (
                 "group",
                 strs(f.iter().map(|x| self.group_names[x.group as usize].as_str())),
+            ),
+            (
+                "kind",
+                strs(f.iter().map(|x| if x.udp().is_some() { "udp" } else { "tcp" })),
             ),
             ("src", strs(f.iter().map(|x| node(x.src)))),
             ("dst", strs(f.iter().map(|x| node(x.dst)))),
@@ -54,51 +66,84 @@ impl Simulation {
             ("size_bytes", opt_u64s(f.iter().map(|x| x.size_bytes))),
             (
                 "completed",
-                bools(f.iter().map(|x| x.size_bytes.is_some() && x.sender.is_complete())),
+                bools(
+                    f.iter()
+                        .map(|x| x.size_bytes.is_some() && x.tcp().is_some_and(|t| t.sender.is_complete())),
+                ),
             ),
             (
                 "fct_ns",
                 opt_u64s(f.iter().map(|x| {
                     x.size_bytes?;
-                    x.sender.completed_at_ns().map(|t| t.saturating_sub(x.start_ns))
+                    x.tcp()?
+                        .sender
+                        .completed_at_ns()
+                        .map(|t| t.saturating_sub(x.start_ns))
                 })),
             ),
-            (
-                "bytes_acked",
-                u64s(f.iter().map(|x| x.sender.stats().bytes_acked)),
-            ),
-            (
-                "bytes_delivered",
-                u64s(f.iter().map(|x| x.receiver.stats().bytes_delivered)),
-            ),
+            ("handshake_rtt_ns", tcp(|t| t.sender.handshake_rtt_ns())),
+            ("bytes_acked", sent(|s| s.bytes_acked)),
+            ("bytes_delivered", u64s(f.iter().map(|x| x.bytes_delivered()))),
             (
                 "goodput_bps",
-                f64s(f.iter().map(|x| {
-                    (x.receiver.stats().bytes_delivered - x.window_start_delivered) as f64 * 8.0 / w
-                })),
+                f64s(
+                    f.iter()
+                        .map(|x| (x.bytes_delivered() - x.window_start_delivered) as f64 * 8.0 / w),
+                ),
             ),
             (
                 "throughput_bps",
                 f64s(
                     f.iter()
-                        .map(|x| (x.sender.stats().bytes_sent - x.window_start_sent) as f64 * 8.0 / w),
+                        .map(|x| (x.bytes_sent() - x.window_start_sent) as f64 * 8.0 / w),
                 ),
             ),
             (
                 "segments_sent",
-                u64s(f.iter().map(|x| x.sender.stats().segments_sent)),
+                u64s(f.iter().map(|x| match &x.transport {
+                    Transport::Tcp(_) => x.sender_totals().map_or(0, |s| s.segments_sent),
+                    Transport::Udp(u) => u.source.sent_pkts,
+                })),
             ),
+            ("retransmitted_segments", sent(|s| s.retransmitted_segments)),
+            ("timeouts", sent(|s| s.timeouts)),
+            ("fast_recoveries", sent(|s| s.fast_retransmits)),
+            ("cwnd_bytes", tcp(|t| Some(t.sender.cwnd_bytes()))),
+            ("srtt_ns", tcp(|t| Some(t.sender.srtt_ns()))),
             (
-                "retransmitted_segments",
-                u64s(f.iter().map(|x| x.sender.stats().retransmitted_segments)),
+                "transfers_completed",
+                tcp(|t| t.closed_loop.as_ref().map(|c| c.transfers.len() as u64)),
             ),
-            ("timeouts", u64s(f.iter().map(|x| x.sender.stats().timeouts))),
+            ("packets_received", udp(|u| u.received_pkts)),
             (
-                "fast_recoveries",
-                u64s(f.iter().map(|x| x.sender.stats().fast_retransmits)),
+                "owd_mean_ns",
+                udp(|u| u.owd_sum_ns.checked_div(u.received_pkts).unwrap_or(0)),
             ),
-            ("cwnd_bytes", u64s(f.iter().map(|x| x.sender.cwnd_bytes()))),
-            ("srtt_ns", u64s(f.iter().map(|x| x.sender.srtt_ns()))),
+            ("owd_max_ns", udp(|u| u.owd_max_ns)),
+        ])
+    }
+
+    /// One row per file a closed-loop user finished.
+    pub fn transfers_table(&self) -> RecordBatch {
+        let rows: Vec<(u32, &Transfer)> = self
+            .flows
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| Some((i as u32, f.tcp()?.closed_loop.as_ref()?)))
+            .flat_map(|(i, c)| c.transfers.iter().map(move |t| (i, t)))
+            .collect();
+        batch(vec![
+            ("flow_id", u32s(rows.iter().map(|r| r.0))),
+            ("start_ns", u64s(rows.iter().map(|r| r.1.start_ns))),
+            ("size_bytes", u64s(rows.iter().map(|r| r.1.size_bytes))),
+            ("fct_ns", u64s(rows.iter().map(|r| r.1.fct_ns))),
+            (
+                "goodput_bps",
+                f64s(
+                    rows.iter()
+                        .map(|r| r.1.size_bytes as f64 * 8.0 / (r.1.fct_ns.max(1) as f64 / 1e9)),
+                ),
+            ),
         ])
     }
 
@@ -197,6 +242,7 @@ impl Simulation {
             ("flow_samples", self.flow_samples_table()),
             ("links", self.links_table()),
             ("link_samples", self.link_samples_table()),
+            ("transfers", self.transfers_table()),
             ("run", self.run_table()),
         ]
     }

@@ -70,7 +70,7 @@ fn utilisation_and_losses(sim: &mut Simulation, from_s: f64) -> (f64, u64) {
     sim.run_until(from_ns);
     let b = bottleneck(sim);
     let bytes0 = sim.links[b].counters.departures_bytes;
-    let fr0 = sim.flows[0].sender.stats().fast_retransmits;
+    let fr0 = sim.flows[0].tcp().unwrap().sender.stats().fast_retransmits;
     sim.run();
     assert!(sim.conservation_ok(), "packet conservation violated");
     let bytes = sim.links[b].counters.departures_bytes - bytes0;
@@ -78,7 +78,7 @@ fn utilisation_and_losses(sim: &mut Simulation, from_s: f64) -> (f64, u64) {
     let rate = sim.links[b].rate.nominal_bps() as f64;
     (
         bytes as f64 * 8.0 / (rate * secs),
-        sim.flows[0].sender.stats().fast_retransmits - fr0,
+        sim.flows[0].tcp().unwrap().sender.stats().fast_retransmits - fr0,
     )
 }
 
@@ -145,9 +145,9 @@ fn newreno_throughput_under_random_loss_matches_padhye() {
         let mut sim = single_path("rwnd_bytes = 100000000", 100e6, 50.0, queue, p, duration_s, "");
         let from_s = 50.0;
         sim.run_until((from_s * 1e9) as u64);
-        let seg0 = sim.flows[0].sender.stats().segments_sent;
+        let seg0 = sim.flows[0].tcp().unwrap().sender.stats().segments_sent;
         sim.run();
-        let s = &sim.flows[0].sender;
+        let s = &sim.flows[0].tcp().unwrap().sender;
         let pkts_per_s = (s.stats().segments_sent - seg0) as f64 / (duration_s - from_s);
         // Base RTT: propagation plus one packet's serialisation per hop (the
         // queue stays nearly empty at these rates).
@@ -206,7 +206,9 @@ size_bytes = {size}
             let mut sim = load(&toml, "fct.toml").unwrap();
             sim.run();
             let f = &sim.flows[0];
-            let fct_s = (f.sender.completed_at_ns().expect("flow completes") - f.start_ns) as f64 / 1e9;
+            let fct_s = (f.tcp().unwrap().sender.completed_at_ns().expect("flow completes") - f.start_ns)
+                as f64
+                / 1e9;
             // The model in wire units: O = n segments of S wire bits each.
             let s_bits = WIRE * 8.0;
             let model = exact_latency_s(n as f64 * s_bits, s_bits, c_bps, r_s, iw as f64);

@@ -9,10 +9,14 @@
 //! it needs from [`AckSample`] and its own fields; the trait need not grow.
 
 mod cubic;
+mod ledbat;
 mod newreno;
+mod vegas;
 
 pub use cubic::{Cubic, CubicParams};
+pub use ledbat::{Ledbat, LedbatParams, LEDBAT_MAX_BASE_HISTORY, LEDBAT_MAX_CURRENT_FILTER};
 pub use newreno::NewReno;
+pub use vegas::{Vegas, VegasParams};
 
 use crate::TimeNs;
 
@@ -116,13 +120,248 @@ pub fn slow_start(state: &mut CcState, acked_bytes: u64) -> u64 {
 }
 
 /// Names of the controllers this build knows, for scenario validation.
-pub const CONTROLLERS: &[&str] = &["newreno", "reno", "cubic"];
+pub const CONTROLLERS: &[&str] = &["newreno", "reno", "cubic", "ledbat", "vegas"];
 
-/// Build a controller by scenario name.
+/// Build a controller by scenario name with default constants.
 pub fn by_name(name: &str, mss_bytes: u64) -> Option<Box<dyn CongestionControl>> {
+    build(name, mss_bytes, &[]).ok()
+}
+
+/// Knobs each controller accepts in [`build`], with the accepted range, for
+/// error messages and documentation.
+pub fn controller_params(name: &str) -> Option<&'static [(&'static str, &'static str)]> {
     match name {
-        "newreno" | "reno" => Some(Box::new(NewReno::new())),
-        "cubic" => Some(Box::new(Cubic::new(CubicParams::default(), mss_bytes))),
+        "newreno" | "reno" => Some(&[]),
+        "cubic" => Some(&[
+            ("c", "C in segments/s^3, (0, 100]; default 0.4"),
+            ("beta", "multiplicative decrease factor, (0, 1); default 0.7"),
+            ("fast_convergence", "0 or 1; default 1"),
+            ("tcp_friendliness", "0 or 1; default 1"),
+        ]),
+        "ledbat" => Some(&[
+            ("target_ms", "TARGET queuing delay in ms, (0, 10000]; default 100"),
+            ("gain", "GAIN, (0, 100]; default 1"),
+            (
+                "base_history",
+                "one-minute base-delay buckets, integer 1..=60; default 10",
+            ),
+            (
+                "current_filter",
+                "current-delay MIN filter samples, integer 1..=32; default 4",
+            ),
+            ("min_cwnd", "MIN_CWND in segments, integer 1..=1000; default 2"),
+            (
+                "allowed_increase",
+                "ALLOWED_INCREASE in segments, integer 1..=1000; default 1",
+            ),
+            ("slow_start", "0 or 1; default 1"),
+        ]),
+        "vegas" => Some(&[
+            (
+                "alpha",
+                "packets queued below which cwnd grows, [0, 10000], <= beta; default 2",
+            ),
+            (
+                "beta",
+                "packets queued above which cwnd shrinks, [0, 10000]; default 4",
+            ),
+            (
+                "gamma",
+                "packets queued that end slow start, [0, 10000]; default 1",
+            ),
+        ]),
         _ => None,
+    }
+}
+
+/// Build a controller by scenario name, with optional constants.
+///
+/// `params` are (knob, value) pairs such as `("target_ms", 50.0)` for
+/// LEDBAT, `("alpha", 1.0)` for Vegas or `("beta", 0.7)` for CUBIC; see
+/// [`controller_params`]. Boolean knobs take 0 or 1. An unknown name, an
+/// unknown or repeated knob, or a value out of range is an error that names
+/// it and lists what the controller accepts. NewReno takes no knobs.
+pub fn build(
+    name: &str,
+    mss_bytes: u64,
+    params: &[(String, f64)],
+) -> Result<Box<dyn CongestionControl>, String> {
+    let Some(accepted) = controller_params(name) else {
+        return Err(format!(
+            "unknown congestion controller {name:?}; known: {}",
+            CONTROLLERS.join(", ")
+        ));
+    };
+    let accepted_list = || {
+        if accepted.is_empty() {
+            format!("{name} accepts no parameters")
+        } else {
+            let knobs: Vec<String> = accepted.iter().map(|(k, d)| format!("{k} ({d})")).collect();
+            format!("{name} accepts: {}", knobs.join("; "))
+        }
+    };
+    for (i, (key, value)) in params.iter().enumerate() {
+        if !accepted.iter().any(|(k, _)| k == key) {
+            return Err(format!(
+                "unknown parameter {key:?} for {name}; {}",
+                accepted_list()
+            ));
+        }
+        if params[..i].iter().any(|(k, _)| k == key) {
+            return Err(format!("parameter {key:?} given twice for {name}"));
+        }
+        if !value.is_finite() {
+            return Err(format!(
+                "parameter {key:?} for {name} must be finite, got {value}; {}",
+                accepted_list()
+            ));
+        }
+    }
+    let get = |key: &str| params.iter().find(|(k, _)| k == key).map(|(_, v)| *v);
+    let range_err = |key: &str, v: f64| {
+        format!(
+            "parameter {key:?} = {v} out of range for {name}; {}",
+            accepted_list()
+        )
+    };
+    let flag = |key: &str, default: bool| -> Result<bool, String> {
+        match get(key) {
+            None => Ok(default),
+            Some(v) if v == 0.0 => Ok(false),
+            Some(v) if v == 1.0 => Ok(true),
+            Some(v) => Err(range_err(key, v)),
+        }
+    };
+    let whole = |key: &str, default: u64, lo: u64, hi: u64| -> Result<u64, String> {
+        match get(key) {
+            None => Ok(default),
+            Some(v) if v.fract() == 0.0 && v >= lo as f64 && v <= hi as f64 => Ok(v as u64),
+            Some(v) => Err(range_err(key, v)),
+        }
+    };
+    match name {
+        "newreno" | "reno" => Ok(Box::new(NewReno::new())),
+        "cubic" => {
+            let d = CubicParams::default();
+            let c = get("c").unwrap_or(d.c);
+            if !(c > 0.0 && c <= 100.0) {
+                return Err(range_err("c", c));
+            }
+            let beta = get("beta").unwrap_or(d.beta);
+            if !(beta > 0.0 && beta < 1.0) {
+                return Err(range_err("beta", beta));
+            }
+            let p = CubicParams {
+                c,
+                beta,
+                fast_convergence: flag("fast_convergence", d.fast_convergence)?,
+                tcp_friendliness: flag("tcp_friendliness", d.tcp_friendliness)?,
+            };
+            Ok(Box::new(Cubic::new(p, mss_bytes)))
+        }
+        "ledbat" => {
+            let d = LedbatParams::default();
+            let target_ms = get("target_ms").unwrap_or(d.target_ns as f64 / 1e6);
+            if !(target_ms > 0.0 && target_ms <= 10_000.0) {
+                return Err(range_err("target_ms", target_ms));
+            }
+            let gain = get("gain").unwrap_or(d.gain);
+            if !(gain > 0.0 && gain <= 100.0) {
+                return Err(range_err("gain", gain));
+            }
+            let p = LedbatParams {
+                target_ns: ((target_ms * 1e6).round() as u64).max(1),
+                gain,
+                base_history: whole(
+                    "base_history",
+                    d.base_history as u64,
+                    1,
+                    LEDBAT_MAX_BASE_HISTORY as u64,
+                )? as usize,
+                current_filter: whole(
+                    "current_filter",
+                    d.current_filter as u64,
+                    1,
+                    LEDBAT_MAX_CURRENT_FILTER as u64,
+                )? as usize,
+                min_cwnd_segments: whole("min_cwnd", d.min_cwnd_segments, 1, 1000)?,
+                allowed_increase_segments: whole("allowed_increase", d.allowed_increase_segments, 1, 1000)?,
+                slow_start: flag("slow_start", d.slow_start)?,
+            };
+            p.validate().map_err(|e| format!("{e}; {}", accepted_list()))?;
+            Ok(Box::new(Ledbat::new(p, mss_bytes)))
+        }
+        "vegas" => {
+            let d = VegasParams::default();
+            let p = VegasParams {
+                alpha: get("alpha").unwrap_or(d.alpha),
+                beta: get("beta").unwrap_or(d.beta),
+                gamma: get("gamma").unwrap_or(d.gamma),
+            };
+            p.validate().map_err(|e| format!("{e}; {}", accepted_list()))?;
+            Ok(Box::new(Vegas::new(p, mss_bytes)))
+        }
+        _ => Err(format!(
+            "unknown congestion controller {name:?}; known: {}",
+            CONTROLLERS.join(", ")
+        )),
+    }
+}
+
+#[cfg(test)]
+mod build_tests {
+    use super::*;
+
+    fn kv(pairs: &[(&str, f64)]) -> Vec<(String, f64)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn every_listed_controller_builds_with_defaults() {
+        for name in CONTROLLERS {
+            let cc = by_name(name, 1448).unwrap_or_else(|| panic!("{name}"));
+            let expect = if *name == "reno" { "newreno" } else { name };
+            assert_eq!(cc.name(), expect);
+        }
+        assert!(by_name("bbr", 1448).is_none());
+    }
+
+    #[test]
+    fn knobs_are_accepted_in_range() {
+        assert!(build("ledbat", 1448, &kv(&[("target_ms", 50.0)])).is_ok());
+        assert!(build(
+            "vegas",
+            1448,
+            &kv(&[("alpha", 1.0), ("beta", 3.0), ("gamma", 1.0)])
+        )
+        .is_ok());
+        assert!(build("cubic", 1448, &kv(&[("c", 0.4), ("beta", 0.7)])).is_ok());
+        assert!(build("ledbat", 1448, &kv(&[("slow_start", 0.0), ("base_history", 5.0)])).is_ok());
+    }
+
+    #[test]
+    fn bad_knobs_are_named_with_what_is_accepted() {
+        let err = |name: &str, p: &[(&str, f64)]| build(name, 1448, &kv(p)).err().unwrap();
+        let e = err("newreno", &[("beta", 0.5)]);
+        assert!(
+            e.contains("\"beta\"") && e.contains("accepts no parameters"),
+            "{e}"
+        );
+        let e = err("ledbat", &[("target", 50.0)]);
+        assert!(e.contains("\"target\"") && e.contains("target_ms"), "{e}");
+        let e = err("ledbat", &[("target_ms", 0.0)]);
+        assert!(e.contains("target_ms") && e.contains("out of range"), "{e}");
+        let e = err("vegas", &[("alpha", 5.0)]);
+        assert!(e.contains("alpha") && e.contains("gamma"), "{e}");
+        let e = err("cubic", &[("beta", 1.0)]);
+        assert!(e.contains("beta") && e.contains("fast_convergence"), "{e}");
+        let e = err("cubic", &[("c", f64::NAN)]);
+        assert!(e.contains("finite"), "{e}");
+        let e = err("ledbat", &[("base_history", 2.5)]);
+        assert!(e.contains("base_history"), "{e}");
+        let e = err("ledbat", &[("gain", 1.0), ("gain", 0.5)]);
+        assert!(e.contains("twice"), "{e}");
+        let e = err("nope", &[]);
+        assert!(e.contains("ledbat") && e.contains("vegas"), "{e}");
     }
 }

@@ -1,0 +1,261 @@
+//! Closed-loop tests: sender → fixed-rate bottleneck with a drop-tail queue
+//! → propagation delay → receiver, feedback back over a delay, driven by a
+//! small event loop in true time. The receiver's clock may be offset.
+
+use std::collections::VecDeque;
+
+use super::*;
+use crate::NS_PER_MS;
+
+const MS: u64 = NS_PER_MS;
+const T0: u64 = 2_000_000 * NS_PER_SEC; // true-time start, leaves room for −offsets
+
+struct Outcome {
+    /// Payload bytes/s leaving the bottleneck after the warm-up.
+    throughput_bytes_per_s: f64,
+    /// Mean and 95th percentile of the queueing (waiting) delay after the
+    /// warm-up, ns.
+    mean_wait_ns: f64,
+    p95_wait_ns: u64,
+    drops: u64,
+    drops_after_warmup: u64,
+    rx: TfrcReceiverStats,
+    tx: TfrcSenderStats,
+    final_rate_bytes_per_s: f64,
+    /// (true time, sender rate X) at every feedback.
+    rate_trace: Vec<(u64, u64)>,
+}
+
+/// Run one flow for `duration_ns` through a `rate_bytes_per_s` bottleneck
+/// with room for `limit_pkts` packets (including the one in service) and
+/// `prop_ns` of delay each way. The receiver's clock reads true time +
+/// `rx_offset_ns`.
+fn run(
+    cfg: TfrcConfig,
+    rate_bytes_per_s: f64,
+    limit_pkts: usize,
+    prop_ns: u64,
+    duration_ns: u64,
+    warmup_ns: u64,
+    rx_offset_ns: i64,
+) -> Outcome {
+    let to_rx = |t: u64| (t as i128 + rx_offset_ns as i128) as u64;
+    let from_rx = |t: u64| (t as i128 - rx_offset_ns as i128) as u64;
+    let tx_time = |bytes: u32| (bytes as f64 * 1e9 / rate_bytes_per_s).round() as u64;
+    let mut tx = TfrcSender::new(cfg, T0);
+    let mut rx = TfrcReceiver::new(cfg);
+    let mut queue: VecDeque<(TfrcData, u64)> = VecDeque::new();
+    let mut head_done: Option<u64> = None;
+    let mut fwd: VecDeque<(u64, TfrcData)> = VecDeque::new();
+    let mut back: VecDeque<(u64, TfrcFeedback)> = VecDeque::new();
+    let (mut drops, mut drops_after_warmup) = (0, 0);
+    let mut waits: Vec<u64> = Vec::new();
+    let mut bytes_after_warmup = 0u64;
+    let mut rate_trace = Vec::new();
+    let end = T0 + duration_ns;
+    let warm = T0 + warmup_ns;
+    let mut now = T0;
+    loop {
+        while back.front().is_some_and(|(t, _)| *t <= now) {
+            let (_, fb) = back.pop_front().unwrap();
+            tx.on_feedback(now, &fb);
+            rate_trace.push((now - T0, tx.rate_bytes_per_s() as u64));
+        }
+        while let Some(done) = head_done.filter(|d| *d <= now) {
+            let (pkt, enq) = queue.pop_front().unwrap();
+            let wait = done - tx_time(pkt.payload_bytes) - enq;
+            if done >= warm {
+                waits.push(wait);
+                bytes_after_warmup += pkt.payload_bytes as u64;
+            }
+            fwd.push_back((done + prop_ns, pkt));
+            head_done = queue.front().map(|(p, _)| done + tx_time(p.payload_bytes));
+        }
+        let rx_poll = |rx: &mut TfrcReceiver, back: &mut VecDeque<(u64, TfrcFeedback)>| {
+            while let Some(fb) = rx.poll_feedback(to_rx(now)) {
+                back.push_back((now + prop_ns, fb));
+            }
+        };
+        while fwd.front().is_some_and(|(t, _)| *t <= now) {
+            let (_, pkt) = fwd.pop_front().unwrap();
+            rx.on_data(to_rx(now), &pkt);
+            rx_poll(&mut rx, &mut back);
+        }
+        if rx.next_timeout().is_some_and(|t| from_rx(t) <= now) {
+            rx.on_timeout(to_rx(now));
+            rx_poll(&mut rx, &mut back);
+        }
+        tx.on_timeout(now);
+        while let Some(pkt) = tx.poll_transmit(now) {
+            if queue.len() >= limit_pkts {
+                drops += 1;
+                if now >= warm {
+                    drops_after_warmup += 1;
+                }
+                continue;
+            }
+            if queue.is_empty() {
+                head_done = Some(now + tx_time(pkt.payload_bytes));
+            }
+            queue.push_back((pkt, now));
+        }
+        let next = [
+            tx.next_timeout(),
+            rx.next_timeout().map(from_rx),
+            head_done,
+            fwd.front().map(|f| f.0),
+            back.front().map(|b| b.0),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap();
+        if next > end {
+            break;
+        }
+        now = next.max(now + 1);
+    }
+    waits.sort_unstable();
+    let n = waits.len().max(1);
+    Outcome {
+        throughput_bytes_per_s: bytes_after_warmup as f64 * 1e9 / (end - warm) as f64,
+        mean_wait_ns: waits.iter().sum::<u64>() as f64 / n as f64,
+        p95_wait_ns: waits.get(n * 95 / 100).copied().unwrap_or(0),
+        drops,
+        drops_after_warmup,
+        rx: rx.stats(),
+        tx: tx.stats(),
+        final_rate_bytes_per_s: tx.rate_bytes_per_s(),
+        rate_trace,
+    }
+}
+
+/// 10 Mb/s, 20 ms each way, a 300 ms drop-tail buffer (≈ 312 packets of
+/// 1200 B): a bloated bottleneck.
+const RATE: f64 = 1.25e6;
+const BUFFER_PKTS: usize = 312;
+const PROP: u64 = 20 * MS;
+
+fn report(name: &str, o: &Outcome) {
+    eprintln!(
+        "{name}: throughput {:.3} Mb/s ({:.1}% of 10), wait mean {:.1} ms p95 {:.1} ms, \
+         drops {} ({} after warm-up), loss events {}, delay events {}, p {:.5}, X {:.3} Mb/s",
+        o.throughput_bytes_per_s * 8e-6,
+        o.throughput_bytes_per_s / RATE * 100.0,
+        o.mean_wait_ns / 1e6,
+        o.p95_wait_ns as f64 / 1e6,
+        o.drops,
+        o.drops_after_warmup,
+        o.rx.loss_events,
+        o.rx.delay_events,
+        o.rx.p,
+        o.final_rate_bytes_per_s * 8e-6,
+    );
+}
+
+#[test]
+fn tfrc_converges_near_the_bottleneck_rate_and_fills_the_queue() {
+    let o = run(
+        TfrcConfig::default(),
+        RATE,
+        BUFFER_PKTS,
+        PROP,
+        60 * NS_PER_SEC,
+        20 * NS_PER_SEC,
+        0,
+    );
+    report("TFRC", &o);
+    assert!(
+        o.throughput_bytes_per_s > 0.9 * RATE,
+        "{}",
+        o.throughput_bytes_per_s
+    );
+    assert!(o.throughput_bytes_per_s <= RATE * 1.001);
+    // Loss-driven: it keeps the buffer mostly full.
+    assert!(o.mean_wait_ns > 150.0 * MS as f64, "{}", o.mean_wait_ns);
+    assert!(o.rx.loss_events > 0 && o.drops > 0);
+    assert_eq!(o.rx.delay_events, 0);
+    // Every drop is seen as lost by the receiver (bar the last few, still
+    // waiting for NDUPACK later packets when the run stops).
+    assert!(o.rx.packets_lost <= o.drops && o.rx.packets_lost + 10 >= o.drops);
+}
+
+#[test]
+fn dflow_holds_queueing_delay_near_its_threshold() {
+    let o = run(
+        TfrcConfig::dflow(),
+        RATE,
+        BUFFER_PKTS,
+        PROP,
+        60 * NS_PER_SEC,
+        20 * NS_PER_SEC,
+        0,
+    );
+    report("DFlow", &o);
+    let tfrc = run(
+        TfrcConfig::default(),
+        RATE,
+        BUFFER_PKTS,
+        PROP,
+        60 * NS_PER_SEC,
+        20 * NS_PER_SEC,
+        0,
+    );
+    // Delay-driven: queueing delay near cd_thresh = 50 ms, far below TFRC's.
+    assert!(o.mean_wait_ns < 80.0 * MS as f64, "{}", o.mean_wait_ns);
+    assert!(o.mean_wait_ns > 10.0 * MS as f64, "{}", o.mean_wait_ns);
+    assert!(o.p95_wait_ns < 120 * MS, "{}", o.p95_wait_ns);
+    assert!(o.mean_wait_ns < tfrc.mean_wait_ns / 2.0);
+    // Almost no loss once running, and still most of the link.
+    assert_eq!(o.drops_after_warmup, 0);
+    assert!(o.rx.delay_events > 0);
+    assert!(
+        o.throughput_bytes_per_s > 0.7 * RATE,
+        "{}",
+        o.throughput_bytes_per_s
+    );
+}
+
+#[test]
+fn dflow_closed_loop_is_identical_under_receiver_clock_offset() {
+    let run_with = |offset: i64| {
+        let o = run(
+            TfrcConfig::dflow(),
+            RATE,
+            BUFFER_PKTS,
+            PROP,
+            15 * NS_PER_SEC,
+            5 * NS_PER_SEC,
+            offset,
+        );
+        let mut rx = o.rx;
+        rx.last_owd_ns -= offset;
+        (o.rate_trace, rx, o.tx, o.drops, o.mean_wait_ns.to_bits())
+    };
+    let reference = run_with(0);
+    assert!(reference.1.delay_events > 0);
+    for offset in [1_000_000_000_000i64, -1_000_000_000_000] {
+        assert!(run_with(offset) == reference, "offset {offset}");
+    }
+}
+
+#[test]
+fn tfrc_tracks_a_small_buffer_link() {
+    // 10 Mb/s with only 20 packets of buffer: loss comes early and often.
+    let o = run(
+        TfrcConfig::default(),
+        RATE,
+        20,
+        PROP,
+        60 * NS_PER_SEC,
+        20 * NS_PER_SEC,
+        0,
+    );
+    report("TFRC small buffer", &o);
+    assert!(
+        o.throughput_bytes_per_s > 0.7 * RATE,
+        "{}",
+        o.throughput_bytes_per_s
+    );
+    assert!(o.p95_wait_ns <= 20 * MS);
+}

@@ -1,0 +1,113 @@
+//! Workloads beside bulk TCP: closed-loop users and open-loop UDP.
+
+use latlab_sim::load;
+
+fn two_nodes(flows: &str, loss: f64) -> String {
+    format!(
+        r#"
+duration_s = 60
+sample_interval_ms = 0
+[tcp]
+preset = "ns2"
+[topology]
+kind = "custom"
+nodes = [{{ name = "a" }}, {{ name = "b" }}]
+links = [{{ from = "a", to = "b", rate_bps = 10e6, delay_ms = 20, loss = {loss}, queue = {{ kind = "droptail", limit_packets = 50 }} }}]
+{flows}
+"#
+    )
+}
+
+#[test]
+fn closed_loop_users_alternate_transfers_and_think_times() {
+    let flows = r#"
+[[flows]]
+count = 4
+src = "a"
+dst = "b"
+closed_loop = { file_bytes = 50000, think_mean_s = 0.5 }
+"#;
+    let mut sim = load(&two_nodes(flows, 0.0), "users.toml").unwrap();
+    sim.run();
+    assert!(sim.conservation_ok());
+    let t = sim.transfers_table();
+    let n = t.num_rows();
+    // A 50 KB file takes ~0.2 s (handshake + a few RTTs) and a user thinks
+    // 0.5 s on average: ~80 files per user in 60 s, 4 users.
+    assert!((200..500).contains(&n), "{n} transfers");
+    let fct = t
+        .column_by_name("fct_ns")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<arrow_array::UInt64Array>()
+        .unwrap();
+    // Every file needs at least the handshake and one data round trip (2 × 40 ms).
+    assert!(
+        fct.values().iter().all(|&x| x >= 80_000_000),
+        "a transfer finished faster than two RTTs"
+    );
+    for f in &sim.flows {
+        let delivered = f.bytes_delivered();
+        let done = f.tcp().unwrap().closed_loop.as_ref().unwrap().transfers.len() as u64;
+        // Delivered bytes cover the finished files, plus part of the live one.
+        assert!(
+            delivered >= done * 50_000 && delivered < (done + 1) * 50_000,
+            "{delivered} bytes for {done} files"
+        );
+    }
+}
+
+#[test]
+fn udp_sources_deliver_at_their_rate_with_propagation_delay() {
+    let flows = r#"
+[[flows]]
+name = "poisson"
+kind = "udp"
+src = "a"
+dst = "b"
+udp = { pattern = "poisson", rate_bps = 2e6, size_bytes = [100, 300] }
+[[flows]]
+name = "cbr"
+kind = "udp"
+src = "a"
+dst = "b"
+udp = { pattern = "cbr", rate_bps = 1e6, size_bytes = 125 }
+"#;
+    let mut sim = load(&two_nodes(flows, 0.0), "udp.toml").unwrap();
+    sim.run();
+    assert!(sim.conservation_ok());
+    // Under capacity (3 Mb/s on 10 Mb/s): the queue never overflows, so
+    // what was sent and not received is exactly what is still on the link.
+    let link = &sim.links[0];
+    assert_eq!(link.qdisc_stats().drops_pkts(), 0);
+    let in_flight = link.wire.len() as u64 + link.held_pkts();
+    let unreceived: u64 = sim
+        .flows
+        .iter()
+        .map(|f| f.udp().unwrap().source.sent_pkts - f.udp().unwrap().received_pkts)
+        .sum();
+    assert_eq!(unreceived, in_flight);
+    for (f, rate) in sim.flows.iter().zip([2e6, 1e6]) {
+        let u = f.udp().unwrap();
+        let measured = u.received_bytes as f64 * 8.0 / 60.0;
+        assert!((measured / rate - 1.0).abs() < 0.03, "rate {measured} vs {rate}");
+        let mean_owd = u.owd_sum_ns as f64 / u.received_pkts as f64;
+        assert!(mean_owd >= 20e6 && mean_owd < 25e6, "one-way delay {mean_owd} ns");
+    }
+}
+
+#[test]
+fn udp_loss_follows_the_link_loss_rate() {
+    let flows = r#"
+[[flows]]
+kind = "udp"
+src = "a"
+dst = "b"
+udp = { pattern = "cbr", rate_bps = 4e6, size_bytes = 500 }
+"#;
+    let mut sim = load(&two_nodes(flows, 0.05), "udp-loss.toml").unwrap();
+    sim.run();
+    let u = sim.flows[0].udp().unwrap();
+    let loss = 1.0 - u.received_pkts as f64 / u.source.sent_pkts as f64;
+    assert!((loss - 0.05).abs() < 0.01, "loss {loss}");
+}

@@ -1,0 +1,191 @@
+"""Running one run of a sweep, wherever it runs: here, in a pool process, or on a Dask worker.
+
+A task is a plain dict (picklable, small)::
+
+    {"run_id", "toml", "source", "params", "attempt", "outdir"}
+
+:func:`execute` simulates it and returns its status (see :mod:`latlab.sweep.store`).
+With ``outdir`` set, the results and then status.json are written into
+``outdir/runs/<run_id>/`` before it returns, so a finished run survives
+whatever happens to the process that asked for it. With ``outdir`` None
+(a Dask worker without a shared filesystem) the result files come back in
+the status under ``"files"`` ({relative path: bytes}) for the client to write.
+
+Any exception from the run (a ScenarioError, a SimulationError, a Rust panic,
+which pyo3 raises as ``PanicException``, a BaseException) becomes status
+"failed" with the error text; only KeyboardInterrupt and SystemExit propagate.
+
+``python -m latlab.sweep.worker`` is the pool's worker process (see
+:mod:`latlab.sweep.pool`): it reads tasks from stdin and answers on stdout,
+length-prefixed pickles, one task at a time.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import socket
+import stat
+import struct
+import sys
+import tempfile
+import traceback
+import warnings
+from pathlib import Path
+from time import perf_counter
+from typing import Any, BinaryIO
+
+from latlab.sweep.store import FAILED, OK, RUNS_DIR, now_iso, write_status_file
+
+_HEADER = struct.Struct(">Q")
+PARENT_PID_ENV = "LATLAB_SWEEP_PARENT_PID"
+MAX_ERROR_CHARS = 4000
+
+
+def _error_kind(e: BaseException) -> str:
+    from latlab.errors import ScenarioError, SimulationError
+
+    if type(e).__name__ == "PanicException":  # pyo3_runtime.PanicException: a Rust panic
+        return "panic"
+    if isinstance(e, ScenarioError):
+        return "scenario"
+    if isinstance(e, SimulationError):
+        return "simulation"
+    return "error"
+
+
+def base_status(task: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "run_id": task["run_id"],
+        "params": task.get("params", {}),
+        "attempt": int(task.get("attempt", 1)),
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "started_at": now_iso(),
+    }
+
+
+def failed_status(task: dict[str, Any], error: str, kind: str, wall_s: float | None = None) -> dict[str, Any]:
+    """The status of a run that did not finish (used here and by runners that see a worker die)."""
+    status = base_status(task)
+    status.update(status=FAILED, error=error[-MAX_ERROR_CHARS:], error_kind=kind, wall_s=wall_s, finished_at=now_iso())
+    return status
+
+
+def execute(task: dict[str, Any]) -> dict[str, Any]:
+    """Run one task; return its status (results and status.json already written if ``outdir``)."""
+    from latlab.runner import run
+    from latlab.scenario import Scenario
+
+    status = base_status(task)
+    started = perf_counter()
+    outdir = task.get("outdir")
+    run_dir = Path(outdir) / RUNS_DIR / task["run_id"] if outdir else None
+    scratch = None if run_dir is not None else tempfile.TemporaryDirectory(prefix=f"latlab-{task['run_id']}-")
+    target = run_dir if run_dir is not None else Path(scratch.name)  # type: ignore[union-attr]
+    try:
+        try:
+            scenario = Scenario.from_toml_str(task["toml"], source=task.get("source", "<sweep>"))
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                results = run(scenario, outdir=target)
+            summary = results.summary()
+            summary["sim_wall_s"] = summary.pop("wall_s", None)
+            status.update(status=OK, error=None, error_kind=None, metrics=summary)
+            if caught:
+                status["warnings"] = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:  # noqa: BLE001 - a panic is a BaseException; every failure is recorded
+            text = f"{type(e).__name__}: {e}"
+            status.update(status=FAILED, error=text[-MAX_ERROR_CHARS:], error_kind=_error_kind(e),
+                          traceback="".join(traceback.format_exception(e))[-MAX_ERROR_CHARS:])  # fmt: skip
+        status["wall_s"] = perf_counter() - started
+        status["finished_at"] = now_iso()
+        if run_dir is not None:
+            write_status_file(run_dir, status)
+            status["persisted"] = True
+        else:
+            status["files"] = {
+                str(p.relative_to(target)): p.read_bytes() for p in sorted(target.rglob("*")) if p.is_file()
+            }
+        return status
+    finally:
+        if scratch is not None:
+            scratch.cleanup()
+
+
+# ----- the worker process ----------------------------------------------------
+
+
+def send_message(stream: BinaryIO, obj: Any) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def _read_exactly(stream: BinaryIO, n: int) -> bytes:
+    chunks, left = [], n
+    while left:
+        chunk = stream.read(left)
+        if not chunk:
+            raise EOFError("the other end closed the pipe")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def recv_message(stream: BinaryIO) -> Any:
+    (n,) = _HEADER.unpack(_read_exactly(stream, _HEADER.size))
+    return pickle.loads(_read_exactly(stream, n))
+
+
+def _die_with_parent() -> None:
+    """Linux: get SIGKILL when the parent dies, so a killed sweep leaves no worker behind."""
+    parent = os.environ.get(PARENT_PID_ENV)
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            PR_SET_PDEATHSIG = 1
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if parent and os.getppid() != int(parent):  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _reset_stderr() -> None:
+    """Empty the stderr log (a file the parent reads if this process dies) before each run."""
+    sys.stderr.flush()
+    try:
+        if stat.S_ISREG(os.fstat(2).st_mode):
+            os.ftruncate(2, 0)
+            os.lseek(2, 0, os.SEEK_SET)
+    except OSError:
+        pass
+
+
+def main() -> None:
+    """Serve tasks from stdin until it closes; a fresh process per worker, many runs each."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    _die_with_parent()
+    # The protocol owns the real stdout; anything else printed goes to stderr.
+    proto_out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    proto_in = sys.stdin.buffer
+    import latlab.runner  # noqa: F401 - import once, before saying ready, so no run pays for it
+
+    send_message(proto_out, {"ready": os.getpid()})
+    while True:
+        try:
+            task = recv_message(proto_in)
+        except EOFError:
+            return
+        _reset_stderr()
+        send_message(proto_out, execute(task))
+
+
+if __name__ == "__main__":
+    main()
