@@ -47,13 +47,18 @@ cc = "newreno"
 """
 
 
-def timed(sweep, **kwargs) -> float:
+def timed_runs(sweep, **kwargs) -> tuple[float, float]:
+    """(wall time of the whole sweep, sum of the runs' own wall times as measured where they ran)."""
     with tempfile.TemporaryDirectory(prefix="latlab-bench-sweep-") as out:
         started = perf_counter()
         catalog = run_sweep(sweep, out, progress=False, **kwargs)
         wall = perf_counter() - started
     assert (catalog["status"] == "ok").all(), catalog[["run_id", "error"]]
-    return wall
+    return wall, float(catalog["wall_s"].sum())
+
+
+def timed(sweep, **kwargs) -> float:
+    return timed_runs(sweep, **kwargs)[0]
 
 
 def speedup(repeat: int) -> None:
@@ -76,18 +81,20 @@ def overhead(small: int, large: int, repeat: int) -> None:
     print(f"overhead per run: sweeps of {small} and {large} near-empty runs (best of {repeat})")
     runners = {"inline": {"inline": True}, "pool, 1 worker": {"jobs": 1},
                "Dask LocalCluster, 1 worker": {"jobs": 1, "dask": "local"}}  # fmt: skip
-    times: dict[tuple[str, int], list[float]] = {(label, n): [] for label in runners for n in sweeps}
+    times: dict[tuple[str, int], list[tuple[float, float]]] = {(label, n): [] for label in runners for n in sweeps}
     for _ in range(repeat):  # interleaved, so a burst of load elsewhere hits all alike
         for label, kwargs in runners.items():
             for n, sweep in sweeps.items():
-                times[(label, n)].append(timed(sweep, **kwargs))
+                times[(label, n)].append(timed_runs(sweep, **kwargs))
     slopes = {}
     for label in runners:
-        t_small, t_large = min(times[(label, small)]), min(times[(label, large)])
+        (t_small, e_small), (t_large, e_large) = min(times[(label, small)]), min(times[(label, large)])
         slope = (t_large - t_small) / (large - small)
+        outside = (t_large - t_small - (e_large - e_small)) / (large - small)
         slopes[label] = slope
         start = t_small - small * slope
-        print(f"  {label:28s}: {1e3 * slope:6.1f} ms per run, start-up {start:5.2f} s")
+        print(f"  {label:28s}: {1e3 * slope:6.1f} ms per run end to end, of which {1e3 * outside:5.1f} ms outside "
+              f"the run itself (dispatch, transfer, bookkeeping); start-up {start:5.2f} s")  # fmt: skip
     for label, slope in slopes.items():
         if label != "inline":
             print(f"  {label} adds {1e3 * (slope - slopes['inline']):.1f} ms per run over running in-process")

@@ -1,6 +1,7 @@
 //! Build a [`Simulation`] from a parsed [`Scenario`], validating everything a
 //! user can get wrong and naming the key path in each error.
 
+use crate::fgn;
 use crate::flow::{make_cc, ClosedLoop, Flow, TcpFlow, TimerSlot, Transport, UdpFlow};
 use crate::network::{Link, LinkCounters, LinkRate, Node};
 use crate::packet::PacketRef;
@@ -9,14 +10,15 @@ use crate::rng::{stream, stream_seed, Stream};
 use crate::routing::{self, Graph};
 use crate::scenario::FlowGroup;
 use crate::scenario::{
-    CoDelSpec, DropTailSpec, QueueSpec, RedSpec, Scenario, ScenarioError, StartDist, StartSpec, TcpSpec,
+    CoDelSpec, DropTailSpec, EdgePacerSpec, QueueSpec, RedSpec, Scenario, ScenarioError, StartDist,
+    StartSpec, TcpSpec,
 };
 use crate::sim::Simulation;
 use crate::topology::{self, LinkPlan};
 use crate::traffic::{FileSize, UdpPattern, UdpSource, UserDraws};
 use latlab_proto::cc;
 use latlab_proto::tcp::{DelayedAck, FixedRwnd, Pacing, Recovery, TcpConfig, TcpReceiver, TcpSender};
-use latlab_qdisc::{CoDel, CoDelParams, DropTail, Limit, Qdisc, Red, RedParams};
+use latlab_qdisc::{CoDel, CoDelParams, DropTail, EdgePacer, EdgePacerParams, Limit, Qdisc, Red, RedParams};
 use rand::Rng;
 use rand_distr::{Distribution, Exp};
 use std::collections::{BTreeMap, VecDeque};
@@ -146,15 +148,19 @@ pub fn build(sc: &Scenario, source: &str, outdir: Option<&Path>) -> Result<Simul
         let tcp_spec = sc.tcp.overlay(&grp.tcp);
         let cfg = tcp_config(&cx, &tcp_spec, &format!("{p}.tcp"))?;
         let kind = group_kind(&cx, grp, &p, sc.duration_s)?;
-        if matches!(kind, GroupKind::Tcp { .. }) && cc::by_name(&grp.cc, cfg.mss_bytes as u64).is_none() {
-            return Err(cx.err(
-                format!("{p}.cc"),
-                format!(
-                    "unknown congestion control {:?}; expected one of {}",
-                    grp.cc,
-                    cc::CONTROLLERS.join(", ")
-                ),
-            ));
+        if let GroupKind::Tcp { params, .. } = &kind {
+            if cc::by_name(&grp.cc, cfg.mss_bytes as u64).is_none() {
+                return Err(cx.err(
+                    format!("{p}.cc"),
+                    format!(
+                        "unknown congestion control {:?}; expected one of {}",
+                        grp.cc,
+                        cc::CONTROLLERS.join(", ")
+                    ),
+                ));
+            }
+            cc::build(&grp.cc, cfg.mss_bytes as u64, params)
+                .map_err(|m| cx.err(format!("{p}.cc_params"), m))?;
         }
         if grp.size_bytes == Some(0) {
             return Err(cx.err(
@@ -237,13 +243,33 @@ pub fn build(sc: &Scenario, source: &str, outdir: Option<&Path>) -> Result<Simul
                 }
                 GroupKind::Udp {
                     pattern,
+                    lrd,
                     header_bytes,
                 } => {
-                    let source = UdpSource::new(
-                        pattern.clone(),
-                        stream(sc.seed, Stream::UdpSource, flow_id as u64),
-                        0,
-                    );
+                    let mut pattern = pattern.clone();
+                    if let (
+                        Some(l),
+                        UdpPattern::PerSlot {
+                            bytes_per_slot,
+                            slot_ns,
+                            ..
+                        },
+                    ) = (lrd, &mut pattern)
+                    {
+                        // Its own stream, so the slot draw never shifts the packet-size draws.
+                        let mut rng = stream(sc.seed, Stream::UdpSource, (1 << 32) | flow_id as u64);
+                        *bytes_per_slot = fgn::norros_bytes_per_slot(
+                            l.rate_bps,
+                            *slot_ns,
+                            l.hurst,
+                            l.variance_coef,
+                            l.n_slots,
+                            &mut rng,
+                        )
+                        .map_err(|e| cx.err(format!("{p}.udp"), e.to_string()))?;
+                    }
+                    let source =
+                        UdpSource::new(pattern, stream(sc.seed, Stream::UdpSource, flow_id as u64), 0);
                     let udp = UdpFlow {
                         source,
                         timer: TimerSlot::default(),
@@ -403,6 +429,19 @@ fn make_qdisc(
             };
             params.validate().map_err(|m| cx.err(path, m))?;
             Box::new(Red::new(params, seed))
+        }
+        QueueSpec::EdgePacer(EdgePacerSpec {
+            limit_bytes,
+            limit_packets,
+            delay_ms,
+        }) => {
+            let params = EdgePacerParams {
+                delay_bound_ns: cx.ms_to_ns(*delay_ms, &format!("{path}.delay_ms"))?,
+                link_rate_bps,
+                limit: limit(cx, path, *limit_bytes, *limit_packets, None)?,
+            };
+            params.validate().map_err(|m| cx.err(path, m))?;
+            Box::new(EdgePacer::new(params))
         }
         QueueSpec::Codel(CoDelSpec {
             limit_bytes,
@@ -610,8 +649,20 @@ enum GroupKind {
     },
     Udp {
         pattern: UdpPattern,
+        /// For long-range-dependent sources: the fGn draw, per flow.
+        lrd: Option<LrdParams>,
         header_bytes: u32,
     },
+}
+
+/// Norros-model parameters of an LRD source (traffic.md).
+#[derive(Clone, Copy)]
+struct LrdParams {
+    rate_bps: f64,
+    hurst: f64,
+    /// a in Var(A_k) = a·m·Δ^2H, bytes·s^(1−2H).
+    variance_coef: f64,
+    n_slots: usize,
 }
 
 fn group_kind(cx: &Ctx, grp: &FlowGroup, p: &str, duration_s: f64) -> Result<GroupKind, ScenarioError> {
@@ -701,6 +752,7 @@ fn group_kind(cx: &Ctx, grp: &FlowGroup, p: &str, duration_s: f64) -> Result<Gro
                 ));
             }
             let (min_bytes, max_bytes) = (lo.round() as u32, hi.round() as u32);
+            let mut lrd = None;
             let pattern = match u.pattern.as_str() {
                 "cbr" => UdpPattern::Cbr {
                     rate_bps,
@@ -711,16 +763,59 @@ fn group_kind(cx: &Ctx, grp: &FlowGroup, p: &str, duration_s: f64) -> Result<Gro
                     min_bytes,
                     max_bytes,
                 },
+                "lrd" => {
+                    let hurst = u.hurst.ok_or_else(|| {
+                        cx.err(
+                            format!("{p}.udp.hurst"),
+                            "pattern = \"lrd\" needs hurst, e.g. 0.85",
+                        )
+                    })?;
+                    if !(hurst > 0.0 && hurst < 1.0) {
+                        return Err(cx.err(
+                            format!("{p}.udp.hurst"),
+                            format!("expected a Hurst parameter in (0, 1), got {hurst}"),
+                        ));
+                    }
+                    let slot_s = positive(u.slot_ms.unwrap_or(10.0), "udp.slot_ms")? / 1e3;
+                    // Default a: the variance a Poisson stream of these packets
+                    // has at the slot scale (Var = m·Δ·s̄ = a·m·Δ^2H).
+                    let mean_size = (min_bytes as f64 + max_bytes as f64) / 2.0;
+                    let variance_coef = match u.variance_coef {
+                        Some(a) => positive(a, "udp.variance_coef")?,
+                        None => mean_size * slot_s.powf(1.0 - 2.0 * hurst),
+                    };
+                    let slot_ns = (slot_s * 1e9).round() as u64;
+                    let n_slots = (duration_s / slot_s).ceil() as usize + 1;
+                    if n_slots > 50_000_000 {
+                        return Err(cx.err(
+                            format!("{p}.udp.slot_ms"),
+                            "too many slots for this duration; use a longer slot_ms",
+                        ));
+                    }
+                    // The slots themselves are drawn per flow, on the flow's own stream.
+                    lrd = Some(LrdParams {
+                        rate_bps,
+                        hurst,
+                        variance_coef,
+                        n_slots,
+                    });
+                    UdpPattern::PerSlot {
+                        bytes_per_slot: Vec::new(),
+                        slot_ns,
+                        min_bytes,
+                        max_bytes,
+                    }
+                }
                 other => {
                     return Err(cx.err(
                         format!("{p}.udp.pattern"),
-                        format!("unknown pattern {other:?}; expected \"cbr\" or \"poisson\""),
+                        format!("unknown pattern {other:?}; expected \"cbr\", \"poisson\" or \"lrd\""),
                     ))
                 }
             };
-            let _ = duration_s;
             Ok(GroupKind::Udp {
                 pattern,
+                lrd,
                 header_bytes: u.header_bytes.unwrap_or(28),
             })
         }

@@ -13,8 +13,7 @@ use latlab_proto::tcp::{SenderStats, TcpConfig, TcpReceiver, TcpSender};
 /// parameters are validated when the scenario is built, so this cannot
 /// fail for a running simulation; NewReno stands in if it ever did.
 pub fn make_cc(name: &str, mss_bytes: u32, params: &[(String, f64)]) -> Box<dyn CongestionControl> {
-    let _ = params; // controller parameters arrive with cc::build
-    cc::by_name(name, mss_bytes as u64).unwrap_or_else(|| Box::new(cc::NewReno::new()))
+    cc::build(name, mss_bytes as u64, params).unwrap_or_else(|_| Box::new(cc::NewReno::new()))
 }
 
 /// Timer bookkeeping for one sans-IO endpoint.

@@ -148,6 +148,17 @@ pub enum QueueSpec {
     Droptail(DropTailSpec),
     Red(RedSpec),
     Codel(CoDelSpec),
+    /// The optimal edge pacer (edge-pacer.md): no packet held longer than delay_ms.
+    EdgePacer(EdgePacerSpec),
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EdgePacerSpec {
+    pub limit_bytes: Option<u64>,
+    pub limit_packets: Option<u64>,
+    /// Delay bound d, milliseconds; 0 turns pacing off (a FIFO).
+    pub delay_ms: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -193,10 +204,11 @@ pub struct CoDelSpec {
 
 impl<'de> Deserialize<'de> for QueueSpec {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let (kind, rest) = split_kind(d, &["droptail", "red", "codel"])?;
+        let (kind, rest) = split_kind(d, &["droptail", "red", "codel", "edge-pacer"])?;
         Ok(match kind.as_str() {
             "droptail" => QueueSpec::Droptail(nested(rest)?),
             "red" => QueueSpec::Red(nested(rest)?),
+            "edge-pacer" => QueueSpec::EdgePacer(nested(rest)?),
             _ => QueueSpec::Codel(nested(rest)?),
         })
     }

@@ -124,3 +124,20 @@ fn garbage_never_panics() {
         let _ = load(&format!("{junk}\n{BASE}"), "junk.toml");
     }
 }
+
+#[test]
+fn bad_controller_parameters() {
+    let msg = error_of(&BASE.replace(
+        "dst = \"b\"",
+        "dst = \"b\"\ncc = \"vegas\"\ncc_params = { alhpa = 1 }",
+    ));
+    assert_mentions(&msg, &["flows[0].cc_params", "alhpa", "alpha"]);
+    load(
+        &BASE.replace(
+            "dst = \"b\"",
+            "dst = \"b\"\ncc = \"ledbat\"\ncc_params = { target_ms = 50 }",
+        ),
+        "ok.toml",
+    )
+    .unwrap();
+}

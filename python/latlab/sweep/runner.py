@@ -200,19 +200,26 @@ def run_sweep(
             events = LocalPool(capacity, timeout_s).run(tasks)
             where = f"{capacity} local worker process{'es' if capacity > 1 else ''}"
         bar = SweepProgress(name, len(specs), len(specs) - len(todo), enabled=progress, capacity=capacity, where=where)
+        in_flight: set[str] = set()
         try:
             with bar:
                 for kind, payload in events:
                     if kind == "start":
+                        in_flight.add(payload["run_id"])
                         bar.run_started(payload)
                     else:
                         status = _record(store, payload)
+                        in_flight.discard(status["run_id"])
                         catalog.finished(status)
                         bar.run_finished(status)
         finally:
             close = getattr(events, "close", None)
             if close is not None:
                 close()  # stops the workers if we are leaving early (Ctrl-C)
+            for run_id in in_flight:  # a worker may have finished a run we were not told about
+                status = store.read_status(run_id)
+                if status is not None and status != statuses.get(run_id):
+                    catalog.finished(status)
             catalog.flush()
     return catalog.frame()
 

@@ -368,7 +368,9 @@ impl CongestionControl for Ledbat {
                 }
                 self.on_delay_sample(ack.now_ns, owd);
             }
-            (None, Some(rtt)) if self.signal != Signal::OneWay => {
+            // (Not the handshake's sample, acked_bytes = 0: a bare SYN's RTT
+            // lacks a data segment's serialization time.)
+            (None, Some(rtt)) if self.signal != Signal::OneWay && ack.acked_bytes > 0 => {
                 // Fallback: RTT − min RTT through the same filters.
                 self.signal = Signal::Rtt;
                 self.on_delay_sample(ack.now_ns, rtt.min(i64::MAX as u64) as i64);
@@ -428,6 +430,111 @@ impl CongestionControl for Ledbat {
 
     fn on_idle_restart(&mut self, _state: &mut CcState, _now_ns: TimeNs) {
         self.cwnd_remainder_bytes = 0.0;
+    }
+}
+
+/// A bulk TCP flow (the real [`crate::tcp::TcpSender`] /
+/// [`crate::tcp::TcpReceiver`]) through a fixed-rate drop-tail bottleneck,
+/// for validating delay-based controllers end to end. Test-only.
+#[cfg(test)]
+pub(crate) mod tcp_loop {
+    use std::collections::VecDeque;
+
+    use crate::cc::CongestionControl;
+    use crate::segment::Segment;
+    use crate::tcp::{FixedRwnd, TcpConfig, TcpReceiver, TcpSender};
+
+    pub struct LoopOutcome {
+        /// Payload bits/s leaving the bottleneck after the warm-up.
+        pub throughput_bps: f64,
+        /// Mean time data segments waited in the queue after the warm-up.
+        pub mean_wait_ns: f64,
+        pub drops_after_warmup: u64,
+        pub cwnd_bytes: u64,
+        pub fast_retransmits: u64,
+    }
+
+    pub fn run(
+        cfg: TcpConfig,
+        cc: Box<dyn CongestionControl>,
+        rate_bps: u64,
+        one_way_ns: u64,
+        limit_pkts: usize,
+        duration_ns: u64,
+        warmup_ns: u64,
+    ) -> LoopOutcome {
+        let tx_ns = |seg: &Segment| (cfg.wire_bytes(seg) as u64 * 8_000_000_000).div_ceil(rate_bps);
+        let mut snd = TcpSender::new(cfg.clone(), cc, None);
+        let mut rcv = TcpReceiver::new(cfg.clone(), Box::new(FixedRwnd(cfg.rwnd_bytes)));
+        let mut queue: VecDeque<(Segment, u64)> = VecDeque::new();
+        let mut head_done: Option<u64> = None;
+        let mut fwd: VecDeque<(u64, Segment)> = VecDeque::new();
+        let mut rev: VecDeque<(u64, Segment)> = VecDeque::new();
+        let (mut waits, mut n_waits, mut bytes, mut drops) = (0u128, 0u64, 0u64, 0u64);
+        let mut now = 0;
+        snd.connect(0);
+        loop {
+            while rev.front().is_some_and(|(t, _)| *t <= now) {
+                let (_, seg) = rev.pop_front().unwrap();
+                snd.on_segment(now, &seg);
+            }
+            while let Some(done) = head_done.filter(|d| *d <= now) {
+                let (seg, enq) = queue.pop_front().unwrap();
+                if done >= warmup_ns && seg.payload_bytes > 0 {
+                    waits += (done - tx_ns(&seg) - enq) as u128;
+                    n_waits += 1;
+                    bytes += seg.payload_bytes as u64;
+                }
+                fwd.push_back((done + one_way_ns, seg));
+                head_done = queue.front().map(|(s, _)| done + tx_ns(s));
+            }
+            while fwd.front().is_some_and(|(t, _)| *t <= now) {
+                let (_, seg) = fwd.pop_front().unwrap();
+                rcv.on_segment(now, &seg);
+            }
+            if rcv.next_timeout().is_some_and(|t| t <= now) {
+                rcv.on_timeout(now);
+            }
+            while let Some(ack) = rcv.poll_transmit(now) {
+                rev.push_back((now + one_way_ns, ack));
+            }
+            if snd.next_timeout().is_some_and(|t| t <= now) {
+                snd.on_timeout(now);
+            }
+            while let Some(seg) = snd.poll_transmit(now) {
+                if queue.len() >= limit_pkts {
+                    if now >= warmup_ns {
+                        drops += 1;
+                    }
+                    continue;
+                }
+                if queue.is_empty() {
+                    head_done = Some(now + tx_ns(&seg));
+                }
+                queue.push_back((seg, now));
+            }
+            let next = [
+                snd.next_timeout(),
+                rcv.next_timeout(),
+                head_done,
+                fwd.front().map(|f| f.0),
+                rev.front().map(|r| r.0),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            match next {
+                Some(t) if t <= duration_ns => now = t.max(now + 1),
+                _ => break,
+            }
+        }
+        LoopOutcome {
+            throughput_bps: bytes as f64 * 8e9 / (duration_ns - warmup_ns) as f64,
+            mean_wait_ns: waits as f64 / n_waits.max(1) as f64,
+            drops_after_warmup: drops,
+            cwnd_bytes: snd.cwnd_bytes(),
+            fast_retransmits: snd.stats().fast_retransmits,
+        }
     }
 }
 
@@ -745,5 +852,57 @@ mod tests {
                 let _ = cc.ssthresh_on_loss(&st, CongestionEvent::Timeout, u64::MAX, t);
             }
         }
+    }
+
+    /// Through the real TCP sender (timestamps on, SACK, delayed ACKs):
+    /// a 10 Mb/s bottleneck with a 250 ms buffer, 20 ms each way. LEDBAT
+    /// holds the queueing delay near TARGET and fills the link; NewReno
+    /// fills the buffer.
+    #[test]
+    fn end_to_end_holds_queueing_delay_near_target() {
+        use crate::tcp::TcpConfig;
+        let cfg = TcpConfig::linux();
+        let rate_bps = 10_000_000;
+        let limit_pkts = 210; // ≈ 250 ms of 1500 B packets
+        for target_ms in [25u64, 50, 100] {
+            let params = LedbatParams {
+                target_ns: target_ms * MS,
+                ..LedbatParams::default()
+            };
+            let o = tcp_loop::run(
+                cfg.clone(),
+                Box::new(Ledbat::new(params, 1448)),
+                rate_bps,
+                20 * MS,
+                limit_pkts,
+                40 * NS_PER_SEC,
+                10 * NS_PER_SEC,
+            );
+            eprintln!(
+                "LEDBAT target {target_ms} ms: {:.2} Mb/s, mean wait {:.1} ms, drops {}, cwnd {}",
+                o.throughput_bps / 1e6,
+                o.mean_wait_ns / 1e6,
+                o.drops_after_warmup,
+                o.cwnd_bytes / 1448
+            );
+            assert!(o.throughput_bps > 0.9 * rate_bps as f64);
+            let wait_ms = o.mean_wait_ns / 1e6;
+            assert!(
+                wait_ms > 0.6 * target_ms as f64 && wait_ms < 1.2 * target_ms as f64 + 5.0,
+                "target {target_ms}: {wait_ms} ms"
+            );
+            assert_eq!(o.drops_after_warmup, 0);
+        }
+        let reno = tcp_loop::run(
+            cfg,
+            Box::new(crate::cc::NewReno::new()),
+            rate_bps,
+            20 * MS,
+            limit_pkts,
+            40 * NS_PER_SEC,
+            10 * NS_PER_SEC,
+        );
+        eprintln!("NewReno: mean wait {:.1} ms", reno.mean_wait_ns / 1e6);
+        assert!(reno.mean_wait_ns > 100.0 * MS as f64);
     }
 }

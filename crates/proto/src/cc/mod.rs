@@ -227,8 +227,8 @@ pub fn build(
     let flag = |key: &str, default: bool| -> Result<bool, String> {
         match get(key) {
             None => Ok(default),
-            Some(v) if v == 0.0 => Ok(false),
-            Some(v) if v == 1.0 => Ok(true),
+            Some(0.0) => Ok(false),
+            Some(1.0) => Ok(true),
             Some(v) => Err(range_err(key, v)),
         }
     };

@@ -3,7 +3,12 @@
 //!
 //! - baseRTT = the minimum RTT ever seen (Linux adds 1 µs so it is never 0;
 //!   here 1 ns). minRTT = the minimum RTT over the current round and cntRTT
-//!   the number of samples in it (`tcp_vegas_pkts_acked`).
+//!   the number of samples in it (`tcp_vegas_pkts_acked`). Only samples
+//!   from ACKs of data count: the SYN-ACK's sample (a bare SYN, without a
+//!   data segment's serialization time or the receiver's delayed-ACK
+//!   spacing) would set a baseRTT no data segment can reach, and Vegas would
+//!   then count phantom queued packets (at 10 Mb/s with delayed ACKs about
+//!   2 packets).
 //! - Once per round (Linux: the first ACK beyond the `snd_nxt` recorded at
 //!   the start of the round; here: the first ACK after the bytes that were
 //!   in flight at the start of the round have been acknowledged, which is the
@@ -210,6 +215,12 @@ impl CongestionControl for Vegas {
 
     fn on_rtt_sample(&mut self, _state: &CcState, ack: &AckSample) {
         let Some(rtt) = ack.rtt_ns else { return };
+        if ack.acked_bytes == 0 {
+            // The handshake's sample (a bare SYN, no serialization time and
+            // no delayed ACK) would set a baseRTT no data segment can see,
+            // making Vegas count phantom queued packets.
+            return;
+        }
         // Never a zero RTT (Linux adds 1 µs).
         let vrtt = rtt.saturating_add(1);
         self.base_rtt_ns = self.base_rtt_ns.min(vrtt);
@@ -312,6 +323,7 @@ mod tests {
         cc.on_rtt_sample(
             &st,
             &AckSample {
+                acked_bytes: MSS,
                 rtt_ns: Some(100 * MS),
                 ..AckSample::default()
             },
@@ -522,6 +534,40 @@ mod tests {
                 let _ = cc.ssthresh_on_loss(&st, CongestionEvent::Timeout, 0, 0);
                 cc.on_recovery_exit(&mut st, 0);
             }
+        }
+    }
+
+    /// Through the real TCP sender (timestamps, SACK, delayed ACKs) over a
+    /// 10 Mb/s bottleneck with a 250 ms buffer: Vegas keeps α..β packets
+    /// queued (a few ms), never fills the buffer, and uses the link.
+    #[test]
+    fn end_to_end_keeps_a_few_packets_queued() {
+        use crate::cc::ledbat::tcp_loop;
+        use crate::tcp::TcpConfig;
+        use crate::NS_PER_SEC;
+        let rate_bps = 10_000_000;
+        // One 1500-byte packet takes 1.2 ms at 10 Mb/s.
+        for (params, max_pkts) in [(VegasParams::default(), 6.0), (VegasParams::ns2(), 5.0)] {
+            let o = tcp_loop::run(
+                TcpConfig::linux(),
+                Box::new(Vegas::new(params, 1448)),
+                rate_bps,
+                20 * MS,
+                210,
+                40 * NS_PER_SEC,
+                10 * NS_PER_SEC,
+            );
+            let queued_pkts = o.mean_wait_ns / 1.2e6;
+            eprintln!(
+                "Vegas {params:?}: {:.2} Mb/s, mean wait {:.2} ms (~{queued_pkts:.1} packets), drops {}",
+                o.throughput_bps / 1e6,
+                o.mean_wait_ns / 1e6,
+                o.drops_after_warmup
+            );
+            assert!(o.throughput_bps > 0.9 * rate_bps as f64);
+            assert!(queued_pkts > 0.5 && queued_pkts < max_pkts, "{queued_pkts}");
+            assert_eq!(o.drops_after_warmup, 0);
+            assert_eq!(o.fast_retransmits, 0);
         }
     }
 }

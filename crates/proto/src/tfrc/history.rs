@@ -27,9 +27,9 @@ pub fn weighted_i_mean(i0: f64, closed: &[f64]) -> Option<f64> {
     }
     let interval = |i: usize| if i == 0 { i0 } else { closed[i - 1] };
     let (mut i_tot0, mut i_tot1, mut w_tot) = (0.0, 0.0, 0.0);
-    for i in 0..k {
-        i_tot0 += interval(i) * LOSS_INTERVAL_WEIGHTS[i];
-        w_tot += LOSS_INTERVAL_WEIGHTS[i];
+    for (i, w) in LOSS_INTERVAL_WEIGHTS.iter().enumerate().take(k) {
+        i_tot0 += interval(i) * w;
+        w_tot += w;
     }
     for i in 1..=k {
         i_tot1 += interval(i) * LOSS_INTERVAL_WEIGHTS[i - 1];

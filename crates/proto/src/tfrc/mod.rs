@@ -47,7 +47,7 @@ mod tests;
 
 pub use equation::{f_of_p, loss_event_rate_for_rate, throughput_bytes_per_s};
 pub use history::{weighted_i_mean, LOSS_INTERVAL_WEIGHTS, N_LOSS_INTERVALS};
-pub use receiver::{TfrcReceiver, TfrcReceiverStats};
+pub use receiver::{TfrcReceiver, TfrcReceiverStats, MAX_SEQ, REORDER_WINDOW};
 pub use sender::{TfrcSender, TfrcSenderStats};
 
 use crate::{NS_PER_MS, NS_PER_SEC};
@@ -83,6 +83,14 @@ pub struct TfrcFeedback {
 pub struct DflowParams {
     /// base_period in RTTs: base_delay = min OWD over the last
     /// `base_period_rtts`·R (at least two current periods). Default 10.
+    ///
+    /// Beware: a queue that stands longer than base_period is absorbed into
+    /// the base delay. With the default, a single flow whose TFRC rate tracks
+    /// the link while p decays builds its queue by a few ms per second, the
+    /// detector never sees current − base above cd_thresh, and the queue
+    /// creeps up as TFRC's would (pinned down by the test
+    /// `dflow_default_base_window_drifts_with_a_standing_queue`); a long
+    /// base window (e.g. 1000 RTTs) holds the queue below cd_thresh.
     pub base_period_rtts: f64,
     /// current_period, ns: current_delay = min OWD over it. Default 50 ms.
     pub current_period_ns: u64,

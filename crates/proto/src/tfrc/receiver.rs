@@ -394,7 +394,8 @@ impl TfrcReceiver {
             let k = seq.saturating_sub(s0) as u128;
             (t0 as u128 + (dts * k / dseq).min(u64::MAX as u128)).min(u64::MAX as u128) as u64
         };
-        // First packet of the run with interpolated send time > `after`.
+        // First packet of the run with interpolated send time > `after`:
+        // t0 + ⌊dts·k/dseq⌋ > after ⟺ k ≥ ⌈(after − t0 + 1)·dseq/dts⌉.
         let first_after = |after: u64, from: u64| -> u64 {
             if after < t0 {
                 return from;
@@ -402,7 +403,8 @@ impl TfrcReceiver {
             if dts == 0 {
                 return end;
             }
-            let k = (after - t0) as u128 * dseq / dts + 1;
+            let k = ((after - t0) as u128 + 1) * dseq;
+            let k = k.div_ceil(dts);
             let s = (s0 as u128 + k).min(u64::MAX as u128) as u64;
             s.max(from)
         };
@@ -411,7 +413,11 @@ impl TfrcReceiver {
         let now_ns = self.last_data.1;
         let mut seq = first;
         let mut events = 0;
-        while seq < end && events < MAX_EVENTS_PER_RUN {
+        let mut steps = 0;
+        // Each step either starts an event or jumps past the current one,
+        // so 2·MAX_EVENTS_PER_RUN steps suffice; the cap is a safeguard.
+        while seq < end && events < MAX_EVENTS_PER_RUN && steps < 4 * MAX_EVENTS_PER_RUN {
+            steps += 1;
             let t = interp(seq);
             if self.history.is_new_event(t, rtt) {
                 self.start_event(now_ns, seq, t);
