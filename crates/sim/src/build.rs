@@ -2,7 +2,7 @@
 //! user can get wrong and naming the key path in each error.
 
 use crate::fgn;
-use crate::flow::{make_cc, ClosedLoop, Flow, TcpFlow, TimerSlot, Transport, UdpFlow};
+use crate::flow::{make_cc, ClosedLoop, Flow, TcpFlow, TfrcFlow, TimerSlot, Transport, UdpFlow};
 use crate::network::{Link, LinkCounters, LinkRate, Node};
 use crate::packet::PacketRef;
 use crate::pcap::PcapWriter;
@@ -18,6 +18,7 @@ use crate::topology::{self, LinkPlan};
 use crate::traffic::{FileSize, UdpPattern, UdpSource, UserDraws};
 use latlab_proto::cc;
 use latlab_proto::tcp::{DelayedAck, FixedRwnd, Pacing, Recovery, TcpConfig, TcpReceiver, TcpSender};
+use latlab_proto::tfrc::{DflowParams, TfrcConfig, TfrcMode, TfrcReceiver, TfrcSender};
 use latlab_qdisc::{CoDel, CoDelParams, DropTail, EdgePacer, EdgePacerParams, Limit, Qdisc, Red, RedParams};
 use rand::Rng;
 use rand_distr::{Distribution, Exp};
@@ -223,7 +224,6 @@ pub fn build(sc: &Scenario, source: &str, outdir: Option<&Path>) -> Result<Simul
                         current_start_ns: 0,
                         current_size_bytes: 0,
                         past_bytes_delivered: 0,
-                        past_bytes_sent: 0,
                         past_sender: Default::default(),
                     });
                     // A closed-loop user's first file is drawn at its start.
@@ -280,15 +280,33 @@ pub fn build(sc: &Scenario, source: &str, outdir: Option<&Path>) -> Result<Simul
                     };
                     (Transport::Udp(udp), *header_bytes, Vec::new())
                 }
+                GroupKind::Tfrc {
+                    cfg,
+                    header_bytes,
+                    receiver_clock_offset_ns,
+                } => {
+                    let tfrc = TfrcFlow {
+                        // Replaced at the flow's start (FlowStart), so the
+                        // sender's clock starts there.
+                        sender: TfrcSender::new(*cfg, 0),
+                        receiver: TfrcReceiver::new(*cfg),
+                        sender_timer: TimerSlot::default(),
+                        receiver_timer: TimerSlot::default(),
+                        receiver_clock_offset_ns: *receiver_clock_offset_ns,
+                    };
+                    let rev = route(dst, src).ok_or_else(|| unroutable(dst, src))?;
+                    (Transport::Tfrc(tfrc), *header_bytes, rev)
+                }
             };
             flows.push(Flow {
                 group: g as u32,
                 src,
                 dst,
-                cc_name: if matches!(kind, GroupKind::Udp { .. }) {
-                    "udp".to_string()
-                } else {
-                    grp.cc.clone()
+                cc_name: match kind {
+                    GroupKind::Udp { .. } => "udp".to_string(),
+                    // "tfrc" or "dflow": the rate law is the kind.
+                    GroupKind::Tfrc { .. } => grp.kind.clone(),
+                    GroupKind::Tcp { .. } => grp.cc.clone(),
                 },
                 start_ns: starts[i as usize],
                 size_bytes: grp.size_bytes,
@@ -653,7 +671,21 @@ enum GroupKind {
         lrd: Option<LrdParams>,
         header_bytes: u32,
     },
+    /// TFRC or DFlow (the mode in `cfg`).
+    Tfrc {
+        cfg: TfrcConfig,
+        header_bytes: u32,
+        receiver_clock_offset_ns: u64,
+    },
 }
+
+/// Wire header of a TFRC/DFlow packet when the scenario does not set one:
+/// IPv4 (20) + UDP (8) + a 16-byte TFRC header (sequence number, timestamp,
+/// RTT estimate as in RFC 5348 §3.2.1, in DCCP-like field widths). A
+/// feedback packet's four fields (§3.2.2) fit in the same 16 bytes.
+const TFRC_DEFAULT_HEADER_BYTES: u32 = 28 + 16;
+/// Largest header a scenario may set (anything larger is surely a typo).
+const TFRC_MAX_HEADER_BYTES: u32 = 1500;
 
 /// Norros-model parameters of an LRD source (traffic.md).
 #[derive(Clone, Copy)]
@@ -676,7 +708,14 @@ fn group_kind(cx: &Ctx, grp: &FlowGroup, p: &str, duration_s: f64) -> Result<Gro
             ))
         }
     };
+    if grp.tfrc.is_some() && !matches!(grp.kind.as_str(), "tfrc" | "dflow") {
+        return Err(cx.err(
+            format!("{p}.tfrc"),
+            "a tfrc table needs kind = \"tfrc\" or \"dflow\"",
+        ));
+    }
     match grp.kind.as_str() {
+        "tfrc" | "dflow" => tfrc_kind(cx, grp, p),
         "tcp" => {
             if grp.udp.is_some() {
                 return Err(cx.err(format!("{p}.udp"), "a udp table needs kind = \"udp\""));
@@ -821,7 +860,107 @@ fn group_kind(cx: &Ctx, grp: &FlowGroup, p: &str, duration_s: f64) -> Result<Gro
         }
         other => Err(cx.err(
             format!("{p}.kind"),
-            format!("unknown flow kind {other:?}; expected \"tcp\" or \"udp\""),
+            format!("unknown flow kind {other:?}; expected \"tcp\", \"udp\", \"tfrc\" or \"dflow\""),
         )),
     }
+}
+
+/// A TFRC or DFlow group: its config from the optional `tfrc` table over
+/// the proto defaults, checked by `TfrcConfig::validate` (one source of
+/// truth for the ranges) with the error placed on the key it concerns.
+fn tfrc_kind(cx: &Ctx, grp: &FlowGroup, p: &str) -> Result<GroupKind, ScenarioError> {
+    let kind = grp.kind.as_str();
+    if grp.udp.is_some() {
+        return Err(cx.err(format!("{p}.udp"), "a udp table needs kind = \"udp\""));
+    }
+    if grp.closed_loop.is_some() || grp.size_bytes.is_some() {
+        return Err(cx.err(
+            p.to_string(),
+            format!("{kind} sources always have data to send: remove closed_loop and size_bytes"),
+        ));
+    }
+    if !grp.cc_params.is_empty() {
+        return Err(cx.err(
+            format!("{p}.cc_params"),
+            format!("{kind} has no congestion-controller parameters; use the tfrc table"),
+        ));
+    }
+    let spec = grp.tfrc.clone().unwrap_or_default();
+    let tp = format!("{p}.tfrc");
+    let dflow = kind == "dflow";
+    let mut cfg = if dflow {
+        TfrcConfig::dflow()
+    } else {
+        TfrcConfig::default()
+    };
+    if !dflow {
+        let dflow_only = [
+            ("cd_thresh_ms", spec.cd_thresh_ms.is_some()),
+            ("base_period_rtts", spec.base_period_rtts.is_some()),
+            ("current_period_ms", spec.current_period_ms.is_some()),
+            ("gradient_test", spec.gradient_test.is_some()),
+        ];
+        if let Some((key, _)) = dflow_only.iter().find(|(_, set)| *set) {
+            return Err(cx.err(
+                format!("{tp}.{key}"),
+                "only DFlow detects delay congestion; set kind = \"dflow\" or remove it",
+            ));
+        }
+    }
+    if let Some(s) = spec.segment_bytes {
+        cfg.segment_bytes = s;
+    }
+    if let Some(o) = spec.oscillation_reduction {
+        cfg.oscillation_reduction = o;
+    }
+    if let TfrcMode::DFlow(d) = &mut cfg.mode {
+        let DflowParams {
+            base_period_rtts,
+            current_period_ns,
+            cd_thresh_ns,
+            gradient_test,
+        } = d;
+        if let Some(ms) = spec.cd_thresh_ms {
+            *cd_thresh_ns = cx.ms_to_ns(ms, &format!("{tp}.cd_thresh_ms"))?;
+        }
+        if let Some(ms) = spec.current_period_ms {
+            *current_period_ns = cx.ms_to_ns(ms, &format!("{tp}.current_period_ms"))?;
+        }
+        if let Some(r) = spec.base_period_rtts {
+            *base_period_rtts = r;
+        }
+        if let Some(g) = spec.gradient_test {
+            *gradient_test = g;
+        }
+    }
+    cfg.validate().map_err(|m| {
+        // The proto's messages name the config field; point at the key.
+        let key = [
+            ("segment_bytes", "segment_bytes"),
+            ("oscillation", "oscillation_reduction"),
+            ("cd_thresh", "cd_thresh_ms"),
+            ("current_period", "current_period_ms"),
+            ("base_period_rtts", "base_period_rtts"),
+        ]
+        .iter()
+        .find(|(needle, _)| m.contains(needle))
+        .map_or(tp.clone(), |(_, key)| format!("{tp}.{key}"));
+        cx.err(key, m)
+    })?;
+    let header_bytes = spec.header_bytes.unwrap_or(TFRC_DEFAULT_HEADER_BYTES);
+    if header_bytes == 0 || header_bytes > TFRC_MAX_HEADER_BYTES {
+        return Err(cx.err(
+            format!("{tp}.header_bytes"),
+            format!("expected 1..={TFRC_MAX_HEADER_BYTES} header bytes, got {header_bytes}"),
+        ));
+    }
+    let receiver_clock_offset_ns = match spec.receiver_clock_offset_ms {
+        Some(ms) => cx.ms_to_ns(ms, &format!("{tp}.receiver_clock_offset_ms"))?,
+        None => 0,
+    };
+    Ok(GroupKind::Tfrc {
+        cfg,
+        header_bytes,
+        receiver_clock_offset_ns,
+    })
 }

@@ -3,11 +3,14 @@
 //!
 //! TCP flows are either one connection (bulk or finite) or a closed-loop
 //! user who opens a new connection per file, thinking in between. UDP
-//! flows are open-loop sources with a counting sink.
+//! flows are open-loop sources with a counting sink. TFRC and DFlow flows
+//! are rate-paced datagram sources (always backlogged) whose receiver
+//! reports loss (and, for DFlow, queueing delay) once per RTT.
 
 use crate::traffic::{UdpSource, UserDraws};
 use latlab_proto::cc::{self, CongestionControl};
 use latlab_proto::tcp::{SenderStats, TcpConfig, TcpReceiver, TcpSender};
+use latlab_proto::tfrc::{TfrcMode, TfrcReceiver, TfrcSender};
 
 /// A congestion controller by scenario name and parameters. Names and
 /// parameters are validated when the scenario is built, so this cannot
@@ -73,7 +76,6 @@ pub struct ClosedLoop {
     pub current_size_bytes: u64,
     /// Totals over finished connections (the live one is added when read).
     pub past_bytes_delivered: u64,
-    pub past_bytes_sent: u64,
     pub past_sender: SenderStats,
 }
 
@@ -95,16 +97,50 @@ pub struct UdpFlow {
     pub owd_max_ns: u64,
 }
 
+/// A TFRC (RFC 5348) or DFlow flow: the two sans-IO machines of
+/// `latlab_proto::tfrc` and a timer slot each.
+pub struct TfrcFlow {
+    /// Created (again) at the flow's start, so its clock starts there.
+    pub sender: TfrcSender,
+    pub receiver: TfrcReceiver,
+    pub sender_timer: TimerSlot,
+    pub receiver_timer: TimerSlot,
+    /// Receiver clock minus simulation clock, ns. DFlow only uses
+    /// differences of one-way delays, so its closed loop must not depend on
+    /// this; a non-zero value lets a scenario check that.
+    pub receiver_clock_offset_ns: u64,
+}
+
+impl TfrcFlow {
+    /// "dflow" or "tfrc", from the configured mode.
+    pub fn kind_name(&self) -> &'static str {
+        match self.sender.config().mode {
+            TfrcMode::DFlow(_) => "dflow",
+            TfrcMode::Tfrc => "tfrc",
+        }
+    }
+
+    /// DFlow's latest queueing delay (OWD above the base delay), ns. None
+    /// for plain TFRC: its receiver tracks OWD against the default 10-RTT
+    /// base window, which absorbs TFRC's standing queue, so the figure
+    /// would read near zero while the buffer is full.
+    pub fn queueing_delay_ns(&self) -> Option<u64> {
+        matches!(self.sender.config().mode, TfrcMode::DFlow(_))
+            .then(|| self.receiver.stats().last_queueing_delay_ns)
+    }
+}
+
 pub enum Transport {
     Tcp(TcpFlow),
     Udp(UdpFlow),
+    Tfrc(TfrcFlow),
 }
 
 pub struct Flow {
     pub group: u32,
     pub src: u32,
     pub dst: u32,
-    /// "newreno", "cubic", ... for TCP; "udp" for UDP.
+    /// "newreno", "cubic", ... for TCP; "udp" for UDP; "tfrc" or "dflow".
     pub cc_name: String,
     pub start_ns: u64,
     pub size_bytes: Option<u64>,
@@ -132,6 +168,7 @@ impl Flow {
                 past + t.receiver.stats().bytes_delivered
             }
             Transport::Udp(u) => u.received_bytes,
+            Transport::Tfrc(t) => t.receiver.stats().bytes_received,
         }
     }
 
@@ -139,10 +176,11 @@ impl Flow {
     pub fn bytes_sent(&self) -> u64 {
         match &self.transport {
             Transport::Tcp(t) => {
-                let past = t.closed_loop.as_ref().map_or(0, |c| c.past_bytes_sent);
+                let past = t.closed_loop.as_ref().map_or(0, |c| c.past_sender.bytes_sent);
                 past + t.sender.stats().bytes_sent
             }
             Transport::Udp(u) => u.source.sent_bytes,
+            Transport::Tfrc(t) => t.sender.stats().bytes_sent,
         }
     }
 
@@ -151,14 +189,7 @@ impl Flow {
         let t = self.tcp()?;
         let mut s = t.sender.stats();
         if let Some(c) = &t.closed_loop {
-            let p = &c.past_sender;
-            s.segments_sent += p.segments_sent;
-            s.bytes_sent += p.bytes_sent;
-            s.retransmitted_segments += p.retransmitted_segments;
-            s.retransmitted_bytes += p.retransmitted_bytes;
-            s.bytes_acked += p.bytes_acked;
-            s.fast_retransmits += p.fast_retransmits;
-            s.timeouts += p.timeouts;
+            s.accumulate(&c.past_sender);
         }
         Some(s)
     }
@@ -166,14 +197,30 @@ impl Flow {
     pub fn tcp(&self) -> Option<&TcpFlow> {
         match &self.transport {
             Transport::Tcp(t) => Some(t),
-            Transport::Udp(_) => None,
+            _ => None,
         }
     }
 
     pub fn udp(&self) -> Option<&UdpFlow> {
         match &self.transport {
             Transport::Udp(u) => Some(u),
-            Transport::Tcp(_) => None,
+            _ => None,
+        }
+    }
+
+    pub fn tfrc(&self) -> Option<&TfrcFlow> {
+        match &self.transport {
+            Transport::Tfrc(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// "tcp", "udp", "tfrc" or "dflow" (the scenario's flow kind).
+    pub fn kind_name(&self) -> &'static str {
+        match &self.transport {
+            Transport::Tcp(_) => "tcp",
+            Transport::Udp(_) => "udp",
+            Transport::Tfrc(t) => t.kind_name(),
         }
     }
 }

@@ -3,6 +3,7 @@
 //! The slab grows to the peak number of packets in flight and then recycles
 //! slots through a free list, so the steady state allocates nothing.
 
+use latlab_proto::tfrc::{TfrcData, TfrcFeedback};
 use latlab_proto::Segment;
 use latlab_qdisc::QueuedPacket;
 
@@ -15,6 +16,10 @@ pub enum Payload {
         seq: u64,
         sent_ns: u64,
     },
+    /// A TFRC/DFlow data packet (sender→receiver).
+    TfrcData(TfrcData),
+    /// A TFRC/DFlow feedback report (receiver→sender).
+    TfrcFeedback(TfrcFeedback),
 }
 
 /// A packet: a payload plus where it is on its path.

@@ -376,7 +376,8 @@ pub struct FlowGroup {
     /// Source node; `{i}` is replaced by the flow's index in the group.
     pub src: String,
     pub dst: String,
-    /// "tcp" (default) or "udp".
+    /// "tcp" (default), "udp", "tfrc" (RFC 5348) or "dflow" (TFRC with
+    /// delay-based congestion events).
     #[serde(default = "default_kind")]
     pub kind: String,
     #[serde(default = "default_cc")]
@@ -386,6 +387,8 @@ pub struct FlowGroup {
     pub cc_params: std::collections::BTreeMap<String, f64>,
     /// UDP traffic (kind = "udp").
     pub udp: Option<UdpSpec>,
+    /// TFRC / DFlow settings (kind = "tfrc" or "dflow"); optional.
+    pub tfrc: Option<TfrcSpec>,
     /// TCP closed-loop users: each repeatedly transfers a file, then thinks.
     pub closed_loop: Option<ClosedLoopSpec>,
     #[serde(default)]
@@ -427,6 +430,35 @@ pub struct UdpSpec {
     pub variance_coef: Option<f64>,
     /// Per-packet header bytes on the wire (default 28: IPv4 + UDP).
     pub header_bytes: Option<u32>,
+}
+
+/// A TFRC or DFlow flow (tfrc-dflow spec). Every field is optional; unset
+/// fields take the defaults of `latlab_proto::tfrc::TfrcConfig` (RFC 5348)
+/// and `DflowParams` (the DFlow draft). The DFlow fields are rejected for
+/// kind = "tfrc", where they would have no effect.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TfrcSpec {
+    /// s: payload of every data packet, bytes (default 1200).
+    pub segment_bytes: Option<u32>,
+    /// Per-packet header bytes on the wire, data and feedback alike
+    /// (default 44: IPv4 + UDP 28 + a 16-byte TFRC header; a feedback
+    /// packet's four fields fit in the same 16 bytes and it has no payload).
+    pub header_bytes: Option<u32>,
+    /// RFC 5348 §4.5 oscillation reduction (default false; not with DFlow).
+    pub oscillation_reduction: Option<bool>,
+    /// DFlow: queueing delay that flags a congestion event, ms (default 50).
+    pub cd_thresh_ms: Option<f64>,
+    /// DFlow: base_delay is the min one-way delay over this many RTTs
+    /// (default 10; a standing queue drifts into a short base window).
+    pub base_period_rtts: Option<f64>,
+    /// DFlow: current_delay is the min one-way delay over this period, ms (default 50).
+    pub current_period_ms: Option<f64>,
+    /// DFlow: also require a rising delay (default false, as in the study).
+    pub gradient_test: Option<bool>,
+    /// Receiver clock minus simulation clock, ms (default 0; ≥ 0). DFlow
+    /// must behave identically under any offset.
+    pub receiver_clock_offset_ms: Option<f64>,
 }
 
 /// Closed-loop users (traffic.md, after Schroeder et al., "Open versus closed").

@@ -8,11 +8,12 @@
 //! index increment.
 
 use crate::engine::{Event, EventQueue};
-use crate::flow::{make_cc, Flow, TcpFlow, TimerSlot, Transfer, Transport};
+use crate::flow::{make_cc, Flow, TcpFlow, TfrcFlow, TimerSlot, Transfer, Transport};
 use crate::measure::Samples;
 use crate::network::{Link, Node};
 use crate::packet::{Packet, PacketRef, PacketSlab, Payload};
 use latlab_proto::tcp::{FixedRwnd, TcpReceiver, TcpSender};
+use latlab_proto::tfrc::TfrcSender;
 use latlab_qdisc::{Dequeue, Enqueue};
 use rand::Rng;
 
@@ -153,6 +154,13 @@ impl Simulation {
                         u.source.start(now);
                         self.poll_udp(flow);
                     }
+                    Transport::Tfrc(t) => {
+                        // The sender's clock (initial rate, no-feedback
+                        // timer) starts with the flow, not at time zero.
+                        // TfrcSender holds no heap data: this allocates nothing.
+                        t.sender = TfrcSender::new(*t.sender.config(), now);
+                        self.poll_tfrc_sender(flow);
+                    }
                 }
             }
             Event::SenderTimer { flow } => {
@@ -169,15 +177,30 @@ impl Simulation {
                             self.poll_udp(flow);
                         }
                     }
+                    Transport::Tfrc(t) => {
+                        if t.sender_timer.fire(now) {
+                            t.sender.on_timeout(now);
+                            self.poll_tfrc_sender(flow);
+                        }
+                    }
                 }
             }
             Event::ReceiverTimer { flow } => {
                 let now = self.now_ns;
-                if let Transport::Tcp(t) = &mut self.flows[flow as usize].transport {
-                    if t.receiver_timer.fire(now) {
-                        t.receiver.on_timeout(now);
-                        self.poll_receiver(flow);
+                match &mut self.flows[flow as usize].transport {
+                    Transport::Tcp(t) => {
+                        if t.receiver_timer.fire(now) {
+                            t.receiver.on_timeout(now);
+                            self.poll_receiver(flow);
+                        }
                     }
+                    Transport::Tfrc(t) => {
+                        if t.receiver_timer.fire(now) {
+                            t.receiver.on_timeout(now + t.receiver_clock_offset_ns);
+                            self.poll_tfrc_receiver(flow);
+                        }
+                    }
+                    Transport::Udp(_) => {}
                 }
             }
             Event::UserNext { flow } => self.next_transfer(flow),
@@ -203,7 +226,53 @@ impl Simulation {
     fn tcp_mut(&mut self, flow: u32) -> &mut TcpFlow {
         match &mut self.flows[flow as usize].transport {
             Transport::Tcp(t) => t,
-            Transport::Udp(_) => unreachable!("TCP event for a UDP flow"),
+            _ => unreachable!("TCP event for a non-TCP flow"),
+        }
+    }
+
+    fn tfrc_mut(&mut self, flow: u32) -> &mut TfrcFlow {
+        match &mut self.flows[flow as usize].transport {
+            Transport::Tfrc(t) => t,
+            _ => unreachable!("TFRC event for a non-TFRC flow"),
+        }
+    }
+
+    /// Send the data packets the TFRC sender's pacer allows now, then arm
+    /// its timer (the next pacing slot or the no-feedback timer).
+    fn poll_tfrc_sender(&mut self, flow: u32) {
+        let now = self.now_ns;
+        while let Some(d) = self.tfrc_mut(flow).sender.poll_transmit(now) {
+            self.send_sized(flow, true, Payload::TfrcData(d), d.payload_bytes);
+        }
+        let t = self.tfrc_mut(flow);
+        let deadline = t.sender.next_timeout().map(|d| d.max(now));
+        if let Some(d) = t.sender_timer.needs_schedule(deadline) {
+            self.queue.schedule(d, Event::SenderTimer { flow });
+        }
+    }
+
+    /// Send the TFRC receiver's due feedback, then arm its feedback timer.
+    /// The receiver runs on its own (offset) clock; its deadlines are
+    /// converted back to simulation time.
+    fn poll_tfrc_receiver(&mut self, flow: u32) {
+        let now = self.now_ns;
+        loop {
+            let t = self.tfrc_mut(flow);
+            let Some(fb) = t.receiver.poll_feedback(now + t.receiver_clock_offset_ns) else {
+                break;
+            };
+            // Feedback carries no payload: its fields fit in the header
+            // bytes every TFRC packet has (see build.rs).
+            self.send_sized(flow, false, Payload::TfrcFeedback(fb), 0);
+        }
+        let t = self.tfrc_mut(flow);
+        let offset = t.receiver_clock_offset_ns;
+        let deadline = t
+            .receiver
+            .next_timeout()
+            .map(|d| d.saturating_sub(offset).max(now));
+        if let Some(d) = t.receiver_timer.needs_schedule(deadline) {
+            self.queue.schedule(d, Event::ReceiverTimer { flow });
         }
     }
 
@@ -270,15 +339,7 @@ impl Simulation {
             fct_ns: completed.saturating_sub(cl.current_start_ns),
         });
         cl.past_bytes_delivered += delivered;
-        cl.past_bytes_sent += sender.bytes_sent;
-        let p = &mut cl.past_sender;
-        p.segments_sent += sender.segments_sent;
-        p.bytes_sent += sender.bytes_sent;
-        p.retransmitted_segments += sender.retransmitted_segments;
-        p.retransmitted_bytes += sender.retransmitted_bytes;
-        p.bytes_acked += sender.bytes_acked;
-        p.fast_retransmits += sender.fast_retransmits;
-        p.timeouts += sender.timeouts;
+        cl.past_sender.accumulate(&sender);
         let think = cl.draws.think_ns();
         // A new connection replaces the old one; its late packets are
         // discarded by generation, its stale timers by their slots.
@@ -446,6 +507,17 @@ impl Simulation {
                     t.sender.on_segment(now, &seg);
                     self.poll_sender(flow);
                 }
+            }
+            // Each machine is polled after it is fed: data can only make
+            // the receiver report, feedback can only change the sender's
+            // rate (and so its next pacing slot).
+            (Transport::Tfrc(t), Payload::TfrcData(d)) => {
+                t.receiver.on_data(now + t.receiver_clock_offset_ns, &d);
+                self.poll_tfrc_receiver(flow);
+            }
+            (Transport::Tfrc(t), Payload::TfrcFeedback(fb)) => {
+                t.sender.on_feedback(now, &fb);
+                self.poll_tfrc_sender(flow);
             }
             (Transport::Udp(u), Payload::Udp { sent_ns, .. }) => {
                 let owd = now.saturating_sub(sent_ns);

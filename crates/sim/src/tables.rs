@@ -3,7 +3,7 @@
 //! Tables: `flows` (one row per flow), `flow_samples`, `links` (one row per
 //! link), `link_samples`, and `run` (one row describing the run).
 
-use crate::flow::{TcpFlow, Transfer, Transport, UdpFlow};
+use crate::flow::{TcpFlow, TfrcFlow, Transfer, Transport, UdpFlow};
 use crate::sim::Simulation;
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
 use arrow_ipc::writer::StreamWriter;
@@ -21,6 +21,9 @@ fn u32s(v: impl IntoIterator<Item = u32>) -> ArrayRef {
 }
 fn f64s(v: impl IntoIterator<Item = f64>) -> ArrayRef {
     Arc::new(Float64Array::from_iter_values(v))
+}
+fn opt_f64s(v: impl IntoIterator<Item = Option<f64>>) -> ArrayRef {
+    Arc::new(Float64Array::from_iter(v))
 }
 fn strs<'a>(v: impl IntoIterator<Item = &'a str>) -> ArrayRef {
     Arc::new(StringArray::from_iter_values(v))
@@ -49,16 +52,15 @@ impl Simulation {
         let sent =
             |g: fn(&SenderStats) -> u64| opt_u64s(f.iter().map(move |x| x.sender_totals().map(|s| g(&s))));
         let udp = |g: fn(&UdpFlow) -> u64| opt_u64s(f.iter().map(move |x| x.udp().map(g)));
+        let tfrc = |g: fn(&TfrcFlow) -> u64| opt_u64s(f.iter().map(move |x| x.tfrc().map(g)));
+        let tfrc_f64 = |g: fn(&TfrcFlow) -> f64| opt_f64s(f.iter().map(move |x| x.tfrc().map(g)));
         batch(vec![
             ("flow_id", u32s(0..f.len() as u32)),
             (
                 "group",
                 strs(f.iter().map(|x| self.group_names[x.group as usize].as_str())),
             ),
-            (
-                "kind",
-                strs(f.iter().map(|x| if x.udp().is_some() { "udp" } else { "tcp" })),
-            ),
+            ("kind", strs(f.iter().map(|x| x.kind_name()))),
             ("src", strs(f.iter().map(|x| node(x.src)))),
             ("dst", strs(f.iter().map(|x| node(x.dst)))),
             ("cc", strs(f.iter().map(|x| x.cc_name.as_str()))),
@@ -103,23 +105,52 @@ impl Simulation {
                 u64s(f.iter().map(|x| match &x.transport {
                     Transport::Tcp(_) => x.sender_totals().map_or(0, |s| s.segments_sent),
                     Transport::Udp(u) => u.source.sent_pkts,
+                    Transport::Tfrc(t) => t.sender.stats().packets_sent,
                 })),
             ),
             ("retransmitted_segments", sent(|s| s.retransmitted_segments)),
             ("timeouts", sent(|s| s.timeouts)),
             ("fast_recoveries", sent(|s| s.fast_retransmits)),
             ("cwnd_bytes", tcp(|t| Some(t.sender.cwnd_bytes()))),
-            ("srtt_ns", tcp(|t| Some(t.sender.srtt_ns()))),
+            // TCP's srtt, or TFRC's smoothed RTT estimate R (RFC 5348 §4.3).
+            (
+                "srtt_ns",
+                opt_u64s(f.iter().map(|x| match &x.transport {
+                    Transport::Tcp(t) => Some(t.sender.srtt_ns()),
+                    Transport::Tfrc(t) => Some(t.sender.rtt_ns()),
+                    Transport::Udp(_) => None,
+                })),
+            ),
             (
                 "transfers_completed",
                 tcp(|t| t.closed_loop.as_ref().map(|c| c.transfers.len() as u64)),
             ),
-            ("packets_received", udp(|u| u.received_pkts)),
+            (
+                "packets_received",
+                opt_u64s(f.iter().map(|x| match &x.transport {
+                    Transport::Udp(u) => Some(u.received_pkts),
+                    Transport::Tfrc(t) => Some(t.receiver.stats().packets_received),
+                    Transport::Tcp(_) => None,
+                })),
+            ),
             (
                 "owd_mean_ns",
                 udp(|u| u.owd_sum_ns.checked_div(u.received_pkts).unwrap_or(0)),
             ),
             ("owd_max_ns", udp(|u| u.owd_max_ns)),
+            // TFRC/DFlow only. p as the receiver last computed it (for
+            // DFlow a congestion event rate: loss and delay events).
+            ("loss_event_rate", tfrc_f64(|t| t.receiver.loss_event_rate())),
+            ("loss_events", tfrc(|t| t.receiver.stats().loss_events)),
+            ("delay_events", tfrc(|t| t.receiver.stats().delay_events)),
+            // The sender's allowed rate X at the end of the run.
+            ("rate_bps", tfrc_f64(|t| t.sender.rate_bps())),
+            // DFlow only: latest one-way delay above the receiver's base
+            // delay (min OWD over the base window).
+            (
+                "queueing_delay_ns",
+                opt_u64s(f.iter().map(|x| x.tfrc().and_then(|t| t.queueing_delay_ns()))),
+            ),
         ])
     }
 
@@ -193,17 +224,19 @@ impl Simulation {
         batch(vec![
             ("time_ns", u64s(s.time_ns.iter().copied())),
             ("flow_id", u32s(s.flow_id.iter().copied())),
-            ("cwnd_bytes", u64s(s.cwnd_bytes.iter().copied())),
+            ("cwnd_bytes", opt_u64s(s.cwnd_bytes.iter().copied())),
             ("ssthresh_bytes", opt_u64s(s.ssthresh_bytes.iter().copied())),
             ("srtt_ns", u64s(s.srtt_ns.iter().copied())),
-            ("rwnd_bytes", u64s(s.rwnd_bytes.iter().copied())),
-            ("flight_bytes", u64s(s.flight_bytes.iter().copied())),
-            ("bytes_acked", u64s(s.bytes_acked.iter().copied())),
+            ("rwnd_bytes", opt_u64s(s.rwnd_bytes.iter().copied())),
+            ("flight_bytes", opt_u64s(s.flight_bytes.iter().copied())),
+            ("bytes_acked", opt_u64s(s.bytes_acked.iter().copied())),
             ("bytes_delivered", u64s(s.bytes_delivered.iter().copied())),
             (
                 "retransmitted_segments",
-                u64s(s.retransmitted_segments.iter().copied()),
+                opt_u64s(s.retransmitted_segments.iter().copied()),
             ),
+            ("rate_bps", opt_f64s(s.rate_bps.iter().copied())),
+            ("queueing_delay_ns", opt_u64s(s.queueing_delay_ns.iter().copied())),
         ])
     }
 

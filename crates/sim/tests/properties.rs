@@ -84,6 +84,41 @@ fn random_scenario(case: u64) -> String {
         } else {
             "recovery = \"newreno\""
         };
+        // A small share of groups are TFRC or DFlow (rate-paced datagrams
+        // with feedback), so conservation and determinism cover them too.
+        if rng.random_bool(0.15) {
+            let dflow = rng.random_bool(0.5);
+            let tfrc = if dflow {
+                format!(
+                    "tfrc = {{ segment_bytes = {}, cd_thresh_ms = {}, base_period_rtts = {}, gradient_test = {} }}",
+                    rng.random_range(200..1500),
+                    rng.random_range(5.0..80.0),
+                    rng.random_range(1.0..2000.0),
+                    rng.random_bool(0.3)
+                )
+            } else {
+                format!(
+                    "tfrc = {{ segment_bytes = {}, oscillation_reduction = {} }}",
+                    rng.random_range(200..1500),
+                    rng.random_bool(0.3)
+                )
+            };
+            flows.push_str(&format!(
+                r#"
+[[flows]]
+name = "g{g}"
+kind = "{kind}"
+count = {count}
+src = "h{src}"
+dst = "h{dst}"
+start_s = {{ uniform = [0, 2] }}
+{tfrc}
+"#,
+                kind = if dflow { "dflow" } else { "tfrc" },
+                count = rng.random_range(1..4),
+            ));
+            continue;
+        }
         flows.push_str(&format!(
             r#"
 [[flows]]
@@ -141,12 +176,20 @@ fn run_tables(toml: &str) -> Vec<(&'static str, Vec<u8>)> {
 
 #[test]
 fn conservation_and_determinism_on_random_scenarios() {
+    let mut kinds_seen = [0u32; 2];
     for case in 0..24 {
         let toml = random_scenario(case);
+        kinds_seen[0] += toml.contains("kind = \"tfrc\"") as u32;
+        kinds_seen[1] += toml.contains("kind = \"dflow\"") as u32;
         let a = run_tables(&toml);
         let b = run_tables(&toml);
         assert_eq!(a, b, "case {case}: same scenario and seed gave different results");
     }
+    // The generator's small TFRC/DFlow share does reach both kinds.
+    assert!(
+        kinds_seen.iter().all(|&n| n > 0),
+        "TFRC/DFlow cases: {kinds_seen:?}"
+    );
 }
 
 #[test]

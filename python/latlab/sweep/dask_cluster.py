@@ -21,9 +21,9 @@ Dask is imported only when this runner is used.
 
 from __future__ import annotations
 
-import os
 import secrets
 import selectors
+import shutil
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator
@@ -44,8 +44,9 @@ def _helper() -> Any:
 
     helper = getattr(_local, "helper", None)
     if helper is None or helper.proc.poll() is not None:
-        log = Path(tempfile.gettempdir()) / f"latlab-dask-helper-{os.getpid()}-{threading.get_ident()}.log"
-        helper = WorkerProcess(log)
+        if helper is not None:
+            helper.kill()
+        helper = WorkerProcess()
         helper.wait_ready(120)
         _local.helper = helper
     return helper
@@ -55,6 +56,15 @@ def run_task(task: dict[str, Any], timeout_s: float | None) -> dict[str, Any]:
     """The Dask task: one run, its files returned with its status (``task["outdir"]`` is None)."""
     if timeout_s is None:
         return execute(task)
+    # The scratch folder is made here, so it is removed even if the helper is killed mid-run.
+    scratch = tempfile.mkdtemp(prefix=f"latlab-{task['run_id']}-")
+    try:
+        return _run_in_helper({**task, "scratch": scratch}, timeout_s)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_in_helper(task: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     helper = _helper()
     try:
         helper.start(task, timeout_s)

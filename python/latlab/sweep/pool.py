@@ -51,15 +51,18 @@ def worker_env() -> dict[str, str]:
 
 
 class WorkerProcess:
-    """One worker subprocess: send a task, receive its status; kill it if need be."""
+    """One worker subprocess: send a task, receive its status; kill it if need be.
 
-    def __init__(self, log_path: Path) -> None:
-        self.log_path = Path(log_path)
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", WORKER_MODULE],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=worker_env(), bufsize=0,
-            )  # fmt: skip
+    Its stderr goes to an anonymous temporary file (nothing left behind in /tmp),
+    whose end is quoted if the worker dies.
+    """
+
+    def __init__(self) -> None:
+        self._log = tempfile.TemporaryFile(prefix="latlab-worker-")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", WORKER_MODULE],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=worker_env(), bufsize=0,
+        )  # fmt: skip
         self.ready = False
         self.task: dict[str, Any] | None = None
         self.started = 0.0
@@ -105,10 +108,12 @@ class WorkerProcess:
         return monotonic() - self.started
 
     def kill(self) -> None:
+        """Kill the worker (if it still runs), reap it and release its pipes and log."""
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
         self._close_pipes()
+        self._log.close()
 
     def close(self) -> None:
         """Let the worker finish and exit (it does when its stdin closes); kill it if it lingers."""
@@ -127,12 +132,12 @@ class WorkerProcess:
                 pass
 
     def death_reason(self) -> str:
-        """How the worker ended and the end of what it wrote to stderr."""
+        """How the worker ended and the end of what it wrote to stderr (then it is cleaned up)."""
         try:
             rc = self.proc.wait(CLOSE_WAIT_S)
         except subprocess.TimeoutExpired:
-            self.kill()
-            rc = self.proc.returncode
+            self.proc.kill()
+            rc = self.proc.wait()
         if rc is not None and rc < 0:
             try:
                 how = f"killed by signal {signal.Signals(-rc).name}"
@@ -140,16 +145,20 @@ class WorkerProcess:
                 how = f"killed by signal {-rc}"
         else:
             how = f"exit code {rc}"
-        tail = log_tail(self.log_path)
+        tail = self.log_tail()
+        self.kill()
         return f"{how}; its last output: {tail}" if tail else how
 
-
-def log_tail(path: Path, chars: int = LOG_TAIL_CHARS) -> str:
-    try:
-        text = Path(path).read_bytes()[-chars:].decode("utf-8", errors="replace").strip()
-    except OSError:
-        return ""
-    return " | ".join(line for line in text.splitlines() if line.strip())
+    def log_tail(self, chars: int = LOG_TAIL_CHARS) -> str:
+        """The end of the worker's stderr, one line. pread leaves the file offset (shared with the worker) alone."""
+        try:
+            fd = self._log.fileno()
+            size = os.fstat(fd).st_size
+            data = os.pread(fd, chars, max(0, size - chars))
+        except (OSError, ValueError):
+            return ""
+        text = data.decode("utf-8", errors="replace").strip()
+        return " | ".join(line for line in text.splitlines() if line.strip())
 
 
 class LocalPool:
@@ -166,15 +175,11 @@ class LocalPool:
         queue = deque(tasks)
         if not queue:
             return
-        logs = tempfile.TemporaryDirectory(prefix="latlab-sweep-")
         sel = selectors.DefaultSelector()
         workers: list[WorkerProcess] = []
-        spawned = 0
 
         def spawn() -> WorkerProcess:
-            nonlocal spawned
-            spawned += 1
-            worker = WorkerProcess(Path(logs.name) / f"worker-{spawned}.log")
+            worker = WorkerProcess()
             sel.register(worker.stdout, selectors.EVENT_READ, worker)
             workers.append(worker)
             return worker
@@ -213,8 +218,9 @@ class LocalPool:
                     except EOFError:
                         wall = worker.elapsed()
                         retire(worker, kill=False)
+                        reason = worker.death_reason()  # also reaps it
                         if task is not None:
-                            reason = f"the worker process died during the run ({worker.death_reason()})"
+                            reason = f"the worker process died during the run ({reason})"
                             yield ("done", failed_status(task, reason, "crash", wall))
                         continue
                     if status is not None:
@@ -234,4 +240,3 @@ class LocalPool:
                 else:
                     worker.close()
             sel.close()
-            logs.cleanup()

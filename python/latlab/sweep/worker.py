@@ -82,8 +82,16 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
     started = perf_counter()
     outdir = task.get("outdir")
     run_dir = Path(outdir) / RUNS_DIR / task["run_id"] if outdir else None
-    scratch = None if run_dir is not None else tempfile.TemporaryDirectory(prefix=f"latlab-{task['run_id']}-")
-    target = run_dir if run_dir is not None else Path(scratch.name)  # type: ignore[union-attr]
+    # Without an outdir, results go to a scratch folder: the caller's (task["scratch"], which
+    # the caller removes) or a temporary one removed here.
+    scratch = None
+    if run_dir is not None:
+        target = run_dir
+    elif task.get("scratch"):
+        target = Path(task["scratch"])
+    else:
+        scratch = tempfile.TemporaryDirectory(prefix=f"latlab-{task['run_id']}-")
+        target = Path(scratch.name)
     try:
         try:
             scenario = Scenario.from_toml_str(task["toml"], source=task.get("source", "<sweep>"))

@@ -67,6 +67,46 @@ pub struct SenderStats {
     pub idle_restarts: u64,
 }
 
+impl SenderStats {
+    /// Add another connection's counters (a user's successive connections).
+    pub fn accumulate(&mut self, o: &SenderStats) {
+        let SenderStats {
+            segments_sent,
+            bytes_sent,
+            retransmitted_segments,
+            retransmitted_bytes,
+            bytes_acked,
+            fast_retransmits,
+            timeouts,
+            syns_sent,
+            syn_timeouts,
+            acks_received,
+            dupacks_received,
+            partial_acks,
+            rescue_retransmits,
+            rtt_samples,
+            window_probes,
+            idle_restarts,
+        } = *o;
+        self.segments_sent += segments_sent;
+        self.bytes_sent += bytes_sent;
+        self.retransmitted_segments += retransmitted_segments;
+        self.retransmitted_bytes += retransmitted_bytes;
+        self.bytes_acked += bytes_acked;
+        self.fast_retransmits += fast_retransmits;
+        self.timeouts += timeouts;
+        self.syns_sent += syns_sent;
+        self.syn_timeouts += syn_timeouts;
+        self.acks_received += acks_received;
+        self.dupacks_received += dupacks_received;
+        self.partial_acks += partial_acks;
+        self.rescue_retransmits += rescue_retransmits;
+        self.rtt_samples += rtt_samples;
+        self.window_probes += window_probes;
+        self.idle_restarts += idle_restarts;
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     Closed,

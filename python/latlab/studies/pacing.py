@@ -1,0 +1,555 @@
+"""Edge versus host pacing in small-buffer networks (specs/studies.md §4, experiments A–J).
+
+The study (Sivaraman, ElGindy, Moreland and Ostry, packet pacing in
+small-buffer optical packet switched networks, with ns-2) fed 1000 long TCP
+Reno flows through a two-level dumbbell (10 edges × 100 hosts) into a 100 Mbps
+core with a DropTail buffer of a few KB, and compared no pacing, TCP host
+pacing and an optimal edge pacer (specs/edge-pacer.md) at the ingress edges:
+edge pacing lifts throughput in the 5–15 KB region, host pacing does not.
+
+``reproduce`` builds every experiment's runs
+(:mod:`latlab.studies._pacing_experiments`), runs the distinct scenarios once
+through latlab's sweep runner (resumable: an interrupted reproduction picks up
+where it stopped), turns each run into a row of metrics, and writes Parquet
+tables, figures (:mod:`latlab.studies._pacing_figures`) and report.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from latlab.studies._pacing_experiments import ALL_EXPERIMENTS, MODES, Run, Settings, runs_of
+
+NAME = "pacing"
+DESCRIPTION = "Edge vs host pacing in small-buffer networks: 1000 TCP flows, core buffer 1–50 KB, experiments A–J"
+
+CORE_LINK = "c0->c1"
+
+#: Full reproduction: the study's run length and window, its buffer range (1–50 KB). ~220 runs, see the report.
+FULL = Settings(
+    duration_s=400.0, measure_from_s=100.0,
+    buffers_kb=(1, 2, 3, 4, 5, 7, 10, 15, 20, 30, 50),
+    other_buffers_kb=(2, 5, 10, 20, 50),
+    delays_ms=(0, 1, 2, 5, 10, 20, 50, 100), delay_buffers_kb=(5, 50), delay_set_ms=(1, 10, 100, 200),
+    experiments=ALL_EXPERIMENTS, b_flows=(100, 500), udp_patterns=("poisson", "lrd"),
+    j_fractions=(0.3, 0.5), j_buffers_kb=(5, 10),
+)  # fmt: skip
+#: Quick: 80 s runs measured over [30, 80] s, fewer buffers; C and E (variants of A's set-up) and I's LRD source skipped.
+QUICK = Settings(
+    duration_s=80.0, measure_from_s=30.0,
+    buffers_kb=(1, 2, 3, 5, 10, 20, 50),
+    other_buffers_kb=(3, 5, 20),
+    delays_ms=(0, 1, 10, 100), delay_buffers_kb=(5, 50), delay_set_ms=(10, 100),
+    experiments=("A", "B", "D", "F", "G", "H", "I", "J"), b_flows=(100,), udp_patterns=("poisson",),
+    j_fractions=(0.3,), j_buffers_kb=(5,),
+)  # fmt: skip
+
+#: I's d sweep is shorter than H's (the UDP loss needs fewer points).
+I_DELAYS_FULL = (0, 1, 10, 50, 100)
+
+#: The study's reference points (studies.md §4, experiment A).
+REF_PER_FLOW_KBPS = {"unpaced": 82.0, "host-paced": 82.0, "edge-paced": 93.0}
+REF_BUFFER_KB = 5.0
+
+EXPERIMENT_TITLES = {
+    "A": "Core bottleneck, 1000 flows",
+    "B": "Fewer flows (100 and 500)",
+    "C": "High-speed access links (100 Mbps)",
+    "D": "Short-lived flows: 1000 closed-loop users",
+    "E": "TCP variants: SACK (NewReno is A)",
+    "F": "Core not the bottleneck (core 200 Mbps, edges 40 Mbps, access 1–2 Mbps, 100 flows)",
+    "G": "RED at the core",
+    "H": "Edge pacer delay bound d",
+    "I": "Mixed TCP and real-time UDP",
+    "J": "Partial deployment",
+}
+
+
+def all_runs(settings: Settings) -> list[Run]:
+    runs: list[Run] = []
+    for exp in settings.experiments:
+        if exp == "I" and settings is FULL:
+            s = Settings(**{**settings.__dict__, "delays_ms": I_DELAYS_FULL})
+            runs += runs_of(exp, s)
+        else:
+            runs += runs_of(exp, settings)
+    return runs
+
+
+# ----- metrics ---------------------------------------------------------------------
+
+
+def metrics(res: Any, run: Run) -> dict[str, Any]:
+    """One run's row: goodput, core utilisation and loss over the measurement window, UDP loss, per-group goodput."""
+    flows, links = res.flows, res.links
+    tcp = flows[flows["kind"] == "tcp"]
+    core = links[links["name"] == CORE_LINK].iloc[0]
+    row: dict[str, Any] = {
+        "tcp_goodput_mbps": float(tcp["goodput_bps"].sum()) / 1e6,
+        "per_flow_kbps": float(tcp["goodput_bps"].mean()) / 1e3,
+        "core_utilisation": float(core["utilization"]),
+        "sim_wall_s": float(res.run_info.get("wall_s", np.nan)),
+    }
+    # Loss over the window, from the cumulative link samples at measure_from_s and at the end.
+    ls = res.link_samples
+    ls = ls[ls["link_id"] == core["link_id"]].sort_values("time_ns")
+    t0 = int(run.measure_from_s * 1e9)
+    start = ls[ls["time_ns"] <= t0].iloc[-1] if len(ls[ls["time_ns"] <= t0]) else None
+    arr = float(core["arrivals_pkts"]) - (float(start["arrivals_pkts"]) if start is not None else 0.0)
+    drops = float(core["drops_pkts"]) - (float(start["drops_pkts"]) if start is not None else 0.0)
+    row["core_loss"] = drops / arr if arr > 0 else np.nan
+    udp = flows[flows["kind"] == "udp"]
+    if len(udp):
+        sent = float(udp["segments_sent"].sum())
+        got = float(pd.to_numeric(udp["packets_received"], errors="coerce").sum())
+        row["udp_loss"] = 1.0 - got / sent if sent else np.nan
+    if run.workload == "closed-loop":
+        tr = res.tables.get("transfers")
+        if tr is not None and len(tr):
+            tr = tr[tr["start_ns"] >= t0]
+            row["file_goodput_kbps"] = float(tr["goodput_bps"].mean()) / 1e3
+            row["files"] = int(len(tr))
+    for grp in ("paced", "unpaced"):
+        g = tcp[tcp["group"] == grp]
+        row[f"{grp}_kbps"] = float(g["goodput_bps"].mean()) / 1e3 if len(g) else np.nan
+    return row
+
+
+def run_study(runs: Sequence[Run], outdir: Path, jobs: int | None, progress: bool = True) -> pd.DataFrame:
+    """Run the distinct scenarios of ``runs`` once (sweep runner, resumable) and return one metrics row per run."""
+    from latlab import Scenario
+    from latlab.sweep import load_run, run_id_of, run_sweep
+
+    scenarios = [Scenario.from_dict(r.scenario(), source=f"<pacing {r.experiment}>") for r in runs]
+    ids = [run_id_of(sc) for sc in scenarios]
+    unique: dict[str, tuple[dict[str, Any], Any]] = {}
+    for r, sc, rid in zip(runs, scenarios, ids):
+        unique.setdefault(rid, (r.params, sc))
+    sweep_dir = outdir / "runs"
+    catalog = run_sweep(list(unique.values()), sweep_dir, jobs=jobs, progress=progress, name="pacing")
+    status = dict(zip(catalog["run_id"], catalog["status"]))
+    wall = dict(zip(catalog["run_id"], catalog["wall_s"]))
+    cache: dict[str, dict[str, Any]] = {}
+    rows = []
+    for r, rid in zip(runs, ids):
+        row = {**r.params, "run_id": rid, "status": status.get(rid)}
+        if status.get(rid) == "ok":
+            if rid not in cache:
+                cache[rid] = metrics(load_run(sweep_dir, rid), r)
+                cache[rid]["wall_s"] = float(wall.get(rid, np.nan))
+            row.update(cache[rid])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ----- the reproduction ------------------------------------------------------------------
+
+
+def reproduce(outdir: Path, quick: bool = False, jobs: int | None = None) -> Path:
+    """Run the study into ``outdir``: runs/ (the sweep), results.parquet, PNG figures and report.md."""
+    from latlab import frames as frames_mod
+    from latlab._atomic import write_text
+    from latlab.sweep import default_jobs
+
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    settings = QUICK if quick else FULL
+    jobs = jobs or default_jobs()
+    runs = all_runs(settings)
+    t0 = time.monotonic()
+    table = run_study(runs, outdir, jobs)
+    elapsed = time.monotonic() - t0
+    frames_mod.write_parquet(table, outdir / "results.parquet")
+    figures = make_figures(table, settings, outdir)
+    report = outdir / "report.md"
+    write_text(report, _report(table, settings, quick, jobs, elapsed, figures))
+    return report
+
+
+def _sel(df: pd.DataFrame, exp: str) -> pd.DataFrame:
+    return df[(df["experiment"] == exp) & (df["status"] == "ok")]
+
+
+def h_rows(df: pd.DataFrame, settings: Settings) -> pd.DataFrame:
+    """Experiment H's rows tagged by the sweep they belong to: "delay" (d swept) and/or "buffer" (vs buffer)."""
+    h = _sel(df, "H")
+    parts = []
+    paced = h[h["mode"] == "edge-paced"]
+    parts.append(paced[paced["buffer_kb"].isin(settings.delay_buffers_kb) & paced["delay_ms"].isin(settings.delays_ms)]
+                 .assign(sweep="delay"))  # fmt: skip
+    parts.append(paced[paced["buffer_kb"].isin(settings.other_buffers_kb) & paced["delay_ms"].isin(settings.delay_set_ms)]
+                 .assign(sweep="buffer"))  # fmt: skip
+    parts.append(h[h["mode"] != "edge-paced"].assign(sweep="ref"))
+    return pd.concat(parts, ignore_index=True)
+
+
+def b_star(df: pd.DataFrame) -> float:
+    from latlab.models import edge_pacer as model
+
+    a = _sel(df, "A")
+    a = a[a["mode"] == "unpaced"].groupby("buffer_kb", as_index=False)["core_utilisation"].mean()
+    if not len(a):
+        return 2000.0
+    return model.fit_b_star(a["buffer_kb"].to_numpy() * 1000, a["core_utilisation"].to_numpy())
+
+
+def make_figures(df: pd.DataFrame, settings: Settings, outdir: Path) -> dict[str, str]:
+    from latlab.studies import _pacing_figures as figs
+
+    out: dict[str, str] = {}
+    refs = {"per_flow_kbps": [(REF_BUFFER_KB, REF_PER_FLOW_KBPS["unpaced"], "study: unpaced/host 82"),
+                              (REF_BUFFER_KB, REF_PER_FLOW_KBPS["edge-paced"], "study: edge 93")],
+            "core_loss": [(2.5, 0.15, "study: > 15 % at 2–3 KB")]}  # fmt: skip
+    standard = [("per_flow_kbps", False), ("tcp_goodput_mbps", False), ("core_loss", True)]
+    for exp in settings.experiments:
+        d = _sel(df, exp)
+        if not len(d):
+            continue
+        path = outdir / f"fig_{exp}.png"
+        title = f"{exp}. {EXPERIMENT_TITLES[exp]}"
+        if exp == "A":
+            figs.panels(d, standard + [("core_utilisation", False)], title, path, refs)
+        elif exp == "B":
+            figs.groups_figure(d, title, path)
+        elif exp == "D":
+            figs.panels(d, [("file_goodput_kbps", False), ("tcp_goodput_mbps", False), ("core_loss", True)], title, path)
+        elif exp == "F":
+            figs.panels(d, [("tcp_goodput_mbps", False), ("core_loss", True)], title, path)
+        elif exp == "H":
+            figs.delay_figure(h_rows(df, settings), b_star(df), 0.252, 100e6, path)
+            figs.loss_bound_figure(outdir / "fig_H_analysis.png")
+            out["H_analysis"] = "fig_H_analysis.png"
+        elif exp == "I":
+            for pat in sorted(d["udp"].unique()):
+                dp = d[d["udp"] == pat]
+                vs_buffer = dp[(dp["mode"] != "edge-paced") | (dp["delay_ms"] == 10.0)]
+                p = outdir / f"fig_I_{pat}.png"
+                figs.panels(vs_buffer, [("tcp_goodput_mbps", False), ("per_flow_kbps", False), ("udp_loss", True)],
+                            f"{title}: {pat} UDP", p)  # fmt: skip
+                out[f"I_{pat}"] = p.name
+                vs_d = dp[(dp["mode"] == "edge-paced") & dp["buffer_kb"].isin(settings.delay_buffers_kb)]
+                p2 = outdir / f"fig_I_{pat}_delay.png"
+                figs.panels(vs_d.assign(mode="edge-paced"), [("udp_loss", True), ("tcp_goodput_mbps", False)],
+                            f"{title}: {pat} UDP vs pacer delay d (x: d in ms; one curve per buffer below)", p2)
+                _delay_curves(vs_d, p2)
+                out[f"I_{pat}_delay"] = p2.name
+            continue
+        elif exp == "J":
+            figs.partial_figure(d, path)
+        else:
+            figs.panels(d, standard, title, path)
+        out[exp] = path.name
+    return out
+
+
+def _delay_curves(d: pd.DataFrame, path: Path) -> None:
+    """I vs d: UDP loss and TCP goodput against d, one curve per buffer (replaces the placeholder panels)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10.4, 4.2))
+    axes = fig.subplots(1, 2)
+    for ax, metric, log_y in zip(axes, ("udp_loss", "tcp_goodput_mbps"), (True, False)):
+        for b, color in zip(sorted(d["buffer_kb"].unique()), ("tab:purple", "tab:orange", "tab:cyan")):
+            s = d[d["buffer_kb"] == b].groupby("delay_ms", as_index=False)[metric].mean().sort_values("delay_ms")
+            if log_y:
+                s = s[s[metric] > 0]
+            ax.plot(s["delay_ms"], s[metric], "o-", color=color, ms=4, label=f"edge-paced, {b:g} KB")
+        ax.set_xlabel("edge pacer delay bound d (ms)")
+        ax.set_ylabel(metric.replace("_", " "))
+        if log_y:
+            ax.set_yscale("log")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+# ----- the report -------------------------------------------------------------------------
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _f(x: Any, fmt: str = "{:.1f}") -> str:
+    try:
+        return "–" if x is None or not np.isfinite(float(x)) else fmt.format(float(x))
+    except (TypeError, ValueError):
+        return "–"
+
+
+def _pct(x: Any) -> str:
+    return _f(100 * x if x is not None and np.isfinite(float(x)) else np.nan, "{:.1f} %")
+
+
+def _grid_table(d: pd.DataFrame, metric: str, fmt: str = "{:.1f}", pct: bool = False) -> str:
+    buffers = sorted(d["buffer_kb"].unique())
+    rows = []
+    for mode in MODES:
+        m = d[d["mode"] == mode].groupby("buffer_kb")[metric].mean()
+        if len(m):
+            rows.append([mode] + [(_pct(m.get(b)) if pct else _f(m.get(b), fmt)) for b in buffers])
+    return _table(["mode"] + [f"{b:g} KB" for b in buffers], rows)
+
+
+def estimate_full_s(df: pd.DataFrame, settings: Settings, jobs: int) -> tuple[float, int, pd.DataFrame]:
+    """The full reproduction's wall time, from this run's measured wall time per simulated second, per experiment.
+
+    A run's cost is proportional to its simulated packets, which the core link (saturated in every
+    experiment but F) fixes more than the flow count; experiments not run here take A's rate.
+    """
+    ok = df[df["status"] == "ok"].drop_duplicates("run_id")
+    rate = (ok["wall_s"] / ok["duration_s"]).groupby(ok["experiment"]).mean()
+    fallback = float(rate.get("A", rate.mean() if len(rate) else 0.05))
+    full_runs = all_runs(FULL)
+    seen: dict[Run, Run] = {}
+    for r in full_runs:  # the same set-up under two experiments runs once (the first one pays)
+        seen.setdefault(dataclasses.replace(r, experiment=""), r)
+    per_exp = pd.Series({r.experiment: 0 for r in full_runs}, dtype=float)
+    counts = pd.Series({r.experiment: 0 for r in full_runs}, dtype=int)
+    for r in seen.values():
+        per_exp[r.experiment] += float(rate.get(r.experiment, fallback)) * r.duration_s
+        counts[r.experiment] += 1
+    table = pd.DataFrame({"runs": counts, "core_seconds": per_exp})
+    return float(per_exp.sum() / jobs), int(counts.sum()), table
+
+
+def _report(df: pd.DataFrame, settings: Settings, quick: bool, jobs: int, elapsed: float,
+            figures: dict[str, str]) -> str:  # fmt: skip
+    out: list[str] = []
+    add = out.append
+    ok = df[df["status"] == "ok"]
+    n_unique = df["run_id"].nunique()
+    failed = df[df["status"] != "ok"]["run_id"].nunique()
+    add("# Edge versus host pacing in small-buffer networks\n")
+    add("Reproduction of the small-buffer pacing study (latlab's specs/studies.md §4 and specs/edge-pacer.md): "
+        "the ns-2 two-level dumbbell (10 ingress edges × 100 hosts, one long TCP flow per host, 100 Mbps core "
+        "with a 100 ms delay), its DropTail core buffer swept in KB, and three ways to send: **unpaced**, "
+        "**host-paced** (TCP pacing, window spread over one RTT, factor 1.0 as in ns-2) and **edge-paced** (the "
+        "optimal edge pacer, delay bound d = 10 ms unless swept, on each ingress edge link ie{j}->c0).\n")
+    add(("**Quick run** (`latlab reproduce pacing --quick`)" if quick else "**Full run** (`latlab reproduce pacing`)")
+        + f": {settings.duration_s:g} s simulated per run, measured over [{settings.measure_from_s:g}, "
+          f"{settings.duration_s:g}] s; seed(s) {', '.join(map(str, settings.seeds))} (one topology draw and one set "
+          f"of start times per seed, shared by the three modes: the comparison is paired); {n_unique} distinct runs "
+          f"({len(df)} experiment points; set-ups that two experiments share run once), {failed} failed; "
+          f"{jobs} worker process(es); wall time {elapsed / 60:.1f} min.\n")
+    if quick:
+        add("Quick mode skips experiments C and E and I's LRD source, sweeps fewer buffers "
+            f"({', '.join(f'{b:g}' for b in settings.buffers_kb)} KB for A; "
+            f"{', '.join(f'{b:g}' for b in settings.other_buffers_kb)} KB elsewhere) and runs 100 flows only in B. "
+            "A 50 s window after a 30 s warm-up is about 200 RTTs: enough for the averages below to within a few "
+            "Kbps, not for the study's exact numbers.\n")
+
+    # -- headline vs reference
+    a = _sel(df, "A")
+    add("## The study's reference points beside latlab\n")
+    rows = []
+    for mode in MODES:
+        v = a[(a["mode"] == mode) & (a["buffer_kb"] == REF_BUFFER_KB)]["per_flow_kbps"].mean()
+        rows.append([f"per-flow goodput at 5 KB, {mode}", f"≈ {REF_PER_FLOW_KBPS[mode]:g} Kbps", _f(v, "{:.1f} Kbps"),
+                     _f(v * 1000 / 960, "{:.1f} Kbps")])
+    for mode in MODES:
+        small = a[(a["mode"] == mode) & a["buffer_kb"].isin([2, 3])]
+        rows.append([f"core loss at 2–3 KB, {mode}", "> 15 %",
+                     " / ".join(_pct(small[small["buffer_kb"] == b]["core_loss"].mean()) for b in (2, 3)), ""])
+    big = a[a["buffer_kb"] >= 20]
+    for mode in MODES:
+        m = big[big["mode"] == mode]
+        rows.append([f"core utilisation at ≥ 20 KB, {mode}", "near 100 %",
+                     ", ".join(f"{b:g} KB: {_pct(u)}" for b, u in m.groupby("buffer_kb")["core_utilisation"].mean().items()),
+                     ""])  # fmt: skip
+    add(_table(["quantity", "study", "latlab (payload goodput)", "latlab, counting 1000-B packets"], rows))
+    add("\nlatlab's goodput is payload (960 B of each 1000-B packet, ns2 preset); the last column counts whole "
+        "packets, in case the study's goodput did (its text does not say).\n")
+    e5 = {m: a[(a["mode"] == m) & (a["buffer_kb"] == REF_BUFFER_KB)]["per_flow_kbps"].mean() for m in MODES}
+    if all(np.isfinite(v) for v in e5.values()):
+        gain_edge = e5["edge-paced"] / e5["host-paced"] - 1
+        gain_host = e5["host-paced"] / e5["unpaced"] - 1
+        add(f"At 5 KB edge pacing beats host pacing by {_pct(gain_edge)} (study: over 13 %), and host pacing changes "
+            f"unpaced goodput by {_pct(gain_host)} (study: none).\n")
+    add(_disagreements(df, settings))
+
+    # -- experiments
+    for exp in ALL_EXPERIMENTS:
+        add(f"## {exp}. {EXPERIMENT_TITLES[exp]}\n")
+        add(_EXPERIMENT_TEXT[exp] + "\n")
+        d = _sel(df, exp)
+        if exp not in settings.experiments:
+            add("*Not run in quick mode (the full run has it).*\n")
+            continue
+        if not len(d):
+            add("*No results.*\n")
+            continue
+        if exp in figures:
+            add(f"![{exp}]({figures[exp]})\n")
+        if exp in "ACEG":
+            add("Per-flow goodput (Kbps):\n\n" + _grid_table(d, "per_flow_kbps") + "\n")
+            add("Core loss over the window:\n\n" + _grid_table(d, "core_loss", pct=True) + "\n")
+            if exp == "A":
+                add("Core utilisation:\n\n" + _grid_table(d, "core_utilisation", pct=True) + "\n")
+        elif exp == "B":
+            for n in sorted(d["flows"].unique()):
+                add(f"{n} flows, per-flow goodput (Kbps):\n\n" + _grid_table(d[d["flows"] == n], "per_flow_kbps") + "\n")
+                add(f"{n} flows, core loss:\n\n" + _grid_table(d[d["flows"] == n], "core_loss", pct=True) + "\n")
+        elif exp == "D":
+            add("Average per-file goodput of files started in the window (Kbps):\n\n"
+                + _grid_table(d, "file_goodput_kbps") + "\n")
+            add("Aggregate goodput (Mbps):\n\n" + _grid_table(d, "tcp_goodput_mbps") + "\n")
+            add("Core loss:\n\n" + _grid_table(d, "core_loss", pct=True) + "\n")
+        elif exp == "F":
+            add("Aggregate goodput (Mbps):\n\n" + _grid_table(d, "tcp_goodput_mbps") + "\n")
+            add("Core loss:\n\n" + _grid_table(d, "core_loss", fmt="{:.2e}") + "\n")
+        elif exp == "H":
+            h = h_rows(df, settings)
+            dl = h[h["sweep"] == "delay"]
+            rows = []
+            for b in settings.delay_buffers_kb:
+                s = dl[dl["buffer_kb"] == b].groupby("delay_ms")["tcp_goodput_mbps"].mean()
+                refs = {m: h[(h["mode"] == m) & (h["buffer_kb"] == b)]["tcp_goodput_mbps"].mean()
+                        for m in ("unpaced", "host-paced")}  # fmt: skip
+                rows.append([f"{b:g} KB"] + [_f(s.get(x)) for x in settings.delays_ms]
+                            + [_f(refs["unpaced"]), _f(refs["host-paced"])])
+            add("Aggregate TCP goodput (Mbps) against d:\n\n"
+                + _table(["buffer"] + [f"d = {x:g} ms" for x in settings.delays_ms] + ["unpaced", "host-paced"], rows)
+                + "\n")  # fmt: skip
+            bs = b_star(df)
+            from latlab.models import edge_pacer as model
+
+            loads = {b: float(model.offered_load(b * 1000, bs)) for b in settings.delay_buffers_kb}
+            add(f"**Analysis curves** (edge-pacer.md), middle panel: the load a buffer B lets TCP offer, "
+                f"ρ = 1 − e^(−B/B*), with B* = {bs / 1e3:.2f} KB fitted to A's unpaced core utilisation "
+                f"(λ = {', '.join(f'{loads[b]:.3f} at {b:g} KB' for b in loads)}); the Chernoff loss bound "
+                "L ≤ (λe^(1−λ))^(2d) with d in packet times (80 µs at 100 Mbps); and T ∝ 1/((RTT0 + d)·sqrt(L)) "
+                "with RTT0 = 252 ms (the mean propagation RTT), plotted as T(d)/T(0). latlab's points are its "
+                "aggregate goodput divided by the d = 0 run (the pacer as a plain FIFO).\n")
+            add(f"![H analysis]({figures.get('H_analysis', 'fig_H_analysis.png')})\n")
+            add("The bound is loose by construction (a bufferless fluid with Poisson input): it predicts that any d of "
+                "more than a few hundred packet times removes loss entirely at λ < 0.98, whereas TCP's own window "
+                "dynamics keep the core loaded and lossy; the model gives the direction (d helps under light load, "
+                "hurts under heavy load through RTT0 + d), not the size.\n")
+        elif exp == "I":
+            for pat in sorted(d["udp"].unique()):
+                dp = d[d["udp"] == pat]
+                vb = dp[(dp["mode"] != "edge-paced") | (dp["delay_ms"] == 10.0)]
+                if f"I_{pat}" in figures:
+                    add(f"![I {pat}]({figures[f'I_{pat}']})\n")
+                add(f"{pat}: UDP loss vs buffer:\n\n" + _grid_table(vb, "udp_loss", fmt="{:.2e}") + "\n")
+                add(f"{pat}: per-flow TCP goodput (Kbps):\n\n" + _grid_table(vb, "per_flow_kbps") + "\n")
+                if f"I_{pat}_delay" in figures:
+                    add(f"![I {pat} vs d]({figures[f'I_{pat}_delay']})\n")
+        elif exp == "J":
+            rows = []
+            for _, r in d.sort_values(["buffer_kb", "mode", "paced_fraction"]).iterrows():
+                frac = 0.0 if r["mode"] == "unpaced" else r["paced_fraction"]
+                rows.append([f"{r['buffer_kb']:g} KB", r["mode"], f"{100 * frac:.0f} %", _f(r["tcp_goodput_mbps"]),
+                             _f(r.get("paced_kbps")), _f(r.get("unpaced_kbps")), _pct(r["core_loss"])])
+            add(_table(["buffer", "who paces", "share", "aggregate (Mbps)", "paced flows (Kbps)",
+                        "unpaced flows (Kbps)", "core loss"], rows) + "\n")  # fmt: skip
+
+    # -- gaps and cost
+    add("## What is not reproduced yet\n")
+    add(_GAPS + "\n")
+    add("## Cost of the full run\n")
+    est, n_full, cost = estimate_full_s(df, settings, 2)
+    add(f"The full run has {n_full} distinct runs of {FULL.duration_s:g} s. Estimated from this run's measured wall "
+        f"time per simulated second (per experiment; A's where an experiment did not run here), on 2 cores: "
+        f"**{est / 60:.0f} min** (budget 45 min). Per experiment (core-seconds):\n")
+    add(_table(["experiment", "runs", "core-seconds"],
+               [[e, int(cost.loc[e, "runs"]), f"{cost.loc[e, 'core_seconds']:.0f}"] for e in cost.index]) + "\n")
+    add("The grid was chosen for that budget: 11 buffers in A (1, 2, 3, 4, 5, 7, 10, 15, 20, 30, 50 KB), 5 elsewhere "
+        "(2, 5, 10, 20, 50 KB); H sweeps d ∈ {0, 1, 2, 5, 10, 20, 50, 100} ms at 5 and 50 KB and plots "
+        "d ∈ {1, 10, 100, 200} ms against the buffer; I sweeps d ∈ {0, 1, 10, 50, 100} ms; J runs 30 % and 50 % "
+        "at 5 and 10 KB. One seed; a second seed doubles the time.\n")
+    add("## Reproduce\n")
+    add("```sh\nlatlab reproduce pacing --quick -o out/pacing-quick   # ~5 min on 2 cores\n"
+        "latlab reproduce pacing -o out/pacing                 # the full study (see the estimate above)\n```\n")
+    add("Data: results.parquet (one row per experiment point: parameters, run_id, metrics); runs/ is the sweep folder "
+        "(catalog.parquet, one results folder per distinct run; re-running skips finished runs). Code: "
+        "latlab.studies.pacing, ._pacing_experiments (scenario builders, the two-level dumbbell as a custom "
+        "topology), ._pacing_figures, latlab.models.edge_pacer (analysis curves).\n")
+    return "\n".join(out)
+
+
+def _disagreements(df: pd.DataFrame, settings: Settings) -> str:
+    a = _sel(df, "A")
+    if not len(a):
+        return ""
+    notes = ["### Where latlab agrees and where it does not\n"]
+    e5 = {m: a[(a["mode"] == m) & (a["buffer_kb"] == 5)]["per_flow_kbps"].mean() for m in MODES}
+    for m in MODES:
+        ref = REF_PER_FLOW_KBPS[m]
+        if np.isfinite(e5[m]):
+            dev = e5[m] / ref - 1
+            word = "agrees" if abs(dev) <= 0.05 else "is lower" if dev < 0 else "is higher"
+            notes.append(f"* {m} at 5 KB: {e5[m]:.1f} Kbps against ≈ {ref:g} ({100 * dev:+.0f} %): latlab {word}.")
+    loss = a[a["buffer_kb"].isin([2, 3])].groupby("mode")["core_loss"].mean()
+    if len(loss):
+        notes.append("* Loss at 2–3 KB (mean of the two buffers): "
+                     + ", ".join(f"{m} {_pct(loss.get(m))}" for m in MODES)
+                     + (": above 15 % as in the study." if (loss > 0.15).all() else
+                        ": **not** above 15 % in every mode (the study's 15 % is an ns-2 count that may include "
+                        "losses elsewhere or a different window; latlab counts drops at the core over the window)."))
+    big = a[a["buffer_kb"] >= 20].groupby("mode")["core_utilisation"].min()
+    if len(big):
+        notes.append("* Utilisation at ≥ 20 KB (lowest over those buffers): "
+                     + ", ".join(f"{m} {_pct(big.get(m))}" for m in MODES) + ".")
+    notes.append("* Why latlab can differ: the edge pacer is latlab's online algorithm (edge-pacer.md: release at "
+                 "the fluid exit curve, per-packet deadline guaranteed), the ns-2 study's implementation details are "
+                 "not known; ns-2's TCP pacing (a timer per packet at cwnd/RTT) is modelled by latlab's host pacing "
+                 "with factor 1.0; IW 10 (latlab's ns2 preset) where ns-2 1.x defaulted to 1–2 segments affects only "
+                 "the start-up, which the window excludes; topology rates and delays are one random draw (seed "
+                 "above), not the study's; "
+                 + ("and quick mode measures 50 s, not 300 s, so per-flow averages carry a few Kbps of noise."
+                    if settings.duration_s < 400 else "and the study's run is a single seed too."))
+    return "\n".join(notes) + "\n"
+
+
+_EXPERIMENT_TEXT = {
+    "A": "1000 long NewReno flows (ns2 preset: 1000-B data packets, 40-B ACKs), access 8–12 Mbps and 1–5 ms, edges "
+         "100 Mbps and 5–15 ms, core 100 Mbps and 100 ms (propagation RTT 224–280 ms), starts uniform in [0, 10] s; "
+         "core buffer swept. The study's reference points are the stars.",
+    "B": "As A with 10 and 50 hosts per edge (100 and 500 flows).",
+    "C": "As A with 100 Mbps access links: each host can burst at the edge rate.",
+    "D": "1000 closed-loop users (traffic.md): Pareto files (mean 100 KB, shape 1.2), exponential think time (mean "
+         "1 s). Goodput per file = size / completion time, averaged over files started in the window.",
+    "E": "As A with SACK recovery (RFC 6675). FACK is not in latlab (see the gaps below).",
+    "F": "10 edges × 10 hosts (100 flows), access 1–2 Mbps with ns-2's default 50-packet access queue (the access "
+         "links are the bottlenecks; latlab's default 10 000-packet queue would bloat them), edges 40 Mbps, core "
+         "200 Mbps: the core is not the bottleneck, and losses there come only from bursts.",
+    "G": "As A with RED at the core: max_th = the buffer, min_th = 40 % of it (in 1000-B packets), max_p 0.1, "
+         "w_q 0.002, limit = the buffer.",
+    "H": "Edge pacing with d swept at 5 KB (light load) and 50 KB (heavy load), with unpaced and host-paced as "
+         "horizontal references; and d ∈ {1, 10, 100, 200} ms (quick: {10, 100}) against the buffer. "
+         "d = 0 is the pacer as a FIFO.",
+    "I": "As A plus one aggregated UDP source on its own 100 Mbps access and ingress edge (su0 → ieu → c0 → c1 → "
+         "eeu → du0): Poisson at 5.5 Mbps, and LRD (fGn, Norros model) at 6 Mbps with H = 0.85; packets 100–300 B. "
+         "In edge-paced runs the UDP edge is paced too (every ingress edge paces). UDP loss is over the whole run.",
+    "J": "A share of the hosts pace (host-paced: the first 300 or 500 hosts) or a share of the ingress edges "
+         "(edge-paced: the first 3 or 5 edges, which carry the same hosts), the rest unpaced; 0 % and 100 % are A's "
+         "runs.",
+}
+
+_GAPS = """* **FACK (experiment E).** latlab's TCP has NewReno and SACK (RFC 6675) recovery only; FACK (forward
+  acknowledgement: the sender infers loss from the highest SACKed byte and keeps `awnd = snd.nxt − snd.fack +
+  retran_data` as the pipe estimate) would need a third `recovery = "fack"` in crates/proto's TCP sender.
+* **The edge pacer only on ingress links** needs no simulator change: the study builds the two-level dumbbell
+  as a `kind = "custom"` topology (`_pacing_experiments.two_level_dumbbell`), with two one-way links per
+  ingress edge. The built-in `edge-dumbbell` would put `edge_queue` on c0->ie{j}, c1->ee{j} and ee{j}->c1 too
+  (delaying ACKs and the core's output by up to d). A schema extension would let the built-in kind do it: an
+  `ingress_queue` for ie{j}->c0 only (defaulting to `edge_queue`), and optionally `ingress_queue_edges = [..]`
+  (which edges get it) for partial deployment — that would shrink scenario files from ~4000 links to one table.
+* **Partial deployment (J)** is built the same way (a pacer on the first k ingress links only).
+* **Per-packet UDP loss in the window**: the flows table counts UDP packets over the whole run, so I's UDP loss
+  includes the start-up. A windowed count (`packets_sent`/`packets_received` from measure_from_s) in the flows
+  table would fix it.
+* **ns-2 details** the spec does not give (the study's TCP initial window, access/edge queue sizes, the exact
+  RED variant) are latlab's defaults (IW 10, large access/edge DropTail, ns-2-style RED with wait)."""

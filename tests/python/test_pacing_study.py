@@ -1,0 +1,153 @@
+"""The pacing study (latlab.studies.pacing): builders, topology, analysis curves, a tiny end-to-end run."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from latlab.models import edge_pacer as model
+from latlab.studies import _pacing_experiments as ex
+from latlab.studies import pacing
+
+
+def _core():
+    pytest.importorskip("latlab._core")
+    import latlab
+
+    return latlab
+
+
+# ----- analysis curves (hand values) ---------------------------------------------------------
+
+
+def test_burstiness_hand_value():
+    # β = 1/sqrt(2λd): λ = 1000 packets/s, d = 10 ms → 1/sqrt(20)
+    assert model.burstiness(1000.0, 0.01) == pytest.approx(1 / math.sqrt(20))
+
+
+def test_loss_bound_hand_values():
+    # (0.5·e^0.5)^(2·2) = 0.8243606^4 = 0.461816
+    assert model.loss_bound(0.5, 2) == pytest.approx((0.5 * math.exp(0.5)) ** 4)
+    assert model.loss_bound(0.5, 2) == pytest.approx(0.461816, rel=1e-5)
+    assert model.loss_bound(1.0, 50) == pytest.approx(1.0)  # no smoothing gain at full load
+    assert model.loss_bound(0.9, 0) == pytest.approx(1.0)
+
+
+def test_relative_throughput_light_vs_heavy_load():
+    rtt0 = 0.25 / model.packet_time_s(100e6)  # 3125 packet times
+    assert model.packet_time_s(100e6) == pytest.approx(80e-6)
+    d = np.array([0.0, 125.0])  # 10 ms
+    light = model.relative_throughput(0.9, d, rtt0)
+    heavy = model.relative_throughput(0.999, d, rtt0)
+    assert light[0] == pytest.approx(1.0)
+    # λ = 0.9: x = 0.9·e^0.1 = 0.994654; T(125)/T(0) = 3125 / (3250 · x^125)
+    assert light[1] == pytest.approx(3125 / (3250 * (0.9 * math.exp(0.1)) ** 125), rel=1e-9)
+    assert light[1] > 1 > heavy[1]
+
+
+def test_offered_load_and_fit():
+    assert model.offered_load(2000.0, 2000.0) == pytest.approx(1 - math.exp(-1))
+    b = np.array([1e3, 2e3, 5e3, 1e4, 5e4])
+    assert model.fit_b_star(b, model.offered_load(b, 2500.0)) == pytest.approx(2500.0, rel=0.01)
+
+
+# ----- the two-level dumbbell --------------------------------------------------------------------
+
+
+def test_two_level_dumbbell_structure_and_rtts():
+    topo = ex.two_level_dumbbell(seed=3)
+    names = {n["name"] for n in topo["nodes"]}
+    assert len(names) == len(topo["nodes"]) == 2 * 1000 + 2 * 10 + 2
+    # one-way links: duplex links count twice
+    n_links = sum(2 if lk["duplex"] else 1 for lk in topo["links"])
+    assert n_links == 2 + 10 * 4 + 1000 * 4
+    lo, hi = ex.rtt_range_ms(topo)
+    assert 224.0 <= lo < 245.0 and 260.0 < hi <= 280.0  # within the study's 224–280 ms, spread over it
+    again = ex.two_level_dumbbell(seed=3)
+    assert again == topo  # drawn from the seed
+    assert ex.two_level_dumbbell(seed=4) != topo
+
+
+def test_pacer_only_on_ingress_links():
+    topo = ex.two_level_dumbbell(seed=1, edges=3, hosts_per_edge=2, ingress_queues=[ex.edge_pacer(10), None, None])
+    pacers = [(lk["from"], lk["to"]) for lk in topo["links"] if lk.get("queue", {}).get("kind") == "edge-pacer"]
+    assert pacers == [("ie0", "c0")]
+    back = [lk for lk in topo["links"] if (lk["from"], lk["to"]) == ("c0", "ie0")]
+    assert len(back) == 1 and not back[0]["duplex"] and "queue" not in back[0]
+
+
+def test_custom_matches_edge_dumbbell():
+    latlab = _core()
+    spec = {"kind": "edge-dumbbell", "edges": 2, "hosts_per_edge": 3, "access_rate_bps": [8e6, 12e6],
+            "access_delay_ms": [1, 5], "edge_rate_bps": 100e6, "edge_delay_ms": [5, 15], "core_rate_bps": 100e6,
+            "core_delay_ms": 100}  # fmt: skip
+    common = {"duration_s": 0.01, "sample_interval_ms": 0}
+    built = latlab.run(latlab.Scenario.from_dict({**common, "topology": spec})).links
+    ours = latlab.run(latlab.Scenario.from_dict({**common, "topology": ex.two_level_dumbbell(1, edges=2, hosts_per_edge=3)})).links
+    assert sorted(built["name"]) == sorted(ours["name"])
+    for frame in (built, ours):
+        by = frame.set_index("name")
+        assert by.loc["c0->c1", "delay_ns"] == 100_000_000
+        assert 5e6 <= by.loc["ie1->c0", "delay_ns"] <= 15e6
+        assert 8e6 <= by.loc["s4->ie1", "rate_bps"] <= 12e6
+
+
+# ----- scenario builders ----------------------------------------------------------------------------
+
+
+def _small(r: ex.Run) -> ex.Run:
+    import dataclasses
+
+    hosts = 2
+    return dataclasses.replace(r, flows=r.edges * hosts, duration_s=4.0, measure_from_s=2.0)
+
+
+def test_every_experiment_builds_valid_scenarios():
+    latlab = _core()
+    tiny = ex.Settings(duration_s=4.0, measure_from_s=2.0, buffers_kb=(5,), other_buffers_kb=(5,), delays_ms=(0, 10),
+                       delay_buffers_kb=(5,), delay_set_ms=(10,), experiments=ex.ALL_EXPERIMENTS, b_flows=(100,),
+                       udp_patterns=("poisson", "lrd"), j_fractions=(0.3,), j_buffers_kb=(5,))  # fmt: skip
+    seen = set()
+    for exp in ex.ALL_EXPERIMENTS:
+        runs = ex.runs_of(exp, tiny)
+        assert runs, exp
+        for r in runs:
+            key = (exp, r.mode, r.udp, r.paced_fraction, r.workload)
+            if key in seen:
+                continue
+            seen.add(key)
+            latlab.Scenario.from_dict(_small(r).scenario()).validate()
+
+
+def test_builder_details():
+    host = ex.Run("J", "host-paced", 5, paced_fraction=0.3).scenario()
+    assert [(f["name"], f["count"], f["first_index"]) for f in host["flows"]] == [("paced", 300, 0), ("unpaced", 700, 300)]
+    assert host["flows"][0]["tcp"]["pacing"] is True and "tcp" not in host["flows"][1]
+    edge = ex.Run("J", "edge-paced", 5, paced_fraction=0.3).scenario()
+    pacers = [lk["from"] for lk in edge["topology"]["links"] if lk.get("queue", {}).get("kind") == "edge-pacer"]
+    assert pacers == ["ie0", "ie1", "ie2"]
+    g = ex.Run("G", "unpaced", 5, core_kind="red").scenario()
+    core = g["topology"]["links"][0]
+    assert core["queue"] == {"kind": "red", "limit_bytes": 5000, "min_th": 2.0, "max_th": 5, "max_p": 0.1, "w_q": 0.002}
+    a = ex.Run("A", "host-paced", 3).scenario()
+    assert a["tcp"]["pacing"] and a["tcp"]["pacing_ss_factor"] == 1.0
+    assert a["topology"]["links"][0]["queue"] == {"kind": "droptail", "limit_bytes": 3000}
+    # the same set-up under two experiments is one scenario (one run id)
+    assert ex.Run("A", "unpaced", 5).scenario() == ex.Run("J", "unpaced", 5).scenario()
+
+
+# ----- a tiny end-to-end run --------------------------------------------------------------------------
+
+
+def test_tiny_end_to_end(tmp_path):
+    _core()
+    runs = [_small(ex.Run("A", m, 5.0)) for m in ex.MODES] + [_small(ex.Run("I", "edge-paced", 5.0, udp="poisson"))]
+    table = pacing.run_study(runs, tmp_path, jobs=1, progress=False)
+    assert (table["status"] == "ok").all()
+    assert (table["per_flow_kbps"] > 0).all()
+    assert table["core_loss"].between(0, 1).all()
+    assert table.loc[3, "udp_loss"] >= 0
+    again = pacing.run_study(runs, tmp_path, jobs=1, progress=False)  # resumable: nothing re-run
+    assert again["per_flow_kbps"].tolist() == table["per_flow_kbps"].tolist()
