@@ -79,10 +79,10 @@ def test_loaded_distribution_round_trips_through_a_profile_file(tmp_path):
     assert mine.loaded_rtt_ms.quantile(0.5)[0] == pytest.approx(np.median(samples) * 1e3, rel=1e-3)
 
 
-def test_run_scenarios_serial_and_parallel_agree(core):
+def test_run_scenarios_serial_and_parallel_agree(core, tmp_path):
     c, r = profiles.load("4G").typical()
     scs = [simcheck.lossless_scenario([5000], c, r), simcheck.lossless_scenario([50_000], c, r)]
-    serial = efficiency.run_scenarios(scs, jobs=1)
+    serial = efficiency.run_scenarios(scs, jobs=1, rundir=tmp_path / "serial")
     parallel = efficiency.run_scenarios(scs, jobs=2)
     for a, b in zip(serial, parallel):
         assert a["fct_ns"].tolist() == b["fct_ns"].tolist()

@@ -22,19 +22,17 @@ concurrent background flow.
 5. measures how far the lossless model is from flows that start while a
    background flow fills the buffer.
 
-Simulations go through :func:`run_scenarios`, the one place that decides how
-they run (a local process pool), so it can later be switched to latlab's
-sweep runner.
+Simulations go through :func:`run_scenarios`, which hands them to latlab's
+sweep runner (:mod:`latlab.sweep`): every core by default, and the runs are
+kept under ``OUTDIR/runs/`` so an interrupted reproduction resumes.
 """
 
 from __future__ import annotations
 
-import os
+import tempfile
 import tomllib
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -74,24 +72,23 @@ QUICK = Settings(per_decade=4, n_samples=100_000, loaded_runs=3, loaded_probes=2
 # ----- running simulations -------------------------------------------------
 
 
-def _flows_of(scenario: dict[str, Any]) -> pd.DataFrame:
-    import latlab
+def run_scenarios(scenarios: Sequence[dict[str, Any]], jobs: int | None = None,
+                  rundir: Path | None = None) -> list[pd.DataFrame]:  # fmt: skip
+    """Run scenarios (dicts) on latlab's sweep runner; return their flows tables, in order.
 
-    return latlab.run(scenario).flows
-
-
-def run_scenarios(scenarios: Sequence[dict[str, Any]], jobs: int | None = None) -> list[pd.DataFrame]:
-    """Run scenarios (dicts) and return their flows tables, in order: a local process pool.
-
-    ``jobs`` worker processes (default: all cores); one job, or one
-    scenario, runs in this process.
+    ``jobs`` worker processes (default: all cores). With ``rundir`` the runs
+    are kept there, so an interrupted reproduction resumes where it stopped;
+    without, they go to a temporary folder.
     """
+    from latlab.sweep import run_all
+
     scenarios = list(scenarios)
-    workers = min(jobs or os.cpu_count() or 1, len(scenarios))
-    if workers <= 1:
-        return [_flows_of(sc) for sc in scenarios]
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-        return list(pool.map(_flows_of, scenarios))
+    if not scenarios:
+        return []
+    if rundir is not None:
+        return [r.flows for r in run_all(scenarios, rundir, jobs=jobs, progress=False)]
+    with tempfile.TemporaryDirectory(prefix="latlab-efficiency-") as tmp:
+        return [r.flows for r in run_all(scenarios, tmp, jobs=jobs, progress=False)]
 
 
 # ----- the stages ------------------------------------------------------------
@@ -105,7 +102,7 @@ def simulate_loaded_rtt(settings: Settings, jobs: int | None, outdir: Path) -> d
     plans = {name: loaded_rtt.plan(profiles.load(name), settings.loaded_runs, seed=SEED, probes=settings.loaded_probes,
                                    duration_s=settings.loaded_duration_s) for name in PROFILES}  # fmt: skip
     everything = [r for name in PROFILES for r in plans[name]]
-    tables = iter(run_scenarios([loaded_rtt.scenario(r) for r in everything], jobs))
+    tables = iter(run_scenarios([loaded_rtt.scenario(r) for r in everything], jobs, outdir / "runs" / "loaded-rtt"))
     for name in PROFILES:
         base = profiles.load(name)
         runs = plans[name]
@@ -168,7 +165,8 @@ def options_table(loaded_profiles: dict[str, Any], settings: Settings) -> pd.Dat
     return pd.DataFrame(rows)
 
 
-def lossless_check(loaded_profiles: dict[str, Any], settings: Settings, jobs: int | None) -> pd.DataFrame:
+def lossless_check(loaded_profiles: dict[str, Any], settings: Settings, jobs: int | None,
+                   rundir: Path | None = None) -> pd.DataFrame:  # fmt: skip
     """Stage 4: finite flows over a lossless link vs the model, with and without delayed ACKs."""
     from latlab.models import latency, montecarlo, simcheck
 
@@ -179,7 +177,7 @@ def lossless_check(loaded_profiles: dict[str, Any], settings: Settings, jobs: in
                                             name=f"fct-{name}-{'delack' if dack else 'plain'}")
                  for name, dack in specs]  # fmt: skip
     frames = []
-    for (name, dack), flows in zip(specs, run_scenarios(scenarios, jobs)):
+    for (name, dack), flows in zip(specs, run_scenarios(scenarios, jobs, rundir)):
         c, r = typical[name]
         ct = simcheck.completion_times(flows)
         sizes = ct["size_bytes"].to_numpy()
@@ -194,7 +192,8 @@ def lossless_check(loaded_profiles: dict[str, Any], settings: Settings, jobs: in
     return pd.concat(frames, ignore_index=True)
 
 
-def loaded_check(loaded: dict[str, Any], settings: Settings, jobs: int | None) -> pd.DataFrame:
+def loaded_check(loaded: dict[str, Any], settings: Settings, jobs: int | None,
+                 rundir: Path | None = None) -> pd.DataFrame:  # fmt: skip
     """Stage 5: flows that start while a background flow loads the buffer, vs the lossless model."""
     from latlab.models import montecarlo, simcheck
 
@@ -212,7 +211,7 @@ def loaded_check(loaded: dict[str, Any], settings: Settings, jobs: int | None) -
         # The model per size: median over the simulated loaded-RTT samples, at half the capacity.
         per_sample = np.stack([simcheck.model_fct_s(s, c / 2, r_s) for s in grid])
         model_cache[name] = (np.median(per_sample, axis=1), simcheck.model_fct_s(grid, c, r))
-    for (name, seed), flows in zip(specs, run_scenarios(scenarios, jobs)):
+    for (name, seed), flows in zip(specs, run_scenarios(scenarios, jobs, rundir)):
         ct = simcheck.completion_times(flows)
         m_loaded, m_single = model_cache[name]
         lookup = dict(zip(grid.tolist(), range(len(grid))))
@@ -238,8 +237,8 @@ def reproduce(outdir: Path, quick: bool = False, jobs: int | None = None) -> Pat
     loaded = simulate_loaded_rtt(settings, jobs, outdir)
     curves = monte_carlo(loaded["profiles"], settings)
     options = options_table(loaded["profiles"], settings)
-    check = lossless_check(loaded["profiles"], settings, jobs)
-    lcheck = loaded_check(loaded, settings, jobs)
+    check = lossless_check(loaded["profiles"], settings, jobs, outdir / "runs" / "lossless-check")
+    lcheck = loaded_check(loaded, settings, jobs, outdir / "runs" / "loaded-check")
 
     samples = pd.concat([pd.DataFrame({"profile": k, "rtt_s": v}) for k, v in loaded["samples"].items()], ignore_index=True)
     for table, name in ((curves, "efficiency"), (options, "options"), (check, "crosscheck"), (lcheck, "loaded_check"),
