@@ -173,15 +173,7 @@ impl<P: QueuedPacket + Send> Qdisc<P> for CoDel<P> {
     fn enqueue(&mut self, now_ns: TimeNs, pkt: P) -> Enqueue<P> {
         // RFC 8289 §5.2: timestamp on arrival; tail-drop if the buffer is
         // full (CoDel itself never drops on enqueue).
-        if self
-            .params
-            .limit
-            .admits(self.fifo.len_pkts(), self.fifo.len_bytes(), pkt.size_bytes())
-        {
-            self.fifo.arrive_and_queue(now_ns, pkt)
-        } else {
-            self.fifo.arrive_and_drop(pkt)
-        }
+        self.fifo.tail_drop_enqueue(self.params.limit, now_ns, pkt)
     }
 
     /// RFC 8289 §5.5 `dequeue`.

@@ -82,6 +82,15 @@ impl<P: QueuedPacket> Fifo<P> {
         self.stats.arrivals_bytes = self.stats.arrivals_bytes.saturating_add(size);
     }
 
+    /// Tail drop: queue the packet if it fits under `limit`, else drop it.
+    pub(crate) fn tail_drop_enqueue(&mut self, limit: Limit, now: TimeNs, pkt: P) -> Enqueue<P> {
+        if limit.admits(self.len_pkts(), self.len_bytes(), pkt.size_bytes()) {
+            self.arrive_and_queue(now, pkt)
+        } else {
+            self.arrive_and_drop(pkt)
+        }
+    }
+
     /// Count an arrival and queue it, stamped with `now`.
     pub(crate) fn arrive_and_queue(&mut self, now: TimeNs, pkt: P) -> Enqueue<P> {
         let size = u64::from(pkt.size_bytes());
@@ -156,14 +165,7 @@ impl<P: QueuedPacket + Send> Qdisc<P> for DropTail<P> {
     }
 
     fn enqueue(&mut self, now_ns: TimeNs, pkt: P) -> Enqueue<P> {
-        if self
-            .limit
-            .admits(self.fifo.len_pkts(), self.fifo.len_bytes(), pkt.size_bytes())
-        {
-            self.fifo.arrive_and_queue(now_ns, pkt)
-        } else {
-            self.fifo.arrive_and_drop(pkt)
-        }
+        self.fifo.tail_drop_enqueue(self.limit, now_ns, pkt)
     }
 
     fn dequeue(&mut self, now_ns: TimeNs, _dropped: &mut Vec<P>) -> Dequeue<P> {
