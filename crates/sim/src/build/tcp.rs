@@ -1,0 +1,104 @@
+//! TCP settings: a preset, then the keys a scenario sets.
+
+use super::*;
+
+/// TCP configuration: preset, then the fields the scenario sets.
+pub(super) fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig, ScenarioError> {
+    let mut c = match s.preset.as_deref() {
+        None | Some("ns2") => TcpConfig::ns2(),
+        Some("linux") => TcpConfig::linux(),
+        Some(other) => {
+            return Err(cx.err(
+                format!("{path}.preset"),
+                format!("unknown preset {other:?}; expected \"ns2\" or \"linux\""),
+            ))
+        }
+    };
+    if let Some(v) = s.mss_bytes {
+        c.mss_bytes = v;
+    }
+    if let Some(v) = s.header_bytes {
+        c.header_bytes = v;
+    }
+    if let Some(v) = s.initial_window_segments {
+        c.initial_window_segments = v;
+    }
+    if let Some(r) = s.recovery.as_deref() {
+        c.recovery = match r {
+            "newreno" => Recovery::NewReno,
+            "sack" => {
+                c.sack = true;
+                Recovery::Sack
+            }
+            other => {
+                return Err(cx.err(
+                    format!("{path}.recovery"),
+                    format!("unknown recovery {other:?}; expected \"newreno\" or \"sack\""),
+                ))
+            }
+        };
+    }
+    if let Some(v) = s.sack {
+        c.sack = v;
+    }
+    if let Some(v) = s.timestamps {
+        c.timestamps = v;
+    }
+    if let Some(v) = s.min_rto_ms {
+        c.min_rto_ns = cx.ms_to_ns(v, &format!("{path}.min_rto_ms"))?;
+    }
+    if let Some(v) = s.initial_rto_ms {
+        c.initial_rto_ns = cx.ms_to_ns(v, &format!("{path}.initial_rto_ms"))?;
+    }
+    let mut dack = c.delayed_ack;
+    if let Some(on) = s.delayed_ack {
+        dack = if on {
+            Some(dack.unwrap_or(DelayedAck {
+                segments: 2,
+                timeout_ns: 200_000_000,
+            }))
+        } else {
+            None
+        };
+    }
+    if let Some(d) = dack.as_mut() {
+        if let Some(n) = s.delayed_ack_segments {
+            d.segments = n;
+        }
+        if let Some(ms) = s.delayed_ack_timeout_ms {
+            d.timeout_ns = cx.ms_to_ns(ms, &format!("{path}.delayed_ack_timeout_ms"))?;
+        }
+    }
+    c.delayed_ack = dack;
+    if let Some(v) = s.rwnd_bytes {
+        c.rwnd_bytes = v;
+    }
+    let mut pacing = c.pacing;
+    if let Some(on) = s.pacing {
+        pacing = if on {
+            Some(pacing.unwrap_or(Pacing {
+                ss_factor: 1.0,
+                ca_factor: 1.0,
+            }))
+        } else {
+            None
+        };
+    }
+    if let Some(p) = pacing.as_mut() {
+        if let Some(f) = s.pacing_ss_factor {
+            p.ss_factor = f;
+        }
+        if let Some(f) = s.pacing_ca_factor {
+            p.ca_factor = f;
+        }
+    }
+    c.pacing = pacing;
+    if let Some(v) = s.idle_restart {
+        c.idle_restart = v;
+    }
+    c.validate().map_err(|m| cx.err(path, m))?;
+    if c.recovery == Recovery::Sack && !c.sack {
+        return Err(cx.err(format!("{path}.sack"), "recovery = \"sack\" needs sack = true"));
+    }
+    Ok(c)
+}
