@@ -63,6 +63,31 @@ impl NetPlan {
     }
 }
 
+/// A class of links whose rate and delay are drawn per link.
+struct Drawn<'a> {
+    rate_bps: &'a Range,
+    delay_ms: &'a Range,
+    queue: &'a QueueSpec,
+}
+
+impl NetPlan {
+    /// A duplex link with its rate, then its delay, drawn from `class`
+    /// (this draw order is part of what a seed reproduces).
+    fn drawn_duplex(
+        &mut self,
+        a: u32,
+        b: u32,
+        class: &Drawn,
+        key_path: &str,
+        key_link: bool,
+        rng: &mut Pcg64Mcg,
+    ) {
+        let rate = draw(class.rate_bps, rng);
+        let delay = draw(class.delay_ms, rng);
+        self.duplex(a, b, rate, delay, class.queue, key_path, key_link, 0.0);
+    }
+}
+
 fn err(source: &str, path: &str, message: impl Into<String>) -> ScenarioError {
     ScenarioError {
         source_name: source.to_string(),
@@ -142,20 +167,14 @@ pub fn expand(topo: &Topology, seed: u64, source: &str) -> Result<NetPlan, Scena
             );
             for (side, hosts, router) in [(0, &senders, left), (1, &receivers, right)] {
                 for &h in hosts.iter() {
-                    let rate = draw(access_rate_bps, &mut rng);
-                    let delay = draw(access_delay_ms, &mut rng);
                     // Senders' links point host→router; receivers' router→host.
                     let (a, b) = if side == 0 { (h, router) } else { (router, h) };
-                    plan.duplex(
-                        a,
-                        b,
-                        rate,
-                        delay,
-                        access_queue,
-                        "topology.access_queue",
-                        false,
-                        0.0,
-                    );
+                    let access = Drawn {
+                        rate_bps: access_rate_bps,
+                        delay_ms: access_delay_ms,
+                        queue: access_queue,
+                    };
+                    plan.drawn_duplex(a, b, &access, "topology.access_queue", false, &mut rng);
                 }
             }
         }
@@ -205,27 +224,24 @@ pub fn expand(topo: &Topology, seed: u64, source: &str) -> Result<NetPlan, Scena
                 true,
                 0.0,
             );
+            let edge = Drawn {
+                rate_bps: edge_rate_bps,
+                delay_ms: edge_delay_ms,
+                queue: edge_queue,
+            };
+            let access = Drawn {
+                rate_bps: access_rate_bps,
+                delay_ms: access_delay_ms,
+                queue: access_queue,
+            };
             for (j, (&ie, &ee)) in ingress.iter().zip(&egress).enumerate() {
                 for (a, b) in [(ie, c0), (c1, ee)] {
-                    let rate = draw(edge_rate_bps, &mut rng);
-                    let delay = draw(edge_delay_ms, &mut rng);
-                    plan.duplex(a, b, rate, delay, edge_queue, "topology.edge_queue", true, 0.0);
+                    plan.drawn_duplex(a, b, &edge, "topology.edge_queue", true, &mut rng);
                 }
                 let hosts = j as u32 * hosts_per_edge..(j as u32 + 1) * hosts_per_edge;
                 for i in hosts {
                     for (a, b) in [(senders[i as usize], ie), (ee, receivers[i as usize])] {
-                        let rate = draw(access_rate_bps, &mut rng);
-                        let delay = draw(access_delay_ms, &mut rng);
-                        plan.duplex(
-                            a,
-                            b,
-                            rate,
-                            delay,
-                            access_queue,
-                            "topology.access_queue",
-                            false,
-                            0.0,
-                        );
+                        plan.drawn_duplex(a, b, &access, "topology.access_queue", false, &mut rng);
                     }
                 }
             }
