@@ -134,6 +134,11 @@ def test_builder_details():
     a = ex.Run("A", "host-paced", 3).scenario()
     assert a["tcp"]["pacing"] and a["tcp"]["pacing_ss_factor"] == 1.0
     assert a["topology"]["links"][0]["queue"] == {"kind": "droptail", "limit_bytes": 3000}
+    e = {r.recovery for r in ex.runs_of("E", pacing.FULL)}
+    assert e == {"sack", "fack"}
+    assert ex.Run("E", "unpaced", 5, recovery="fack").scenario()["tcp"]["recovery"] == "fack"
+    seeds = ex.runs_of("A-seeds", pacing.FULL)
+    assert {(r.seed, r.buffer_kb) for r in seeds} == {(2, 5.0), (3, 5.0)} and len(seeds) == 3 * 2
     # the same set-up under two experiments is one scenario (one run id)
     assert ex.Run("A", "unpaced", 5).scenario() == ex.Run("J", "unpaced", 5).scenario()
 

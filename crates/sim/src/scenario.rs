@@ -98,7 +98,7 @@ pub struct TcpSpec {
     pub mss_bytes: Option<u32>,
     pub header_bytes: Option<u32>,
     pub initial_window_segments: Option<u32>,
-    /// "newreno" or "sack".
+    /// "newreno", "sack" (RFC 6675) or "fack" (forward acknowledgement).
     pub recovery: Option<String>,
     pub sack: Option<bool>,
     pub timestamps: Option<bool>,

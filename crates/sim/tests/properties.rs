@@ -79,11 +79,11 @@ fn random_scenario(case: u64) -> String {
         } else {
             String::new()
         };
-        let recovery = if rng.random_bool(0.5) {
-            "recovery = \"sack\""
-        } else {
-            "recovery = \"newreno\""
-        };
+        let recovery = [
+            "recovery = \"newreno\"",
+            "recovery = \"sack\"",
+            "recovery = \"fack\"",
+        ][rng.random_range(0..3)];
         // A small share of groups are TFRC or DFlow (rate-paced datagrams
         // with feedback), so conservation and determinism cover them too.
         if rng.random_bool(0.15) {

@@ -284,10 +284,17 @@ class Settings:
     udp_patterns: tuple[str, ...] = ("poisson", "lrd")
     j_fractions: tuple[float, ...] = (0.3, 0.5)
     j_buffers_kb: tuple[float, ...] = (5.0,)
+    e_recoveries: tuple[str, ...] = ("sack", "fack")
+    e_buffers_kb: tuple[float, ...] = (2.0, 5.0, 20.0)
+    i_delays_ms: tuple[float, ...] = (0.0, 10.0, 100.0)  # I: d swept at delay_buffers_kb
     seeds: tuple[int, ...] = (1,)
+    #: A at the reference buffer again with these seeds (experiment "A-seeds"): the spread of the headline.
+    headline_seeds: tuple[int, ...] = ()
 
 
 ALL_EXPERIMENTS = tuple("ABCDEFGHIJ")
+#: The study's headline buffer (A at 5 KB), re-run with other seeds for its spread.
+HEADLINE_BUFFER_KB = 5.0
 
 
 def runs_of(exp: str, s: Settings) -> list[Run]:
@@ -305,7 +312,7 @@ def runs_of(exp: str, s: Settings) -> list[Run]:
         elif exp == "D":
             out += [Run("D", m, b, workload="closed-loop", **kw) for b in s.other_buffers_kb for m in MODES]
         elif exp == "E":
-            out += [Run("E", m, b, recovery="sack", **kw) for b in s.other_buffers_kb for m in MODES]
+            out += [Run("E", m, b, recovery=rec, **kw) for rec in s.e_recoveries for b in s.e_buffers_kb for m in MODES]
         elif exp == "F":
             out += [Run("F", m, b, flows=100, access_rate_bps=(1e6, 2e6), edge_rate_bps=40e6, core_rate_bps=200e6,
                         access_queue_packets=NS2_QUEUE_PACKETS, **kw)
@@ -321,11 +328,13 @@ def runs_of(exp: str, s: Settings) -> list[Run]:
             for pat in s.udp_patterns:
                 out += [Run("I", m, b, udp=pat, **kw) for b in s.other_buffers_kb for m in MODES]
                 out += [Run("I", "edge-paced", b, udp=pat, delay_ms=d, **kw)
-                        for b in s.delay_buffers_kb for d in s.delays_ms]  # fmt: skip
+                        for b in s.delay_buffers_kb for d in s.i_delays_ms]  # fmt: skip
         elif exp == "J":
             out += [Run("J", m, b, paced_fraction=f, **kw)
                     for b in s.j_buffers_kb for f in s.j_fractions for m in MODES[1:]]  # fmt: skip
             out += [Run("J", m, b, **kw) for b in s.j_buffers_kb for m in MODES]  # 0 % and 100 %
+        elif exp == "A-seeds":
+            out += [Run("A-seeds", m, HEADLINE_BUFFER_KB, **{**kw, "seed": hs}) for hs in s.headline_seeds for m in MODES]
         else:
             raise ValueError(f"unknown experiment {exp!r}; expected one of {ALL_EXPERIMENTS}")
     # One run per distinct set-up (H's d = 10 ms runs are A's, etc. are run again under their own label,

@@ -62,20 +62,22 @@ def panels(df: pd.DataFrame, metrics: Sequence[tuple[str, bool]], title: str, pa
     return _save(fig, path)
 
 
-def groups_figure(df: pd.DataFrame, title: str, path: Path) -> Path:
-    """Experiment B: per-flow goodput and aggregate vs buffer, one colour per mode, one line style per flow count."""
+def groups_figure(df: pd.DataFrame, title: str, path: Path, by: str = "flows", label: str = "{} flows") -> Path:
+    """B and E: per-flow goodput and aggregate vs buffer, one colour per mode, one line style per value of ``by``
+    (flow count in B, loss recovery in E)."""
     fig = Figure(figsize=(10.4, 4.2))
     axes = fig.subplots(1, 2)
     styles = ["-", ":", "-."]
-    for k, n in enumerate(sorted(df["flows"].unique())):
-        sub = df[df["flows"] == n]
+    for k, v in enumerate(sorted(df[by].unique())):
+        sub = df[df[by] == v]
         for ax, metric in zip(axes, ("per_flow_kbps", "tcp_goodput_mbps")):
             for mode, (color, marker, _ls) in STYLE.items():
                 d = sub[sub["mode"] == mode].groupby("buffer_kb", as_index=False)[metric].mean()
                 ax.plot(d["buffer_kb"], d[metric], marker=marker, ls=styles[k % 3], color=color, ms=4,
-                        label=f"{mode}, {n} flows")  # fmt: skip
+                        label=f"{mode}, {label.format(v)}")  # fmt: skip
     for ax, metric in zip(axes, ("per_flow_kbps", "tcp_goodput_mbps")):
-        ax.set_yscale("log") if metric == "per_flow_kbps" else None
+        if metric == "per_flow_kbps" and by == "flows":
+            ax.set_yscale("log")  # 100 and 500 flows differ five-fold
         _finish(ax, metric)
     fig.suptitle(title, fontsize=10)
     return _save(fig, path)

@@ -36,10 +36,12 @@ CORE_LINK = "c0->c1"
 FULL = Settings(
     duration_s=400.0, measure_from_s=100.0,
     buffers_kb=(1, 2, 3, 4, 5, 7, 10, 15, 20, 30, 50),
-    other_buffers_kb=(2, 5, 10, 20, 50),
+    other_buffers_kb=(2, 5, 10, 20),
     delays_ms=(0, 1, 2, 5, 10, 20, 50, 100), delay_buffers_kb=(5, 50), delay_set_ms=(1, 10, 100, 200),
     experiments=ALL_EXPERIMENTS, b_flows=(100, 500), udp_patterns=("poisson", "lrd"),
     j_fractions=(0.3, 0.5), j_buffers_kb=(5, 10),
+    e_recoveries=("sack", "fack"), e_buffers_kb=(2, 5, 10, 20), i_delays_ms=(0, 10, 100),
+    headline_seeds=(2, 3),
 )  # fmt: skip
 #: Quick: 80 s runs measured over [30, 80] s, fewer buffers; C and E (variants of A's set-up) and I's LRD source skipped.
 QUICK = Settings(
@@ -48,11 +50,9 @@ QUICK = Settings(
     other_buffers_kb=(3, 5, 20),
     delays_ms=(0, 1, 10, 100), delay_buffers_kb=(5, 50), delay_set_ms=(10, 100),
     experiments=("A", "B", "D", "F", "G", "H", "I", "J"), b_flows=(100,), udp_patterns=("poisson",),
-    j_fractions=(0.3,), j_buffers_kb=(5,),
+    j_fractions=(0.3,), j_buffers_kb=(5,), i_delays_ms=(0, 10, 100),
+    headline_seeds=(2, 3),
 )  # fmt: skip
-
-#: I's d sweep is shorter than H's (the UDP loss needs fewer points).
-I_DELAYS_FULL = (0, 1, 10, 50, 100)
 
 #: The study's reference points (studies.md §4, experiment A).
 REF_PER_FLOW_KBPS = {"unpaced": 82.0, "host-paced": 82.0, "edge-paced": 93.0}
@@ -63,7 +63,7 @@ EXPERIMENT_TITLES = {
     "B": "Fewer flows (100 and 500)",
     "C": "High-speed access links (100 Mbps)",
     "D": "Short-lived flows: 1000 closed-loop users",
-    "E": "TCP variants: SACK (NewReno is A)",
+    "E": "TCP variants: SACK and FACK (NewReno is A)",
     "F": "Core not the bottleneck (core 200 Mbps, edges 40 Mbps, access 1–2 Mbps, 100 flows)",
     "G": "RED at the core",
     "H": "Edge pacer delay bound d",
@@ -75,11 +75,9 @@ EXPERIMENT_TITLES = {
 def all_runs(settings: Settings) -> list[Run]:
     runs: list[Run] = []
     for exp in settings.experiments:
-        if exp == "I" and settings is FULL:
-            s = Settings(**{**settings.__dict__, "delays_ms": I_DELAYS_FULL})
-            runs += runs_of(exp, s)
-        else:
-            runs += runs_of(exp, settings)
+        runs += runs_of(exp, settings)
+    if settings.headline_seeds and "A" in settings.experiments:
+        runs += runs_of("A-seeds", settings)
     return runs
 
 
@@ -218,6 +216,8 @@ def make_figures(df: pd.DataFrame, settings: Settings, outdir: Path) -> dict[str
             figs.panels(d, standard + [("core_utilisation", False)], title, path, refs)
         elif exp == "B":
             figs.groups_figure(d, title, path)
+        elif exp == "E":
+            figs.groups_figure(d, title, path, by="recovery", label="{}")
         elif exp == "D":
             figs.panels(d, [("file_goodput_kbps", False), ("tcp_goodput_mbps", False), ("core_loss", True)], title, path)
         elif exp == "F":
@@ -376,6 +376,7 @@ def _report(df: pd.DataFrame, settings: Settings, quick: bool, jobs: int, elapse
         gain_host = e5["host-paced"] / e5["unpaced"] - 1
         add(f"At 5 KB edge pacing beats host pacing by {_pct(gain_edge)} (study: over 13 %), and host pacing changes "
             f"unpaced goodput by {_pct(gain_host)} (study: none).\n")
+    add(_seed_spread(df))
     add(_disagreements(df, settings))
 
     # -- experiments
@@ -391,7 +392,13 @@ def _report(df: pd.DataFrame, settings: Settings, quick: bool, jobs: int, elapse
             continue
         if exp in figures:
             add(f"![{exp}]({figures[exp]})\n")
-        if exp in "ACEG":
+        if exp == "E":
+            for rec in sorted(d["recovery"].unique()):
+                de = d[d["recovery"] == rec]
+                add(f"{rec.upper()}, per-flow goodput (Kbps):\n\n" + _grid_table(de, "per_flow_kbps") + "\n")
+                add(f"{rec.upper()}, core loss:\n\n" + _grid_table(de, "core_loss", pct=True) + "\n")
+            add(_recovery_note(df))
+        elif exp in "ACG":
             add("Per-flow goodput (Kbps):\n\n" + _grid_table(d, "per_flow_kbps") + "\n")
             add("Core loss over the window:\n\n" + _grid_table(d, "core_loss", pct=True) + "\n")
             if exp == "A":
@@ -465,10 +472,11 @@ def _report(df: pd.DataFrame, settings: Settings, quick: bool, jobs: int, elapse
         f"**{est / 60:.0f} min** (budget 45 min). Per experiment (core-seconds):\n")
     add(_table(["experiment", "runs", "core-seconds"],
                [[e, int(cost.loc[e, "runs"]), f"{cost.loc[e, 'core_seconds']:.0f}"] for e in cost.index]) + "\n")
-    add("The grid was chosen for that budget: 11 buffers in A (1, 2, 3, 4, 5, 7, 10, 15, 20, 30, 50 KB), 5 elsewhere "
-        "(2, 5, 10, 20, 50 KB); H sweeps d ∈ {0, 1, 2, 5, 10, 20, 50, 100} ms at 5 and 50 KB and plots "
-        "d ∈ {1, 10, 100, 200} ms against the buffer; I sweeps d ∈ {0, 1, 10, 50, 100} ms; J runs 30 % and 50 % "
-        "at 5 and 10 KB. One seed; a second seed doubles the time.\n")
+    add("The grid was chosen for that budget: 11 buffers in A (1, 2, 3, 4, 5, 7, 10, 15, 20, 30, 50 KB), 4 elsewhere "
+        "(2, 5, 10, 20 KB; E runs SACK and FACK on them); H sweeps d ∈ {0, 1, 2, 5, 10, 20, 50, "
+        "100} ms at 5 and 50 KB and plots d ∈ {1, 10, 100, 200} ms against the buffer; I sweeps d ∈ {0, 10, 100} ms; "
+        "J runs 30 % and 50 % at 5 and 10 KB. One seed, plus seeds 2 and 3 at the headline point (A, 5 KB); "
+        "a second seed everywhere would double the time.\n")
     add("## Reproduce\n")
     add("```sh\nlatlab reproduce pacing --quick -o out/pacing-quick   # ~5 min on 2 cores\n"
         "latlab reproduce pacing -o out/pacing                 # the full study (see the estimate above)\n```\n")
@@ -477,6 +485,45 @@ def _report(df: pd.DataFrame, settings: Settings, quick: bool, jobs: int, elapse
         "latlab.studies.pacing, ._pacing_experiments (scenario builders, the two-level dumbbell as a custom "
         "topology), ._pacing_figures, latlab.models.edge_pacer (analysis curves).\n")
     return "\n".join(out)
+
+
+def _recovery_note(df: pd.DataFrame) -> str:
+    """E against A: per-flow goodput at each shared buffer by recovery, and edge pacing's gain under each."""
+    a, e = _sel(df, "A"), _sel(df, "E")
+    both = pd.concat([a.assign(recovery="newreno"), e])
+    buffers = sorted(set(e["buffer_kb"]) & set(a["buffer_kb"]))
+    if not buffers:
+        return ""
+    rows = []
+    for rec in ("newreno", "sack", "fack"):
+        for b in buffers:
+            g = both[(both["recovery"] == rec) & (both["buffer_kb"] == b)].groupby("mode")["per_flow_kbps"].mean()
+            if not len(g):
+                continue
+            gain = g.get("edge-paced", np.nan) / g.get("host-paced", np.nan) - 1
+            rows.append([rec, f"{b:g} KB"] + [_f(g.get(m)) for m in MODES] + [_pct(gain)])
+    return ("Recovery side by side (per-flow goodput in Kbps; NewReno rows are A's runs):\n\n"
+            + _table(["recovery", "buffer"] + list(MODES) + ["edge vs host"], rows) + "\n")
+
+
+def _seed_spread(df: pd.DataFrame) -> str:
+    """The headline point (A at 5 KB) over every seed run: per-flow goodput per mode and edge pacing's gain."""
+    a = _sel(df, "A")
+    pts = pd.concat([a[a["buffer_kb"] == REF_BUFFER_KB], _sel(df, "A-seeds")])
+    if pts["seed"].nunique() < 2:
+        return ""
+    rows, gains = [], []
+    for seed, g in pts.groupby("seed"):
+        v = g.groupby("mode")["per_flow_kbps"].mean()
+        gain = v.get("edge-paced", np.nan) / v.get("host-paced", np.nan) - 1
+        gains.append(gain)
+        rows.append([str(seed)] + [_f(v.get(m)) for m in MODES] + [_pct(gain)])
+    per_mode = pts.groupby("mode")["per_flow_kbps"]
+    rows.append(["mean ± sd"] + [f"{per_mode.mean().get(m, np.nan):.1f} ± {per_mode.std().get(m, np.nan):.1f}"
+                                 for m in MODES] + [f"{100 * np.mean(gains):.1f} % ± {100 * np.std(gains, ddof=1):.1f}"])
+    return ("The headline point with other seeds (each seed draws new access/edge rates and delays and new start "
+            "times; per-flow goodput in Kbps at 5 KB):\n\n"
+            + _table(["seed"] + list(MODES) + ["edge vs host"], rows) + "\n")
 
 
 def _disagreements(df: pd.DataFrame, settings: Settings) -> str:
@@ -521,7 +568,9 @@ _EXPERIMENT_TEXT = {
     "C": "As A with 100 Mbps access links: each host can burst at the edge rate.",
     "D": "1000 closed-loop users (traffic.md): Pareto files (mean 100 KB, shape 1.2), exponential think time (mean "
          "1 s). Goodput per file = size / completion time, averaged over files started in the window.",
-    "E": "As A with SACK recovery (RFC 6675). FACK is not in latlab (see the gaps below).",
+    "E": "As A with SACK recovery (RFC 6675) and with FACK (forward acknowledgement: every un-SACKed segment below "
+         "the highest SACKed byte counts as lost, pipe = snd.nxt − snd.fack + retran_data, recovery once snd.fack − "
+         "snd.una > 3 segments), at fewer buffers; NewReno is A.",
     "F": "10 edges × 10 hosts (100 flows), access 1–2 Mbps with ns-2's default 50-packet access queue (the access "
          "links are the bottlenecks; latlab's default 10 000-packet queue would bloat them), edges 40 Mbps, core "
          "200 Mbps: the core is not the bottleneck, and losses there come only from bursts.",
@@ -538,9 +587,8 @@ _EXPERIMENT_TEXT = {
          "runs.",
 }
 
-_GAPS = """* **FACK (experiment E).** latlab's TCP has NewReno and SACK (RFC 6675) recovery only; FACK (forward
-  acknowledgement: the sender infers loss from the highest SACKed byte and keeps `awnd = snd.nxt − snd.fack +
-  retran_data` as the pipe estimate) would need a third `recovery = "fack"` in crates/proto's TCP sender.
+_GAPS = """* **FACK's rampdown and overdamping** (ns-2 `Agent/TCP/Fack` options, off by default there) are not
+  modelled: latlab's FACK halves the window at once, like its SACK.
 * **The edge pacer only on ingress links** needs no simulator change: the study builds the two-level dumbbell
   as a `kind = "custom"` topology (`_pacing_experiments.two_level_dumbbell`), with two one-way links per
   ingress edge. The built-in `edge-dumbbell` would put `edge_queue` on c0->ie{j}, c1->ee{j} and ee{j}->c1 too

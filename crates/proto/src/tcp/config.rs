@@ -10,6 +10,29 @@ pub enum Recovery {
     NewReno,
     /// Conservative SACK-based loss recovery, RFC 6675 (needs `sack`).
     Sack,
+    /// Forward acknowledgement (Mathis & Mahdavi, SIGCOMM 1996; ns-2's
+    /// `Agent/TCP/Fack` without rampdown): the RFC 6675 machinery with FACK's
+    /// loss rule. Every un-SACKed segment below snd.fack (one past the
+    /// highest SACKed byte) counts as lost, so the pipe estimate is the
+    /// paper's awnd = snd.nxt − snd.fack + retran_data, and recovery starts
+    /// once snd.fack − snd.una exceeds DupThresh·SMSS (needs `sack`).
+    Fack,
+}
+
+impl Recovery {
+    /// SACK and FACK keep a SACK scoreboard and recover from it.
+    pub fn uses_sack(self) -> bool {
+        matches!(self, Recovery::Sack | Recovery::Fack)
+    }
+
+    /// The scenario-file name of the algorithm.
+    pub fn name(self) -> &'static str {
+        match self {
+            Recovery::NewReno => "newreno",
+            Recovery::Sack => "sack",
+            Recovery::Fack => "fack",
+        }
+    }
 }
 
 /// Receiver delayed-ACK policy (RFC 5681 §4.2, RFC 1122 §4.2.3.2).
@@ -140,7 +163,7 @@ impl TcpConfig {
                 self.initial_window_segments
             ));
         }
-        if self.recovery == Recovery::Sack && !self.sack {
+        if self.recovery.uses_sack() && !self.sack {
             return Err(
                 "recovery = Sack needs sack = true (the receiver must generate SACK blocks)".to_string(),
             );

@@ -23,6 +23,30 @@ pub(crate) const LOST: u8 = 2;
 /// Sent more than once (for measurement and Karn's rule).
 pub(crate) const RETRANSMITTED: u8 = 4;
 
+/// Which un-SACKed segments count as lost (RFC 6675 IsLost()).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LossRule {
+    /// RFC 6675 §4: DupThresh discontiguous SACKed segments above, or more
+    /// than (DupThresh − 1)·SMSS SACKed bytes above.
+    Rfc6675 { dupthresh: u32, mss: u64 },
+    /// FACK: anything below snd.fack, i.e. with any SACKed byte above it.
+    /// Recovery starts once snd.fack − snd.una > DupThresh·SMSS.
+    Fack { dupthresh: u32, mss: u64 },
+}
+
+impl LossRule {
+    /// (segments, bytes) thresholds of SACKed data above a segment that make
+    /// it lost: lost when `segs ≥ .0` or `bytes > .1`.
+    fn thresholds(self) -> (u64, u64) {
+        match self {
+            LossRule::Rfc6675 { dupthresh, mss } => {
+                (dupthresh as u64, (dupthresh as u64).saturating_sub(1) * mss)
+            }
+            LossRule::Fack { .. } => (1, 0),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SegRec {
     pub seq: u64,
@@ -163,20 +187,33 @@ impl Scoreboard {
         self.high_sack_end = 0;
     }
 
-    /// RFC 6675 IsLost(HighACK + 1), from the running totals: DupThresh
-    /// SACKed segments above it, or more than (DupThresh − 1)·SMSS bytes.
-    pub fn front_is_lost(&self, dupthresh: u32, mss: u64) -> bool {
-        self.sacked_segs >= dupthresh as u64 || self.sacked_bytes > (dupthresh as u64).saturating_sub(1) * mss
+    /// Whether recovery should start at HighACK + 1, from the running totals.
+    /// RFC 6675: IsLost(HighACK + 1), DupThresh SACKed segments above it or
+    /// more than (DupThresh − 1)·SMSS bytes. FACK: snd.fack − snd.una >
+    /// DupThresh·SMSS (Mathis & Mahdavi 1996, §3).
+    pub fn front_is_lost(&self, rule: LossRule) -> bool {
+        match rule {
+            LossRule::Rfc6675 { dupthresh, mss } => {
+                self.sacked_segs >= dupthresh as u64
+                    || self.sacked_bytes > (dupthresh as u64).saturating_sub(1) * mss
+            }
+            LossRule::Fack { dupthresh, mss } => match self.recs.front() {
+                Some(f) if self.sacked_segs > 0 => {
+                    self.high_sack_end.saturating_sub(f.seq) > dupthresh as u64 * mss
+                }
+                _ => false,
+            },
+        }
     }
 
     /// RFC 6675 SetPipe(), one backward pass: marks every un-SACKed record
-    /// with IsLost() (DupThresh discontiguous SACKed segments above it, or
-    /// more than (DupThresh − 1)·SMSS SACKed bytes above it) and returns
-    /// pipe = Σ over un-SACKed records of len·([not lost] + [≤ HighRxt]).
-    /// `high_rxt` is RFC 6675 HighRxt (inclusive), `None` before any
-    /// retransmission in this recovery episode.
-    pub fn set_pipe(&mut self, dupthresh: u32, mss: u64, high_rxt: Option<u64>) -> u64 {
-        let byte_limit = (dupthresh as u64).saturating_sub(1) * mss;
+    /// with IsLost() under `rule` and returns pipe = Σ over un-SACKed
+    /// records of len·([not lost] + [≤ HighRxt]). `high_rxt` is RFC 6675
+    /// HighRxt (inclusive), `None` before any retransmission in this
+    /// recovery episode. Under FACK this is the paper's awnd: data above
+    /// snd.fack plus retransmissions still outstanding.
+    pub fn set_pipe(&mut self, rule: LossRule, high_rxt: Option<u64>) -> u64 {
+        let (seg_limit, byte_limit) = rule.thresholds();
         let mut segs_above = 0u64;
         let mut bytes_above = 0u64;
         let mut pipe = 0u64;
@@ -186,7 +223,7 @@ impl Scoreboard {
                 bytes_above += r.len as u64;
                 continue;
             }
-            let lost = segs_above >= dupthresh as u64 || bytes_above > byte_limit;
+            let lost = segs_above >= seg_limit || bytes_above > byte_limit;
             if lost {
                 r.flags |= LOST;
             } else {
@@ -243,6 +280,15 @@ impl Scoreboard {
 mod tests {
     use super::*;
 
+    const R6675: LossRule = LossRule::Rfc6675 {
+        dupthresh: 3,
+        mss: 100,
+    };
+    const FACK: LossRule = LossRule::Fack {
+        dupthresh: 3,
+        mss: 100,
+    };
+
     fn board(n: u64, mss: u32) -> Scoreboard {
         let mut sb = Scoreboard::default();
         for i in 0..n {
@@ -272,16 +318,16 @@ mod tests {
         // Segment 0 lost; 1, 2, 3 SACKed.
         assert_eq!(sb.mark_sacked(101, 401), 300);
         assert_eq!(sb.mark_sacked(101, 401), 0);
-        assert!(sb.front_is_lost(3, 100));
+        assert!(sb.front_is_lost(R6675));
         assert_eq!(sb.high_sack_end(), 401);
-        let pipe = sb.set_pipe(3, 100, None);
+        let pipe = sb.set_pipe(R6675, None);
         // Segment 0 lost (3 SACKed above): 0; segments 4, 5 in flight: 200.
         assert_eq!(pipe, 200);
         assert!(sb.get(0).unwrap().lost());
         assert_eq!(sb.first_hole_above(None), Some(0));
         assert_eq!(sb.first_hole_above(Some(100)), None);
         // After retransmitting segment 0 (HighRxt = 100): +100.
-        assert_eq!(sb.set_pipe(3, 100, Some(100)), 300);
+        assert_eq!(sb.set_pipe(R6675, Some(100)), 300);
         assert_eq!(sb.last_unsacked(), Some(5));
         sb.ack_to(401);
         assert_eq!(sb.sacked_bytes(), 0);
@@ -295,5 +341,36 @@ mod tests {
         assert!(!sb.get(0).unwrap().sacked());
         assert!(!sb.get(1).unwrap().sacked());
         assert!(sb.get(2).unwrap().sacked());
+    }
+
+    #[test]
+    fn fack_counts_every_hole_below_the_forward_ack() {
+        // Segments 0..8; 0 and 2 lost, 1 and 3 SACKed: snd.fack = 401.
+        let mut sb = board(8, 100);
+        sb.mark_sacked(101, 201);
+        sb.mark_sacked(301, 401);
+        // snd.fack − snd.una = 400 > 3·100 : FACK starts recovery; RFC 6675
+        // (2 SACKed segments, 200 bytes ≤ 200) does not yet.
+        assert!(sb.front_is_lost(FACK));
+        assert!(!sb.front_is_lost(R6675));
+        // FACK: 0 and 2 lost, 4..8 in flight: awnd = 400.
+        assert_eq!(sb.set_pipe(FACK, None), 400);
+        assert!(sb.get(0).unwrap().lost() && sb.get(2).unwrap().lost());
+        assert!(!sb.get(4).unwrap().lost());
+        // RFC 6675 counts them all in the pipe (too few SACKed above).
+        assert_eq!(sb.set_pipe(R6675, None), 600);
+        // Retransmitted data (HighRxt covers 0..2) adds retran_data.
+        assert_eq!(sb.set_pipe(FACK, Some(300)), 600);
+    }
+
+    #[test]
+    fn fack_needs_more_than_dupthresh_segments_of_forward_progress() {
+        let mut sb = board(8, 100);
+        sb.mark_sacked(201, 301); // snd.fack − snd.una = 300, not > 300
+        assert!(!sb.front_is_lost(FACK));
+        sb.mark_sacked(301, 401);
+        assert!(sb.front_is_lost(FACK));
+        sb.ack_to(401);
+        assert!(!sb.front_is_lost(FACK));
     }
 }

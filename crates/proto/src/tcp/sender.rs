@@ -28,7 +28,7 @@
 
 use super::config::{Recovery, TcpConfig};
 use super::rtt::RttEstimator;
-use super::scoreboard::Scoreboard;
+use super::scoreboard::{LossRule, Scoreboard};
 use crate::cc::{AckSample, CcState, CongestionControl, CongestionEvent};
 use crate::segment::{Flags, Segment};
 
@@ -364,8 +364,17 @@ impl TcpSender {
 
     // ----- helpers ---------------------------------------------------------
 
+    /// IsLost() of the configured recovery (NewReno never asks).
+    fn loss_rule(&self) -> LossRule {
+        let (dupthresh, mss) = (self.cfg.dupthresh, self.mss);
+        match self.cfg.recovery {
+            Recovery::Fack => LossRule::Fack { dupthresh, mss },
+            Recovery::NewReno | Recovery::Sack => LossRule::Rfc6675 { dupthresh, mss },
+        }
+    }
+
     fn in_sack_recovery(&self) -> bool {
-        self.in_recovery && self.cfg.recovery == Recovery::Sack
+        self.in_recovery && self.cfg.recovery.uses_sack()
     }
 
     /// RFC 5681 FlightSize: sent but not cumulatively acknowledged.
@@ -423,7 +432,7 @@ impl TcpSender {
         if self.snd_nxt < self.snd_max {
             // Go-back-N after an RTO, skipping SACKed segments.
             let idx = self.sb.index_of(self.snd_nxt)?;
-            let idx = if self.cfg.recovery == Recovery::Sack {
+            let idx = if self.cfg.recovery.uses_sack() {
                 self.sb.next_unsacked_from(idx)
             } else {
                 Some(idx)
@@ -748,7 +757,7 @@ impl TcpSender {
         // Go-back-N from snd_una, in slow start.
         self.snd_nxt = self.snd_una;
         self.timed = None;
-        if self.cfg.recovery == Recovery::Sack && self.sb.front().is_some_and(|r| r.sacked()) {
+        if self.cfg.recovery.uses_sack() && self.sb.front().is_some_and(|r| r.sacked()) {
             self.sb.clear_sacks(); // the receiver reneged (RFC 2018 §8)
         }
         // RFC 6298 (5.5), (5.6).
@@ -845,7 +854,7 @@ impl TcpSender {
         }
         let prior_flight = self.flight_bytes();
         let acked = ack - self.snd_una;
-        let sack_mode = self.cfg.recovery == Recovery::Sack;
+        let sack_mode = self.cfg.recovery.uses_sack();
 
         // RFC 6675 Update(): record SACK blocks (clamped to the outstanding range).
         let mut newly_sacked = 0;
@@ -947,7 +956,7 @@ impl TcpSender {
                     }
                 }
             }
-            Recovery::Sack => {
+            Recovery::Sack | Recovery::Fack => {
                 if acked > 0 {
                     self.dupacks = 0;
                     self.restart_rto(now_ns);
@@ -961,11 +970,11 @@ impl TcpSender {
                         self.cc.on_recovery_exit(&mut self.ccs, now_ns);
                     } else {
                         // (B.1) done above; (B.2) SetPipe.
-                        self.pipe = self.sb.set_pipe(self.cfg.dupthresh, self.mss, self.high_rxt);
+                        self.pipe = self.sb.set_pipe(self.loss_rule(), self.high_rxt);
                     }
                 } else if is_dupack {
                     self.dupacks = self.dupacks.saturating_add(1);
-                    let lost = self.sb.front_is_lost(self.cfg.dupthresh, self.mss);
+                    let lost = self.sb.front_is_lost(self.loss_rule());
                     if (self.dupacks >= self.cfg.dupthresh || lost) && self.snd_una > self.recover {
                         grow = false;
                         self.enter_sack_recovery(now_ns);
@@ -1061,7 +1070,7 @@ impl TcpSender {
         self.rescue_rxt = None;
         self.retransmit_una = true;
         // (4.4) SetPipe; the retransmission then adds its length (C.4).
-        self.pipe = self.sb.set_pipe(self.cfg.dupthresh, self.mss, None);
+        self.pipe = self.sb.set_pipe(self.loss_rule(), None);
         self.stats.fast_retransmits += 1;
     }
 }

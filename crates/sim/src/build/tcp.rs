@@ -30,10 +30,14 @@ pub(super) fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig,
                 c.sack = true;
                 Recovery::Sack
             }
+            "fack" => {
+                c.sack = true;
+                Recovery::Fack
+            }
             other => {
                 return Err(cx.err(
                     format!("{path}.recovery"),
-                    format!("unknown recovery {other:?}; expected \"newreno\" or \"sack\""),
+                    format!("unknown recovery {other:?}; expected \"newreno\", \"sack\" or \"fack\""),
                 ))
             }
         };
@@ -97,8 +101,9 @@ pub(super) fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig,
         c.idle_restart = v;
     }
     c.validate().map_err(|m| cx.err(path, m))?;
-    if c.recovery == Recovery::Sack && !c.sack {
-        return Err(cx.err(format!("{path}.sack"), "recovery = \"sack\" needs sack = true"));
+    if c.recovery.uses_sack() && !c.sack {
+        let msg = format!("recovery = \"{}\" needs sack = true", c.recovery.name());
+        return Err(cx.err(format!("{path}.sack"), msg));
     }
     Ok(c)
 }
