@@ -173,6 +173,7 @@ class Run:
     udp: str = ""  # "" | poisson | lrd
     paced_fraction: float = 1.0  # J: share of hosts (host-paced) or edges (edge-paced) that pace
     access_queue_packets: int | None = None
+    min_rto_ms: float | None = None  # None: the ns2 preset's 200 ms (ns-2.35's minrto_ default)
 
     @property
     def params(self) -> dict[str, Any]:
@@ -180,7 +181,7 @@ class Run:
                 "delay_ms": self.delay_ms if self.mode == "edge-paced" else 0.0, "flows": self.flows,
                 "recovery": self.recovery, "workload": self.workload, "udp": self.udp, "core_kind": self.core_kind,
                 "paced_fraction": self.paced_fraction, "duration_s": self.duration_s,
-                "measure_from_s": self.measure_from_s}  # fmt: skip
+                "measure_from_s": self.measure_from_s, "min_rto_ms": self.min_rto_ms or 200.0}  # fmt: skip
 
     @property
     def paced_count(self) -> int:
@@ -223,6 +224,8 @@ def build(run: Run) -> dict[str, Any]:
                                   core_queue=core, ingress_queues=ingress, access_queue=access_queue,
                                   udp_host=udp_host)  # fmt: skip
     tcp: dict[str, Any] = {"preset": "ns2", "recovery": run.recovery}
+    if run.min_rto_ms is not None:
+        tcp["min_rto_ms"] = run.min_rto_ms
     flows: list[dict[str, Any]] = []
     base: dict[str, Any] = {"src": "s{i}", "dst": "d{i}", "cc": "newreno", "start_s": {"uniform": [0.0, 10.0]}}
     if run.workload == "closed-loop":
@@ -290,6 +293,9 @@ class Settings:
     seeds: tuple[int, ...] = (1,)
     #: A at the reference buffer again with these seeds (experiment "A-seeds"): the spread of the headline.
     headline_seeds: tuple[int, ...] = ()
+    #: A again with a longer minimum RTO at these buffers (experiment "A-rto"): the headline's sensitivity to it.
+    rto_min_ms: float = 1000.0
+    rto_buffers_kb: tuple[float, ...] = ()
 
 
 ALL_EXPERIMENTS = tuple("ABCDEFGHIJ")
@@ -335,6 +341,8 @@ def runs_of(exp: str, s: Settings) -> list[Run]:
             out += [Run("J", m, b, **kw) for b in s.j_buffers_kb for m in MODES]  # 0 % and 100 %
         elif exp == "A-seeds":
             out += [Run("A-seeds", m, HEADLINE_BUFFER_KB, **{**kw, "seed": hs}) for hs in s.headline_seeds for m in MODES]
+        elif exp == "A-rto":
+            out += [Run("A-rto", m, b, min_rto_ms=s.rto_min_ms, **kw) for b in s.rto_buffers_kb for m in MODES]
         else:
             raise ValueError(f"unknown experiment {exp!r}; expected one of {ALL_EXPERIMENTS}")
     # One run per distinct set-up (H's d = 10 ms runs are A's, etc. are run again under their own label,
