@@ -27,7 +27,7 @@ $(DEPS): pyproject.toml | $(PY)
 
 build: $(DEPS)
 	$(VENV)/bin/maturin develop --release --quiet
-	cargo build --release --quiet --bin latlab-sim
+	cargo build --release --quiet --bin latlab-sim --bin latlab-net
 
 run: build
 	$(VENV)/bin/latlab run --default -o out/default

@@ -1,0 +1,18 @@
+//! latlab's real-network tools over Linux sockets, built on the sans-IO
+//! machines of `latlab_proto` (see docs: DESIGN.md, "net/").
+//!
+//! So far: the media transport, `latlab-net media send|recv`, which runs
+//! TFRC (RFC 5348) or DFlow over UDP and records rate, one-way delay and
+//! loss.
+//!
+//! - [`wire`]: the versioned packet format and its parser.
+//! - [`clock`]: the real-time clock and the precise wait the loops sleep in.
+//! - [`media`]: the sender and receiver loops.
+//! - [`record`]: per-interval CSV rows and the JSON summary.
+//! - [`cli`]: the command line.
+
+pub mod cli;
+pub mod clock;
+pub mod media;
+pub mod record;
+pub mod wire;

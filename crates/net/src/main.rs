@@ -1,0 +1,42 @@
+//! `latlab-net`: see [`latlab_net::cli`]. Exit codes: 0 done, 1 a run-time
+//! failure (e.g. the address cannot be bound), 2 bad command-line input.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use latlab_net::cli::{Cli, Command, MediaCommand};
+use latlab_net::{clock, media};
+
+fn main() -> ExitCode {
+    // clap prints its own message and exits with 2 on bad input (0 for
+    // --help and --version).
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Media(MediaCommand::Send(args)) => match args.options() {
+            Ok(opts) => {
+                clock::install_stop_handlers();
+                media::sender::run(&opts).map(|_| ())
+            }
+            Err(msg) => return usage_error(&msg),
+        },
+        Command::Media(MediaCommand::Recv(args)) => match args.options() {
+            Ok(opts) => {
+                clock::install_stop_handlers();
+                media::receiver::run(&opts).map(|_| ())
+            }
+            Err(msg) => return usage_error(&msg),
+        },
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn usage_error(msg: &str) -> ExitCode {
+    eprintln!("error: {msg}");
+    ExitCode::from(2)
+}
