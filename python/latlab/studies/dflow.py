@@ -30,6 +30,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from latlab.studies._markdown import num as _f
+from latlab.studies._markdown import pct
+from latlab.studies._markdown import table as _table
+
 NAME = "dflow"
 DESCRIPTION = ("DFlow media congestion control vs TFRC, LEDBAT, Vegas and NewReno on a 2 Mb/s dumbbell: "
                "queueing delay, loss, fairness, the TCP-equation knee")  # fmt: skip
@@ -526,17 +530,8 @@ def reproduce_with(settings: Settings, outdir: Path, jobs: int | None = None, qu
 # ----- the report -----------------------------------------------------------------------------------
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def _f(x: Any, fmt: str = "{:.1f}") -> str:
-    try:
-        return "–" if x is None or not np.isfinite(float(x)) else fmt.format(float(x))
-    except (TypeError, ValueError):
-        return "–"
+def _pct(x: Any) -> str:
+    return pct(x, "{:.0f} %")
 
 
 def _kbps(rate_bps: Any) -> str:
@@ -546,13 +541,6 @@ def _kbps(rate_bps: Any) -> str:
     except (TypeError, ValueError):
         return "–"
     return _f(x / 1e3, "{:.0f}" if abs(x) >= 1e4 else "{:.2f}")
-
-
-def _pct(x: Any) -> str:
-    try:
-        return _f(100 * float(x), "{:.0f} %")
-    except (TypeError, ValueError):
-        return "–"
 
 
 def _range(values: pd.Series, fmt: str = "{:.1f}", scale: float = 1.0) -> str:

@@ -39,6 +39,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from latlab.studies._markdown import table as _table
+
 NAME = "efficiency"
 DESCRIPTION = "Short-flow TCP protocol efficiency in 3.5G vs 4G: latency model, Monte-Carlo, simulator cross-check"
 
@@ -275,12 +277,6 @@ def _size(n: float) -> str:
 def _at(curves: pd.DataFrame, profile: str, n_flows: int, variant: str, size: int) -> pd.Series:
     sel = curves[(curves["profile"] == profile) & (curves["n_flows"] == n_flows) & (curves["variant"] == variant)]
     return sel.iloc[int(np.argmin(np.abs(sel["size_bytes"].to_numpy() - size)))]
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def _report(settings: Settings, quick: bool, loaded: dict[str, Any], curves: pd.DataFrame, options: pd.DataFrame,

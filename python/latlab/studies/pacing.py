@@ -25,6 +25,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from latlab.studies._markdown import num as _f
+from latlab.studies._markdown import pct as _pct
+from latlab.studies._markdown import table as _table
 from latlab.studies._pacing_experiments import ALL_EXPERIMENTS, MODES, Run, Settings, runs_of
 
 NAME = "pacing"
@@ -277,23 +280,6 @@ def _delay_curves(d: pd.DataFrame, path: Path) -> None:
 
 
 # ----- the report -------------------------------------------------------------------------
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def _f(x: Any, fmt: str = "{:.1f}") -> str:
-    try:
-        return "–" if x is None or not np.isfinite(float(x)) else fmt.format(float(x))
-    except (TypeError, ValueError):
-        return "–"
-
-
-def _pct(x: Any) -> str:
-    return _f(100 * x if x is not None and np.isfinite(float(x)) else np.nan, "{:.1f} %")
 
 
 def _grid_table(d: pd.DataFrame, metric: str, fmt: str = "{:.1f}", pct: bool = False) -> str:
