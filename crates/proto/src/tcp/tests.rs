@@ -188,6 +188,24 @@ fn single_drop_one_fast_retransmit_newreno() {
 
 /// Multiple drops in one window: NewReno needs one RTT per loss (partial
 /// ACKs), SACK repairs them in about one RTT.
+/// `n` bytes over an 8 Mb/s, 100 ms RTT path with the window capped at
+/// `cfg.rwnd_bytes` (TestReno, a fixed receive window), dropping the first
+/// transmission of the listed segments; run to completion.
+fn window_limited_with_drops(cfg: &TcpConfig, n: u64, drops: &[u64]) -> Harness {
+    let mut h = Harness::with(
+        cfg.clone(),
+        Box::new(TestReno),
+        Box::new(FixedRwnd(cfg.rwnd_bytes)),
+        Some(n),
+        8 * MBPS,
+        50 * NS_PER_MS,
+    );
+    h.drop_fwd = drop_first_tx(cfg.mss_bytes as u64, drops);
+    h.start();
+    h.run_until_complete(60 * NS_PER_SEC).unwrap();
+    h
+}
+
 #[test]
 fn multiple_drops_newreno_vs_sack() {
     let drops = [100u64, 102, 104];
@@ -202,17 +220,7 @@ fn multiple_drops_newreno_vs_sack() {
         // 6582 (reset on the first partial ACK only) races the third RTT.
         cfg.min_rto_ns = NS_PER_SEC;
         let n = 400 * mss;
-        let mut h = Harness::with(
-            cfg.clone(),
-            Box::new(TestReno),
-            Box::new(FixedRwnd(cfg.rwnd_bytes)),
-            Some(n),
-            8 * MBPS,
-            50 * NS_PER_MS,
-        );
-        h.drop_fwd = drop_first_tx(mss, &drops);
-        h.start();
-        h.run_until_complete(60 * NS_PER_SEC).unwrap();
+        let h = window_limited_with_drops(&cfg, n, &drops);
         let st = h.snd.stats();
         assert_eq!(st.fast_retransmits, 1, "{:?}", cfg.recovery);
         assert_eq!(st.timeouts, 0, "{:?}", cfg.recovery);
@@ -268,17 +276,7 @@ fn fack_enters_recovery_earlier_than_sack_on_a_burst() {
         let mss = cfg.mss_bytes as u64;
         cfg.rwnd_bytes = 40 * mss;
         let n = 400 * mss;
-        let mut h = Harness::with(
-            cfg.clone(),
-            Box::new(TestReno),
-            Box::new(FixedRwnd(cfg.rwnd_bytes)),
-            Some(n),
-            8 * MBPS,
-            50 * NS_PER_MS,
-        );
-        h.drop_fwd = drop_first_tx(mss, &drops);
-        h.start();
-        h.run_until_complete(60 * NS_PER_SEC).unwrap();
+        let h = window_limited_with_drops(&cfg, n, &drops);
         let st = h.snd.stats();
         assert_eq!(st.fast_retransmits, 1, "{:?}", cfg.recovery);
         assert_eq!(st.timeouts, 0, "{:?}", cfg.recovery);
