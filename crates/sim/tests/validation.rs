@@ -94,6 +94,36 @@ fn newreno_fills_a_one_bdp_buffer() {
     assert!(util >= 0.95, "utilisation {util} < 0.95");
 }
 
+/// A 1.5 Mb/s bottleneck with a 50-packet DropTail buffer (about one BDP at
+/// a 244 ms RTT; ns-2's default queue): each sawtooth ends in one loss that
+/// fast retransmit repairs. Two things used to turn that into a timeout:
+/// the RTO, last restarted before the hole, firing while the retransmission
+/// crossed the full queue; and, paced, a timeout during recovery raising
+/// ssthresh to half of a FlightSize that still spans the overflowing window.
+/// Once slow start's losses are repaired (60 s) no timeout may fire, and the
+/// link stays busy.
+#[test]
+fn newreno_recovers_behind_a_standing_queue_without_timeouts() {
+    for pacing in [
+        "",
+        "pacing = true\npacing_ss_factor = 1.0\npacing_ca_factor = 1.0",
+    ] {
+        let queue = "{ kind = \"droptail\", limit_packets = 50 }";
+        let mut sim = single_path(pacing, 1.5e6, 122.0, queue, 0.0, 200.0, "");
+        sim.run_until(60_000_000_000);
+        let timeouts0 = sim.flows[0].tcp().unwrap().sender.stats().timeouts;
+        let (util, losses) = utilisation_and_losses(&mut sim, 60.0);
+        let timeouts = sim.flows[0].tcp().unwrap().sender.stats().timeouts - timeouts0;
+        println!(
+            "pacing {:5}: utilisation {util:.4}, {losses} fast retransmits, {timeouts} timeouts after 60 s",
+            !pacing.is_empty()
+        );
+        assert!(losses >= 3, "the flow should see periodic losses");
+        assert_eq!(timeouts, 0, "pacing {pacing:?}: {timeouts} timeouts");
+        assert!(util >= 0.95, "pacing {pacing:?}: utilisation {util}");
+    }
+}
+
 #[test]
 fn newreno_sawtooth_with_half_bdp_buffer() {
     // Reno with buffer B = BDP/2 (packets): the window peaks at W = BDP + B

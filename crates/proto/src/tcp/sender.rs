@@ -737,8 +737,13 @@ impl TcpSender {
         }
         self.stats.timeouts += 1;
         // RFC 5681 §3.1 eq. (4), unless this segment was already
-        // retransmitted by the timer, in which case ssthresh is held.
-        if self.rto_una != Some(self.snd_una) {
+        // retransmitted by the timer, in which case ssthresh is held. Held
+        // too when the timer fires during fast recovery, whose entry already
+        // reduced ssthresh for this loss (as Linux's tcp_enter_loss does):
+        // FlightSize then still spans the window that overflowed, and half of
+        // it would raise ssthresh above the recovery's, so that slow start
+        // overshoots again and the flow cycles through loss and timeout.
+        if self.rto_una != Some(self.snd_una) && !self.in_recovery {
             self.ccs.ssthresh_bytes =
                 self.cc
                     .ssthresh_on_loss(&self.ccs, CongestionEvent::Timeout, self.flight_size(), now_ns);
@@ -1049,7 +1054,21 @@ impl TcpSender {
             .ssthresh_bytes
             .saturating_add(3u64.saturating_mul(self.mss));
         self.retransmit_una = true;
+        self.restart_rto_for_fast_retransmit(now_ns);
         self.stats.fast_retransmits += 1;
+    }
+
+    /// Restart the retransmission timer as the fast retransmission leaves,
+    /// as ns-2 (tcp-reno.cc `dupack_action`: `reset_rtx_timer`) and Linux
+    /// (`tcp_xmit_retransmit_queue` re-arms it when the head is resent) do.
+    /// RFC 6298 leaves a running timer alone, but then the timer, last
+    /// restarted by the ACK before the hole, must outlast DupThresh
+    /// duplicate ACKs plus the retransmission's trip through the queue: on a
+    /// path whose standing queue keeps the RTT smooth, RTO ≈ SRTT and the
+    /// timer fires first, a spurious timeout (and a go-back-N of the whole
+    /// window) after the fast retransmit.
+    fn restart_rto_for_fast_retransmit(&mut self, now_ns: u64) {
+        self.restart_rto(now_ns);
     }
 
     /// RFC 6675 §5 step (4).
@@ -1071,6 +1090,7 @@ impl TcpSender {
         self.retransmit_una = true;
         // (4.4) SetPipe; the retransmission then adds its length (C.4).
         self.pipe = self.sb.set_pipe(self.loss_rule(), None);
+        self.restart_rto_for_fast_retransmit(now_ns);
         self.stats.fast_retransmits += 1;
     }
 }
