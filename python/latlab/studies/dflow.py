@@ -1023,19 +1023,14 @@ def _gaps(runs: pd.DataFrame) -> str:
   (whole run; p is the receiver's value at the end), not in flow_samples: the knee figure plots each flow's final
   p against its mean rate over the window, and event counts include the start-up. flow_samples'
   queueing_delay_ns keeps DFlow's last estimate, which goes stale while a starved flow sends nothing.
-* **NewReno is bistable on this path.** In some seeds NewReno falls into a cycle of slow-start overshoot → many
-  losses in one window → NewReno recovery (one hole per RTT) → retransmission timeout → slow start again, and stays
-  there, instead of its usual one-loss sawtooth.{numbers} The cycle keeps itself going through RFC 5681's
-  ssthresh = FlightSize/2 after the timeout: FlightSize (snd_nxt − snd_una) still spans the whole window behind the
-  first hole, so ssthresh stays near the window that overflowed and the next slow start overflows again. It is
-  not caused by DFlow: a separate check with two NewReno flows and no DFlow on this path fell into it in 2 of 10
-  seeds. Even a lone NewReno flow has a timeout in about half of its loss cycles (32 in 300 s), because
-  RFC 6298's RTO = SRTT + 4·RTTVAR is barely longer than the fast retransmission's trip through a full 174 ms
-  queue once RTTVAR has decayed during the slow queue build-up (Linux's RTO is effectively SRTT + 200 ms). The
-  sender follows the RFCs, so this is a property of the model rather than a bug, but ns-2's and Linux's senders
-  differ in exactly these details; it changes NewReno's own throughput, not DFlow's fate (near zero in both
-  regimes). Options worth considering in crates/proto's TCP sender: a Linux-style RTO floor on RTTVAR, and
-  ssthresh from the pre-recovery cwnd when a timeout ends a recovery.
+* **NewReno on this path, before and after a sender fix.** Earlier latlab senders followed RFC 6298 and
+  RFC 5681 to the letter and NewReno was bistable here: the RTO timer, last restarted before the hole, fired while
+  the fast retransmission crossed the full 174 ms queue (a timeout in about half of the loss cycles), and a timeout
+  during recovery set ssthresh = FlightSize/2 over the window that had overflowed, so the next slow start overflowed
+  again. The sender now does what ns-2 and Linux do: it restarts the timer as the fast retransmission leaves, and
+  keeps the recovery's ssthresh when the timer fires during recovery (Linux's tcp_enter_loss). NewReno now runs its
+  one-loss sawtooth (see its table: a few timeouts per run, utilisation near 1); DFlow's fate against it is the
+  same in both regimes.
 * **ns-2 details the spec does not give** (the study's packet sizes, TCP initial window, the LEDBAT and Vegas
   implementations' filters, start times, how many competitors, how long the runs were) are the assumptions
   stated under Set-up."""
