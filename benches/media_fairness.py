@@ -54,12 +54,17 @@ import os
 import platform
 import re
 import resource
-import shutil
 import signal
 import subprocess
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
+
+from latlab.cli import UserError
+from latlab.commands.media import find_binary
+from latlab.netns import TestbedUnavailable, bottleneck_testbed, unavailable_reason
+from latlab.studies.dflow import jain_index
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -80,24 +85,7 @@ END_TRIM_S = 1.0  # the common window stops this long before the senders do
 _children: list[subprocess.Popen] = []
 
 
-class Skip(Exception):
-    """The machine cannot run this benchmark (not an error)."""
-
-
 # ----- helpers ------------------------------------------------------------------
-
-
-def find_binary() -> Path | None:
-    env = os.environ.get("LATLAB_NET_BIN")
-    candidates = [Path(env)] if env else []
-    target = os.environ.get("CARGO_TARGET_DIR")
-    if target:
-        candidates.append(Path(target) / "release" / "latlab-net")
-    candidates.append(REPO / "target" / "release" / "latlab-net")
-    found = shutil.which("latlab-net")
-    if found:
-        candidates.append(Path(found))
-    return next((p for p in candidates if p.is_file() and os.access(p, os.X_OK)), None)
 
 
 def parse_rate(text: str) -> int:
@@ -124,63 +112,6 @@ def cpu_times() -> tuple[float, float]:
 def children_cpu_s() -> float:
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     return ru.ru_utime + ru.ru_stime
-
-
-def run(cmd: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=20)
-
-
-def setup_netns(tag: str, rate_bps: int) -> dict:
-    """Two namespaces, a veth pair and the tbf. Returns the names; raises Skip if it cannot."""
-    pid = os.getpid()
-    ns = {
-        "tx": f"latlab-mf-tx-{tag}-{pid}",
-        "rx": f"latlab-mf-rx-{tag}-{pid}",
-        "tx_if": f"mftx{pid}"[:15],
-        "rx_if": f"mfrx{pid}"[:15],
-        "created": [],
-    }
-    try:
-        for name in (ns["tx"], ns["rx"]):
-            res = run(["ip", "netns", "add", name])
-            if res.returncode != 0:
-                raise Skip(f"cannot create a network namespace: {res.stderr.strip()}")
-            ns["created"].append(name)
-        tx, rx, tx_if, rx_if = ns["tx"], ns["rx"], ns["tx_if"], ns["rx_if"]
-        steps = [
-            ["ip", "link", "add", tx_if, "netns", tx, "type", "veth", "peer", "name", rx_if, "netns", rx],
-            ["ip", "-n", tx, "addr", "add", f"{TX_ADDR}/24", "dev", tx_if],
-            ["ip", "-n", rx, "addr", "add", f"{RX_ADDR}/24", "dev", rx_if],
-            ["ip", "-n", tx, "link", "set", "lo", "up"],
-            ["ip", "-n", rx, "link", "set", "lo", "up"],
-            ["ip", "-n", tx, "link", "set", tx_if, "up"],
-            ["ip", "-n", rx, "link", "set", rx_if, "up"],
-            # The bottleneck: the data direction only; feedback is unshaped.
-            ["ip", "netns", "exec", tx, "tc", "qdisc", "add", "dev", tx_if, "root", "tbf",
-             "rate", f"{rate_bps}bit", "burst", str(BURST_BYTES), "limit", str(LIMIT_BYTES)],
-        ]  # fmt: skip
-        for cmd in steps:
-            res = run(cmd)
-            if res.returncode != 0:
-                raise Skip(f"cannot set up the namespaces ({' '.join(cmd)}): {res.stderr.strip()}")
-    except BaseException:
-        teardown_netns(ns)
-        raise
-    return ns
-
-
-def teardown_netns(ns: dict) -> None:
-    # Deleting a namespace deletes its end of the veth pair, and so the pair.
-    for name in ns["created"]:
-        res = run(["ip", "netns", "del", name])
-        if res.returncode != 0:
-            print(f"warning: could not delete namespace {name}: {res.stderr.strip()}", file=sys.stderr)
-    ns["created"] = []
-
-
-def qdisc_stats(ns: dict) -> str:
-    res = run(["ip", "netns", "exec", ns["tx"], "tc", "-s", "qdisc", "show", "dev", ns["tx_if"]])
-    return res.stdout.strip()
 
 
 def stop(proc: subprocess.Popen, timeout_s: float = 5.0) -> None:
@@ -216,11 +147,6 @@ def wait_for_line(path: Path, text: str, proc: subprocess.Popen, timeout_s: floa
 def read_rows(path: Path) -> list[dict[str, float | None]]:
     with path.open() as f:
         return [{k: float(v) if v != "" else None for k, v in row.items()} for row in csv.DictReader(f)]
-
-
-def jain(xs: list[float]) -> float:
-    s, s2 = sum(xs), sum(x * x for x in xs)
-    return s * s / (len(xs) * s2) if s2 > 0 else float("nan")
 
 
 def weighted_rank(pairs: list[tuple[float, float]], q: float) -> float:
@@ -266,7 +192,8 @@ def run_mode(mode: str, args: argparse.Namespace, binary: Path, out: Path) -> di
             old.unlink()
     n, d, w, stagger = args.flows, args.duration_s, args.warmup_s, args.stagger_s
     load_before = os.getloadavg()
-    ns = setup_netns(mode, args.rate)
+    testbed = ExitStack()
+    ns = testbed.enter_context(bottleneck_testbed(f"mf-{mode}", args.rate, BURST_BYTES, LIMIT_BYTES, TX_ADDR, RX_ADDR))
     receivers: list[subprocess.Popen] = []
     senders: list[subprocess.Popen] = []
     recv_launch: list[float] = []
@@ -276,7 +203,7 @@ def run_mode(mode: str, args: argparse.Namespace, binary: Path, out: Path) -> di
         for i in range(n):
             log = out / f"recv-{i}.log"
             cmd = [
-                "ip", "netns", "exec", ns["rx"], str(binary), "media", "recv",
+                *ns.in_rx([str(binary)]), "media", "recv",
                 "--listen", f"{RX_ADDR}:{BASE_PORT + i}", "--duration-s", str(d + 30), "--idle-timeout-s", "2",
                 "--warmup-s", str(w), "--interval-ms", str(ROW_INTERVAL_MS), "--record", str(out / f"recv-{i}.csv"),
             ]  # fmt: skip
@@ -294,7 +221,7 @@ def run_mode(mode: str, args: argparse.Namespace, binary: Path, out: Path) -> di
             start = t0 + i * stagger
             time.sleep(max(0.0, start - time.monotonic()))
             cmd = [
-                "ip", "netns", "exec", ns["tx"], str(binary), "media", "send", "--to", f"{RX_ADDR}:{BASE_PORT + i}",
+                *ns.in_tx([str(binary)]), "media", "send", "--to", f"{RX_ADDR}:{BASE_PORT + i}",
                 "--mode", mode, "--duration-s", f"{d - i * stagger:.3f}", "--packet-bytes", str(PACKET_BYTES),
                 "--record", str(out / f"send-{i}.csv"), "-q",
             ]  # fmt: skip
@@ -323,13 +250,13 @@ def run_mode(mode: str, args: argparse.Namespace, binary: Path, out: Path) -> di
         wall_s = time.monotonic() - t0
         busy, total = cpu_times()
         own_cpu_s = children_cpu_s() - cpu_before[2]
-        tbf = qdisc_stats(ns)
+        tbf = ns.qdisc_stats()
         if failures:
             raise RuntimeError(f"{mode}: " + "\n".join(failures))
     finally:
         for proc in senders + receivers:
             stop(proc)
-        teardown_netns(ns)
+        testbed.close()
     load_after = os.getloadavg()
     (out / "tbf-stats.txt").write_text(tbf + "\n")
     cores = os.cpu_count() or 1
@@ -423,8 +350,8 @@ def analyse(mode, args, out, t0_offsets, send_launch, load, tbf) -> dict:
         "mode": mode,
         "flows": flows,
         "window_s": [win_start, win_end],
-        "jain": jain(rates),
-        "jain_measured": jain(m_rates),
+        "jain": jain_index(rates),
+        "jain_measured": jain_index(m_rates),
         "aggregate_bps": aggregate,
         "aggregate_of_line_rate": aggregate / args.rate,
         "aggregate_of_payload_ceiling": aggregate / ceiling,
@@ -516,16 +443,14 @@ def main() -> int:
     if (args.flows - 1) * args.stagger_s + args.warmup_s >= args.duration_s - END_TRIM_S - 1:
         ap.error("--duration-s leaves no common window after the last start and the warm-up")
 
-    if os.geteuid() != 0:
-        print("skipped: network namespaces and tc need root")
+    reason = unavailable_reason()
+    if reason:
+        print(f"skipped: {reason}")
         return 0
-    missing = [t for t in ("ip", "tc") if shutil.which(t) is None]
-    if missing:
-        print(f"skipped: iproute2 is not installed ({', '.join(missing)} missing)")
-        return 0
-    binary = find_binary()
-    if binary is None:
-        print("error: latlab-net is not built (cargo build --release -p latlab-net)", file=sys.stderr)
+    try:
+        binary = find_binary()
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
 
     # A SIGTERM unwinds like Ctrl-C, so the namespaces are deleted.
@@ -540,7 +465,7 @@ def main() -> int:
         for mode in modes:
             print(f"{mode}: {args.flows} flows for {args.duration_s:g} s ...", flush=True)
             results.append(run_mode(mode, args, binary, args.out / mode))
-    except Skip as e:
+    except TestbedUnavailable as e:
         print(f"skipped: {e}")
         return 0
     except RuntimeError as e:

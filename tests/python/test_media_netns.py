@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import shutil
 import signal
 import socket
 import struct
@@ -28,21 +26,19 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
+
+from latlab.netns import TestbedUnavailable, bottleneck_testbed
 
 
 def _binary() -> Path | None:
-    env = os.environ.get("LATLAB_NET_BIN")
-    candidates = [Path(env)] if env else []
-    target = os.environ.get("CARGO_TARGET_DIR")
-    if target:
-        candidates.append(Path(target) / "release" / "latlab-net")
-    candidates.append(REPO / "target" / "release" / "latlab-net")
-    found = shutil.which("latlab-net")
-    if found:
-        candidates.append(Path(found))
-    return next((p for p in candidates if p.is_file() and os.access(p, os.X_OK)), None)
+    from latlab.cli import UserError
+    from latlab.commands.media import find_binary
+
+    try:
+        return find_binary()
+    except UserError:
+        return None
 
 
 BIN = _binary()
@@ -70,50 +66,16 @@ CD_THRESH_MS = 50.0
 TX_ADDR, RX_ADDR = "10.77.0.1", "10.77.0.2"
 
 
-def _ip(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=20)
-
-
 @pytest.fixture(scope="module")
 def netns():
-    """Two fresh namespaces (names carry the pid), a veth pair and the tbf; always torn down."""
+    """Two fresh namespaces, a veth pair and the tbf (latlab.netns); always torn down."""
     if BIN is None:
         pytest.skip("latlab-net is not built (cargo build --release -p latlab-net, or make build)")
-    if os.geteuid() != 0:
-        pytest.skip("network namespaces need root")
-    if shutil.which("ip") is None or shutil.which("tc") is None:
-        pytest.skip("iproute2 (ip, tc) is not installed")
-    pid = os.getpid()
-    tx_ns, rx_ns = f"latlab-tx-{pid}", f"latlab-rx-{pid}"
-    tx_if, rx_if = f"lmtx{pid}"[:15], f"lmrx{pid}"[:15]
-    created: list[str] = []
     try:
-        for ns in (tx_ns, rx_ns):
-            res = _ip("netns", "add", ns)
-            if res.returncode != 0:
-                pytest.skip(f"cannot create a network namespace: {res.stderr.strip()}")
-            created.append(ns)
-        steps = [
-            ["ip", "link", "add", tx_if, "netns", tx_ns, "type", "veth", "peer", "name", rx_if, "netns", rx_ns],
-            ["ip", "-n", tx_ns, "addr", "add", f"{TX_ADDR}/24", "dev", tx_if],
-            ["ip", "-n", rx_ns, "addr", "add", f"{RX_ADDR}/24", "dev", rx_if],
-            ["ip", "-n", tx_ns, "link", "set", "lo", "up"],
-            ["ip", "-n", rx_ns, "link", "set", "lo", "up"],
-            ["ip", "-n", tx_ns, "link", "set", tx_if, "up"],
-            ["ip", "-n", rx_ns, "link", "set", rx_if, "up"],
-            # The bottleneck: the data direction only; feedback is unshaped.
-            ["ip", "netns", "exec", tx_ns, "tc", "qdisc", "add", "dev", tx_if, "root", "tbf",
-             "rate", f"{RATE_BPS // 1000}kbit", "burst", str(BURST_BYTES), "limit", str(LIMIT_BYTES)],
-        ]  # fmt: skip
-        for cmd in steps:
-            res = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
-            if res.returncode != 0:
-                pytest.skip(f"cannot set up the namespaces ({' '.join(cmd)}): {res.stderr.strip()}")
-        yield {"tx": tx_ns, "rx": rx_ns, "tx_if": tx_if}
-    finally:
-        # Deleting a namespace deletes its end of the veth pair, and so the pair.
-        for ns in created:
-            _ip("netns", "del", ns)
+        with bottleneck_testbed("test", RATE_BPS, BURST_BYTES, LIMIT_BYTES, TX_ADDR, RX_ADDR) as tb:
+            yield tb
+    except TestbedUnavailable as e:
+        pytest.skip(str(e))
 
 
 def _wait_for_line(path: Path, text: str, proc: subprocess.Popen, timeout_s: float = 10.0) -> None:
@@ -142,10 +104,10 @@ def _run_pair(netns: dict, mode: str, out: Path, port: int) -> dict:
     """One receiver and one sender, in their namespaces, for RUN_S; their summaries and records."""
     rx_csv, tx_csv = out / f"{mode}-recv.csv", out / f"{mode}-send.csv"
     rx_log, tx_log = out / f"{mode}-recv.log", out / f"{mode}-send.log"
-    recv_cmd = ["ip", "netns", "exec", netns["rx"], str(BIN), "media", "recv", "--listen", f"{RX_ADDR}:{port}",
+    recv_cmd = ["ip", "netns", "exec", netns.rx_ns, str(BIN), "media", "recv", "--listen", f"{RX_ADDR}:{port}",
                 "--duration-s", str(RUN_S + 10), "--idle-timeout-s", "2", "--warmup-s", str(WARMUP_S),
                 "--record", str(rx_csv)]  # fmt: skip
-    send_cmd = ["ip", "netns", "exec", netns["tx"], str(BIN), "media", "send", "--to", f"{RX_ADDR}:{port}",
+    send_cmd = ["ip", "netns", "exec", netns.tx_ns, str(BIN), "media", "send", "--to", f"{RX_ADDR}:{port}",
                 "--mode", mode, "--duration-s", str(RUN_S), "--packet-bytes", str(PACKET_BYTES),
                 "--record", str(tx_csv)]  # fmt: skip
     if mode == "dflow":

@@ -12,6 +12,40 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+/// When per-interval rows fall due: at start + k·interval, k = 1, 2, ...
+#[derive(Clone, Copy, Debug)]
+pub struct RowClock {
+    next_ns: u64,
+    interval_ns: u64,
+}
+
+impl RowClock {
+    /// `interval_ns` must be positive (the CLI guarantees at least 1 ns).
+    pub fn new(start_ns: u64, interval_ns: u64) -> Self {
+        let interval_ns = interval_ns.max(1);
+        Self {
+            next_ns: start_ns.saturating_add(interval_ns),
+            interval_ns,
+        }
+    }
+
+    /// The time of the next row.
+    pub fn next_ns(&self) -> u64 {
+        self.next_ns
+    }
+
+    /// The next row time if it is at or before `now_ns`, moving past it;
+    /// call until `None` to write every row that is due.
+    pub fn take_due(&mut self, now_ns: u64) -> Option<u64> {
+        if self.next_ns > now_ns {
+            return None;
+        }
+        let t = self.next_ns;
+        self.next_ns = t.saturating_add(self.interval_ns);
+        Some(t)
+    }
+}
+
 /// A CSV file of rows of one type, or nothing when no path was given.
 pub struct Recorder {
     writer: Option<csv::Writer<File>>,
@@ -156,5 +190,21 @@ mod tests {
     fn rates() {
         assert_eq!(rate_bps(250_000, 1_000_000_000), 2e6);
         assert_eq!(rate_bps(1, 0), 0.0);
+    }
+}
+
+#[cfg(test)]
+mod row_clock_tests {
+    use super::RowClock;
+
+    #[test]
+    fn rows_fall_on_whole_intervals_and_catch_up() {
+        let mut c = RowClock::new(1_000, 100);
+        assert_eq!(c.next_ns(), 1_100);
+        assert_eq!(c.take_due(1_099), None);
+        // A late turn writes every row it missed, in order.
+        let due: Vec<u64> = std::iter::from_fn(|| c.take_due(1_350)).collect();
+        assert_eq!(due, vec![1_100, 1_200, 1_300]);
+        assert_eq!(c.next_ns(), 1_400);
     }
 }

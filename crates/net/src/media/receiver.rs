@@ -28,7 +28,7 @@ use serde::Serialize;
 
 use super::{bind, say, try_recv, RunError, SocketCounters, MAX_READS_PER_TURN, RECV_BUF_BYTES};
 use crate::clock::{self, now_ns};
-use crate::record::{ns_to_ms, rate_bps, summary_path, write_summary, Distribution, Recorder};
+use crate::record::{ns_to_ms, rate_bps, summary_path, write_summary, Distribution, Recorder, RowClock};
 use crate::wire::{self, DataPacket, FeedbackPacket, Packet, ReceiverReport, FEEDBACK_LEN};
 
 /// Everything `media recv` was asked to do (validated).
@@ -191,7 +191,7 @@ struct RecvLoop<'a> {
     measured_packets: u64,
     measured_bytes: u64,
     interval: Interval,
-    next_row_ns: u64,
+    rows: RowClock,
 }
 
 impl<'a> RecvLoop<'a> {
@@ -212,7 +212,7 @@ impl<'a> RecvLoop<'a> {
             measured_packets: 0,
             measured_bytes: 0,
             interval: Interval::default(),
-            next_row_ns: start_ns.saturating_add(opts.interval_ns),
+            rows: RowClock::new(start_ns, opts.interval_ns),
         }
     }
 
@@ -235,9 +235,8 @@ impl<'a> RecvLoop<'a> {
             let end_ns = self.end_ns();
             if now >= end_ns || clock::stop_requested() {
                 // The rows due by the end (the last one falls on it).
-                while self.next_row_ns <= now.min(end_ns) {
-                    self.write_row(self.next_row_ns)?;
-                    self.next_row_ns = self.next_row_ns.saturating_add(self.opts.interval_ns);
+                while let Some(t) = self.rows.take_due(now.min(end_ns)) {
+                    self.write_row(t)?;
                 }
                 break;
             }
@@ -247,17 +246,15 @@ impl<'a> RecvLoop<'a> {
                 s.rx.on_timeout(now);
             }
             self.send_feedback(now);
-            while now >= self.next_row_ns {
-                let t = self.next_row_ns;
+            while let Some(t) = self.rows.take_due(now) {
                 self.write_row(t)?;
-                self.next_row_ns = self.next_row_ns.saturating_add(self.opts.interval_ns);
             }
             let timer = self
                 .session
                 .as_ref()
                 .and_then(|s| s.rx.next_timeout())
                 .unwrap_or(u64::MAX);
-            let deadline = timer.min(self.next_row_ns).min(self.end_ns());
+            let deadline = timer.min(self.rows.next_ns()).min(self.end_ns());
             clock::wait_readable_until(fd, deadline);
         }
         Ok(())

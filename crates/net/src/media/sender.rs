@@ -26,7 +26,7 @@ use super::{
     bind, new_session_id, say, try_recv, RunError, SocketCounters, MAX_READS_PER_TURN, RECV_BUF_BYTES,
 };
 use crate::clock::{self, now_ns};
-use crate::record::{ns_to_ms, rate_bps, summary_path, write_summary, Distribution, Recorder};
+use crate::record::{ns_to_ms, rate_bps, summary_path, write_summary, Distribution, Recorder, RowClock};
 use crate::wire::{self, DataPacket, Packet, ReceiverReport};
 
 /// Everything `media send` was asked to do (validated).
@@ -162,7 +162,7 @@ struct SendLoop<'a> {
     rx_qdelay_ms: Vec<f64>,
     lateness_us: Vec<f64>,
     rate_samples_bps: Vec<f64>,
-    next_row_ns: u64,
+    rows: RowClock,
     last_row: (u64, u64),
     stopped_ns: u64,
     /// With `max_rate_bps`: the source has nothing to send before this.
@@ -192,7 +192,7 @@ impl<'a> SendLoop<'a> {
             rx_qdelay_ms: Vec::new(),
             lateness_us: Vec::new(),
             rate_samples_bps: Vec::new(),
-            next_row_ns: start_ns.saturating_add(opts.interval_ns),
+            rows: RowClock::new(start_ns, opts.interval_ns),
             last_row: (start_ns, 0),
             stopped_ns: start_ns,
             source_ready_ns: start_ns,
@@ -209,9 +209,8 @@ impl<'a> SendLoop<'a> {
             if now >= self.end_ns || clock::stop_requested() {
                 self.stopped_ns = now.min(self.end_ns).max(self.start_ns);
                 // The rows due by the end (the last one falls on it).
-                while self.next_row_ns <= self.stopped_ns {
-                    self.write_row(self.next_row_ns)?;
-                    self.next_row_ns = self.next_row_ns.saturating_add(self.opts.interval_ns);
+                while let Some(t) = self.rows.take_due(self.stopped_ns) {
+                    self.write_row(t)?;
                 }
                 break;
             }
@@ -255,10 +254,8 @@ impl<'a> SendLoop<'a> {
                     Err(_) => self.counters.send_errors += 1,
                 }
             }
-            while now >= self.next_row_ns {
-                let t = self.next_row_ns;
+            while let Some(t) = self.rows.take_due(now) {
                 self.write_row(t)?;
-                self.next_row_ns = self.next_row_ns.saturating_add(self.opts.interval_ns);
             }
             // next_timeout() is min(pacing slot, no-feedback timer); the
             // source's ceiling can only push the pacing slot later.
@@ -266,7 +263,7 @@ impl<'a> SendLoop<'a> {
             let wake = timer
                 .max(self.source_ready_ns)
                 .min(self.tx.no_feedback_deadline_ns());
-            let deadline = wake.min(self.next_row_ns).min(self.end_ns);
+            let deadline = wake.min(self.rows.next_ns()).min(self.end_ns);
             clock::wait_readable_until(fd, deadline);
         }
         Ok(())
