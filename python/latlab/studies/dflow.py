@@ -458,15 +458,12 @@ class StudyData:
 def run_study(runs: Sequence[Run], outdir: Path, jobs: int | None, progress: bool = True) -> StudyData:
     """Run the distinct scenarios of ``runs`` once (sweep runner, resumable) and reduce each run."""
     from latlab import Scenario
-    from latlab.sweep import load_run, run_id_of, run_sweep
+    from latlab.sweep import load_run, run_distinct
 
-    scenarios = [Scenario.from_dict(r.scenario(), source=f"<dflow {r.case} {r.variant} seed {r.seed}>") for r in runs]
-    ids = [run_id_of(sc) for sc in scenarios]
-    unique: dict[str, tuple[dict[str, Any], Any]] = {}
-    for r, sc, rid in zip(runs, scenarios, ids):
-        unique.setdefault(rid, (r.params, sc))
+    pairs = [(r.params, Scenario.from_dict(r.scenario(), source=f"<dflow {r.case} {r.variant} seed {r.seed}>"))
+             for r in runs]  # fmt: skip
     sweep_dir = outdir / "runs"
-    catalog = run_sweep(list(unique.values()), sweep_dir, jobs=jobs, progress=progress, name="dflow")
+    ids, catalog = run_distinct(pairs, sweep_dir, jobs=jobs, progress=progress, name="dflow")
     status = dict(zip(catalog["run_id"], catalog["status"]))
     summaries, flows, fseries, lseries = [], [], [], []
     for r, rid in zip(runs, ids):

@@ -131,15 +131,11 @@ def metrics(res: Any, run: Run) -> dict[str, Any]:
 def run_study(runs: Sequence[Run], outdir: Path, jobs: int | None, progress: bool = True) -> pd.DataFrame:
     """Run the distinct scenarios of ``runs`` once (sweep runner, resumable) and return one metrics row per run."""
     from latlab import Scenario
-    from latlab.sweep import load_run, run_id_of, run_sweep
+    from latlab.sweep import load_run, run_distinct
 
-    scenarios = [Scenario.from_dict(r.scenario(), source=f"<pacing {r.experiment}>") for r in runs]
-    ids = [run_id_of(sc) for sc in scenarios]
-    unique: dict[str, tuple[dict[str, Any], Any]] = {}
-    for r, sc, rid in zip(runs, scenarios, ids):
-        unique.setdefault(rid, (r.params, sc))
+    pairs = [(r.params, Scenario.from_dict(r.scenario(), source=f"<pacing {r.experiment}>")) for r in runs]
     sweep_dir = outdir / "runs"
-    catalog = run_sweep(list(unique.values()), sweep_dir, jobs=jobs, progress=progress, name="pacing")
+    ids, catalog = run_distinct(pairs, sweep_dir, jobs=jobs, progress=progress, name="pacing")
     status = dict(zip(catalog["run_id"], catalog["status"]))
     wall = dict(zip(catalog["run_id"], catalog["wall_s"]))
     finished = dict(zip(catalog["run_id"], catalog["finished_at"]))

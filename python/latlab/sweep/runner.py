@@ -16,7 +16,7 @@ so its results are the same bytes, and its files land in the same layout
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from time import monotonic
@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from latlab.results import RUN_JSON
-from latlab.sweep.definition import RunSpec, Sweep, as_runs
+from latlab.sweep.definition import RunSpec, Sweep, as_runs, run_id_of
 from latlab.sweep.pool import LocalPool
 from latlab.sweep.progress import SweepProgress
 from latlab.sweep.store import OK, Store, build_catalog
@@ -119,6 +119,28 @@ def _validate(specs: Iterable[RunSpec]) -> None:
         except ScenarioError as e:
             where = f" (in the run with {spec.params})" if spec.params else ""
             raise type(e)(f"{e}{where}") from None
+
+
+def run_distinct(
+    pairs: Sequence[tuple[Mapping[str, Any], Any]],
+    outdir: str | os.PathLike[str],
+    jobs: int | None = None,
+    progress: bool = True,
+    name: str | None = None,
+) -> tuple[list[str], pd.DataFrame]:
+    """Run each distinct scenario among ``(params, scenario)`` pairs once; return every pair's run id and the catalog.
+
+    Studies describe points that can share a set-up (the same scenario under
+    two experiments); a run id is a hash of the scenario, so those points run
+    once, labelled by the first pair's params, and each pair finds its
+    results under its run id in ``outdir``.
+    """
+    ids = [run_id_of(sc) for _, sc in pairs]
+    unique: dict[str, tuple[Mapping[str, Any], Any]] = {}
+    for (params, sc), rid in zip(pairs, ids):
+        unique.setdefault(rid, (params, sc))
+    catalog = run_sweep(list(unique.values()), outdir, jobs=jobs, progress=progress, name=name)
+    return ids, catalog
 
 
 def run_sweep(
