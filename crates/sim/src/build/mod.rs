@@ -7,7 +7,7 @@ use crate::network::{Link, LinkCounters, LinkRate, Node};
 use crate::packet::PacketRef;
 use crate::pcap::PcapWriter;
 use crate::rng::{stream, stream_seed, Stream};
-use crate::routing::{self, Graph};
+use crate::routing::Router;
 use crate::scenario::FlowGroup;
 use crate::scenario::{
     CoDelSpec, DropTailSpec, EdgePacerSpec, QueueSpec, RedSpec, Scenario, ScenarioError, StartDist,
@@ -127,15 +127,10 @@ pub fn build(sc: &Scenario, source: &str, outdir: Option<&Path>) -> Result<Simul
         links[li as usize].pcap = Some(Box::new(writer));
     }
 
-    // Routing: one shortest-path tree per distinct destination.
+    // Routing, only for the (source, destination) pairs flows use.
     let graph_links: Vec<(u32, u32, u64)> = links.iter().map(|l| (l.src, l.dst, l.delay_ns)).collect();
-    let link_dst: Vec<u32> = links.iter().map(|l| l.dst).collect();
-    let graph = Graph::new(nodes.len(), &graph_links);
-    let mut trees: BTreeMap<u32, Vec<Option<u32>>> = BTreeMap::new();
-    let mut route = |src: u32, dst: u32| -> Option<Vec<u32>> {
-        let next = trees.entry(dst).or_insert_with(|| graph.next_links_to(dst));
-        routing::path(next, &link_dst, src, dst)
-    };
+    let mut router = Router::new(nodes.len(), &graph_links);
+    let mut route = |src: u32, dst: u32| router.route(src, dst);
 
     // Flows.
     let max_sampled = sc.outputs.max_sampled_flows.unwrap_or(DEFAULT_MAX_SAMPLED_FLOWS);
