@@ -268,7 +268,13 @@ def validate(scenario: str) -> None:
 @click.option("--list", "list_only", is_flag=True, help="List the benchmark scenarios and exit.")
 @click.option("--quick", is_flag=True, help="Run each for 10% of its simulated duration (a smoke test).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per benchmark (with machine info).")
-def bench(names: tuple[str, ...], list_only: bool, quick: bool, as_json: bool) -> None:
+@click.option("--scale", is_flag=True,
+              help="Cost growth: the dumbbell at 1k, 10k and 100k flows (build, run, events/s, memory).")
+@click.option("--sizes", default=None, metavar="N,N,...", help="Flow counts for --scale (default 1000,10000,100000).")
+@click.option("--figure", "figure_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="With --scale: write the log-log figure (wall time and memory against flows) here.")
+def bench(names: tuple[str, ...], list_only: bool, quick: bool, as_json: bool, scale: bool, sizes: str | None,
+          figure_path: Path | None) -> None:  # fmt: skip
     """Measure simulator speed and memory on the built-in benchmarks.
 
     Each benchmark runs in a fresh Python process so its peak memory is its
@@ -282,12 +288,20 @@ def bench(names: tuple[str, ...], list_only: bool, quick: bool, as_json: bool) -
       latlab bench --list
       latlab bench dumbbell-10 --quick
       latlab bench --json >> benches/history.jsonl
+      latlab bench --scale --figure scale.png  # 1k, 10k, 100k flows: cost growth
     """
     from rich.console import Console
 
     from latlab import bench as bench_mod
 
     console = Console()
+    if scale or sizes or figure_path:
+        if not scale:
+            raise UserError("--sizes and --figure go with --scale")
+        if names:
+            raise UserError("--scale runs its own scenarios; give no benchmark names with it")
+        _bench_scale(console, sizes, quick, as_json, figure_path)
+        return
     available = bench_mod.names()
     if list_only:
         for name in available:
@@ -322,6 +336,40 @@ def bench(names: tuple[str, ...], list_only: bool, quick: bool, as_json: bool) -
         console.print(bench_table(records, machine, QUICK_FRACTION if quick else None))
     if failed:
         click.get_current_context().exit(1)
+
+
+def _bench_scale(console: Any, sizes: str | None, quick: bool, as_json: bool, figure_path: Path | None) -> None:
+    from latlab import bench as bench_mod
+    from latlab import scale as scale_mod
+
+    if sizes is None:
+        counts = list(scale_mod.SIZES)
+    else:
+        try:
+            counts = [int(float(x)) for x in sizes.split(",") if x.strip()]
+        except ValueError:
+            raise UserError(f"--sizes: expected flow counts separated by commas, got {sizes!r}") from None
+        if not counts or any(c < 2 for c in counts):
+            raise UserError(f"--sizes: expected flow counts of at least 2, got {sizes!r}")
+    machine = bench_mod.machine_info()
+
+    def show(rec: dict[str, Any]) -> None:
+        if as_json:
+            click.echo(json.dumps({**rec, "machine": machine}))
+        else:
+            console.print(f"{rec['flows']:>9,} flows: build {rec['build_s']:.2f} s, run {rec['run_s']:.2f} s "
+                          f"for {rec['sim_s']:g} s simulated, peak {rec['peak_rss_mb']:.0f} MB")
+
+    try:
+        records = scale_mod.run(counts, quick=quick, on_record=show)
+    except bench_mod.BenchFailure as e:
+        raise SimulationError(str(e)) from None
+    if not as_json:
+        console.print(scale_mod.table(records, machine))
+    if figure_path is not None:
+        scale_mod.figure(records, figure_path, machine)
+        if not as_json:
+            console.print(f"figure: {figure_path}")
 
 
 def _register_commands() -> None:

@@ -1,6 +1,7 @@
 //! Build a [`Simulation`] from a parsed [`Scenario`], validating everything a
 //! user can get wrong and naming the key path in each error.
 
+use crate::budget::{self, MemoryLimit};
 use crate::fgn;
 use crate::flow::{make_cc, ClosedLoop, Flow, TcpFlow, TfrcFlow, TimerSlot, Transport, UdpFlow};
 use crate::network::{Link, LinkCounters, LinkRate, Node};
@@ -66,8 +67,21 @@ impl Ctx<'_> {
     }
 }
 
-/// Build the simulation. `outdir` receives pcap files (the current directory if None).
+/// Build the simulation. `outdir` receives pcap files (the current directory
+/// if None). A scenario too large for the memory this machine has available
+/// is refused (see [`crate::budget`]).
 pub fn build(sc: &Scenario, source: &str, outdir: Option<&Path>) -> Result<Simulation, ScenarioError> {
+    build_with_limit(sc, source, outdir, MemoryLimit::Machine)
+}
+
+/// [`build`] with an explicit memory limit.
+pub fn build_with_limit(
+    sc: &Scenario,
+    source: &str,
+    outdir: Option<&Path>,
+    limit: MemoryLimit,
+) -> Result<Simulation, ScenarioError> {
+    budget::check(sc, source, limit)?;
     let cx = Ctx { source };
     let duration_ns = cx.s_to_ns(sc.duration_s, "duration_s")?;
     if duration_ns == 0 {
