@@ -184,7 +184,7 @@ mod tests {
         let e = check(&sc, "x.toml", MemoryLimit::Bytes(8 << 30)).unwrap_err();
         assert_eq!(e.path, "topology.pairs");
         assert!(e.message.starts_with("999999999 needs about"), "{}", e.message);
-        assert!(e.message.contains("TB needed"), "{}", e.message);
+        assert!(e.message.contains("TB to build"), "{}", e.message);
         let sc = dumbbell(10, 4_000_000_000);
         let e = check(&sc, "x.toml", MemoryLimit::Bytes(8 << 30)).unwrap_err();
         assert_eq!(e.path, "flows[0].count");
