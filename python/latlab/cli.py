@@ -187,9 +187,12 @@ def with_duration(sc, duration_s: float):  # noqa: ANN001, ANN201 - latlab.Scena
               help="Simulated seconds, replacing the scenario's duration_s (measure_from_s shrinks in "
                    "proportion if it would not fit).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no summary; only errors.")
-@click.option("--no-plot", is_flag=True, help="Do not draw overview.png.")  # fmt: skip
+@click.option("--no-plot", is_flag=True, help="Do not draw overview.png.")
+@click.option("--max-memory", "max_memory", metavar="SIZE", default=None,
+              help="Refuse a scenario estimated to need more memory than SIZE (e.g. 2G, 512M; "
+                   "default: what the machine has available).")  # fmt: skip
 def run_cmd(scenario: str | None, use_default: bool, outdir: Path | None, seed: int | None, duration_s: float | None,
-            quiet: bool, no_plot: bool) -> None:  # fmt: skip
+            quiet: bool, no_plot: bool, max_memory: str | None) -> None:  # fmt: skip
     """Simulate a scenario and save its results.
 
     SCENARIO is a TOML file, or the name of a built-in scenario such as
@@ -222,7 +225,8 @@ def run_cmd(scenario: str | None, use_default: bool, outdir: Path | None, seed: 
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConservationWarning)  # reported below, in red
-        results = latlab.run(sc, outdir=outdir, progress=not quiet, seed=seed)
+        results = latlab.run(sc, outdir=outdir, progress=not quiet, seed=seed,
+                             max_memory_bytes=None if max_memory is None else parse_size(max_memory, "--max-memory"))
 
     figure = None
     if not no_plot:
@@ -239,6 +243,15 @@ def run_cmd(scenario: str | None, use_default: bool, outdir: Path | None, seed: 
         _error_line(f"packet conservation FAILED {results.conservation_problem()} "
                     f"(a simulator bug; results written to {outdir} but suspect)")  # fmt: skip
         click.get_current_context().exit(1)
+
+
+def parse_size(text: str, option: str) -> int:
+    """'2G', '512M', '64k' or a plain number of bytes (powers of 1024 for the suffixes)."""
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][0-9]+)?)\s*([kKmMgGtT]?)(?:i?B)?\s*", text)
+    if m is None or float(m.group(1)) * units[m.group(2).upper()] < 1:
+        raise UserError(f"{option}: expected a size such as 2G, 512M or 1000000 (bytes), got {text!r}")
+    return int(float(m.group(1)) * units[m.group(2).upper()])
 
 
 # ----- validate ------------------------------------------------------------
