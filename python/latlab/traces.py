@@ -36,7 +36,8 @@ Traces from rates (:func:`from_rate_series`)
     opportunity falls on the first millisecond boundary at which the
     cumulative bytes reach k x 1500. Fractional opportunities are carried
     forward, never rounded per interval, so the trace holds the series'
-    bytes to within one opportunity (it is never above). Mahimahi's period
+    bytes to within one opportunity (never above them, but for float
+    rounding: a tolerance of 1e-6 opportunity). Mahimahi's period
     is the last timestamp, so when the last opportunity falls before the
     end of the series it is moved to the end (the period then matches the
     series' duration; at most that one opportunity moves).
@@ -304,17 +305,19 @@ def from_rate_series(t_s: ArrayLike, rate_bps: ArrayLike, duration_s: ArrayLike 
     period_ms = int(round((ends[-1] - origin) * 1e3))
     if period_ms < 1:
         raise TraceError(f"the series lasts {ends[-1] - origin:.6f} s; a trace needs at least 1 ms")
-    # Cumulative bytes are piecewise linear: knots at every interval's start and end.
-    starts_ms, ends_ms = (t - origin) * 1e3, (ends - origin) * 1e3
-    bytes_in = r / 8 * (ends_ms - starts_ms) / 1e3
+    # Cumulative bytes are piecewise linear: knots at every interval's start and end. Knot times are
+    # snapped to the nanosecond so that decimal times read from a file (0.007 s) land on the ms grid.
+    starts_ms, ends_ms = np.round((t - origin) * 1e3, 6), np.round((ends - origin) * 1e3, 6)
+    bytes_in = r / 8 * (ends - t)
     after = np.cumsum(bytes_in)
     before = after - bytes_in
     knots_ms = np.column_stack([starts_ms, ends_ms]).ravel()
     knots_bytes = np.column_stack([before, after]).ravel()
     grid_ms = np.arange(period_ms + 1, dtype=np.float64)
     cumulative = np.interp(grid_ms, knots_ms, knots_bytes)
-    # A small tolerance so that 1500 B exactly (up to float rounding) counts as one opportunity.
-    whole = np.floor(cumulative / OPPORTUNITY_BYTES + 1e-9).astype(np.int64)
+    # A tolerance of 1e-6 opportunity (1.5 mB) so that k x 1500 B, up to float rounding summed over
+    # many intervals, counts as k opportunities.
+    whole = np.floor(cumulative / OPPORTUNITY_BYTES + 1e-6).astype(np.int64)
     per_ms = np.diff(whole)
     if whole[-1] < 1:
         raise TraceError(f"the series delivers {cumulative[-1]:.0f} bytes, less than one {OPPORTUNITY_BYTES}-byte "
