@@ -9,7 +9,8 @@ these files in ``LinkQueue``; the rules below follow its reader.
 
 What :meth:`Trace.read` accepts
     Lines of ASCII digits without sign, spaces or leading zeros (``0``
-    itself is fine), each below 2^31 (Mahimahi parses an ``int``), not
+    itself is fine), each below 2^31 ms (24.8 days: far beyond any trace,
+    and safe to convert to nanoseconds or 32-bit integers anywhere), not
     decreasing, the last one > 0 (a trace must last a nonzero time). Lines
     end in LF or, throughout the file, in CRLF; the final line ending is
     optional. Anything else is a :class:`TraceError` naming the file and the
@@ -62,7 +63,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 OPPORTUNITY_BYTES = 1500
-MAX_TIMESTAMP_MS = 2**31 - 1  # Mahimahi parses each line into an int
+MAX_TIMESTAMP_MS = 2**31 - 1  # 24.8 days: no real trace is longer; safe in ns and in 32-bit consumers
 DATA_PACKAGE = "latlab"
 DATA_DIR = ("data", "traces")
 SUFFIX = ".trace"
@@ -134,13 +135,13 @@ class Trace:
                 raise TraceError(f"{source}:{number}: {_line_problem(line, newline)}")
             if len(line) > len(str(MAX_TIMESTAMP_MS)):
                 raise TraceError(f"{source}:{number}: timestamp {line[:30].decode()} ms is above {MAX_TIMESTAMP_MS} "
-                                 f"(Mahimahi reads an int)")  # fmt: skip
+                                 f"(24.8 days, the longest trace latlab reads)")  # fmt: skip
         values = np.array(lines).astype(np.int64) if len(lines) else np.zeros(0, np.int64)
         too_big = np.flatnonzero(values > MAX_TIMESTAMP_MS)
         if len(too_big):
             number = int(too_big[0]) + 1
             raise TraceError(f"{source}:{number}: timestamp {int(values[number - 1])} ms is above "
-                             f"{MAX_TIMESTAMP_MS} (Mahimahi reads an int)")  # fmt: skip
+                             f"{MAX_TIMESTAMP_MS} (24.8 days, the longest trace latlab reads)")  # fmt: skip
         down = np.flatnonzero(np.diff(values) < 0)
         if len(down):
             number = int(down[0]) + 2
@@ -391,7 +392,7 @@ def series_csv_text(trace: Trace, bin_ms: int) -> str:
     t_s, rate = trace.rate_series(bin_ms)
     lengths_ms = np.diff(np.append(np.round(t_s * 1e3).astype(np.int64), trace.period_ms))
     lines = ["time_s,rate_bps,duration_s"]
-    lines += [f"{t:.3f},{float(r)!r},{d / 1e3:.3f}" for t, r, d in zip(t_s, rate, lengths_ms)]
+    lines += [f"{t:.3f},{float(r)!r},{d / 1e3:.3f}" for t, r, d in zip(t_s, rate, lengths_ms, strict=True)]
     return "\n".join(lines) + "\n"
 
 

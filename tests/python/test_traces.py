@@ -272,7 +272,8 @@ def test_readme_statistics_match_show():
     for name in SHIPPED:
         row = re.search(rf"^\| `{name}` \|[^|]*\| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|", text, re.M)
         s = traces.summary(traces.load(name), bin_ms=100)
-        assert [float(v) for v in row.groups()] == [round(s[k] / 1e6, 2) for k in ("mean_bps", "p10_bps", "p50_bps", "p90_bps")]
+        measured = [round(s[k] / 1e6, 2) for k in ("mean_bps", "p10_bps", "p50_bps", "p90_bps")]
+        assert [float(v) for v in row.groups()] == measured, name
 
 
 # ----- the command ------------------------------------------------------------

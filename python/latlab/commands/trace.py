@@ -369,7 +369,7 @@ def register(cli: click.Group) -> None:
     @click.argument("trace_arg", metavar="TRACE")
     @_user_errors
     def check(trace_arg: str) -> None:
-        """Validate a trace file: prints "ok" and a summary, or the first problem with its line (exit 2).
+        """Validate a trace file: "ok", or the first problem and its line (exit 2).
 
         \b
         Example:
