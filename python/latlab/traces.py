@@ -294,6 +294,7 @@ def from_rate_series(t_s: ArrayLike, rate_bps: ArrayLike, duration_s: ArrayLike 
         if len(overlap):
             i = int(overlap[0])
             raise TraceError(f"interval {i} ({t[i]} s + {d[i]} s) overlaps the next one, which starts at {t[i + 1]} s")
+        ends[:-1] = np.minimum(ends[:-1], t[1:])  # a touch past the next start (float noise) ends there
     else:
         if end_s is None:
             if len(t) < 2:
