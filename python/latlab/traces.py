@@ -312,7 +312,7 @@ def from_rate_series(t_s: ArrayLike, rate_bps: ArrayLike, duration_s: ArrayLike 
     starts_ms, ends_ms = np.round((t - origin) * 1e3, 6), np.round((ends - origin) * 1e3, 6)
     bytes_in = r / 8 * (ends - t)
     after = np.cumsum(bytes_in)
-    before = after - bytes_in
+    before = np.concatenate([[0.0], after[:-1]])  # exactly the previous interval's end: no float seam
     knots_ms = np.column_stack([starts_ms, ends_ms]).ravel()
     knots_bytes = np.column_stack([before, after]).ravel()
     grid_ms = np.arange(period_ms + 1, dtype=np.float64)
