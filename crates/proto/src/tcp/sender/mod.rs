@@ -26,11 +26,16 @@
 //! - Limited transmit (RFC 3042) is not implemented.
 //! - The third handshake ACK is carried by the first data segment.
 
+mod pacer;
+mod timers;
+
 use super::config::{Recovery, TcpConfig};
 use super::rtt::RttEstimator;
 use super::scoreboard::{LossRule, Scoreboard};
 use crate::cc::{AckSample, CcState, CongestionControl, CongestionEvent};
 use crate::segment::{Flags, Segment};
+use pacer::Pacer;
+use timers::{Timer, Timers};
 
 /// Counters kept by the sender.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -142,6 +147,18 @@ enum RetxKind {
     Rescue,
 }
 
+/// Zero-window probing (RFC 1122 §4.2.2.17); its deadline is
+/// [`Timer::Persist`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Persist {
+    /// Expirations since the window last opened: the interval doubles per
+    /// probe, up to the maximum RTO.
+    backoff: u32,
+    /// The timer fired with nothing outstanding: one segment may go
+    /// regardless of the window.
+    probe_due: bool,
+}
+
 /// Sequence number beyond which an infinite flow never gets.
 const INFINITE_DATA_END: u64 = u64::MAX / 4;
 
@@ -165,13 +182,11 @@ pub struct TcpSender {
     snd_max: u64,
     peer_rwnd: u64,
     rtt: RttEstimator,
-    rto_deadline: Option<u64>,
+    timers: Timers,
     /// snd_una when the RTO last fired (RFC 5681 §3.1: ssthresh is held
     /// constant on repeated timeouts of the same segment).
     rto_una: Option<u64>,
-    persist_deadline: Option<u64>,
-    persist_backoff: u32,
-    force_probe: bool,
+    persist: Persist,
     /// Karn's rule without timestamps: (end seq, send time) of the timed segment.
     timed: Option<(u64, u64)>,
     sb: Scoreboard,
@@ -188,8 +203,7 @@ pub struct TcpSender {
     /// RFC 6675 HighRxt and RescueRxt (inclusive sequence numbers).
     high_rxt: Option<u64>,
     rescue_rxt: Option<u64>,
-    /// Earliest time the pacer lets the next data segment go.
-    next_send_ns: u64,
+    pacer: Pacer,
     last_data_send_ns: Option<u64>,
     last_now_ns: u64,
     /// TSval of the peer's latest segment, echoed in TSecr.
@@ -234,11 +248,9 @@ impl TcpSender {
             snd_max: 0,
             peer_rwnd: cfg.rwnd_bytes,
             rtt,
-            rto_deadline: None,
+            timers: Timers::default(),
             rto_una: None,
-            persist_deadline: None,
-            persist_backoff: 0,
-            force_probe: false,
+            persist: Persist::default(),
             timed: None,
             sb: Scoreboard::default(),
             dupacks: 0,
@@ -249,7 +261,7 @@ impl TcpSender {
             pipe: 0,
             high_rxt: None,
             rescue_rxt: None,
-            next_send_ns: 0,
+            pacer: Pacer::new(cfg.pacing),
             last_data_send_ns: None,
             last_now_ns: 0,
             ts_recent: None,
@@ -383,24 +395,7 @@ impl TcpSender {
     }
 
     fn pacing_active(&self) -> bool {
-        self.cfg.pacing.is_some() && self.rtt.has_sample() && self.rtt.srtt_ns() > 0
-    }
-
-    /// Time between two packets of `wire_bytes` at factor·cwnd/srtt.
-    fn pacing_gap_ns(&self, wire_bytes: u32) -> u64 {
-        let Some(p) = self.cfg.pacing else { return 0 };
-        let factor = if self.ccs.cwnd_bytes < self.ccs.ssthresh_bytes {
-            p.ss_factor
-        } else {
-            p.ca_factor
-        };
-        let cwnd = self.ccs.cwnd_bytes.max(1) as f64;
-        let gap = wire_bytes as f64 * self.rtt.srtt_ns() as f64 / (factor * cwnd);
-        if gap.is_finite() && gap > 0.0 {
-            gap.round().min(u64::MAX as f64 / 2.0) as u64
-        } else {
-            0
-        }
+        self.pacer.is_active(&self.rtt)
     }
 
     fn data_waiting(&self) -> bool {
@@ -441,7 +436,7 @@ impl TcpSender {
                 let rec = self.sb.get(idx)?;
                 let in_flight = rec.seq.saturating_sub(self.snd_una);
                 let rwnd_ok = rec.end() <= self.snd_una.saturating_add(self.peer_rwnd);
-                if (in_flight + rec.len as u64 <= wnd && rwnd_ok) || self.force_probe {
+                if (in_flight + rec.len as u64 <= wnd && rwnd_ok) || self.persist.probe_due {
                     return Some(Tx::Retransmit {
                         idx,
                         kind: RetxKind::GoBack,
@@ -462,7 +457,7 @@ impl TcpSender {
         if cwnd_ok && self.snd_max + len as u64 <= right_edge {
             return Some(Tx::New { len, probe: false });
         }
-        if self.force_probe {
+        if self.persist.probe_due {
             return Some(Tx::New { len, probe: true });
         }
         if cwnd_ok && in_flight == 0 && right_edge > self.snd_max {
@@ -540,8 +535,9 @@ impl TcpSender {
 
     fn arm_rto_if_idle(&mut self, now_ns: u64) {
         // RFC 6298 (5.1): start the timer if it is not running.
-        if self.rto_deadline.is_none() {
-            self.rto_deadline = Some(now_ns.saturating_add(self.rtt.rto_ns()));
+        if !self.timers.is_armed(Timer::Rto) {
+            self.timers
+                .set(Timer::Rto, now_ns.saturating_add(self.rtt.rto_ns()));
         }
     }
 
@@ -589,7 +585,7 @@ impl TcpSender {
                     }
                     RetxKind::GoBack => {
                         self.snd_nxt = rec.end();
-                        self.force_probe = false;
+                        self.persist.probe_due = false;
                     }
                     RetxKind::NextSeg => {
                         // RFC 6675 (C.2), (C.4).
@@ -619,7 +615,7 @@ impl TcpSender {
                     self.timed = Some((self.snd_max, now_ns));
                 }
                 if probe {
-                    self.force_probe = false;
+                    self.persist.probe_due = false;
                     self.stats.window_probes += 1;
                 }
             }
@@ -629,8 +625,10 @@ impl TcpSender {
         self.stats.segments_sent += 1;
         self.stats.bytes_sent += seg.payload_bytes as u64;
         if self.pacing_active() {
-            let gap = self.pacing_gap_ns(self.cfg.wire_bytes(&seg));
-            self.next_send_ns = self.next_send_ns.max(now_ns).saturating_add(gap);
+            let gap = self
+                .pacer
+                .gap_ns(&self.ccs, self.rtt.srtt_ns(), self.cfg.wire_bytes(&seg));
+            self.pacer.on_send(now_ns, gap);
         }
         self.last_data_send_ns = Some(now_ns);
         self.arm_rto_if_idle(now_ns);
@@ -661,7 +659,7 @@ impl TcpSender {
             self.maybe_arm_persist(now_ns);
             return None;
         };
-        if tx != Tx::Syn && self.pacing_active() && now_ns < self.next_send_ns {
+        if tx != Tx::Syn && self.pacing_active() && now_ns < self.pacer.release_ns() {
             return None;
         }
         self.commit(tx, now_ns)
@@ -673,28 +671,26 @@ impl TcpSender {
             && self.data_waiting()
             && self.snd_max == self.snd_una
             && self.peer_rwnd == 0
-            && self.persist_deadline.is_none()
-            && !self.force_probe
+            && !self.timers.is_armed(Timer::Persist)
+            && !self.persist.probe_due
         {
             let mut t = self.rtt.rto_ns();
-            for _ in 0..self.persist_backoff.min(32) {
+            for _ in 0..self.persist.backoff.min(32) {
                 t = t.saturating_mul(2).min(self.cfg.max_rto_ns);
             }
-            self.persist_deadline = Some(now_ns.saturating_add(t));
+            self.timers.set(Timer::Persist, now_ns.saturating_add(t));
         }
     }
 
     /// Earliest of the retransmission/persist deadline and the pacing
     /// release time (only when a segment is waiting for its pacing slot).
     pub fn next_timeout(&self) -> Option<u64> {
-        let mut t = self.rto_deadline;
-        if let Some(p) = self.persist_deadline {
-            t = Some(t.map_or(p, |x| x.min(p)));
-        }
-        if self.pacing_active() && self.next_send_ns > self.last_now_ns {
+        let mut t = self.timers.next_deadline();
+        let release = self.pacer.release_ns();
+        if self.pacing_active() && release > self.last_now_ns {
             if let Some(tx) = self.choose() {
                 if tx != Tx::Syn {
-                    t = Some(t.map_or(self.next_send_ns, |x| x.min(self.next_send_ns)));
+                    t = Some(t.map_or(release, |x| x.min(release)));
                 }
             }
         }
@@ -704,20 +700,15 @@ impl TcpSender {
     /// Handle expired timers; does nothing if nothing is due.
     pub fn on_timeout(&mut self, now_ns: u64) {
         self.last_now_ns = self.last_now_ns.max(now_ns);
-        if let Some(d) = self.persist_deadline {
-            if now_ns >= d {
-                self.persist_deadline = None;
-                self.persist_backoff = self.persist_backoff.saturating_add(1);
-                if self.state == State::Established && self.snd_max == self.snd_una {
-                    self.force_probe = true;
-                }
+        if self.timers.take_expired(Timer::Persist, now_ns) {
+            self.persist.backoff = self.persist.backoff.saturating_add(1);
+            if self.state == State::Established && self.snd_max == self.snd_una {
+                self.persist.probe_due = true;
             }
         }
-        let Some(d) = self.rto_deadline else { return };
-        if now_ns < d {
+        if !self.timers.take_expired(Timer::Rto, now_ns) {
             return;
         }
-        self.rto_deadline = None;
         match self.state {
             State::Closed => {}
             State::SynSent => {
@@ -725,7 +716,8 @@ impl TcpSender {
                 self.stats.syn_timeouts += 1;
                 self.syn_pending = true;
                 self.rtt.backoff();
-                self.rto_deadline = Some(now_ns.saturating_add(self.rtt.rto_ns()));
+                self.timers
+                    .set(Timer::Rto, now_ns.saturating_add(self.rtt.rto_ns()));
             }
             State::Established => self.on_rto(now_ns),
         }
@@ -767,7 +759,8 @@ impl TcpSender {
         }
         // RFC 6298 (5.5), (5.6).
         self.rtt.backoff();
-        self.rto_deadline = Some(now_ns.saturating_add(self.rtt.rto_ns()));
+        self.timers
+            .set(Timer::Rto, now_ns.saturating_add(self.rtt.rto_ns()));
     }
 
     /// Process a segment from the receiver (SYN-ACK or ACK).
@@ -799,7 +792,7 @@ impl TcpSender {
         self.snd_max = 1;
         self.recover = 0; // RFC 6582: recover = ISS
         self.peer_rwnd = seg.rwnd_bytes;
-        self.rto_deadline = None;
+        self.timers.stop(Timer::Rto);
         self.handshake_rtt_ns = Some(now_ns.saturating_sub(self.syn_sent_ns));
         if self.cfg.timestamps {
             self.ts_recent = seg.ts_val_ns;
@@ -834,8 +827,8 @@ impl TcpSender {
     fn check_complete(&mut self, now_ns: u64) {
         if self.finite && self.completed_at_ns.is_none() && self.snd_una >= self.data_end {
             self.completed_at_ns = Some(now_ns);
-            self.rto_deadline = None;
-            self.persist_deadline = None;
+            self.timers.stop(Timer::Rto);
+            self.timers.stop(Timer::Persist);
         }
     }
 
@@ -849,8 +842,8 @@ impl TcpSender {
         let old_rwnd = self.peer_rwnd;
         self.peer_rwnd = seg.rwnd_bytes;
         if self.peer_rwnd > 0 {
-            self.persist_deadline = None;
-            self.persist_backoff = 0;
+            self.timers.stop(Timer::Persist);
+            self.persist.backoff = 0;
         }
         if self.cfg.timestamps {
             if let Some(v) = seg.ts_val_ns {
@@ -1032,9 +1025,10 @@ impl TcpSender {
     /// otherwise restart it.
     fn restart_rto(&mut self, now_ns: u64) {
         if self.snd_una >= self.snd_max {
-            self.rto_deadline = None;
+            self.timers.stop(Timer::Rto);
         } else {
-            self.rto_deadline = Some(now_ns.saturating_add(self.rtt.rto_ns()));
+            self.timers
+                .set(Timer::Rto, now_ns.saturating_add(self.rtt.rto_ns()));
         }
     }
 
