@@ -41,4 +41,4 @@ mod testutil;
 pub use config::{DelayedAck, Pacing, Recovery, TcpConfig, LARGE_RWND_BYTES};
 pub use receiver::{FixedRwnd, ReceiverStats, RwndPolicy, TcpReceiver};
 pub use rtt::RttEstimator;
-pub use sender::{SenderStats, TcpSender};
+pub use sender::{CaState, SenderStats, TcpSender};
