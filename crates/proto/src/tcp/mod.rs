@@ -34,6 +34,8 @@ mod scoreboard;
 mod sender;
 
 #[cfg(test)]
+mod dialogue_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod testutil;
