@@ -28,8 +28,8 @@
 //!
 //! The state is explicit, each part a type that carries its own data, so
 //! that combinations the protocol cannot be in cannot be written down:
-//! [`state::Handshake`] (closed, SYN-SENT, established) and
-//! [`state::CongestionState`] (open, disorder, fast recovery with its
+//! `state::Handshake` (closed, SYN-SENT, established) and
+//! `state::CongestionState` (open, disorder, fast recovery with its
 //! NewReno or SACK data, loss after an RTO: Linux's `icsk_ca_state`); the
 //! timers are one table of deadlines (`timers`), pacing is its own type
 //! (`pacer`). `transmit` decides and builds what leaves, `ack` processes an
