@@ -1,5 +1,5 @@
 //! CoDel, Controlled Delay (RFC 8289), as the RFC's pseudo-code in §5
-//! writes it (specs/queues.md, "CoDel").
+//! writes it (docs/models/queues.md, "CoDel").
 //!
 //! CoDel acts at dequeue. A packet's sojourn is dequeue time − enqueue time.
 //! When the sojourn has stayed at or above TARGET for INTERVAL (and more

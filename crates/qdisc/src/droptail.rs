@@ -1,5 +1,5 @@
 //! DropTail: a FIFO with a hard limit; an arriving packet that does not fit
-//! is dropped (specs/queues.md, "DropTail").
+//! is dropped (docs/models/queues.md, "DropTail").
 //!
 //! This file also holds [`Fifo`], the accounted FIFO that RED and CoDel are
 //! built on, so that the three disciplines keep `QdiscStats` the same way.

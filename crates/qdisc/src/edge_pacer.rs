@@ -1,26 +1,28 @@
-//! The optimal edge pacer (specs/edge-pacer.md).
+//! The optimal edge pacer (docs/models/edge-pacer.md).
 //!
 //! The pacer accepts any traffic and releases the smoothest output such that
 //! no packet is held longer than the delay bound d. In the curves of the
-//! spec: A(t) is the cumulative bits admitted, packet k arrives at a_k and
-//! brings the total to B_k, the deadline curve is D(t) = A(t − d), and the
-//! pacer's fluid exit curve S(t) stays between them.
+//! model page: A(t) is the cumulative bits admitted, packet k arrives at
+//! a_k and brings the total to B_k, the deadline curve is D(t) = A(t − d),
+//! and the pacer's fluid exit curve S(t) stays between them.
 //!
 //! **Fluid.** At time t the smoothest feasible continuation from
 //! P0 = (t, S(t)) runs along the upper concave chain (hull) over the deadline
 //! points (a_k + d, B_k) of the packets not yet reached by S; the fluid rate
 //! is the slope of the chain's first edge,
 //! r(t) = max over those k of (B_k − S(t)) / (a_k + d − t),
-//! capped at the link rate. The hull is kept in a deque exactly as the spec
-//! says: an arrival pops dominated points from the back (O(1) amortised),
-//! and the fluid pops the front point when it reaches it. Between events S
-//! advances at the current rate; nothing is done per nanosecond.
+//! capped at the link rate. The hull is kept in a deque exactly as the
+//! model page says: an arrival pops dominated points from the back (O(1)
+//! amortised), and the fluid pops the front point when it reaches it.
+//! Between events S advances at the current rate; nothing is done per
+//! nanosecond.
 //!
 //! **Packets.** Packet k is released when the fluid has passed all of it,
-//! S ≥ B_k (the spec's first choice). That gives the full spacing (a lone
-//! packet leaves exactly at its deadline) and, because the chain lies on or
-//! above every deadline point, S reaches B_k by a_k + d. Releasing at
-//! S ≥ B_(k−1) would cut delay but lets a lone packet out at once.
+//! S ≥ B_k (the first of the model's two choices). That gives the full
+//! spacing (a lone packet leaves exactly at its deadline) and, because the
+//! chain lies on or above every deadline point, S reaches B_k by a_k + d.
+//! Releasing at S ≥ B_(k−1) would cut delay but lets a lone packet out at
+//! once.
 //!
 //! Two further release rules make the guarantee hold for the packets as the
 //! link actually sends them, not only for the fluid:
@@ -246,7 +248,7 @@ impl<P: QueuedPacket> EdgePacer<P> {
     }
 
     /// Advance the fluid to `now`: every hull point it reaches becomes P0
-    /// and is popped (spec: "when S reaches H[0]").
+    /// and is popped (docs/models/edge-pacer.md: "the fluid reaches H[0]").
     fn advance(&mut self, now: TimeNs) {
         while let Some(&h) = self.hull.front() {
             let at = self.reach_ns(h.y_bits);
@@ -295,7 +297,7 @@ impl<P: QueuedPacket> EdgePacer<P> {
             return;
         }
 
-        // Fluid: P0 = (now, S(now)), then the spec's pop rule for the new
+        // Fluid: P0 = (now, S(now)), then the model's pop rule for the new
         // deadline point q.
         self.advance(now);
         self.p0_bits = self.fluid_bits(now);
@@ -642,7 +644,7 @@ mod tests {
         }
     }
 
-    /// Brute force of the spec's r(t): max over admitted k with B_k > S of
+    /// Brute force of the model's r(t): max over admitted k with B_k > S of
     /// (B_k − S) / (a_k + d − t).
     fn brute_force_rate(q: &EdgePacer<TestPkt>, arr: &[(u64, u32)], upto: usize, d: u64, now: u64) -> f64 {
         let s = q.fluid_bits(now);
@@ -776,7 +778,7 @@ mod tests {
 
     #[test]
     fn fluid_rate_is_the_first_hull_edge() {
-        // (2a) At every arrival the deque's rate equals the spec's r(t),
+        // (2a) At every arrival the deque's rate equals the model's r(t),
         // computed by brute force over all points not yet reached.
         let mut rng = Prng(4);
         for _ in 0..200 {

@@ -1,7 +1,7 @@
 //! Random Early Detection (Floyd & Jacobson 1993), following ns-2.35
 //! `queue/red.cc` (`REDQueue::enque`, `deque`, `estimator`,
 //! `calculate_p_new`, `modify_p`, `drop_early`) with every parameter
-//! explicit (specs/queues.md, "RED").
+//! explicit (docs/models/queues.md, "RED").
 //!
 //! Per arrival, in red.cc's order:
 //! 1. If the queue was idle, pretend `m` packets arrived to an empty queue

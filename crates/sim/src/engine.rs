@@ -35,6 +35,15 @@ struct Entry {
     event: Event,
 }
 
+// Every event goes through the radix heap and is moved on every
+// redistribution: an `Event` variant with a payload (a packet, a float) would
+// grow every entry. Growing these is a decision to measure (`latlab bench`),
+// not an accident.
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Event>() == 8);
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Entry>() == 32);
+
 const BUCKETS: usize = 129;
 
 /// The simulator's agenda: a radix heap (Ahuja, Mehlhorn, Orlin & Tarjan

@@ -1,5 +1,5 @@
 //! Exact fractional Gaussian noise and Norros long-range-dependent traffic
-//! (specs/traffic.md, "Open-loop UDP, long-range dependent").
+//! (docs/models/workloads.md, "Long-range-dependent traffic").
 //!
 //! [`fgn`] draws N samples of unit-variance fGn with Hurst parameter H by
 //! circulant embedding (Davies & Harte 1987; Wood & Chan 1994; Dietrich &

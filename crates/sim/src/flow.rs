@@ -8,16 +8,9 @@
 //! reports loss (and, for DFlow, queueing delay) once per RTT.
 
 use crate::traffic::{UdpSource, UserDraws};
-use latlab_proto::cc::{self, CongestionControl};
+use latlab_proto::cc::CcSpec;
 use latlab_proto::tcp::{SenderStats, TcpConfig, TcpReceiver, TcpSender};
 use latlab_proto::tfrc::{TfrcMode, TfrcReceiver, TfrcSender};
-
-/// A congestion controller by scenario name and parameters. Names and
-/// parameters are validated when the scenario is built, so this cannot
-/// fail for a running simulation; NewReno stands in if it ever did.
-pub fn make_cc(name: &str, mss_bytes: u32, params: &[(String, f64)]) -> Box<dyn CongestionControl> {
-    cc::build(name, mss_bytes as u64, params).unwrap_or_else(|_| Box::new(cc::NewReno::new()))
-}
 
 /// Timer bookkeeping for one sans-IO endpoint.
 ///
@@ -69,7 +62,8 @@ pub struct Transfer {
 pub struct ClosedLoop {
     pub draws: UserDraws,
     pub cfg: TcpConfig,
-    pub cc_params: Vec<(String, f64)>,
+    /// The group's controller: each new connection gets a fresh one.
+    pub cc: CcSpec,
     pub transfers: Vec<Transfer>,
     /// Start and size of the transfer in progress.
     pub current_start_ns: u64,

@@ -44,6 +44,16 @@ pub struct PacketRef {
     pub flow: u32,
 }
 
+// The hot path copies packets into and out of the slab, and queues hold
+// `PacketRef`s: a field added to `Segment`, a TFRC header or `Packet` must
+// not grow them silently. If one of these fails, the change costs memory
+// traffic on every hop: measure (`latlab bench`) and update the figure on
+// purpose, saying why in the commit.
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Packet>() == 128);
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<PacketRef>() == 12);
+
 impl QueuedPacket for PacketRef {
     fn size_bytes(&self) -> u32 {
         self.wire_bytes

@@ -8,7 +8,7 @@
 //! index increment.
 
 use crate::engine::{Event, EventQueue};
-use crate::flow::{make_cc, Flow, TcpFlow, TfrcFlow, TimerSlot, Transfer, Transport};
+use crate::flow::{Flow, TcpFlow, TfrcFlow, TimerSlot, Transfer, Transport};
 use crate::measure::Samples;
 use crate::network::{Link, Node};
 use crate::packet::{Packet, PacketRef, PacketSlab, Payload};
@@ -344,7 +344,7 @@ impl Simulation {
         // A new connection replaces the old one; its late packets are
         // discarded by generation, its stale timers by their slots.
         let cfg = cl.cfg.clone();
-        let cc_name = self.flows[flow as usize].cc_name.clone();
+        let cc = cl.cc.build(cfg.mss_bytes as u64);
         let f = &mut self.flows[flow as usize];
         f.conn = f.conn.wrapping_add(1);
         let Transport::Tcp(t) = &mut f.transport else {
@@ -353,12 +353,7 @@ impl Simulation {
         // While the user thinks, an unconnected sender holds the place: it
         // sends nothing, and the finished connection's counters (now in the
         // `past_*` totals) are not counted twice.
-        let params = t
-            .closed_loop
-            .as_ref()
-            .map(|c| c.cc_params.clone())
-            .unwrap_or_default();
-        t.sender = TcpSender::new(cfg.clone(), make_cc(&cc_name, cfg.mss_bytes, &params), Some(1));
+        t.sender = TcpSender::new(cfg.clone(), cc, Some(1));
         t.receiver = TcpReceiver::new(cfg.clone(), Box::new(FixedRwnd(cfg.rwnd_bytes)));
         t.sender_timer = TimerSlot::default();
         t.receiver_timer = TimerSlot::default();
@@ -374,9 +369,7 @@ impl Simulation {
         cl.current_start_ns = now;
         cl.current_size_bytes = size;
         let cfg = cl.cfg.clone();
-        let params = cl.cc_params.clone();
-        let cc_name = self.flows[flow as usize].cc_name.clone();
-        let cc = make_cc(&cc_name, cfg.mss_bytes, &params);
+        let cc = cl.cc.build(cfg.mss_bytes as u64);
         let t = self.tcp_mut(flow);
         t.sender = TcpSender::new(cfg, cc, Some(size));
         t.sender.connect(now);

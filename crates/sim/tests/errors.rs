@@ -141,3 +141,53 @@ fn bad_controller_parameters() {
     )
     .unwrap();
 }
+
+#[test]
+fn controller_names_and_knobs_come_from_the_registry() {
+    let with = |cc: &str| BASE.replace("dst = \"b\"", &format!("dst = \"b\"\n{cc}"));
+    // Every known name is listed, the new controllers included.
+    let msg = error_of(&with("cc = \"htcpp\""));
+    assert_mentions(
+        &msg,
+        &[
+            "flows[0].cc",
+            "htcpp",
+            "newreno",
+            "reno",
+            "cubic",
+            "htcp",
+            "westwood",
+        ],
+    );
+    // An unknown knob lists the controller's knobs with their ranges.
+    let msg = error_of(&with("cc = \"htcp\"\ncc_params = { rtt_scalling = 0 }"));
+    assert_mentions(
+        &msg,
+        &[
+            "flows[0].cc_params",
+            "rtt_scalling",
+            "rtt_scaling",
+            "bandwidth_switch",
+            "0 or 1",
+        ],
+    );
+    // A flag must be 0 or 1.
+    let msg = error_of(&with("cc = \"htcp\"\ncc_params = { bandwidth_switch = 2 }"));
+    assert_mentions(&msg, &["flows[0].cc_params", "bandwidth_switch", "out of range"]);
+    // Westwood+ and NewReno take none.
+    for cc in ["westwood", "reno"] {
+        let msg = error_of(&with(&format!("cc = \"{cc}\"\ncc_params = {{ beta = 0.5 }}")));
+        assert_mentions(&msg, &["flows[0].cc_params", "beta", "accepts no parameters"]);
+    }
+    // Non-finite and out-of-range values of a known knob.
+    let msg = error_of(&with("cc = \"cubic\"\ncc_params = { beta = inf }"));
+    assert_mentions(&msg, &["flows[0].cc_params", "beta", "finite"]);
+    let msg = error_of(&with("cc = \"cubic\"\ncc_params = { c = 0 }"));
+    assert_mentions(&msg, &["flows[0].cc_params", "\"c\"", "out of range", "beta"]);
+    load(
+        &with("cc = \"htcp\"\ncc_params = { rtt_scaling = 0, bandwidth_switch = 1 }"),
+        "ok.toml",
+    )
+    .unwrap();
+    load(&with("cc = \"westwood\""), "ok.toml").unwrap();
+}

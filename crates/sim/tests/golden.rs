@@ -12,7 +12,8 @@
 
 mod common;
 
-use latlab_sim::load;
+use latlab_sim::build::build;
+use latlab_sim::parse;
 use latlab_sim::tables::to_ipc_stream;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -146,8 +147,12 @@ fn cases() -> Vec<(String, String)> {
 
 fn digests() -> BTreeMap<String, String> {
     let mut map = BTreeMap::new();
+    let scratch = std::env::temp_dir().join(format!("latlab-golden-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
     for (name, toml) in cases() {
-        let mut sim = load(&toml, &name).unwrap_or_else(|e| panic!("{name}: {e}"));
+        // pcap files requested by a scenario go to a scratch folder, not the tree.
+        let sc = parse(&toml, &name).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut sim = build(&sc, &name, Some(&scratch)).unwrap_or_else(|e| panic!("{name}: {e}"));
         sim.run();
         assert!(sim.conservation_ok(), "{name}: conservation violated");
         for (table, batch) in sim.tables() {
@@ -155,6 +160,7 @@ fn digests() -> BTreeMap<String, String> {
             map.insert(format!("{name} {table}"), format!("{:016x}", fnv1a64(&bytes)));
         }
     }
+    let _ = std::fs::remove_dir_all(&scratch);
     map
 }
 

@@ -26,7 +26,10 @@
 //! - Undo of spurious congestion events (RFC 9438 §4.9) is not implemented:
 //!   the trait has no undo hook.
 
-use super::{slow_start, AckSample, CcState, CongestionControl, CongestionEvent};
+use super::{
+    cong_avoid_ai_segments, knob_flag, knob_real, slow_start, AckSample, CcState, CongestionControl,
+    CongestionEvent, ControllerParams, Knob,
+};
 use crate::{TimeNs, NS_PER_SEC};
 
 /// CUBIC constants (RFC 9438 §5 defaults in [`Default`]).
@@ -50,6 +53,56 @@ impl Default for CubicParams {
             fast_convergence: true,
             tcp_friendliness: true,
         }
+    }
+}
+
+impl ControllerParams for CubicParams {
+    const KNOBS: &'static [Knob] = &[
+        Knob {
+            key: "c",
+            about: "C in segments/s^3, (0, 100]; default 0.4",
+        },
+        Knob {
+            key: "beta",
+            about: "multiplicative decrease factor, (0, 1); default 0.7",
+        },
+        Knob {
+            key: "fast_convergence",
+            about: "0 or 1; default 1",
+        },
+        Knob {
+            key: "tcp_friendliness",
+            about: "0 or 1; default 1",
+        },
+    ];
+
+    fn set(&mut self, key: &str, value: f64) -> Option<()> {
+        match key {
+            "c" => self.c = knob_real(value, |c| c > 0.0 && c <= 100.0)?,
+            "beta" => self.beta = knob_real(value, |b| b > 0.0 && b < 1.0)?,
+            "fast_convergence" => self.fast_convergence = knob_flag(value)?,
+            "tcp_friendliness" => self.tcp_friendliness = knob_flag(value)?,
+            _ => return None,
+        }
+        Some(())
+    }
+
+    /// C in (0, 100] segments/s³ and β in (0, 1), as a scenario may set them.
+    fn validate(&self) -> Result<(), String> {
+        if !(self.c > 0.0 && self.c <= 100.0) {
+            return Err(format!(
+                "cubic c must be in (0, 100] segments/s^3, got {}",
+                self.c
+            ));
+        }
+        if !(self.beta > 0.0 && self.beta < 1.0) {
+            return Err(format!("cubic beta must be in (0, 1), got {}", self.beta));
+        }
+        Ok(())
+    }
+
+    fn build(&self, mss_bytes: u64) -> Box<dyn CongestionControl> {
+        Box::new(Cubic::new(*self, mss_bytes))
     }
 }
 
@@ -266,7 +319,7 @@ impl CongestionControl for Cubic {
             } else {
                 self.params.alpha_cubic()
             };
-            self.w_est_segments += alpha * acked_segments / cwnd_divisor;
+            self.w_est_segments += cong_avoid_ai_segments(alpha, acked_segments, cwnd_divisor);
             if w_cubic_now < self.w_est_segments {
                 // Reno-friendly region: follow W_est.
                 if self.w_est_segments > cwnd_segments {

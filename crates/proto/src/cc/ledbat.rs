@@ -60,7 +60,10 @@
 //!   starts back toward ssthresh (if slow start is enabled); the next ACK
 //!   raises cwnd to MIN_CWND·MSS.
 
-use super::{slow_start, AckSample, CcState, CongestionControl, CongestionEvent};
+use super::{
+    knob_flag, knob_real, knob_whole, slow_start, AckSample, CcState, CongestionControl, CongestionEvent,
+    ControllerParams, Knob,
+};
 use crate::{TimeNs, NS_PER_MS, NS_PER_SEC};
 
 /// Largest BASE_HISTORY accepted (one-minute buckets).
@@ -104,9 +107,61 @@ impl Default for LedbatParams {
     }
 }
 
-impl LedbatParams {
+impl ControllerParams for LedbatParams {
+    const KNOBS: &'static [Knob] = &[
+        Knob {
+            key: "target_ms",
+            about: "TARGET queuing delay in ms, (0, 10000]; default 100",
+        },
+        Knob {
+            key: "gain",
+            about: "GAIN, (0, 100]; default 1",
+        },
+        Knob {
+            key: "base_history",
+            about: "one-minute base-delay buckets, integer 1..=60; default 10",
+        },
+        Knob {
+            key: "current_filter",
+            about: "current-delay MIN filter samples, integer 1..=32; default 4",
+        },
+        Knob {
+            key: "min_cwnd",
+            about: "MIN_CWND in segments, integer 1..=1000; default 2",
+        },
+        Knob {
+            key: "allowed_increase",
+            about: "ALLOWED_INCREASE in segments, integer 1..=1000; default 1",
+        },
+        Knob {
+            key: "slow_start",
+            about: "0 or 1; default 1",
+        },
+    ];
+
+    fn set(&mut self, key: &str, value: f64) -> Option<()> {
+        match key {
+            "target_ms" => {
+                let ms = knob_real(value, |ms| ms > 0.0 && ms <= 10_000.0)?;
+                self.target_ns = ((ms * 1e6).round() as u64).max(1);
+            }
+            "gain" => self.gain = knob_real(value, |g| g > 0.0 && g <= 100.0)?,
+            "base_history" => {
+                self.base_history = knob_whole(value, 1, LEDBAT_MAX_BASE_HISTORY as u64)? as usize
+            }
+            "current_filter" => {
+                self.current_filter = knob_whole(value, 1, LEDBAT_MAX_CURRENT_FILTER as u64)? as usize
+            }
+            "min_cwnd" => self.min_cwnd_segments = knob_whole(value, 1, 1000)?,
+            "allowed_increase" => self.allowed_increase_segments = knob_whole(value, 1, 1000)?,
+            "slow_start" => self.slow_start = knob_flag(value)?,
+            _ => return None,
+        }
+        Some(())
+    }
+
     /// Check every constant; the error names the offending one.
-    pub fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), String> {
         if self.target_ns == 0 || self.target_ns > 10 * NS_PER_SEC {
             return Err(format!(
                 "ledbat target must be in (0, 10000] ms, got {} ns",
@@ -143,6 +198,12 @@ impl LedbatParams {
         Ok(())
     }
 
+    fn build(&self, mss_bytes: u64) -> Box<dyn CongestionControl> {
+        Box::new(Ledbat::new(*self, mss_bytes))
+    }
+}
+
+impl LedbatParams {
     /// Out-of-range constants replaced by the RFC defaults, so no input can
     /// index out of bounds or divide by zero.
     fn sanitized(self) -> Self {

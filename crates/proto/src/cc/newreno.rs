@@ -3,8 +3,31 @@
 //! part proper, RFC 6582 §3.2) lives in the sender; this controller only grows
 //! the window on ACKs and picks ssthresh after a congestion event.
 
-use super::{slow_start, AckSample, CcState, CongestionControl, CongestionEvent};
+use super::{
+    cong_avoid_ai, slow_start, AckSample, CcState, CongestionControl, CongestionEvent, ControllerParams, Knob,
+};
 use crate::TimeNs;
+
+/// NewReno has no constants to set: RFC 5681 fixes the decrease (ssthresh =
+/// FlightSize/2) and the increase (one SMSS per RTT).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NewRenoParams;
+
+impl ControllerParams for NewRenoParams {
+    const KNOBS: &'static [Knob] = &[];
+
+    fn set(&mut self, _key: &str, _value: f64) -> Option<()> {
+        None
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn build(&self, _mss_bytes: u64) -> Box<dyn CongestionControl> {
+        Box::new(NewReno::new())
+    }
+}
 
 /// NewReno (RFC 5681 / RFC 6582) window growth.
 ///
@@ -53,12 +76,10 @@ impl CongestionControl for NewReno {
                 return;
             }
         }
-        // RFC 5681 §3.1 congestion avoidance, byte-counting variant.
-        self.bytes_acked_ca = self.bytes_acked_ca.saturating_add(acked_bytes);
-        if self.bytes_acked_ca >= state.cwnd_bytes {
-            self.bytes_acked_ca -= state.cwnd_bytes;
-            state.cwnd_bytes = state.cwnd_bytes.saturating_add(state.mss_bytes);
-        }
+        // RFC 5681 §3.1 congestion avoidance, byte-counting variant: one
+        // SMSS per cwnd of ACKed bytes.
+        let w_bytes = state.cwnd_bytes;
+        cong_avoid_ai(state, &mut self.bytes_acked_ca, w_bytes, acked_bytes);
     }
 
     fn ssthresh_on_loss(

@@ -42,7 +42,7 @@
 //! (one sample per ACK of new data). Without them Karn's rule yields one
 //! sample per round and Vegas degrades to Reno-like growth.
 
-use super::{slow_start, AckSample, CcState, CongestionControl, CongestionEvent};
+use super::{slow_start, AckSample, CcState, CongestionControl, CongestionEvent, ControllerParams, Knob};
 use crate::TimeNs;
 
 /// Vegas thresholds in packets (Linux defaults in [`Default`]).
@@ -66,18 +66,36 @@ impl Default for VegasParams {
     }
 }
 
-impl VegasParams {
-    /// The original paper's / ns-2's thresholds (α = 1, β = 3, γ = 1).
-    pub fn ns2() -> Self {
-        Self {
-            alpha: 1.0,
-            beta: 3.0,
-            gamma: 1.0,
+/// The thresholds are set as given; `validate` checks their ranges and
+/// α ≤ β.
+impl ControllerParams for VegasParams {
+    const KNOBS: &'static [Knob] = &[
+        Knob {
+            key: "alpha",
+            about: "packets queued below which cwnd grows, [0, 10000], <= beta; default 2",
+        },
+        Knob {
+            key: "beta",
+            about: "packets queued above which cwnd shrinks, [0, 10000]; default 4",
+        },
+        Knob {
+            key: "gamma",
+            about: "packets queued that end slow start, [0, 10000]; default 1",
+        },
+    ];
+
+    fn set(&mut self, key: &str, value: f64) -> Option<()> {
+        match key {
+            "alpha" => self.alpha = value,
+            "beta" => self.beta = value,
+            "gamma" => self.gamma = value,
+            _ => return None,
         }
+        Some(())
     }
 
     /// Check the thresholds; the error names the offending one.
-    pub fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), String> {
         for (name, v) in [("alpha", self.alpha), ("beta", self.beta), ("gamma", self.gamma)] {
             if !(v.is_finite() && (0.0..=10_000.0).contains(&v)) {
                 return Err(format!("vegas {name} must be in [0, 10000] packets, got {v}"));
@@ -90,6 +108,21 @@ impl VegasParams {
             ));
         }
         Ok(())
+    }
+
+    fn build(&self, mss_bytes: u64) -> Box<dyn CongestionControl> {
+        Box::new(Vegas::new(*self, mss_bytes))
+    }
+}
+
+impl VegasParams {
+    /// The original paper's / ns-2's thresholds (α = 1, β = 3, γ = 1).
+    pub fn ns2() -> Self {
+        Self {
+            alpha: 1.0,
+            beta: 3.0,
+            gamma: 1.0,
+        }
     }
 
     fn sanitized(self) -> Self {

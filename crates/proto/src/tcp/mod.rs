@@ -34,6 +34,8 @@ mod scoreboard;
 mod sender;
 
 #[cfg(test)]
+mod dialogue_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod testutil;
@@ -41,4 +43,4 @@ mod testutil;
 pub use config::{DelayedAck, Pacing, Recovery, TcpConfig, LARGE_RWND_BYTES};
 pub use receiver::{FixedRwnd, ReceiverStats, RwndPolicy, TcpReceiver};
 pub use rtt::RttEstimator;
-pub use sender::{SenderStats, TcpSender};
+pub use sender::{CaState, SenderStats, TcpSender};

@@ -63,7 +63,8 @@ pub(super) fn start_times(
 /// What a flow group is, resolved and validated.
 pub(super) enum GroupKind {
     Tcp {
-        params: Vec<(String, f64)>,
+        /// The controller and its constants, parsed and checked once.
+        cc: CcSpec,
         /// (file sizes, mean think time in seconds) of closed-loop users.
         closed_loop: Option<(FileSize, f64)>,
     },
@@ -176,8 +177,18 @@ pub(super) fn group_kind(
                     Some((size, c.think_mean_s))
                 }
             };
-            let params = grp.cc_params.iter().map(|(k, v)| (k.clone(), *v)).collect();
-            Ok(GroupKind::Tcp { params, closed_loop })
+            let params: Vec<(String, f64)> = grp.cc_params.iter().map(|(k, v)| (k.clone(), *v)).collect();
+            let cc = CcSpec::parse(&grp.cc, &params).map_err(|e| match e {
+                CcSpecError::UnknownController(name) => cx.err(
+                    format!("{p}.cc"),
+                    format!(
+                        "unknown congestion control {name:?}; expected one of {}",
+                        CcSpec::NAMES.join(", ")
+                    ),
+                ),
+                CcSpecError::Param(msg) => cx.err(format!("{p}.cc_params"), msg),
+            })?;
+            Ok(GroupKind::Tcp { cc, closed_loop })
         }
         "udp" => {
             let Some(u) = &grp.udp else {

@@ -3,7 +3,7 @@
 
 use crate::budget::{self, MemoryLimit};
 use crate::fgn;
-use crate::flow::{make_cc, ClosedLoop, Flow, TcpFlow, TfrcFlow, TimerSlot, Transport, UdpFlow};
+use crate::flow::{ClosedLoop, Flow, TcpFlow, TfrcFlow, TimerSlot, Transport, UdpFlow};
 use crate::network::{Link, LinkCounters, LinkRate, Node};
 use crate::packet::PacketRef;
 use crate::pcap::PcapWriter;
@@ -17,7 +17,7 @@ use crate::scenario::{
 use crate::sim::Simulation;
 use crate::topology::{self, LinkPlan};
 use crate::traffic::{FileSize, UdpPattern, UdpSource, UserDraws};
-use latlab_proto::cc;
+use latlab_proto::cc::{CcSpec, CcSpecError};
 use latlab_proto::tcp::{DelayedAck, FixedRwnd, Pacing, Recovery, TcpConfig, TcpReceiver, TcpSender};
 use latlab_proto::tfrc::{DflowParams, TfrcConfig, TfrcMode, TfrcReceiver, TfrcSender};
 use latlab_qdisc::{CoDel, CoDelParams, DropTail, EdgePacer, EdgePacerParams, Limit, Qdisc, Red, RedParams};
@@ -158,20 +158,6 @@ pub fn build_with_limit(
         let tcp_spec = sc.tcp.overlay(&grp.tcp);
         let cfg = tcp_config(&cx, &tcp_spec, &format!("{p}.tcp"))?;
         let kind = group_kind(&cx, grp, &p, sc.duration_s)?;
-        if let GroupKind::Tcp { params, .. } = &kind {
-            if cc::by_name(&grp.cc, cfg.mss_bytes as u64).is_none() {
-                return Err(cx.err(
-                    format!("{p}.cc"),
-                    format!(
-                        "unknown congestion control {:?}; expected one of {}",
-                        grp.cc,
-                        cc::CONTROLLERS.join(", ")
-                    ),
-                ));
-            }
-            cc::build(&grp.cc, cfg.mss_bytes as u64, params)
-                .map_err(|m| cx.err(format!("{p}.cc_params"), m))?;
-        }
         if grp.size_bytes == Some(0) {
             return Err(cx.err(
                 format!("{p}.size_bytes"),
@@ -219,8 +205,11 @@ pub fn build_with_limit(
             let fwd = route(src, dst).ok_or_else(|| unroutable(src, dst))?;
             let flow_id = flows.len() as u32;
             let (transport, header_bytes, rev_path) = match &kind {
-                GroupKind::Tcp { params, closed_loop } => {
-                    let cc = make_cc(&grp.cc, cfg.mss_bytes, params);
+                GroupKind::Tcp {
+                    cc: spec,
+                    closed_loop,
+                } => {
+                    let cc = spec.build(cfg.mss_bytes as u64);
                     let closed_loop = closed_loop.as_ref().map(|(size, think_mean_s)| ClosedLoop {
                         draws: UserDraws {
                             size: *size,
@@ -228,7 +217,7 @@ pub fn build_with_limit(
                             rng: stream(sc.seed, Stream::Users, flow_id as u64),
                         },
                         cfg: cfg.clone(),
-                        cc_params: params.clone(),
+                        cc: spec.clone(),
                         transfers: Vec::new(),
                         current_start_ns: 0,
                         current_size_bytes: 0,

@@ -1,0 +1,415 @@
+//! Dialogue tests of the sender: each test is an explicit exchange of
+//! segments, in the style of smoltcp's `send!`/`recv!` socket tests. From
+//! the sender's side: `send!` asserts what it sends now, `recv!` hands it
+//! an ACK, `at!` moves the clock (firing the timers that are due).
+//!
+//! Sizing: MSS 1000 and ISS 0, so data segment `k` is `seq = 1 + 1000·k`
+//! (S0 = 1, S1 = 1001, …); timestamps off (RTT from Karn's timed segment);
+//! the handshake takes 100 ms, so SRTT = 100 ms, RTTVAR = 50 ms and RTO =
+//! 300 ms (RFC 6298 (2.2)). The controller is the tests' Reno: ssthresh =
+//! max(FlightSize/2, 2·SMSS).
+
+use super::testutil::TestReno;
+use super::*;
+use crate::segment::{Flags, SackBlock, Segment, MAX_SACK_BLOCKS};
+use crate::NS_PER_MS;
+
+const MSS: u64 = 1000;
+
+/// The sender and the current time.
+struct Dialogue {
+    s: TcpSender,
+    now: u64,
+}
+
+fn cfg(recovery: Recovery) -> TcpConfig {
+    let mut c = TcpConfig::ns2();
+    c.mss_bytes = MSS as u32;
+    c.recovery = recovery;
+    c.sack = recovery.uses_sack();
+    c.timestamps = false;
+    c
+}
+
+impl Dialogue {
+    /// Connect and answer the SYN 100 ms later with a window of
+    /// `rwnd_bytes`: established at t = 100 ms, nothing sent yet.
+    fn established(cfg: TcpConfig, app_bytes: Option<u64>, rwnd_bytes: u64) -> Self {
+        let mut s = TcpSender::new(cfg, Box::new(TestReno), app_bytes);
+        s.connect(0);
+        let syn = s.poll_transmit(0).expect("SYN");
+        assert!(syn.is_syn() && syn.seq == 0);
+        let now = 100 * NS_PER_MS;
+        let syn_ack = Segment {
+            ack: 1,
+            flags: Flags::SYN_ACK,
+            rwnd_bytes,
+            ..Default::default()
+        };
+        s.on_segment(now, &syn_ack);
+        assert!(s.is_established());
+        assert_eq!(s.rto_ns(), 300 * NS_PER_MS);
+        Dialogue { s, now }
+    }
+
+    fn send(&mut self, seq: u64, len: u32, rexmit: bool) {
+        let got = self.s.poll_transmit(self.now);
+        let seg = got.unwrap_or_else(|| panic!("t={}: expected seq={seq} len={len}, sent nothing", self.now));
+        assert_eq!(
+            (seg.seq, seg.payload_bytes, seg.is_retransmit),
+            (seq, len, rexmit),
+            "t={}: (seq, len, rexmit) sent",
+            self.now
+        );
+    }
+
+    fn send_nothing(&mut self) {
+        let got = self.s.poll_transmit(self.now);
+        assert!(got.is_none(), "t={}: expected nothing, sent {got:?}", self.now);
+    }
+
+    fn recv(&mut self, ack: u64, sack: &[(u64, u64)], rwnd_bytes: u64) {
+        assert!(sack.len() <= MAX_SACK_BLOCKS);
+        let mut seg = Segment {
+            ack,
+            flags: Flags::ACK,
+            rwnd_bytes,
+            sack_len: sack.len() as u8,
+            ..Default::default()
+        };
+        for (i, &(start, end)) in sack.iter().enumerate() {
+            seg.sack[i] = SackBlock { start, end };
+        }
+        self.s.on_segment(self.now, &seg);
+    }
+
+    /// Move the clock to `t_ms` and fire whatever timer is due.
+    fn at(&mut self, t_ms: u64) {
+        let t = t_ms * NS_PER_MS;
+        assert!(t >= self.now);
+        self.now = t;
+        if self.s.next_timeout().is_some_and(|d| d <= t) {
+            self.s.on_timeout(t);
+        }
+    }
+}
+
+/// `send!(d, seq = S, len = L)`: the sender sends this new segment now;
+/// `send!(d, seq = S, len = L, rexmit)`: a retransmission;
+/// `send!(d, nothing)`: it sends nothing.
+macro_rules! send {
+    ($d:ident, nothing) => {
+        $d.send_nothing()
+    };
+    ($d:ident, seq = $seq:expr, len = $len:expr) => {
+        $d.send($seq, $len, false)
+    };
+    ($d:ident, seq = $seq:expr, len = $len:expr, rexmit) => {
+        $d.send($seq, $len, true)
+    };
+}
+
+/// `recv!(d, ack = A)`, `recv!(d, ack = A, sack = [(start, end), …])`,
+/// optionally `rwnd = W` (default: 1 GiB): the sender receives this ACK.
+macro_rules! recv {
+    ($d:ident, ack = $ack:expr $(, sack = [$(($s:expr, $e:expr)),* $(,)?])? $(, rwnd = $w:expr)?) => {{
+        let sack: &[(u64, u64)] = &[$($(($s, $e)),*)?];
+        #[allow(unused_mut, unused_assignments)]
+        let mut rwnd = LARGE_RWND_BYTES;
+        $(rwnd = $w;)?
+        $d.recv($ack, sack, rwnd)
+    }};
+}
+
+/// `at!(d, t_ms)`: the clock moves to `t_ms`; due timers fire.
+macro_rules! at {
+    ($d:ident, $t_ms:expr) => {
+        $d.at($t_ms)
+    };
+}
+
+/// Data segment `k`'s sequence number.
+const fn s(k: u64) -> u64 {
+    1 + k * MSS
+}
+
+/// The initial window: S0..S9 at t = 100 ms.
+fn send_initial_window(d: &mut Dialogue) {
+    for k in 0..10 {
+        send!(d, seq = s(k), len = 1000);
+    }
+    send!(d, nothing);
+}
+
+/// SACK recovery entered by the third duplicate ACK for S1, S2, S3 with
+/// S0 lost: cwnd = ssthresh = 5000, S0 retransmitted (RFC 6675 (4.3)),
+/// pipe = S4..S9 + the retransmission = 7000.
+fn sack_recovery_after_s0_lost(app_bytes: Option<u64>) -> Dialogue {
+    let mut d = Dialogue::established(cfg(Recovery::Sack), app_bytes, LARGE_RWND_BYTES);
+    send_initial_window(&mut d);
+    at!(d, 200);
+    recv!(d, ack = 1, sack = [(s(1), s(2))]);
+    send!(d, nothing);
+    recv!(d, ack = 1, sack = [(s(1), s(3))]);
+    send!(d, nothing);
+    assert_eq!(d.s.ca_state(), CaState::Disorder);
+    recv!(d, ack = 1, sack = [(s(1), s(4))]);
+    assert_eq!(d.s.ca_state(), CaState::Recovery);
+    assert_eq!((d.s.cwnd_bytes(), d.s.ssthresh_bytes()), (5000, 5000));
+    send!(d, seq = s(0), len = 1000, rexmit);
+    assert_eq!(d.s.flight_bytes(), 7000);
+    send!(d, nothing);
+    d
+}
+
+#[test]
+fn nextseg_rule_1_retransmits_the_first_lost_hole_before_new_data() {
+    // S0 and S2 lost; S2 becomes lost (IsLost: DupThresh SACKed segments
+    // above it) once S3, S4, S5 are SACKed.
+    let mut d = Dialogue::established(cfg(Recovery::Sack), None, LARGE_RWND_BYTES);
+    send_initial_window(&mut d);
+    at!(d, 200);
+    recv!(d, ack = 1, sack = [(s(1), s(2))]);
+    recv!(d, ack = 1, sack = [(s(3), s(4)), (s(1), s(2))]);
+    recv!(d, ack = 1, sack = [(s(3), s(5)), (s(1), s(2))]);
+    assert!(d.s.in_recovery());
+    send!(d, seq = s(0), len = 1000, rexmit);
+    send!(d, nothing);
+    // pipe = S5..S9 + S2 (not yet lost) + S0's retransmission = 7000.
+    assert_eq!(d.s.flight_bytes(), 7000);
+    recv!(d, ack = 1, sack = [(s(3), s(6)), (s(1), s(2))]);
+    // S2 lost now: pipe = S6..S9 + S0' = 5000 = cwnd.
+    assert_eq!(d.s.flight_bytes(), 5000);
+    send!(d, nothing);
+    recv!(d, ack = 1, sack = [(s(3), s(7)), (s(1), s(2))]);
+    // pipe = 4000: room for one segment; rule 1 (the lost hole S2) wins
+    // over rule 2 (new data S10 is waiting).
+    send!(d, seq = s(2), len = 1000, rexmit);
+    assert_eq!(d.s.flight_bytes(), 5000);
+    send!(d, nothing);
+}
+
+#[test]
+fn nextseg_rule_2_sends_new_data_when_no_hole_is_lost() {
+    let mut d = sack_recovery_after_s0_lost(None);
+    recv!(d, ack = 1, sack = [(s(1), s(5))]);
+    recv!(d, ack = 1, sack = [(s(1), s(6))]);
+    send!(d, nothing);
+    recv!(d, ack = 1, sack = [(s(1), s(7))]);
+    // pipe = S7..S9 + S0' = 4000: no hole below the highest SACK, so new data.
+    send!(d, seq = s(10), len = 1000);
+    send!(d, nothing);
+    assert_eq!(d.s.snd_max(), s(11));
+}
+
+#[test]
+fn nextseg_rule_3_retransmits_a_hole_not_yet_lost_when_no_new_data() {
+    // Ten segments only; S0 and S7 lost. S7 has only S8 SACKed above it:
+    // not lost by IsLost(), but with nothing new to send rule 3 resends it.
+    let mut d = sack_recovery_after_s0_lost(Some(10 * MSS));
+    recv!(d, ack = 1, sack = [(s(1), s(5))]);
+    recv!(d, ack = 1, sack = [(s(1), s(6))]);
+    recv!(d, ack = 1, sack = [(s(1), s(7))]);
+    // Room for a segment (pipe 4000) but no hole, no data; rule 4 waits for
+    // HighACK > RescueRxt.
+    send!(d, nothing);
+    recv!(d, ack = 1, sack = [(s(8), s(9)), (s(1), s(7))]);
+    assert_eq!(d.s.flight_bytes(), 3000);
+    send!(d, seq = s(7), len = 1000, rexmit);
+    assert_eq!(d.s.flight_bytes(), 4000);
+    // HighRxt is now S7: no hole above it, no data, no rescue yet.
+    send!(d, nothing);
+    assert_eq!(d.s.stats().rescue_retransmits, 0);
+}
+
+#[test]
+fn nextseg_rule_4_rescues_the_tail_once_per_episode() {
+    // Ten segments only; S0 and the last, S9, lost.
+    let mut d = sack_recovery_after_s0_lost(Some(10 * MSS));
+    for k in 5..=9 {
+        recv!(d, ack = 1, sack = [(s(1), s(k))]);
+        send!(d, nothing);
+    }
+    // S0's retransmission arrives: ack = S9, a partial ACK below the
+    // RecoveryPoint (S10). HighACK (S9 − 1) > RescueRxt (S1 − 1): rule 4
+    // retransmits the highest un-SACKed segment, once.
+    at!(d, 300);
+    recv!(d, ack = s(9));
+    assert!(d.s.in_recovery());
+    send!(d, seq = s(9), len = 1000, rexmit);
+    assert_eq!(d.s.stats().rescue_retransmits, 1);
+    send!(d, nothing);
+    recv!(d, ack = s(10));
+    assert_eq!(d.s.ca_state(), CaState::Open);
+    assert!(d.s.is_complete());
+}
+
+#[test]
+fn newreno_partial_acks_retransmit_deflate_and_restart_the_timer_once() {
+    // Ten segments only; S0, S5 and S7 lost.
+    let mut d = Dialogue::established(cfg(Recovery::NewReno), Some(10 * MSS), LARGE_RWND_BYTES);
+    send_initial_window(&mut d);
+    at!(d, 200);
+    recv!(d, ack = 1);
+    recv!(d, ack = 1);
+    send!(d, nothing);
+    at!(d, 202);
+    recv!(d, ack = 1);
+    // RFC 6582 §3.2 step 2: ssthresh = 5000, cwnd = ssthresh + 3·SMSS,
+    // retransmit, and the timer restarts with the retransmission.
+    assert_eq!((d.s.ssthresh_bytes(), d.s.cwnd_bytes()), (5000, 8000));
+    send!(d, seq = s(0), len = 1000, rexmit);
+    assert_eq!(d.s.next_timeout(), Some(502 * NS_PER_MS));
+    // Duplicates for S4, S6, S8, S9 inflate cwnd (RFC 5681 §3.2 step 4).
+    for _ in 0..4 {
+        recv!(d, ack = 1);
+    }
+    assert_eq!(d.s.cwnd_bytes(), 12_000);
+    send!(d, nothing);
+    // First partial ACK (S0 filled the hole up to S5): retransmit S5,
+    // deflate by the 5000 acked and add back one SMSS, restart the timer.
+    at!(d, 300);
+    recv!(d, ack = s(5));
+    assert!(d.s.in_recovery());
+    assert_eq!(d.s.cwnd_bytes(), 12_000 - 5000 + 1000);
+    send!(d, seq = s(5), len = 1000, rexmit);
+    send!(d, nothing);
+    assert_eq!(d.s.next_timeout(), Some(600 * NS_PER_MS));
+    // Second partial ACK: retransmit S7, deflate, the timer is left alone
+    // (RFC 6582 §3.2 step 3: reset on the first partial ACK only).
+    at!(d, 400);
+    recv!(d, ack = s(7));
+    assert_eq!(d.s.cwnd_bytes(), 8000 - 2000 + 1000);
+    send!(d, seq = s(7), len = 1000, rexmit);
+    assert_eq!(d.s.next_timeout(), Some(600 * NS_PER_MS));
+    assert_eq!(d.s.stats().partial_acks, 2);
+    // Full ACK: cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS); the
+    // timer stops with nothing outstanding.
+    at!(d, 500);
+    recv!(d, ack = s(10));
+    assert_eq!(d.s.ca_state(), CaState::Open);
+    assert_eq!(d.s.cwnd_bytes(), 2000);
+    assert_eq!(d.s.next_timeout(), None);
+    assert_eq!(d.s.stats().retransmitted_segments, 3);
+}
+
+#[test]
+fn zero_window_persist_probe_backs_off_and_window_update_resumes() {
+    // The SYN-ACK opens a 3000-byte window: S0..S2 fill it.
+    let mut d = Dialogue::established(cfg(Recovery::NewReno), Some(6 * MSS), 3 * MSS);
+    for k in 0..3 {
+        send!(d, seq = s(k), len = 1000);
+    }
+    send!(d, nothing);
+    // All acked at t = 200 ms (RTT 100 ms: RTO 250 ms), window closed.
+    at!(d, 200);
+    recv!(d, ack = s(3), rwnd = 0);
+    assert_eq!(d.s.rto_ns(), 250 * NS_PER_MS);
+    send!(d, nothing);
+    // Nothing outstanding, no retransmission timer: the persist timer.
+    assert_eq!(d.s.next_timeout(), Some(450 * NS_PER_MS));
+    at!(d, 449);
+    send!(d, nothing);
+    // It fires: one full segment goes regardless of the window.
+    at!(d, 450);
+    send!(d, seq = s(3), len = 1000);
+    send!(d, nothing);
+    assert_eq!(d.s.stats().window_probes, 1);
+    // The receiver takes it but the window stays closed (sample 100 ms:
+    // RTTVAR 28.125 ms, RTO 212.5 ms). The next probe waits twice the RTO.
+    at!(d, 550);
+    recv!(d, ack = s(4), rwnd = 0);
+    send!(d, nothing);
+    assert_eq!(d.s.rto_ns(), 212_500_000);
+    assert_eq!(d.s.next_timeout(), Some(550 * NS_PER_MS + 2 * 212_500_000));
+    at!(d, 974);
+    send!(d, nothing);
+    at!(d, 975);
+    send!(d, seq = s(4), len = 1000);
+    assert_eq!(d.s.stats().window_probes, 2);
+    // The window opens: backoff reset, the last segment goes within it.
+    at!(d, 1075);
+    recv!(d, ack = s(5), rwnd = 2 * MSS);
+    send!(d, seq = s(5), len = 1000);
+    send!(d, nothing);
+    recv!(d, ack = s(6), rwnd = 2 * MSS);
+    assert!(d.s.is_complete());
+    assert_eq!(d.s.stats().timeouts, 0);
+}
+
+#[test]
+fn rto_during_sack_recovery_keeps_ssthresh_and_goes_back_n() {
+    // S0 lost and its retransmission lost too: the timer fires in recovery.
+    let mut d = sack_recovery_after_s0_lost(None);
+    assert_eq!(d.s.next_timeout(), Some(500 * NS_PER_MS));
+    for k in 5..=9 {
+        recv!(d, ack = 1, sack = [(s(1), s(k))]);
+    }
+    // pipe = S9 + S0' = 2000: rule 2 sends S10..S12 until pipe = cwnd.
+    for k in 10..=12 {
+        send!(d, seq = s(k), len = 1000);
+    }
+    send!(d, nothing);
+    at!(d, 499);
+    send!(d, nothing);
+    at!(d, 500);
+    // RFC 5681 §3.1 LW = 1 SMSS; ssthresh held at the recovery's (Linux
+    // tcp_enter_loss); recovery over; RTO doubled (RFC 6298 (5.5)).
+    assert_eq!(d.s.ca_state(), CaState::Loss);
+    assert_eq!((d.s.cwnd_bytes(), d.s.ssthresh_bytes()), (1000, 5000));
+    assert_eq!(d.s.stats().timeouts, 1);
+    assert_eq!(d.s.next_timeout(), Some(1100 * NS_PER_MS));
+    // Go-back-N from snd_una in slow start.
+    send!(d, seq = s(0), len = 1000, rexmit);
+    send!(d, nothing);
+    // S0 arrives; S10..S12 had arrived too. Still in Loss (below the
+    // RecoveryPoint S13); go-back-N resends S9 and skips the SACKed
+    // S10..S12; new data S13 would exceed cwnd (FlightSize 4000).
+    at!(d, 600);
+    recv!(d, ack = s(9), sack = [(s(10), s(13))]);
+    assert_eq!(d.s.ca_state(), CaState::Loss);
+    assert_eq!(d.s.cwnd_bytes(), 2000);
+    send!(d, seq = s(9), len = 1000, rexmit);
+    send!(d, nothing);
+    // Everything outstanding at the timeout acked: open again.
+    at!(d, 700);
+    recv!(d, ack = s(13));
+    assert_eq!(d.s.ca_state(), CaState::Open);
+    assert_eq!(d.s.ssthresh_bytes(), 5000);
+    assert_eq!(d.s.stats().timeouts, 1);
+}
+
+#[test]
+fn rto_during_newreno_recovery_keeps_ssthresh_and_goes_back_n() {
+    let mut d = Dialogue::established(cfg(Recovery::NewReno), None, LARGE_RWND_BYTES);
+    send_initial_window(&mut d);
+    at!(d, 200);
+    for _ in 0..3 {
+        recv!(d, ack = 1);
+    }
+    send!(d, seq = s(0), len = 1000, rexmit);
+    send!(d, nothing);
+    assert_eq!((d.s.ssthresh_bytes(), d.s.cwnd_bytes()), (5000, 8000));
+    // The retransmission is lost; the timer fires in recovery.
+    at!(d, 500);
+    assert_eq!(d.s.ca_state(), CaState::Loss);
+    assert_eq!((d.s.cwnd_bytes(), d.s.ssthresh_bytes()), (1000, 5000));
+    send!(d, seq = s(0), len = 1000, rexmit);
+    send!(d, nothing);
+    // Lost again: a second timeout of the same segment holds ssthresh too
+    // (RFC 5681 §3.1) and backs off again (600 ms, then 1200 ms).
+    at!(d, 1100);
+    assert_eq!(d.s.stats().timeouts, 2);
+    assert_eq!((d.s.cwnd_bytes(), d.s.ssthresh_bytes()), (1000, 5000));
+    assert_eq!(d.s.next_timeout(), Some(2300 * NS_PER_MS));
+    send!(d, seq = s(0), len = 1000, rexmit);
+    send!(d, nothing);
+    // Go-back-N without SACK: every segment again, as slow start opens
+    // the window.
+    at!(d, 1200);
+    recv!(d, ack = s(1));
+    assert_eq!(d.s.ca_state(), CaState::Loss);
+    send!(d, seq = s(1), len = 1000, rexmit);
+    send!(d, seq = s(2), len = 1000, rexmit);
+    send!(d, nothing);
+}

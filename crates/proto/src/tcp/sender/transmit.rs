@@ -1,0 +1,372 @@
+//! What to send next: the SYN, a retransmission (fast, go-back-N after an
+//! RTO, RFC 6675 NextSeg) or new data, within cwnd, the peer's window and
+//! the pacer's release time.
+
+use super::state::{CongestionState, Handshake, SackRecovery};
+use super::timers::Timer;
+use super::TcpSender;
+use crate::segment::{Flags, Segment};
+
+/// What `poll_transmit` would send next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Tx {
+    Syn,
+    /// Retransmit the record at `idx`.
+    Retransmit {
+        idx: usize,
+        kind: RetxKind,
+    },
+    /// New data `[snd_max, snd_max + len)`.
+    New {
+        len: u32,
+        probe: bool,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum RetxKind {
+    /// Fast retransmit of snd_una (RFC 5681 / 6582 partial ACK / RFC 6675 (4.3)).
+    Una,
+    /// Go-back-N after an RTO.
+    GoBack,
+    /// RFC 6675 NextSeg rule 1 or 3.
+    NextSeg,
+    /// RFC 6675 NextSeg rule 4.
+    Rescue,
+}
+
+impl TcpSender {
+    /// The next segment to send now, or `None`.
+    pub fn poll_transmit(&mut self, now_ns: u64) -> Option<Segment> {
+        self.last_now_ns = self.last_now_ns.max(now_ns);
+        self.maybe_idle_restart(now_ns);
+        let Some(tx) = self.choose() else {
+            self.maybe_arm_persist(now_ns);
+            return None;
+        };
+        if tx != Tx::Syn && self.pacing_active() && now_ns < self.pacer.release_ns() {
+            return None;
+        }
+        self.commit(tx, now_ns)
+    }
+
+    /// Earliest of the retransmission/persist deadline and the pacing
+    /// release time (only when a segment is waiting for its pacing slot).
+    pub fn next_timeout(&self) -> Option<u64> {
+        let mut t = self.timers.next_deadline();
+        let release = self.pacer.release_ns();
+        if self.pacing_active() && release > self.last_now_ns {
+            if let Some(tx) = self.choose() {
+                if tx != Tx::Syn {
+                    t = Some(t.map_or(release, |x| x.min(release)));
+                }
+            }
+        }
+        t
+    }
+
+    /// RFC 5681 §4.1: restart from at most the initial window after an idle
+    /// period longer than the RTO.
+    fn maybe_idle_restart(&mut self, now_ns: u64) {
+        if !(self.handshake == Handshake::Established
+            && self.cfg.idle_restart
+            && self.snd_max == self.snd_una
+            && self.data_waiting())
+        {
+            return;
+        }
+        let Some(last) = self.last_data_send_ns else {
+            return;
+        };
+        if now_ns.saturating_sub(last) > self.rtt.rto_ns() {
+            let iw = self.cfg.initial_window_bytes().max(self.mss);
+            self.ccs.cwnd_bytes = self.ccs.cwnd_bytes.min(iw);
+            self.cc.on_idle_restart(&mut self.ccs, now_ns);
+            self.ccs.cwnd_bytes = self.ccs.cwnd_bytes.max(self.mss);
+            self.last_data_send_ns = None;
+            self.stats.idle_restarts += 1;
+        }
+    }
+
+    /// Zero window with nothing outstanding: arm the persist timer, its
+    /// interval the RTO doubled per unanswered probe (RFC 1122 §4.2.2.17).
+    fn maybe_arm_persist(&mut self, now_ns: u64) {
+        if self.handshake == Handshake::Established
+            && self.data_waiting()
+            && self.snd_max == self.snd_una
+            && self.peer_rwnd == 0
+            && !self.timers.is_armed(Timer::Persist)
+            && !self.persist.probe_due
+        {
+            let mut t = self.rtt.rto_ns();
+            for _ in 0..self.persist.backoff.min(32) {
+                t = t.saturating_mul(2).min(self.cfg.max_rto_ns);
+            }
+            self.timers.set(Timer::Persist, now_ns.saturating_add(t));
+        }
+    }
+
+    /// Decide what to send next, ignoring pacing. Pure: `poll_transmit`
+    /// commits the decision, `next_timeout` only asks whether there is one.
+    pub(super) fn choose(&self) -> Option<Tx> {
+        match self.handshake {
+            Handshake::SynSent { syn_due: true, .. } => return Some(Tx::Syn),
+            Handshake::Established => {}
+            _ => return None,
+        }
+        if let CongestionState::Recovery(r) = &self.ca {
+            let outstanding = self.snd_max > self.snd_una;
+            if r.retransmit_una && outstanding && self.sb.len() > 0 {
+                // RFC 5681 §3.2 step 2 / RFC 6582 partial ACK / RFC 6675
+                // (4.3): retransmitted regardless of cwnd.
+                return Some(Tx::Retransmit {
+                    idx: 0,
+                    kind: RetxKind::Una,
+                });
+            }
+        }
+        if let Some(s) = self.ca.sack() {
+            return self.next_seg(s);
+        }
+        if self.snd_nxt < self.snd_max {
+            if let Some(tx) = self.go_back_n() {
+                return tx;
+            }
+            // Everything left below snd_max is SACKed: continue with new data.
+        }
+        self.new_data()
+    }
+
+    /// Go-back-N after an RTO from `snd_nxt`, skipping SACKed segments, in
+    /// slow start (RFC 5681 §3.1). `None`: nothing left to resend below
+    /// `snd_max`; `Some(None)`: the window holds the next one back.
+    fn go_back_n(&self) -> Option<Option<Tx>> {
+        let idx = self.sb.index_of(self.snd_nxt);
+        let Some(idx) = idx else { return Some(None) };
+        let idx = if self.cfg.recovery.uses_sack() {
+            self.sb.next_unsacked_from(idx)?
+        } else {
+            idx
+        };
+        let Some(rec) = self.sb.get(idx) else {
+            return Some(None);
+        };
+        let in_flight = rec.seq.saturating_sub(self.snd_una);
+        let rwnd_ok = rec.end() <= self.snd_una.saturating_add(self.peer_rwnd);
+        if (in_flight + rec.len as u64 <= self.ccs.cwnd_bytes && rwnd_ok) || self.persist.probe_due {
+            return Some(Some(Tx::Retransmit {
+                idx,
+                kind: RetxKind::GoBack,
+            }));
+        }
+        Some(None)
+    }
+
+    /// New data at `snd_max` within cwnd (RFC 5681 FlightSize counts from
+    /// snd_una) and the peer's window; a zero-window probe when due; a
+    /// short segment into a window smaller than one with nothing
+    /// outstanding (sender SWS avoidance, RFC 1122 §4.2.3.4, simplified).
+    fn new_data(&self) -> Option<Tx> {
+        if !self.data_waiting() {
+            return None;
+        }
+        let len = (self.data_end - self.snd_max).min(self.mss) as u32;
+        let in_flight = self.snd_max.saturating_sub(self.snd_una);
+        let right_edge = self.snd_una.saturating_add(self.peer_rwnd);
+        let cwnd_ok = in_flight + len as u64 <= self.ccs.cwnd_bytes;
+        if cwnd_ok && self.snd_max + len as u64 <= right_edge {
+            return Some(Tx::New { len, probe: false });
+        }
+        if self.persist.probe_due {
+            return Some(Tx::New { len, probe: true });
+        }
+        if cwnd_ok && in_flight == 0 && right_edge > self.snd_max {
+            let short = (right_edge - self.snd_max).min(len as u64) as u32;
+            return Some(Tx::New {
+                len: short,
+                probe: false,
+            });
+        }
+        None
+    }
+
+    /// RFC 6675 §4 NextSeg(), gated by step (C): cwnd − pipe ≥ 1 SMSS.
+    fn next_seg(&self, s: &SackRecovery) -> Option<Tx> {
+        if self.ccs.cwnd_bytes < s.pipe.saturating_add(self.mss) {
+            return None;
+        }
+        // Rules 1 and 3 share one candidate: the first un-SACKed segment
+        // above HighRxt and below the highest SACKed octet.
+        let hole = self.sb.first_hole_above(s.high_rxt);
+        if let Some(idx) = hole {
+            if self.sb.get(idx).is_some_and(|r| r.lost()) {
+                // Rule 1.
+                return Some(Tx::Retransmit {
+                    idx,
+                    kind: RetxKind::NextSeg,
+                });
+            }
+        }
+        // Rule 2: new data if the receiver's window allows.
+        if self.data_waiting() {
+            let len = (self.data_end - self.snd_max).min(self.mss) as u32;
+            if self.snd_max + len as u64 <= self.snd_una.saturating_add(self.peer_rwnd) {
+                return Some(Tx::New { len, probe: false });
+            }
+        }
+        // Rule 3.
+        if let Some(idx) = hole {
+            return Some(Tx::Retransmit {
+                idx,
+                kind: RetxKind::NextSeg,
+            });
+        }
+        // Rule 4: one rescue retransmission per recovery episode, once
+        // HighACK > RescueRxt (HighACK = snd_una − 1).
+        let rescue_ok = match s.rescue_rxt {
+            None => true,
+            Some(r) => self.snd_una.saturating_sub(1) > r,
+        };
+        if rescue_ok {
+            if let Some(idx) = self.sb.last_unsacked() {
+                return Some(Tx::Retransmit {
+                    idx,
+                    kind: RetxKind::Rescue,
+                });
+            }
+        }
+        None
+    }
+
+    fn base_segment(&self, now_ns: u64) -> Segment {
+        let ts = self.cfg.timestamps;
+        Segment {
+            seq: 0,
+            ack: 0,
+            payload_bytes: 0,
+            flags: Flags::ACK,
+            rwnd_bytes: self.cfg.rwnd_bytes,
+            ts_val_ns: if ts { Some(now_ns) } else { None },
+            ts_ecr_ns: if ts { self.ts_recent } else { None },
+            ..Default::default()
+        }
+    }
+
+    /// Commit a decision from `choose` and build the segment.
+    fn commit(&mut self, tx: Tx, now_ns: u64) -> Option<Segment> {
+        let mut seg = self.base_segment(now_ns);
+        match tx {
+            Tx::Syn => {
+                self.commit_syn(now_ns, &mut seg);
+                return Some(seg);
+            }
+            Tx::Retransmit { idx, kind } => self.commit_retransmit(idx, kind, &mut seg)?,
+            Tx::New { len, probe } => self.commit_new(len, probe, now_ns, &mut seg),
+        }
+        // The first data segment also completes the handshake (carries ACK).
+        seg.ack = 1;
+        self.stats.segments_sent += 1;
+        self.stats.bytes_sent += seg.payload_bytes as u64;
+        if self.pacing_active() {
+            let gap = self
+                .pacer
+                .gap_ns(&self.ccs, self.rtt.srtt_ns(), self.cfg.wire_bytes(&seg));
+            self.pacer.on_send(now_ns, gap);
+        }
+        self.last_data_send_ns = Some(now_ns);
+        self.arm_rto_if_idle(now_ns);
+        Some(seg)
+    }
+
+    fn commit_syn(&mut self, now_ns: u64, seg: &mut Segment) {
+        let again = self.stats.syns_sent > 0;
+        let mut retransmitted = again;
+        if let Handshake::SynSent {
+            syn_due,
+            sent_ns,
+            retransmitted: r,
+        } = &mut self.handshake
+        {
+            *syn_due = false;
+            *r |= again;
+            *sent_ns = now_ns;
+            retransmitted = *r;
+        }
+        self.stats.syns_sent += 1;
+        seg.seq = 0;
+        seg.flags = Flags::SYN;
+        seg.ts_ecr_ns = if self.cfg.timestamps { Some(0) } else { None };
+        seg.is_retransmit = retransmitted;
+        self.snd_max = 1;
+        self.snd_nxt = 1;
+        self.arm_rto_if_idle(now_ns);
+    }
+
+    fn commit_retransmit(&mut self, idx: usize, kind: RetxKind, seg: &mut Segment) -> Option<()> {
+        let rec = *self.sb.get(idx)?;
+        self.sb.mark_retransmitted(idx);
+        seg.seq = rec.seq;
+        seg.payload_bytes = rec.len;
+        seg.is_retransmit = true;
+        // Karn's rule (RFC 6298 §3): no sample from a retransmitted
+        // segment, so stop timing.
+        self.timed = None;
+        let top = rec.end() - 1;
+        let recover = self.recover;
+        match kind {
+            RetxKind::Una => {
+                if let Some(r) = self.ca.recovery_mut() {
+                    r.retransmit_una = false;
+                }
+                if let Some(s) = self.ca.sack_mut() {
+                    if s.high_rxt.is_none() {
+                        // RFC 6675 (4.3).
+                        s.high_rxt = Some(top);
+                        s.rescue_rxt = Some(top);
+                    }
+                    s.pipe += rec.len as u64;
+                }
+            }
+            RetxKind::GoBack => {
+                self.snd_nxt = rec.end();
+                self.persist.probe_due = false;
+            }
+            RetxKind::NextSeg => {
+                if let Some(s) = self.ca.sack_mut() {
+                    // RFC 6675 (C.2), (C.4).
+                    s.high_rxt = Some(top);
+                    s.pipe += rec.len as u64;
+                }
+            }
+            RetxKind::Rescue => {
+                if let Some(s) = self.ca.sack_mut() {
+                    // RFC 6675 rule 4: RescueRxt = RecoveryPoint; HighRxt unchanged.
+                    s.rescue_rxt = Some(recover.saturating_sub(1));
+                    s.pipe += rec.len as u64;
+                }
+                self.stats.rescue_retransmits += 1;
+            }
+        }
+        self.stats.retransmitted_segments += 1;
+        self.stats.retransmitted_bytes += rec.len as u64;
+        Some(())
+    }
+
+    fn commit_new(&mut self, len: u32, probe: bool, now_ns: u64, seg: &mut Segment) {
+        seg.seq = self.snd_max;
+        seg.payload_bytes = len;
+        self.sb.push(self.snd_max, len);
+        self.snd_max += len as u64;
+        self.snd_nxt = self.snd_max;
+        if let Some(s) = self.ca.sack_mut() {
+            s.pipe += len as u64; // RFC 6675 (C.4)
+        }
+        if self.timed.is_none() && !self.cfg.timestamps {
+            self.timed = Some((self.snd_max, now_ns));
+        }
+        if probe {
+            self.persist.probe_due = false;
+            self.stats.window_probes += 1;
+        }
+    }
+}
