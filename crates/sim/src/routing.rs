@@ -68,6 +68,44 @@ pub fn path(next: &[Option<u32>], link_dst: &[u32], src: u32, dst: u32) -> Optio
     Some(path)
 }
 
+/// Every flow's paths, end to end in one vector.
+///
+/// Each path is a run of link indices closed by [`RouteTable::END`]. A
+/// packet carries the position of the link it is on, so forwarding reads
+/// the next entry of this (small, contiguous) table and never touches the
+/// flow, whose state is large and scattered: at 10k flows that was the
+/// busiest cache miss of the event loop.
+#[derive(Debug, Clone, Default)]
+pub struct RouteTable {
+    links: Vec<u32>,
+}
+
+impl RouteTable {
+    /// Closes every path.
+    pub const END: u32 = u32::MAX;
+
+    /// Store a path; returns its position (where its first link is).
+    pub fn push(&mut self, path: &[u32]) -> u32 {
+        let at = self.links.len() as u32;
+        self.links.extend_from_slice(path);
+        self.links.push(Self::END);
+        at
+    }
+
+    /// The link at `pos`, or [`RouteTable::END`] past a path's last link.
+    #[inline]
+    pub fn link_at(&self, pos: u32) -> u32 {
+        self.links[pos as usize]
+    }
+
+    /// The path starting at `pos`.
+    pub fn path(&self, pos: u32) -> &[u32] {
+        let rest = &self.links[pos as usize..];
+        let len = rest.iter().position(|&l| l == Self::END).unwrap_or(rest.len());
+        &rest[..len]
+    }
+}
+
 /// Trees of the general router kept at once: enough that flows toward a few
 /// hundred destinations share them, bounded so that a large custom graph
 /// never holds one tree per destination (quadratic memory).

@@ -8,7 +8,7 @@ use crate::network::{Link, LinkCounters, LinkRate, Node};
 use crate::packet::PacketRef;
 use crate::pcap::PcapWriter;
 use crate::rng::{stream, stream_seed, Stream};
-use crate::routing::Router;
+use crate::routing::{RouteTable, Router};
 use crate::scenario::FlowGroup;
 use crate::scenario::{
     CoDelSpec, DropTailSpec, EdgePacerSpec, QueueSpec, RedSpec, Scenario, ScenarioError, StartDist,
@@ -145,6 +145,7 @@ pub fn build_with_limit(
     let graph_links: Vec<(u32, u32, u64)> = links.iter().map(|l| (l.src, l.dst, l.delay_ns)).collect();
     let mut router = Router::new(nodes.len(), &graph_links);
     let mut route = |src: u32, dst: u32| router.route(src, dst);
+    let mut routes = RouteTable::default();
 
     // Flows.
     let max_sampled = sc.outputs.max_sampled_flows.unwrap_or(DEFAULT_MAX_SAMPLED_FLOWS);
@@ -309,8 +310,8 @@ pub fn build_with_limit(
                 start_ns: starts[i as usize],
                 size_bytes: grp.size_bytes,
                 transport,
-                fwd_path: fwd.into_boxed_slice(),
-                rev_path: rev_path.into_boxed_slice(),
+                fwd_route: routes.push(&fwd),
+                rev_route: routes.push(&rev_path),
                 header_bytes,
                 conn: 0,
                 started: false,
@@ -329,6 +330,7 @@ pub fn build_with_limit(
         nodes,
         links,
         flows,
+        routes,
         group_names,
     ))
 }
