@@ -5,7 +5,9 @@
 the standard library, tomli-w and ``latlab._core`` -- no pandas, pyarrow or
 matplotlib, whose imports would dwarf a small run's memory. It prints one JSON
 line on stdout: name, sim_s, wall_s, build_s, events, events_per_s,
-peak_rss_mb, baseline_rss_mb, ...
+peak_rss_mb, baseline_rss_mb, rss_after_build_mb, ... With ``--build-only`` it
+builds the scenario, records the memory it holds, and stops (the scaling
+benchmark uses this to split memory into bytes per flow and per link).
 
 NAME is a built-in benchmark (``dumbbell-10``), any built-in scenario
 (``default``) or a path to a TOML file.
@@ -35,6 +37,18 @@ def peak_rss_mb() -> float:
     return kib * scale
 
 
+def rss_mb() -> float | None:
+    """Resident set size now, MB (Linux /proc; None elsewhere)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
 def load(name: str) -> tuple[str, str]:
     """(toml_text, source_name) for a benchmark name, built-in name or file path."""
     path = Path(name)
@@ -61,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m latlab._bench_worker", description=__doc__.splitlines()[0])
     parser.add_argument("name")
     parser.add_argument("--quick", action="store_true", help=f"run {QUICK_FRACTION:.0%} of the duration")
+    parser.add_argument("--build-only", action="store_true", help="build, measure memory, do not run")
     args = parser.parse_args(argv)
     try:
         text, source = load(args.name)
@@ -75,15 +90,30 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: latlab._core is not built: {e}", file=sys.stderr)
         return 3
     baseline_mb = peak_rss_mb()
+    before_build_mb = rss_mb()
     started = perf_counter()
     try:
         sim = _core.Simulation(text, source)
         build_s = perf_counter() - started
-        sim.run()
+        after_build_mb = rss_mb()
+        if not args.build_only:
+            sim.run()
     except _core.ScenarioError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     wall_s = perf_counter() - started
+    if args.build_only:
+        record = {
+            "name": args.name,
+            "build_s": round(build_s, 6),
+            "rss_after_build_mb": after_build_mb,
+            "rss_before_build_mb": before_build_mb,
+            "baseline_rss_mb": round(baseline_mb, 2),
+            "flows": int(sim.n_flows),
+            "links": int(sim.n_links),
+        }
+        print(json.dumps(record), flush=True)
+        return 0
     events = int(sim.events)
     record = {
         "name": args.name,
@@ -91,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         "sim_s": int(sim.duration_ns) / 1e9,
         "wall_s": round(wall_s, 6),
         "build_s": round(build_s, 6),
+        "run_s": round(wall_s - build_s, 6),
+        "rss_after_build_mb": after_build_mb,
         "events": events,
         "events_per_s": round(events / wall_s, 1) if wall_s > 0 else None,
         "peak_rss_mb": round(peak_rss_mb(), 2),

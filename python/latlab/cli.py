@@ -187,9 +187,12 @@ def with_duration(sc, duration_s: float):  # noqa: ANN001, ANN201 - latlab.Scena
               help="Simulated seconds, replacing the scenario's duration_s (measure_from_s shrinks in "
                    "proportion if it would not fit).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no summary; only errors.")
-@click.option("--no-plot", is_flag=True, help="Do not draw overview.png.")  # fmt: skip
+@click.option("--no-plot", is_flag=True, help="Do not draw overview.png.")
+@click.option("--max-memory", "max_memory", metavar="SIZE", default=None,
+              help="Refuse a scenario estimated to need more memory than SIZE (e.g. 2G, 512M; "
+                   "default: what the machine has available).")  # fmt: skip
 def run_cmd(scenario: str | None, use_default: bool, outdir: Path | None, seed: int | None, duration_s: float | None,
-            quiet: bool, no_plot: bool) -> None:  # fmt: skip
+            quiet: bool, no_plot: bool, max_memory: str | None) -> None:  # fmt: skip
     """Simulate a scenario and save its results.
 
     SCENARIO is a TOML file, or the name of a built-in scenario such as
@@ -222,7 +225,8 @@ def run_cmd(scenario: str | None, use_default: bool, outdir: Path | None, seed: 
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConservationWarning)  # reported below, in red
-        results = latlab.run(sc, outdir=outdir, progress=not quiet, seed=seed)
+        results = latlab.run(sc, outdir=outdir, progress=not quiet, seed=seed,
+                             max_memory_bytes=None if max_memory is None else parse_size(max_memory, "--max-memory"))
 
     figure = None
     if not no_plot:
@@ -239,6 +243,15 @@ def run_cmd(scenario: str | None, use_default: bool, outdir: Path | None, seed: 
         _error_line(f"packet conservation FAILED {results.conservation_problem()} "
                     f"(a simulator bug; results written to {outdir} but suspect)")  # fmt: skip
         click.get_current_context().exit(1)
+
+
+def parse_size(text: str, option: str) -> int:
+    """'2G', '512M', '64k' or a plain number of bytes (powers of 1024 for the suffixes)."""
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][0-9]+)?)\s*([kKmMgGtT]?)(?:i?B)?\s*", text)
+    if m is None or float(m.group(1)) * units[m.group(2).upper()] < 1:
+        raise UserError(f"{option}: expected a size such as 2G, 512M or 1000000 (bytes), got {text!r}")
+    return int(float(m.group(1)) * units[m.group(2).upper()])
 
 
 # ----- validate ------------------------------------------------------------
@@ -268,7 +281,13 @@ def validate(scenario: str) -> None:
 @click.option("--list", "list_only", is_flag=True, help="List the benchmark scenarios and exit.")
 @click.option("--quick", is_flag=True, help="Run each for 10% of its simulated duration (a smoke test).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per benchmark (with machine info).")
-def bench(names: tuple[str, ...], list_only: bool, quick: bool, as_json: bool) -> None:
+@click.option("--scale", is_flag=True,
+              help="Cost growth: the dumbbell at 1k, 10k and 100k flows (build, run, events/s, memory).")
+@click.option("--sizes", default=None, metavar="N,N,...", help="Flow counts for --scale (default 1000,10000,100000).")
+@click.option("--figure", "figure_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="With --scale: write the log-log figure (wall time and memory against flows) here.")
+def bench(names: tuple[str, ...], list_only: bool, quick: bool, as_json: bool, scale: bool, sizes: str | None,
+          figure_path: Path | None) -> None:  # fmt: skip
     """Measure simulator speed and memory on the built-in benchmarks.
 
     Each benchmark runs in a fresh Python process so its peak memory is its
@@ -282,12 +301,20 @@ def bench(names: tuple[str, ...], list_only: bool, quick: bool, as_json: bool) -
       latlab bench --list
       latlab bench dumbbell-10 --quick
       latlab bench --json >> benches/history.jsonl
+      latlab bench --scale --figure scale.png  # 1k, 10k, 100k flows: cost growth
     """
     from rich.console import Console
 
     from latlab import bench as bench_mod
 
     console = Console()
+    if scale or sizes or figure_path:
+        if not scale:
+            raise UserError("--sizes and --figure go with --scale")
+        if names:
+            raise UserError("--scale runs its own scenarios; give no benchmark names with it")
+        _bench_scale(console, sizes, quick, as_json, figure_path)
+        return
     available = bench_mod.names()
     if list_only:
         for name in available:
@@ -322,6 +349,40 @@ def bench(names: tuple[str, ...], list_only: bool, quick: bool, as_json: bool) -
         console.print(bench_table(records, machine, QUICK_FRACTION if quick else None))
     if failed:
         click.get_current_context().exit(1)
+
+
+def _bench_scale(console: Any, sizes: str | None, quick: bool, as_json: bool, figure_path: Path | None) -> None:
+    from latlab import bench as bench_mod
+    from latlab import scale as scale_mod
+
+    if sizes is None:
+        counts = list(scale_mod.SIZES)
+    else:
+        try:
+            counts = [int(float(x)) for x in sizes.split(",") if x.strip()]
+        except ValueError:
+            raise UserError(f"--sizes: expected flow counts separated by commas, got {sizes!r}") from None
+        if not counts or any(c < 2 for c in counts):
+            raise UserError(f"--sizes: expected flow counts of at least 2, got {sizes!r}")
+    machine = bench_mod.machine_info()
+
+    def show(rec: dict[str, Any]) -> None:
+        if as_json:
+            click.echo(json.dumps({**rec, "machine": machine}))
+        else:
+            console.print(f"{rec['flows']:>9,} flows: build {rec['build_s']:.2f} s, run {rec['run_s']:.2f} s "
+                          f"for {rec['sim_s']:g} s simulated, peak {rec['peak_rss_mb']:.0f} MB")
+
+    try:
+        records = scale_mod.run(counts, quick=quick, on_record=show)
+    except bench_mod.BenchFailure as e:
+        raise SimulationError(str(e)) from None
+    if not as_json:
+        console.print(scale_mod.table(records, machine))
+    if figure_path is not None:
+        scale_mod.figure(records, figure_path, machine)
+        if not as_json:
+            console.print(f"figure: {figure_path}")
 
 
 def _register_commands() -> None:

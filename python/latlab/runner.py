@@ -18,6 +18,7 @@ def run(
     outdir: str | os.PathLike[str] | None = None,
     progress: bool = False,
     seed: int | None = None,
+    max_memory_bytes: int | None = None,
 ) -> Results:
     """Simulate a scenario and return its results as DataFrames.
 
@@ -28,6 +29,9 @@ def run(
             end, each file atomically; nothing else in the folder is touched.
         progress: show a progress bar on a terminal (a few plain lines otherwise).
         seed: run with this seed instead of the scenario's.
+        max_memory_bytes: refuse (ScenarioError) a scenario whose network is
+            estimated to need more than this; default: the memory the machine
+            has available.
 
     Raises:
         ScenarioError: the scenario is invalid (message: ``FILE: key.path: what``).
@@ -47,7 +51,8 @@ def run(
         out_path.mkdir(parents=True, exist_ok=True)
 
     started = perf_counter()
-    sim = core.Simulation(sc.to_toml(), sc.core_source, None if out_path is None else str(out_path))
+    sim = core.Simulation(sc.to_toml(), sc.core_source, None if out_path is None else str(out_path),
+                          max_memory_bytes)
     build_s = perf_counter() - started
 
     reporter = progress_mod.make_reporter(progress)

@@ -4,6 +4,7 @@
 //! (one per table) that pyarrow reads without copying column by column;
 //! scenario errors become `latlab._core.ScenarioError` (a `ValueError`).
 
+use latlab_sim::budget::MemoryLimit;
 use latlab_sim::tables::to_ipc_stream;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -62,12 +63,19 @@ impl Simulation {
 #[pymethods]
 impl Simulation {
     #[new]
-    #[pyo3(signature = (toml_text, source = "<scenario>", outdir = None))]
-    fn new(py: Python<'_>, toml_text: &str, source: &str, outdir: Option<PathBuf>) -> PyResult<Self> {
+    #[pyo3(signature = (toml_text, source = "<scenario>", outdir = None, max_memory_bytes = None))]
+    fn new(
+        py: Python<'_>,
+        toml_text: &str,
+        source: &str,
+        outdir: Option<PathBuf>,
+        max_memory_bytes: Option<u64>,
+    ) -> PyResult<Self> {
+        let limit = max_memory_bytes.map_or(MemoryLimit::Machine, MemoryLimit::Bytes);
         let sim = py
             .allow_threads(|| {
                 let sc = latlab_sim::parse(toml_text, source)?;
-                latlab_sim::build::build(&sc, source, outdir.as_deref())
+                latlab_sim::build::build_with_limit(&sc, source, outdir.as_deref(), limit)
             })
             .map_err(scenario_err)?;
         Ok(Simulation { sim: Mutex::new(sim) })

@@ -139,9 +139,10 @@ pub struct Flow {
     pub start_ns: u64,
     pub size_bytes: Option<u64>,
     pub transport: Transport,
-    /// Link indices sender→receiver and receiver→sender.
-    pub fwd_path: Box<[u32]>,
-    pub rev_path: Box<[u32]>,
+    /// Positions in the simulation's [`crate::routing::RouteTable`] of the
+    /// paths sender→receiver and receiver→sender.
+    pub fwd_route: u32,
+    pub rev_route: u32,
     pub header_bytes: u32,
     /// Connection generation: packets of an earlier connection of a
     /// closed-loop user are discarded on arrival.

@@ -7,6 +7,7 @@
 //! summarises; [`build`] turns a [`scenario::Scenario`] into a ready
 //! [`Simulation`].
 
+pub mod budget;
 pub mod build;
 pub mod engine;
 pub mod fgn;

@@ -31,8 +31,8 @@ pub struct Packet {
     pub flow: u32,
     /// True for sender→receiver (data), false for receiver→sender (ACKs).
     pub forward: bool,
-    /// Index into the flow's path of the link the packet is on or next enters.
-    pub hop: u16,
+    /// Position in the route table of the link the packet is on or next enters.
+    pub route_pos: u32,
     pub wire_bytes: u32,
 }
 
@@ -50,7 +50,7 @@ pub struct PacketRef {
 // traffic on every hop: measure (`latlab bench`) and update the figure on
 // purpose, saying why in the commit.
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<Packet>() == 128);
+const _: () = assert!(std::mem::size_of::<Packet>() == 136);
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(std::mem::size_of::<PacketRef>() == 12);
 

@@ -12,6 +12,7 @@ use crate::flow::{Flow, TcpFlow, TfrcFlow, TimerSlot, Transfer, Transport};
 use crate::measure::Samples;
 use crate::network::{Link, Node};
 use crate::packet::{Packet, PacketRef, PacketSlab, Payload};
+use crate::routing::RouteTable;
 use latlab_proto::tcp::{FixedRwnd, TcpReceiver, TcpSender};
 use latlab_proto::tfrc::TfrcSender;
 use latlab_qdisc::{Dequeue, Enqueue};
@@ -44,6 +45,8 @@ pub struct Simulation {
     pub nodes: Vec<Node>,
     pub links: Vec<Link>,
     pub flows: Vec<Flow>,
+    /// Every flow's paths (flows hold positions into it).
+    pub routes: RouteTable,
     pub group_names: Vec<String>,
     pub(crate) packets: PacketSlab,
     drop_scratch: Vec<PacketRef>,
@@ -63,6 +66,7 @@ impl Simulation {
         nodes: Vec<Node>,
         links: Vec<Link>,
         flows: Vec<Flow>,
+        routes: RouteTable,
         group_names: Vec<String>,
     ) -> Self {
         let mut queue = EventQueue::new();
@@ -88,6 +92,7 @@ impl Simulation {
             nodes,
             links,
             flows,
+            routes,
             group_names,
             packets: PacketSlab::default(),
             drop_scratch: Vec::new(),
@@ -387,14 +392,15 @@ impl Simulation {
     #[inline]
     fn send_sized(&mut self, flow: u32, forward: bool, payload: Payload, payload_bytes: u32) {
         let f = &self.flows[flow as usize];
-        let first = if forward { f.fwd_path[0] } else { f.rev_path[0] };
+        let route_pos = if forward { f.fwd_route } else { f.rev_route };
+        let first = self.routes.link_at(route_pos);
         let wire_bytes = f.header_bytes + payload_bytes;
         let r = self.packets.insert(Packet {
             payload,
             conn: f.conn,
             flow,
             forward,
-            hop: 0,
+            route_pos,
             wire_bytes,
         });
         self.link_enqueue(first, r);
@@ -476,12 +482,10 @@ impl Simulation {
             self.queue.schedule(next, Event::Arrive { link });
         }
         let pkt = self.packets.get_mut(r);
-        pkt.hop += 1;
-        let (flow, forward, hop) = (pkt.flow, pkt.forward, pkt.hop as usize);
-        let f = &self.flows[flow as usize];
-        let path = if forward { &f.fwd_path } else { &f.rev_path };
-        if hop < path.len() {
-            let next = path[hop];
+        pkt.route_pos += 1;
+        let (flow, forward) = (pkt.flow, pkt.forward);
+        let next = self.routes.link_at(pkt.route_pos);
+        if next != RouteTable::END {
             self.link_enqueue(next, r);
             return;
         }

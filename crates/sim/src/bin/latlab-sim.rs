@@ -2,14 +2,30 @@
 //! engine's figures. For profiling (perf, callgrind) without Python; users
 //! want the `latlab` command.
 
+use latlab_sim::budget::MemoryLimit;
 use std::process::ExitCode;
 use std::time::Instant;
 
 fn main() -> ExitCode {
+    const USAGE: &str = "usage: latlab-sim SCENARIO.toml [--max-memory BYTES]";
     let args: Vec<String> = std::env::args().collect();
-    let Some(path) = args.get(1) else {
-        eprintln!("usage: latlab-sim SCENARIO.toml");
+    let Some(path) = args.get(1).filter(|a| !a.starts_with("--")) else {
+        eprintln!("{USAGE}");
         return ExitCode::from(2);
+    };
+    let limit = match args.get(2..).unwrap_or_default() {
+        [] => MemoryLimit::Machine,
+        [flag, v] if flag == "--max-memory" => match v.parse::<u64>() {
+            Ok(b) if b > 0 => MemoryLimit::Bytes(b),
+            _ => {
+                eprintln!("error: --max-memory: expected a positive number of bytes, got {v:?}");
+                return ExitCode::from(2);
+            }
+        },
+        _ => {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
     };
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
@@ -19,7 +35,9 @@ fn main() -> ExitCode {
         }
     };
     let t0 = Instant::now();
-    let mut sim = match latlab_sim::load(&text, path) {
+    let loaded = latlab_sim::parse(&text, path)
+        .and_then(|sc| latlab_sim::build::build_with_limit(&sc, path, None, limit));
+    let mut sim = match loaded {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");

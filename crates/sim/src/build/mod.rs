@@ -1,13 +1,14 @@
 //! Build a [`Simulation`] from a parsed [`Scenario`], validating everything a
 //! user can get wrong and naming the key path in each error.
 
+use crate::budget::{self, MemoryLimit};
 use crate::fgn;
 use crate::flow::{ClosedLoop, Flow, TcpFlow, TfrcFlow, TimerSlot, Transport, UdpFlow};
 use crate::network::{Link, LinkCounters, LinkRate, Node};
 use crate::packet::PacketRef;
 use crate::pcap::PcapWriter;
 use crate::rng::{stream, stream_seed, Stream};
-use crate::routing::{self, Graph};
+use crate::routing::{RouteTable, Router};
 use crate::scenario::FlowGroup;
 use crate::scenario::{
     CoDelSpec, DropTailSpec, EdgePacerSpec, QueueSpec, RedSpec, Scenario, ScenarioError, StartDist,
@@ -66,8 +67,21 @@ impl Ctx<'_> {
     }
 }
 
-/// Build the simulation. `outdir` receives pcap files (the current directory if None).
+/// Build the simulation. `outdir` receives pcap files (the current directory
+/// if None). A scenario too large for the memory this machine has available
+/// is refused (see [`crate::budget`]).
 pub fn build(sc: &Scenario, source: &str, outdir: Option<&Path>) -> Result<Simulation, ScenarioError> {
+    build_with_limit(sc, source, outdir, MemoryLimit::Machine)
+}
+
+/// [`build`] with an explicit memory limit.
+pub fn build_with_limit(
+    sc: &Scenario,
+    source: &str,
+    outdir: Option<&Path>,
+    limit: MemoryLimit,
+) -> Result<Simulation, ScenarioError> {
+    budget::check(sc, source, limit)?;
     let cx = Ctx { source };
     let duration_ns = cx.s_to_ns(sc.duration_s, "duration_s")?;
     if duration_ns == 0 {
@@ -127,15 +141,11 @@ pub fn build(sc: &Scenario, source: &str, outdir: Option<&Path>) -> Result<Simul
         links[li as usize].pcap = Some(Box::new(writer));
     }
 
-    // Routing: one shortest-path tree per distinct destination.
+    // Routing, only for the (source, destination) pairs flows use.
     let graph_links: Vec<(u32, u32, u64)> = links.iter().map(|l| (l.src, l.dst, l.delay_ns)).collect();
-    let link_dst: Vec<u32> = links.iter().map(|l| l.dst).collect();
-    let graph = Graph::new(nodes.len(), &graph_links);
-    let mut trees: BTreeMap<u32, Vec<Option<u32>>> = BTreeMap::new();
-    let mut route = |src: u32, dst: u32| -> Option<Vec<u32>> {
-        let next = trees.entry(dst).or_insert_with(|| graph.next_links_to(dst));
-        routing::path(next, &link_dst, src, dst)
-    };
+    let mut router = Router::new(nodes.len(), &graph_links);
+    let mut route = |src: u32, dst: u32| router.route(src, dst);
+    let mut routes = RouteTable::default();
 
     // Flows.
     let max_sampled = sc.outputs.max_sampled_flows.unwrap_or(DEFAULT_MAX_SAMPLED_FLOWS);
@@ -300,8 +310,8 @@ pub fn build(sc: &Scenario, source: &str, outdir: Option<&Path>) -> Result<Simul
                 start_ns: starts[i as usize],
                 size_bytes: grp.size_bytes,
                 transport,
-                fwd_path: fwd.into_boxed_slice(),
-                rev_path: rev_path.into_boxed_slice(),
+                fwd_route: routes.push(&fwd),
+                rev_route: routes.push(&rev_path),
                 header_bytes,
                 conn: 0,
                 started: false,
@@ -320,6 +330,7 @@ pub fn build(sc: &Scenario, source: &str, outdir: Option<&Path>) -> Result<Simul
         nodes,
         links,
         flows,
+        routes,
         group_names,
     ))
 }
