@@ -33,6 +33,8 @@ pub struct Departure<P> {
     pub pkt: P,
     /// Time it waited in its queue, ns.
     pub sojourn_ns: u64,
+    /// When it entered the queue.
+    pub enqueued_ns: u64,
     /// When its last byte left the transmitter.
     pub leave_ns: u64,
     /// When the receiver has it, before propagation: after HARQ

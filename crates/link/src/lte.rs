@@ -107,7 +107,7 @@ struct User<P> {
     queue: Box<dyn Qdisc<P>>,
     channel: Transmitter,
     /// A packet taken from the queue, and its bytes not yet sent.
-    in_transit: Option<(P, u32, u64)>,
+    in_transit: Option<(P, u32, u64, u64)>,
     /// R̄: EWMA of bytes served per TTI.
     avg_bytes: f64,
     last_delivery_ns: u64,
@@ -305,10 +305,12 @@ impl<P: QueuedPacket> LteCell<P> {
         let mut sent = 0u64;
         let mut scratch = Vec::new();
         while grant > 0 {
-            let (pkt, left, sojourn) = match u.in_transit.take() {
+            let (pkt, left, sojourn, enqueued) = match u.in_transit.take() {
                 Some(t) => t,
                 None => match u.queue.dequeue(now_ns, &mut scratch) {
-                    Dequeue::Packet { pkt, sojourn_ns } => (pkt, pkt.size_bytes(), sojourn_ns),
+                    Dequeue::Packet { pkt, sojourn_ns } => {
+                        (pkt, pkt.size_bytes(), sojourn_ns, now_ns - sojourn_ns)
+                    }
                     Dequeue::Empty | Dequeue::Wait(_) => break,
                 },
             };
@@ -317,7 +319,7 @@ impl<P: QueuedPacket> LteCell<P> {
             sent += take;
             let left = left - take as u32;
             if left > 0 {
-                u.in_transit = Some((pkt, left, sojourn));
+                u.in_transit = Some((pkt, left, sojourn, enqueued));
                 break;
             }
             // RLC in-order delivery: never before the user's previous packet.
@@ -327,6 +329,7 @@ impl<P: QueuedPacket> LteCell<P> {
                 dest: i as u32,
                 pkt,
                 sojourn_ns: sojourn,
+                enqueued_ns: enqueued,
                 leave_ns: end_ns,
                 deliver_ns,
                 lost: false,

@@ -33,7 +33,9 @@ pub enum RateSource {
     /// the last rate holds for ever.
     Schedule(Arc<[(u64, u64)]>),
     /// A continuous-time two-state chain (Gilbert-Elliott style): exponential
-    /// dwell times with these means in the good and the bad state. Starts good.
+    /// dwell times with these means in the good and the bad state. The first
+    /// state is drawn from the stationary law (good with probability
+    /// mean_good / (mean_good + mean_bad)), as `latlab trace gen markov`.
     Markov {
         good_bps: u64,
         bad_bps: u64,
@@ -213,9 +215,16 @@ impl RateCursor {
                 self.rate_bps = p[0].1;
                 self.seg_end_ns = p.get(1).map_or(u64::MAX, |x| x.0);
             }
-            RateSource::Markov { good_bps, .. } => {
-                self.state = 1;
-                self.rate_bps = *good_bps;
+            RateSource::Markov {
+                good_bps,
+                bad_bps,
+                mean_good_ns,
+                mean_bad_ns,
+            } => {
+                let (g, b) = (*mean_good_ns as f64, *mean_bad_ns as f64);
+                let good = self.rng.random::<f64>() < g / (g + b);
+                self.state = good as usize;
+                self.rate_bps = if good { *good_bps } else { *bad_bps };
                 self.seg_end_ns = self.dwell();
             }
             RateSource::PerInterval { interval_ns, .. } => {
@@ -356,8 +365,8 @@ mod tests {
         let s = RateSource::Schedule(vec![(0, 8_000_000), (1_000_000, 0), (2_000_000, 16_000_000)].into());
         s.validate().unwrap();
         let mut c = RateCursor::new(s, 1);
-        // 1500 B = 12000 bits: 1000 ns-worth... 8 Mb/s carries 8000 bits in the first ms,
-        // the rest (4000 bits) at 16 Mb/s takes 250 µs after the gap.
+        // 1500 B = 12000 bits: 8 Mb/s carries 8000 in the first ms; the
+        // rest (4000 bits) at 16 Mb/s takes 250 µs after the gap.
         assert_eq!(c.finish_time(0, 1500 * BITNS_PER_BYTE), Some(2_250_000));
         assert_eq!(c.cumulative(3_000_000), (8_000_000u128 + 16_000_000) * 1_000_000);
         assert_eq!(c.next_positive(2_500_000), Some(2_500_000));

@@ -46,21 +46,22 @@ pub struct TraceSchedule {
 }
 
 impl TraceSchedule {
-    /// Parse trace text. `file` names it in errors. Blank lines and
-    /// surrounding whitespace are tolerated (Mahimahi rejects empty lines;
-    /// a trailing newline is common in files written by hand).
+    /// Parse trace text. `file` names it in errors. As Mahimahi's reader:
+    /// every line holds one integer (digits only; an empty line is an
+    /// error); LF or CRLF line ends; the final line end is optional.
     pub fn parse(text: &str, file: &str) -> Result<Self, TraceError> {
         let mut ms: Vec<u64> = Vec::new();
-        for (i, raw) in text.lines().enumerate() {
-            let line = raw.trim();
-            if line.is_empty() {
-                continue;
-            }
-            let v: u64 = line.parse().map_err(|_| TraceError::Malformed {
-                file: file.to_string(),
-                line: i + 1,
-                text: line.to_string(),
-            })?;
+        for (i, line) in text.lines().enumerate() {
+            let digits = !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit());
+            let v: u64 = line
+                .parse()
+                .ok()
+                .filter(|_| digits)
+                .ok_or_else(|| TraceError::Malformed {
+                    file: file.to_string(),
+                    line: i + 1,
+                    text: line.to_string(),
+                })?;
             if let Some(&prev) = ms.last() {
                 if v < prev {
                     return Err(TraceError::NonMonotone {
@@ -197,6 +198,11 @@ mod tests {
             }
         );
         assert!(e.to_string().starts_with("a.trace: line 3:"));
+        assert!(matches!(
+            TraceSchedule::parse("1\n\n2\n", "e").unwrap_err(),
+            TraceError::Malformed { line: 2, .. }
+        ));
+        assert!(TraceSchedule::parse("1\r\n3\r\n", "crlf").is_ok());
         let e = TraceSchedule::parse("1\n5\n4\n", "b.trace").unwrap_err();
         assert!(matches!(
             e,
@@ -209,7 +215,7 @@ mod tests {
         ));
         assert!(e.to_string().contains("non-decreasing"));
         assert!(matches!(
-            TraceSchedule::parse("\n", "c").unwrap_err(),
+            TraceSchedule::parse("", "c").unwrap_err(),
             TraceError::Empty { .. }
         ));
         assert!(matches!(

@@ -228,6 +228,7 @@ impl<P: QueuedPacket> WifiAp<P> {
             dest: t.station,
             pkt: t.pkt,
             sojourn_ns,
+            enqueued_ns: now_ns - sojourn_ns,
             leave_ns: t_ns,
             deliver_ns: t_ns,
             lost: !delivered,
