@@ -230,22 +230,36 @@ impl<P: QueuedPacket> LteCell<P> {
                 order.push((i, c));
             }
         }
-        if let Scheduler::ProportionalFair { .. } = self.cfg.scheduler {
-            let users = &self.users;
-            // Largest c_i / R̄_i first (R̄ floored so a new user's metric is finite); ties by index.
-            let metric = |&(i, c): &(usize, u64)| c as f64 / users[i].avg_bytes.max(1e-3);
-            order.sort_by(|a, b| metric(b).total_cmp(&metric(a)).then(a.0.cmp(&b.0)));
-        }
+        let pf = matches!(self.cfg.scheduler, Scheduler::ProportionalFair { .. });
         let rbs_total = self.cfg.resource_blocks as u64;
         let mut rbs_left = rbs_total;
         let mut served = std::mem::take(&mut self.served);
         served.clear();
         served.resize(n, 0);
         let mut first_served = None;
-        for &(i, cap) in &order {
-            if rbs_left == 0 {
-                break;
-            }
+        let mut remaining = order.len();
+        let mut next = 0;
+        while rbs_left > 0 && remaining > 0 {
+            let (i, cap) = if pf {
+                // The largest c_i / R̄_i among those left (R̄ floored so a new
+                // user's metric is finite; ties to the lower index). A linear
+                // pick, not a sort: the blocks usually run out after a user or two.
+                let users = &self.users;
+                let metric = |&(i, c): &(usize, u64)| c as f64 / users[i].avg_bytes.max(1e-3);
+                let mut best = 0;
+                for j in 1..remaining {
+                    let (a, b) = (&order[j], &order[best]);
+                    if metric(a).total_cmp(&metric(b)).then(b.0.cmp(&a.0)).is_gt() {
+                        best = j;
+                    }
+                }
+                order.swap(best, remaining - 1);
+                order[remaining - 1]
+            } else {
+                next += 1;
+                order[next - 1]
+            };
+            remaining -= 1;
             if cap == 0 {
                 continue;
             }
