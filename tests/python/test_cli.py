@@ -131,7 +131,7 @@ def test_core_not_built(runner, tiny_toml, monkeypatch):
 def test_bench_list(runner):
     res = runner.invoke(cli, ["bench", "--list"])
     assert res.exit_code == 0
-    assert [ln.split()[0] for ln in res.output.splitlines()] == ["dumbbell-10", "dumbbell-1000", "pacing-baseline"]
+    assert [ln.split()[0] for ln in res.output.splitlines()] == ["cellular-100", "dumbbell-10", "dumbbell-1000", "pacing-baseline"]
 
 
 def test_bench_unknown_name(runner):

@@ -107,7 +107,7 @@ def test_builtins_parse():
         sc = Scenario.builtin(name)
         assert sc.source == f"<builtin:{name}>"
         assert sc.duration_s and sc.duration_s > 0
-    assert builtin.bench_names() == ["dumbbell-10", "dumbbell-1000", "pacing-baseline"]
+    assert builtin.bench_names() == ["cellular-100", "dumbbell-10", "dumbbell-1000", "pacing-baseline"]
     assert builtin.description("default")
 
 

@@ -55,6 +55,16 @@ impl Footprint {
                 };
                 (2 * hosts + 2 * edges + 2, 4 * hosts + 4 * edges + 2, key)
             }
+            // Server, optional wired router, base station or AP, N users:
+            // a per-user downlink and uplink each, plus the wired links.
+            Topology::Cellular(c) => {
+                let n = c.users as u64;
+                (n + 3, 2 * n + 4, ("topology.users".to_string(), n))
+            }
+            Topology::Wifi(w) => {
+                let n = w.stations as u64;
+                (n + 3, 2 * n + 4, ("topology.stations".to_string(), n))
+            }
             Topology::Custom(c) => (
                 c.nodes.len() as u64,
                 c.links.len() as u64,

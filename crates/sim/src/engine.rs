@@ -13,6 +13,8 @@ pub enum Event {
     Arrive { link: u32 },
     /// A non-work-conserving queue asked to be polled again.
     LinkWake { link: u32 },
+    /// A shared access medium (LTE cell TTI, Wi-Fi AP free) must run.
+    MediumWake { medium: u32 },
     /// A flow opens its connection.
     FlowStart { flow: u32 },
     /// A sender's timer: TCP RTO or pacing release, a UDP source's next packet.

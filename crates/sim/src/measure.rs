@@ -2,7 +2,8 @@
 //! (struct of arrays) that become Arrow record batches at the end.
 
 use crate::flow::Flow;
-use crate::network::Link;
+use crate::network::{queue_view, Link, Service, SharedMedium};
+use crate::sim::AccessDelay;
 
 /// ssthresh is "infinite" before the first loss; samples report it as null.
 const SSTHRESH_INFINITE: u64 = u64::MAX / 4;
@@ -44,14 +45,85 @@ pub struct LinkSamples {
     pub sojourn_max_ns: Vec<u64>,
 }
 
+/// One row per time-varying or shared link and sample time (the
+/// `access_samples` table): the capacity its trace or channel offered
+/// beside what it carried, both cumulative from the start.
+#[derive(Debug, Default)]
+pub struct AccessSamples {
+    pub time_ns: Vec<u64>,
+    pub link_id: Vec<u32>,
+    pub offered_bytes: Vec<u64>,
+    pub departures_bytes: Vec<u64>,
+    pub queue_bytes: Vec<u64>,
+    pub queue_pkts: Vec<u64>,
+}
+
+/// One row per sampled flow and sample time (the `access_flow_samples`
+/// table): the sender's srtt beside the delay its data packets saw at
+/// access hops since the previous sample (null when none crossed one).
+#[derive(Debug, Default)]
+pub struct AccessFlowSamples {
+    pub time_ns: Vec<u64>,
+    pub flow_id: Vec<u32>,
+    pub srtt_ns: Vec<Option<u64>>,
+    pub access_delay_mean_ns: Vec<Option<u64>>,
+    pub access_delay_max_ns: Vec<Option<u64>>,
+    pub access_packets: Vec<u64>,
+}
+
 #[derive(Debug, Default)]
 pub struct Samples {
     pub flows: FlowSamples,
     pub links: LinkSamples,
+    pub access: AccessSamples,
+    pub access_flows: AccessFlowSamples,
 }
 
 impl Samples {
-    pub fn record(&mut self, now_ns: u64, flows: &[Flow], links: &mut [Link]) {
+    /// Access-link and per-flow access-delay rows (scenarios with
+    /// time-varying or shared links only).
+    pub fn record_access(
+        &mut self,
+        now_ns: u64,
+        flows: &[Flow],
+        links: &mut [Link],
+        media: &mut [SharedMedium],
+        delays: &mut [AccessDelay],
+    ) {
+        for (i, l) in links.iter_mut().enumerate() {
+            if matches!(l.service, Service::Fixed) || !l.sampled {
+                continue;
+            }
+            let offered = l.offered_bytes_until(media, now_ns).unwrap_or(0);
+            let v = queue_view(l, media);
+            let a = &mut self.access;
+            a.time_ns.push(now_ns);
+            a.link_id.push(i as u32);
+            a.offered_bytes.push(offered);
+            a.departures_bytes.push(l.counters.departures_bytes);
+            a.queue_bytes.push(v.len_bytes);
+            a.queue_pkts.push(v.len_pkts);
+        }
+        let fs = &mut self.access_flows;
+        for (i, (f, d)) in flows.iter().zip(delays.iter_mut()).enumerate() {
+            if !f.sampled || !f.started {
+                continue;
+            }
+            fs.time_ns.push(now_ns);
+            fs.flow_id.push(i as u32);
+            fs.srtt_ns.push(match (f.tcp(), f.tfrc()) {
+                (Some(t), _) => Some(t.sender.srtt_ns()),
+                (_, Some(t)) => Some(t.sender.rtt_ns()),
+                _ => None,
+            });
+            fs.access_delay_mean_ns.push(d.sum_ns.checked_div(d.count));
+            fs.access_delay_max_ns.push((d.count > 0).then_some(d.max_ns));
+            fs.access_packets.push(d.count);
+            *d = AccessDelay::default();
+        }
+    }
+
+    pub fn record(&mut self, now_ns: u64, flows: &[Flow], links: &mut [Link], media: &[SharedMedium]) {
         let fs = &mut self.flows;
         for (i, f) in flows.iter().enumerate() {
             if !f.sampled || !f.started {
@@ -95,12 +167,13 @@ impl Samples {
             if !l.sampled {
                 continue;
             }
-            let q = l.qdisc.stats();
+            let v = queue_view(l, media);
+            let q = v.stats;
             let c = &mut l.counters;
             ls.time_ns.push(now_ns);
             ls.link_id.push(i as u32);
-            ls.queue_bytes.push(l.qdisc.len_bytes());
-            ls.queue_pkts.push(l.qdisc.len_pkts() as u64);
+            ls.queue_bytes.push(v.len_bytes);
+            ls.queue_pkts.push(v.len_pkts);
             ls.arrivals_pkts.push(c.arrivals_pkts);
             ls.drops_pkts.push(q.drops_pkts());
             ls.departures_bytes.push(c.departures_bytes);

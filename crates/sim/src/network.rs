@@ -13,6 +13,7 @@
 
 use crate::packet::PacketRef;
 use crate::pcap::PcapWriter;
+use latlab_link::{LteCell, Transmitter, WifiAp};
 use latlab_qdisc::{Qdisc, QdiscStats};
 use rand_pcg::Pcg64Mcg;
 use std::collections::VecDeque;
@@ -22,7 +23,8 @@ pub struct Node {
     pub name: String,
 }
 
-/// How a link's rate is given. Time-varying rates (traces) fit here later.
+/// A link's nominal rate: its fixed rate, or for a time-varying link its
+/// long-run mean (the `links` table's `rate_bps`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum LinkRate {
     Fixed { rate_bps: u64 },
@@ -64,11 +66,87 @@ pub struct LinkCounters {
     pub sojourn_max_ns: u64,
 }
 
+/// How a link serves its queue.
+pub enum Service {
+    /// A fixed-rate transmitter (`Link::rate`): the hot path.
+    Fixed,
+    /// A transmitter over a trace or a rate process (latlab-link), serving
+    /// the link's own queue.
+    Varying(Box<Transmitter>),
+    /// A user's (cell) or station's (AP) downlink of a shared medium: the
+    /// medium holds the queue and decides when packets leave; the link
+    /// keeps its wire, delay and counters. Its own `qdisc` stays empty.
+    Shared { medium: u32, member: u32 },
+}
+
+/// A shared access medium and the links of its members (index = member).
+pub struct SharedMedium {
+    pub kind: MediumKind,
+    pub links: Vec<u32>,
+    /// A `MediumWake` is pending at this time.
+    pub wake_at: Option<u64>,
+}
+
+pub enum MediumKind {
+    Cell(LteCell<PacketRef>),
+    Ap(WifiAp<PacketRef>),
+}
+
+/// A link's queue as the tables see it: its own discipline, or its share
+/// of a shared medium's queues.
+#[derive(Debug, Clone, Copy)]
+pub struct QueueView {
+    pub name: &'static str,
+    pub stats: QdiscStats,
+    pub len_pkts: u64,
+    pub len_bytes: u64,
+    /// Packets taken from the queue but not on the wire yet (a cell user's
+    /// packet whose bytes are partly sent).
+    pub in_service_pkts: u64,
+}
+
+/// The queue of `link` (see [`QueueView`]).
+pub fn queue_view(link: &Link, media: &[SharedMedium]) -> QueueView {
+    let own = |q: &dyn Qdisc<PacketRef>, in_service_pkts| QueueView {
+        name: q.name(),
+        stats: *q.stats(),
+        len_pkts: q.len_pkts() as u64,
+        len_bytes: q.len_bytes(),
+        in_service_pkts,
+    };
+    match link.service {
+        Service::Shared { medium, member } => match &media[medium as usize].kind {
+            MediumKind::Cell(c) => own(c.queue(member), c.in_transit_pkts(member)),
+            MediumKind::Ap(ap) => {
+                let st = ap.station_stats(member);
+                QueueView {
+                    name: ap.queue().name(),
+                    stats: st.queue,
+                    len_pkts: st.queued_pkts,
+                    len_bytes: st.queued_bytes,
+                    in_service_pkts: 0,
+                }
+            }
+        },
+        _ => own(link.qdisc.as_ref(), 0),
+    }
+}
+
+/// Capacity accounting of a time-varying or shared link (the `access` tables).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AccessCounters {
+    /// Capacity offered up to the measurement window's start, and up to the end.
+    pub window_start_offered_bytes: u64,
+    pub offered_bytes: u64,
+}
+
 pub struct Link {
     pub name: String,
     pub src: u32,
     pub dst: u32,
     pub rate: LinkRate,
+    pub service: Service,
+    pub access: AccessCounters,
     pub delay_ns: u64,
     pub qdisc: Box<dyn Qdisc<PacketRef>>,
     /// Random independent loss probability, and its stream.
@@ -92,12 +170,28 @@ pub struct Link {
 }
 
 impl Link {
+    /// Counters of the link's own queue discipline (empty for a member of
+    /// a shared medium: see [`queue_view`]).
     pub fn qdisc_stats(&self) -> &QdiscStats {
         self.qdisc.stats()
     }
 
-    /// Packets waiting in the queue (a packet being serialised is on the wire).
+    /// Packets waiting in the link's own queue (a packet being serialised
+    /// is on the wire).
     pub fn held_pkts(&self) -> u64 {
         self.qdisc.len_pkts() as u64
+    }
+
+    /// Capacity offered in [0, t): a varying link's transmitter, or a
+    /// member's channel; None for a fixed-rate link.
+    pub fn offered_bytes_until(&mut self, media: &mut [SharedMedium], t_ns: u64) -> Option<u64> {
+        match &mut self.service {
+            Service::Fixed => None,
+            Service::Varying(tx) => Some(tx.offered_bytes_until(t_ns)),
+            Service::Shared { medium, member } => Some(match &mut media[*medium as usize].kind {
+                MediumKind::Cell(c) => c.channel_mut(*member).offered_bytes_until(t_ns),
+                MediumKind::Ap(ap) => ap.station_tx_mut(*member).offered_bytes_until(t_ns),
+            }),
+        }
     }
 }

@@ -19,6 +19,10 @@ pub enum Stream {
     Qdisc = 4,
     Users = 5,
     UdpSource = 6,
+    /// A link's rate generator (Markov channel, per-interval draws).
+    LinkRate = 7,
+    /// A shared medium's draws (HARQ, jitter, Wi-Fi retries).
+    Medium = 8,
 }
 
 /// SplitMix64 finaliser (Steele et al. 2014): a bijective mixer, so distinct

@@ -246,17 +246,308 @@ pub enum Topology {
     Dumbbell(DumbbellSpec),
     EdgeDumbbell(EdgeDumbbellSpec),
     Custom(CustomSpec),
+    Cellular(CellularSpec),
+    Wifi(WifiSpec),
 }
 
 impl<'de> Deserialize<'de> for Topology {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let (kind, rest) = split_kind(d, &["dumbbell", "edge-dumbbell", "custom"])?;
+        let (kind, rest) = split_kind(d, &["dumbbell", "edge-dumbbell", "custom", "cellular", "wifi"])?;
         Ok(match kind.as_str() {
             "dumbbell" => Topology::Dumbbell(nested(rest)?),
             "edge-dumbbell" => Topology::EdgeDumbbell(nested(rest)?),
+            "cellular" => Topology::Cellular(nested(rest)?),
+            "wifi" => Topology::Wifi(nested(rest)?),
             _ => Topology::Custom(nested(rest)?),
         })
     }
+}
+
+/// A time-varying link rate, one key naming the form:
+/// `{ trace = "file" }` (Mahimahi delivery opportunities, looping; a
+/// relative path is resolved against the scenario file's folder),
+/// `{ schedule = [[t_s, rate_bps], ...] }` (piecewise constant),
+/// `{ constant_bps = 10e6 }`, `{ markov = { ... } }` (a good/bad channel) or
+/// `{ per_interval = { ... } }` (a rate drawn per interval).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum RateSpec {
+    Trace(String),
+    Schedule(Vec<[f64; 2]>),
+    ConstantBps(f64),
+    Markov(MarkovSpec),
+    PerInterval(PerIntervalSpec),
+}
+
+/// A two-state Markov channel: exponential dwell times in each state.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MarkovSpec {
+    pub good_bps: f64,
+    pub bad_bps: f64,
+    pub mean_good_ms: f64,
+    pub mean_bad_ms: f64,
+}
+
+/// A rate drawn every `interval_ms` from one distribution (set exactly one).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PerIntervalSpec {
+    pub interval_ms: f64,
+    /// Uniform in [min, max] bits/s.
+    pub uniform_bps: Option<[f64; 2]>,
+    /// Log-normal: { median_bps, sigma } (σ of the rate's logarithm).
+    pub lognormal: Option<LogNormalSpec>,
+    /// An empirical distribution: one of these rates, equally likely.
+    pub values_bps: Option<Vec<f64>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogNormalSpec {
+    pub median_bps: f64,
+    pub sigma: f64,
+}
+
+/// An LTE cell's radio scheduler and impairments (links.md).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CellSpec {
+    #[serde(default = "default_tti_ms")]
+    pub tti_ms: f64,
+    #[serde(default = "default_resource_blocks")]
+    pub resource_blocks: u32,
+    /// "pf" (proportional fair, default) or "rr" (round robin).
+    #[serde(default = "default_scheduler")]
+    pub scheduler: String,
+    /// PF: time constant of the served-rate average, TTIs.
+    #[serde(default = "default_pf_window")]
+    pub pf_window_ttis: f64,
+    /// Per-TTI probability that a transport block needs a HARQ retransmission.
+    #[serde(default)]
+    pub harq_error_prob: f64,
+    #[serde(default = "default_harq_rtt_ms")]
+    pub harq_rtt_ms: f64,
+    #[serde(default = "default_harq_max_tx")]
+    pub harq_max_tx: u32,
+    /// Frame-timing jitter: a uniform extra delay in [0, jitter_ms] per transport block.
+    #[serde(default)]
+    pub jitter_ms: f64,
+}
+
+impl Default for CellSpec {
+    fn default() -> Self {
+        CellSpec {
+            tti_ms: default_tti_ms(),
+            resource_blocks: default_resource_blocks(),
+            scheduler: default_scheduler(),
+            pf_window_ttis: default_pf_window(),
+            harq_error_prob: 0.0,
+            harq_rtt_ms: default_harq_rtt_ms(),
+            harq_max_tx: default_harq_max_tx(),
+            jitter_ms: 0.0,
+        }
+    }
+}
+
+fn default_tti_ms() -> f64 {
+    1.0
+}
+fn default_resource_blocks() -> u32 {
+    50
+}
+fn default_scheduler() -> String {
+    "pf".to_string()
+}
+fn default_pf_window() -> f64 {
+    100.0
+}
+fn default_harq_rtt_ms() -> f64 {
+    8.0
+}
+fn default_harq_max_tx() -> u32 {
+    4
+}
+
+/// A Wi-Fi AP's link-layer retry model (links.md).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApSpec {
+    /// The one downlink buffer all stations share.
+    #[serde(default = "default_ap_queue")]
+    pub queue: QueueSpec,
+    #[serde(default = "default_slot_us")]
+    pub slot_us: f64,
+    #[serde(default = "default_cw_min")]
+    pub cw_min: u32,
+    #[serde(default = "default_cw_max")]
+    pub cw_max: u32,
+    #[serde(default = "default_max_attempts")]
+    pub max_attempts: u32,
+}
+
+impl Default for ApSpec {
+    fn default() -> Self {
+        ApSpec {
+            queue: default_ap_queue(),
+            slot_us: default_slot_us(),
+            cw_min: default_cw_min(),
+            cw_max: default_cw_max(),
+            max_attempts: default_max_attempts(),
+        }
+    }
+}
+
+fn default_ap_queue() -> QueueSpec {
+    QueueSpec::Droptail(DropTailSpec {
+        limit_bytes: None,
+        limit_packets: Some(400),
+    })
+}
+fn default_slot_us() -> f64 {
+    9.0
+}
+fn default_cw_min() -> u32 {
+    15
+}
+fn default_cw_max() -> u32 {
+    1023
+}
+fn default_max_attempts() -> u32 {
+    7
+}
+
+/// One user (cellular) or station (Wi-Fi); unset fields take the topology's defaults.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RadioUserSpec {
+    /// Custom topologies: the user's node.
+    pub node: Option<String>,
+    /// Downlink capacity (cellular: with the whole cell; Wi-Fi: PHY rate).
+    pub rate: Option<RateSpec>,
+    /// Cellular: this user's own downlink queue.
+    pub queue: Option<QueueSpec>,
+    /// Radio propagation delay, ms.
+    pub delay_ms: Option<f64>,
+    pub uplink_rate: Option<RateSpec>,
+    /// Wi-Fi: probability that one transmission attempt fails.
+    pub frame_error_prob: Option<f64>,
+}
+
+/// server — wired link (an optional bottleneck) — base station `bs` — users
+/// ue0..ue{N-1}. Each user's downlink has its own queue and channel; all
+/// share the cell's radio scheduler. Uplinks are plain links.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CellularSpec {
+    pub users: u32,
+    #[serde(default = "default_wired_rate")]
+    pub wired_rate_bps: f64,
+    /// A time-varying rate for the wired link instead of wired_rate_bps.
+    pub wired_rate: Option<RateSpec>,
+    #[serde(default = "default_wired_delay")]
+    pub wired_delay_ms: f64,
+    #[serde(default)]
+    pub wired_queue: QueueSpec,
+    #[serde(default)]
+    pub cell: CellSpec,
+    /// Every user's downlink capacity unless the user sets its own.
+    pub rate: Option<RateSpec>,
+    /// Every user's downlink queue unless the user sets its own.
+    #[serde(default = "default_user_queue")]
+    pub queue: QueueSpec,
+    #[serde(default = "default_radio_delay")]
+    pub radio_delay_ms: f64,
+    #[serde(default = "default_uplink_rate")]
+    pub uplink_rate: RateSpec,
+    /// Per-user settings, user i at index i (may be shorter than `users`).
+    #[serde(default)]
+    pub user: Vec<RadioUserSpec>,
+}
+
+/// server — wired link (an optional bottleneck) — access point `ap` —
+/// stations sta0..sta{N-1}: one shared downlink buffer, per-station rate
+/// and frame error probability. Uplinks are plain links.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WifiSpec {
+    pub stations: u32,
+    #[serde(default = "default_wired_rate")]
+    pub wired_rate_bps: f64,
+    pub wired_rate: Option<RateSpec>,
+    #[serde(default = "default_wired_delay")]
+    pub wired_delay_ms: f64,
+    #[serde(default)]
+    pub wired_queue: QueueSpec,
+    #[serde(default)]
+    pub ap: ApSpec,
+    /// Every station's rate unless the station sets its own.
+    pub rate: Option<RateSpec>,
+    #[serde(default)]
+    pub frame_error_prob: f64,
+    #[serde(default = "default_wifi_radio_delay")]
+    pub radio_delay_ms: f64,
+    #[serde(default = "default_uplink_rate")]
+    pub uplink_rate: RateSpec,
+    #[serde(default)]
+    pub station: Vec<RadioUserSpec>,
+}
+
+fn default_wired_rate() -> f64 {
+    1e9
+}
+fn default_wired_delay() -> f64 {
+    10.0
+}
+fn default_radio_delay() -> f64 {
+    5.0
+}
+fn default_wifi_radio_delay() -> f64 {
+    1.0
+}
+fn default_uplink_rate() -> RateSpec {
+    RateSpec::ConstantBps(10e6)
+}
+/// RLC buffers are large (links.md): 1 MB per user unless set.
+fn default_user_queue() -> QueueSpec {
+    QueueSpec::Droptail(DropTailSpec {
+        limit_bytes: Some(1_000_000),
+        limit_packets: None,
+    })
+}
+
+/// An LTE cell inside a custom topology: the base station's node and its users' nodes.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustomCellSpec {
+    pub node: String,
+    #[serde(default)]
+    pub cell: CellSpec,
+    pub rate: Option<RateSpec>,
+    #[serde(default = "default_user_queue")]
+    pub queue: QueueSpec,
+    #[serde(default = "default_radio_delay")]
+    pub radio_delay_ms: f64,
+    #[serde(default = "default_uplink_rate")]
+    pub uplink_rate: RateSpec,
+    pub users: Vec<RadioUserSpec>,
+}
+
+/// A Wi-Fi AP inside a custom topology.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustomApSpec {
+    pub node: String,
+    #[serde(default)]
+    pub ap: ApSpec,
+    pub rate: Option<RateSpec>,
+    #[serde(default)]
+    pub frame_error_prob: f64,
+    #[serde(default = "default_wifi_radio_delay")]
+    pub radio_delay_ms: f64,
+    #[serde(default = "default_uplink_rate")]
+    pub uplink_rate: RateSpec,
+    pub stations: Vec<RadioUserSpec>,
 }
 
 /// N sender/receiver pairs, each on its own access link, around one core link.
@@ -306,7 +597,14 @@ pub struct EdgeDumbbellSpec {
 #[serde(deny_unknown_fields)]
 pub struct CustomSpec {
     pub nodes: Vec<NodeSpec>,
+    #[serde(default)]
     pub links: Vec<LinkSpec>,
+    /// LTE cells: downlinks from `node` to each user's node (and plain uplinks back).
+    #[serde(default)]
+    pub cells: Vec<CustomCellSpec>,
+    /// Wi-Fi APs: downlinks from `node` to each station's node through one shared buffer.
+    #[serde(default)]
+    pub aps: Vec<CustomApSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -320,7 +618,10 @@ pub struct NodeSpec {
 pub struct LinkSpec {
     pub from: String,
     pub to: String,
-    pub rate_bps: f64,
+    /// Fixed rate; or set `rate` instead.
+    pub rate_bps: Option<f64>,
+    /// A time-varying rate (trace, schedule or generator) instead of rate_bps.
+    pub rate: Option<RateSpec>,
     pub delay_ms: f64,
     #[serde(default)]
     pub queue: QueueSpec,
@@ -332,6 +633,8 @@ pub struct LinkSpec {
     pub loss: f64,
     /// Rate of the reverse direction when duplex (default: same as rate_bps).
     pub reverse_rate_bps: Option<f64>,
+    /// A time-varying rate for the reverse direction.
+    pub reverse_rate: Option<RateSpec>,
 }
 
 /// When flows start.

@@ -10,9 +10,10 @@
 use crate::engine::{Event, EventQueue};
 use crate::flow::{Flow, TcpFlow, TfrcFlow, TimerSlot, Transfer, Transport};
 use crate::measure::Samples;
-use crate::network::{Link, Node};
+use crate::network::{queue_view, Link, MediumKind, Node, Service, SharedMedium};
 use crate::packet::{Packet, PacketRef, PacketSlab, Payload};
 use crate::routing::RouteTable;
+use latlab_link::Departure;
 use latlab_proto::tcp::{FixedRwnd, TcpReceiver, TcpSender};
 use latlab_proto::tfrc::TfrcSender;
 use latlab_qdisc::{Dequeue, Enqueue};
@@ -29,6 +30,14 @@ pub struct Conservation {
     pub lost: u64,
     pub queued: u64,
     pub ok: bool,
+}
+
+/// Delay at access hops, summed since the last sample.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AccessDelay {
+    pub sum_ns: u64,
+    pub count: u64,
+    pub max_ns: u64,
 }
 
 pub struct Simulation {
@@ -48,8 +57,17 @@ pub struct Simulation {
     /// Every flow's paths (flows hold positions into it).
     pub routes: RouteTable,
     pub group_names: Vec<String>,
+    /// LTE cells and Wi-Fi APs; their members are links with `Service::Shared`.
+    pub media: Vec<SharedMedium>,
+    /// Whether any link is time-varying or shared (the `access` tables exist).
+    pub has_access: bool,
+    /// Per flow, since the last sample: delay of its data packets at
+    /// time-varying and shared hops (queueing + service + HARQ/retries).
+    pub access_delay: Vec<AccessDelay>,
     pub(crate) packets: PacketSlab,
     drop_scratch: Vec<PacketRef>,
+    departures_scratch: Vec<Departure<PacketRef>>,
+    medium_drop_scratch: Vec<(u32, PacketRef)>,
     pub samples: Samples,
     /// The first error writing a pcap file (capture stops; the run goes on).
     pub pcap_error: Option<String>,
@@ -68,7 +86,14 @@ impl Simulation {
         flows: Vec<Flow>,
         routes: RouteTable,
         group_names: Vec<String>,
+        media: Vec<SharedMedium>,
     ) -> Self {
+        let has_access = links.iter().any(|l| !matches!(l.service, Service::Fixed));
+        let access_delay = if has_access {
+            vec![AccessDelay::default(); flows.len()]
+        } else {
+            Vec::new()
+        };
         let mut queue = EventQueue::new();
         for (i, f) in flows.iter().enumerate() {
             queue.schedule(f.start_ns, Event::FlowStart { flow: i as u32 });
@@ -94,8 +119,13 @@ impl Simulation {
             flows,
             routes,
             group_names,
+            media,
+            has_access,
+            access_delay,
             packets: PacketSlab::default(),
             drop_scratch: Vec::new(),
+            departures_scratch: Vec::new(),
+            medium_drop_scratch: Vec::new(),
             samples: Samples::default(),
             pcap_error: None,
         }
@@ -136,6 +166,13 @@ impl Simulation {
                 self.service(link);
             }
             Event::Arrive { link } => self.on_arrive(link),
+            Event::MediumWake { medium } => {
+                let m = &mut self.media[medium as usize];
+                if m.wake_at == Some(self.now_ns) {
+                    m.wake_at = None;
+                    self.run_medium(medium);
+                }
+            }
             Event::LinkWake { link } => {
                 let l = &mut self.links[link as usize];
                 if l.wake_at == Some(self.now_ns) {
@@ -210,7 +247,17 @@ impl Simulation {
             }
             Event::UserNext { flow } => self.next_transfer(flow),
             Event::Sample => {
-                self.samples.record(self.now_ns, &self.flows, &mut self.links);
+                self.samples
+                    .record(self.now_ns, &self.flows, &mut self.links, &self.media);
+                if self.has_access {
+                    self.samples.record_access(
+                        self.now_ns,
+                        &self.flows,
+                        &mut self.links,
+                        &mut self.media,
+                        &mut self.access_delay,
+                    );
+                }
                 let next = self.now_ns + self.sample_interval_ns;
                 if next <= self.duration_ns {
                     self.queue.schedule(next, Event::Sample);
@@ -223,6 +270,9 @@ impl Simulation {
                 }
                 for l in &mut self.links {
                     l.window_start_departures_bytes = l.counters.departures_bytes;
+                    if let Some(b) = l.offered_bytes_until(&mut self.media, self.now_ns) {
+                        l.access.window_start_offered_bytes = b;
+                    }
                 }
             }
         }
@@ -418,6 +468,10 @@ impl Simulation {
             self.packets.remove(r);
             return;
         }
+        if let Service::Shared { medium, member } = l.service {
+            self.medium_enqueue(medium, member, r);
+            return;
+        }
         if let Enqueue::Dropped(p) = l.qdisc.enqueue(now, r) {
             self.packets.remove(p);
             return;
@@ -432,6 +486,10 @@ impl Simulation {
     fn service(&mut self, link: u32) {
         let now = self.now_ns;
         let l = &mut self.links[link as usize];
+        if !matches!(l.service, Service::Fixed) {
+            self.service_varying(link);
+            return;
+        }
         if l.busy_until_ns > now {
             if !l.tx_scheduled {
                 l.tx_scheduled = true;
@@ -473,6 +531,153 @@ impl Simulation {
         for p in self.drop_scratch.drain(..) {
             self.packets.remove(p);
         }
+    }
+
+    /// A time-varying link (trace or rate process): send every packet that
+    /// may leave now, then arm one `TxDone` for the next instant a packet
+    /// may start. Idle opportunities are skipped arithmetically by the
+    /// transmitter, so the link costs one event per instant that carries a
+    /// packet.
+    fn service_varying(&mut self, link: u32) {
+        let now = self.now_ns;
+        loop {
+            let l = &mut self.links[link as usize];
+            let Service::Varying(tx) = &mut l.service else {
+                return;
+            };
+            if l.qdisc.len_pkts() == 0 {
+                break;
+            }
+            let Some(start) = tx.earliest_start_ns(l.busy_until_ns.max(now)) else {
+                break; // the rate is zero for ever: packets stay queued
+            };
+            if start > now {
+                l.busy_until_ns = start;
+                l.tx_scheduled = true;
+                self.queue.schedule(start, Event::TxDone { link });
+                break;
+            }
+            match l.qdisc.dequeue(now, &mut self.drop_scratch) {
+                Dequeue::Packet { pkt, sojourn_ns } => {
+                    let c = &mut l.counters;
+                    c.sojourn_sum_ns += sojourn_ns;
+                    c.sojourn_count += 1;
+                    c.sojourn_max_ns = c.sojourn_max_ns.max(sojourn_ns);
+                    let Some(end) = tx.transmit(now, pkt.wire_bytes) else {
+                        // The rate fell to zero for ever mid-packet.
+                        l.counters.lost_pkts += 1;
+                        self.packets.remove(pkt);
+                        continue;
+                    };
+                    l.busy_until_ns = end;
+                    self.depart(link, pkt, end, end, now - sojourn_ns);
+                }
+                Dequeue::Empty => break,
+                Dequeue::Wait(t) => {
+                    if l.wake_at.is_none_or(|w| t < w) {
+                        l.wake_at = Some(t);
+                        self.queue.schedule(t, Event::LinkWake { link });
+                    }
+                    break;
+                }
+            }
+        }
+        for p in self.drop_scratch.drain(..) {
+            self.packets.remove(p);
+        }
+    }
+
+    /// A packet leaves `link`'s transmitter at `leave_ns` and reaches the
+    /// far node `delay_ns` after `deliver_ns` (the two differ by HARQ and
+    /// jitter on a cell). Wire arrival times stay non-decreasing: a cell
+    /// delivers each user's packets in order, a link delivers FIFO.
+    fn depart(&mut self, link: u32, pkt: PacketRef, leave_ns: u64, deliver_ns: u64, enqueued_ns: u64) {
+        let l = &mut self.links[link as usize];
+        l.counters.departures_pkts += 1;
+        l.counters.departures_bytes += pkt.wire_bytes as u64;
+        let arrival = deliver_ns + l.delay_ns;
+        if l.wire.is_empty() {
+            self.queue.schedule(arrival, Event::Arrive { link });
+        }
+        l.wire.push_back((arrival, pkt));
+        if l.pcap.is_some() {
+            self.capture(link, pkt, leave_ns);
+        }
+        let p = self.packets.get(pkt);
+        if p.forward {
+            // Time at this hop: from entering the queue to reaching the receiver's radio.
+            let d = deliver_ns.saturating_sub(enqueued_ns);
+            let a = &mut self.access_delay[p.flow as usize];
+            a.sum_ns += d;
+            a.count += 1;
+            a.max_ns = a.max_ns.max(d);
+        }
+    }
+
+    /// A packet for a member of a shared medium arrives at the medium.
+    fn medium_enqueue(&mut self, medium: u32, member: u32, r: PacketRef) {
+        let now = self.now_ns;
+        let m = &mut self.media[medium as usize];
+        let res = match &mut m.kind {
+            MediumKind::Cell(c) => c.enqueue(now, member, r),
+            MediumKind::Ap(ap) => ap.enqueue(now, member, r),
+        };
+        if let Enqueue::Dropped(p) = res {
+            self.packets.remove(p);
+            return;
+        }
+        self.arm_medium(medium);
+    }
+
+    /// Make sure a `MediumWake` is pending for the medium's next instant.
+    fn arm_medium(&mut self, medium: u32) {
+        let now = self.now_ns;
+        let m = &mut self.media[medium as usize];
+        let next = match &m.kind {
+            MediumKind::Cell(c) => c.next_tti_ns(now),
+            MediumKind::Ap(ap) => ap.next_wakeup_ns(now),
+        };
+        if let Some(t) = next {
+            if m.wake_at.is_none_or(|w| t < w) {
+                m.wake_at = Some(t);
+                self.queue.schedule(t, Event::MediumWake { medium });
+            }
+        }
+    }
+
+    /// Run a cell's TTI or let a free AP send its head frame.
+    fn run_medium(&mut self, medium: u32) {
+        let now = self.now_ns;
+        let mut out = std::mem::take(&mut self.departures_scratch);
+        let mut dropped = std::mem::take(&mut self.medium_drop_scratch);
+        let m = &mut self.media[medium as usize];
+        match &mut m.kind {
+            MediumKind::Cell(c) => {
+                if c.next_tti_ns(now) == Some(now) {
+                    c.run_tti(now, &mut out, &mut dropped);
+                }
+            }
+            MediumKind::Ap(ap) => ap.poll(now, &mut out, &mut dropped),
+        }
+        for (_, p) in dropped.drain(..) {
+            self.packets.remove(p);
+        }
+        for d in out.drain(..) {
+            let link = self.media[medium as usize].links[d.dest as usize];
+            let c = &mut self.links[link as usize].counters;
+            c.sojourn_sum_ns += d.sojourn_ns;
+            c.sojourn_count += 1;
+            c.sojourn_max_ns = c.sojourn_max_ns.max(d.sojourn_ns);
+            if d.lost {
+                c.lost_pkts += 1;
+                self.packets.remove(d.pkt);
+                continue;
+            }
+            self.depart(link, d.pkt, d.leave_ns, d.deliver_ns, d.enqueued_ns);
+        }
+        self.departures_scratch = out;
+        self.medium_drop_scratch = dropped;
+        self.arm_medium(medium);
     }
 
     fn on_arrive(&mut self, link: u32) {
@@ -548,6 +753,12 @@ impl Simulation {
             return;
         }
         self.finished = true;
+        let end = self.now_ns;
+        for l in &mut self.links {
+            if let Some(b) = l.offered_bytes_until(&mut self.media, end) {
+                l.access.offered_bytes = b;
+            }
+        }
         for l in &mut self.links {
             if let Some(w) = l.pcap.take() {
                 if let Err(e) = w.finish() {
@@ -563,12 +774,13 @@ impl Simulation {
         self.links
             .iter()
             .map(|l| {
-                let q = l.qdisc_stats();
+                let v = queue_view(l, &self.media);
+                let q = v.stats;
                 let c = &l.counters;
-                let queued = l.held_pkts();
+                let queued = v.len_pkts + v.in_service_pkts;
                 let drops = q.drops_pkts();
                 let ok = c.arrivals_pkts == c.departures_pkts + drops + c.lost_pkts + queued
-                    && q.arrivals_pkts == q.departures_pkts + drops + l.qdisc.len_pkts() as u64;
+                    && q.arrivals_pkts == q.departures_pkts + drops + v.len_pkts;
                 Conservation {
                     link: l.name.clone(),
                     arrivals: c.arrivals_pkts,
@@ -587,7 +799,10 @@ impl Simulation {
         let held: u64 = self
             .links
             .iter()
-            .map(|l| l.held_pkts() + l.wire.len() as u64)
+            .map(|l| {
+                let v = queue_view(l, &self.media);
+                v.len_pkts + v.in_service_pkts + l.wire.len() as u64
+            })
             .sum();
         held == self.packets.live() as u64
     }

@@ -4,6 +4,7 @@
 //! link), `link_samples`, and `run` (one row describing the run).
 
 use crate::flow::{TcpFlow, TfrcFlow, Transfer, Transport, UdpFlow};
+use crate::network::{queue_view, MediumKind, QueueView, Service};
 use crate::sim::Simulation;
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
 use arrow_ipc::writer::StreamWriter;
@@ -183,6 +184,7 @@ impl Simulation {
         let l = &self.links;
         let cons = self.conservation();
         let node = |n: u32| self.nodes[n as usize].name.as_str();
+        let views: Vec<QueueView> = l.iter().map(|x| queue_view(x, &self.media)).collect();
         batch(vec![
             ("link_id", u32s(0..l.len() as u32)),
             ("name", strs(l.iter().map(|x| x.name.as_str()))),
@@ -190,7 +192,7 @@ impl Simulation {
             ("dst", strs(l.iter().map(|x| node(x.dst)))),
             ("rate_bps", u64s(l.iter().map(|x| x.rate.nominal_bps()))),
             ("delay_ns", u64s(l.iter().map(|x| x.delay_ns))),
-            ("qdisc", strs(l.iter().map(|x| x.qdisc.name()))),
+            ("qdisc", strs(views.iter().map(|v| v.name))),
             ("arrivals_pkts", u64s(l.iter().map(|x| x.counters.arrivals_pkts))),
             (
                 "arrivals_bytes",
@@ -204,10 +206,13 @@ impl Simulation {
                 "departures_bytes",
                 u64s(l.iter().map(|x| x.counters.departures_bytes)),
             ),
-            ("drops_pkts", u64s(l.iter().map(|x| x.qdisc_stats().drops_pkts()))),
-            ("drops_bytes", u64s(l.iter().map(|x| x.qdisc_stats().drops_bytes))),
+            ("drops_pkts", u64s(views.iter().map(|v| v.stats.drops_pkts()))),
+            ("drops_bytes", u64s(views.iter().map(|v| v.stats.drops_bytes))),
             ("lost_pkts", u64s(l.iter().map(|x| x.counters.lost_pkts))),
-            ("queued_pkts", u64s(l.iter().map(|x| x.held_pkts()))),
+            (
+                "queued_pkts",
+                u64s(views.iter().map(|v| v.len_pkts + v.in_service_pkts)),
+            ),
             (
                 "utilization",
                 f64s(l.iter().map(|x| {
@@ -268,16 +273,125 @@ impl Simulation {
         ])
     }
 
-    /// All result tables, by name.
+    /// One row per time-varying or shared link: what its trace or channel
+    /// offered over the measurement window beside what it carried.
+    pub fn access_links_table(&self) -> RecordBatch {
+        let w = self.window_s();
+        let rows: Vec<(u32, &crate::network::Link)> = self
+            .links
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| !matches!(l.service, Service::Fixed))
+            .map(|(i, l)| (i as u32, l))
+            .collect();
+        let kind = |l: &crate::network::Link| -> &'static str {
+            match &l.service {
+                Service::Fixed => "fixed",
+                Service::Varying(tx) => tx.kind(),
+                Service::Shared { medium, .. } => match self.media[*medium as usize].kind {
+                    MediumKind::Cell(_) => "lte-user",
+                    MediumKind::Ap(_) => "wifi-station",
+                },
+            }
+        };
+        // Medium-specific counters, null where they do not apply.
+        let cell = |g: fn(&latlab_link::lte::UserStats) -> u64| {
+            opt_u64s(rows.iter().map(move |(_, l)| match l.service {
+                Service::Shared { medium, member } => match &self.media[medium as usize].kind {
+                    MediumKind::Cell(c) => Some(g(c.user_stats(member))),
+                    MediumKind::Ap(_) => None,
+                },
+                _ => None,
+            }))
+        };
+        let ap = |g: fn(&latlab_link::wifi::StationStats) -> u64| {
+            opt_u64s(rows.iter().map(move |(_, l)| match l.service {
+                Service::Shared { medium, member } => match &self.media[medium as usize].kind {
+                    MediumKind::Ap(a) => Some(g(a.station_stats(member))),
+                    MediumKind::Cell(_) => None,
+                },
+                _ => None,
+            }))
+        };
+        let offered = |l: &crate::network::Link| l.access.offered_bytes - l.access.window_start_offered_bytes;
+        let used = |l: &crate::network::Link| l.counters.departures_bytes - l.window_start_departures_bytes;
+        batch(vec![
+            ("link_id", u32s(rows.iter().map(|r| r.0))),
+            ("name", strs(rows.iter().map(|r| r.1.name.as_str()))),
+            ("service", strs(rows.iter().map(|r| kind(r.1)))),
+            (
+                "nominal_rate_bps",
+                u64s(rows.iter().map(|r| r.1.rate.nominal_bps())),
+            ),
+            ("offered_bytes", u64s(rows.iter().map(|r| offered(r.1)))),
+            ("departures_bytes", u64s(rows.iter().map(|r| used(r.1)))),
+            (
+                "offered_bps",
+                f64s(rows.iter().map(|r| offered(r.1) as f64 * 8.0 / w)),
+            ),
+            (
+                "capacity_utilization",
+                opt_f64s(rows.iter().map(|r| {
+                    let o = offered(r.1);
+                    (o > 0).then(|| used(r.1) as f64 / o as f64)
+                })),
+            ),
+            ("scheduled_ttis", cell(|u| u.scheduled_ttis)),
+            ("harq_retx_blocks", cell(|u| u.harq_retx_blocks)),
+            ("retried_frames", ap(|s| s.retried_frames)),
+            ("retries", ap(|s| s.retries)),
+            ("lost_frames", ap(|s| s.lost_frames)),
+            ("airtime_ns", ap(|s| s.airtime_ns)),
+        ])
+    }
+
+    pub fn access_samples_table(&self) -> RecordBatch {
+        let s = &self.samples.access;
+        batch(vec![
+            ("time_ns", u64s(s.time_ns.iter().copied())),
+            ("link_id", u32s(s.link_id.iter().copied())),
+            ("offered_bytes", u64s(s.offered_bytes.iter().copied())),
+            ("departures_bytes", u64s(s.departures_bytes.iter().copied())),
+            ("queue_bytes", u64s(s.queue_bytes.iter().copied())),
+            ("queue_pkts", u64s(s.queue_pkts.iter().copied())),
+        ])
+    }
+
+    pub fn access_flow_samples_table(&self) -> RecordBatch {
+        let s = &self.samples.access_flows;
+        batch(vec![
+            ("time_ns", u64s(s.time_ns.iter().copied())),
+            ("flow_id", u32s(s.flow_id.iter().copied())),
+            ("srtt_ns", opt_u64s(s.srtt_ns.iter().copied())),
+            (
+                "access_delay_mean_ns",
+                opt_u64s(s.access_delay_mean_ns.iter().copied()),
+            ),
+            (
+                "access_delay_max_ns",
+                opt_u64s(s.access_delay_max_ns.iter().copied()),
+            ),
+            ("access_packets", u64s(s.access_packets.iter().copied())),
+        ])
+    }
+
+    /// All result tables, by name. Scenarios with time-varying or shared
+    /// links add `access_links`, `access_samples` and `access_flow_samples`.
     pub fn tables(&self) -> Vec<(&'static str, RecordBatch)> {
-        vec![
+        let mut t = vec![
             ("flows", self.flows_table()),
             ("flow_samples", self.flow_samples_table()),
             ("links", self.links_table()),
             ("link_samples", self.link_samples_table()),
             ("transfers", self.transfers_table()),
             ("run", self.run_table()),
-        ]
+        ];
+        if self.has_access {
+            t.push(("access_links", self.access_links_table()));
+            t.push(("access_samples", self.access_samples_table()));
+            t.push(("access_flow_samples", self.access_flow_samples_table()));
+        }
+        t
     }
 }
 

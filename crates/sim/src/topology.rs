@@ -4,7 +4,8 @@
 
 use crate::rng::{stream, Stream};
 use crate::scenario::{
-    CustomSpec, DumbbellSpec, EdgeDumbbellSpec, QueueSpec, Range, ScenarioError, Topology,
+    ApSpec, CellSpec, CellularSpec, CustomSpec, DumbbellSpec, EdgeDumbbellSpec, QueueSpec, RadioUserSpec,
+    Range, RateSpec, ScenarioError, Topology, WifiSpec,
 };
 use rand::Rng;
 use rand_pcg::Pcg64Mcg;
@@ -22,12 +23,65 @@ pub struct LinkPlan {
     pub key_path: String,
     /// A link of interest (core/edge): its time series is kept by default.
     pub key_link: bool,
+    /// A time-varying rate (then `rate_bps` is unused), and its key path.
+    pub rate: Option<RateSpec>,
+    pub rate_path: String,
+    /// Member of a shared medium: (medium, user or station index).
+    pub medium: Option<(u32, u32)>,
+}
+
+impl LinkPlan {
+    fn fixed(src: u32, dst: u32, rate_bps: f64, delay_ms: f64, queue: &QueueSpec, key_path: &str) -> Self {
+        LinkPlan {
+            src,
+            dst,
+            rate_bps,
+            delay_ms,
+            queue: queue.clone(),
+            loss: 0.0,
+            key_path: key_path.to_string(),
+            key_link: true,
+            rate: None,
+            rate_path: key_path.replace(".queue", ".rate_bps"),
+            medium: None,
+        }
+    }
+}
+
+/// One user or station of a shared medium.
+#[derive(Debug, Clone)]
+pub struct MemberPlan {
+    /// Its downlink, an index into `NetPlan::links`.
+    pub link: u32,
+    pub rate: RateSpec,
+    pub rate_path: String,
+    /// Cellular: the user's own queue.
+    pub queue: QueueSpec,
+    pub queue_path: String,
+    /// Wi-Fi: per-attempt frame error probability.
+    pub frame_error_prob: f64,
+}
+
+/// A shared access medium: an LTE cell or a Wi-Fi AP.
+#[derive(Debug, Clone)]
+pub enum MediumPlan {
+    Cell {
+        spec: CellSpec,
+        path: String,
+        members: Vec<MemberPlan>,
+    },
+    Ap {
+        spec: ApSpec,
+        path: String,
+        members: Vec<MemberPlan>,
+    },
 }
 
 #[derive(Debug, Default)]
 pub struct NetPlan {
     pub nodes: Vec<String>,
     pub links: Vec<LinkPlan>,
+    pub media: Vec<MediumPlan>,
 }
 
 impl NetPlan {
@@ -58,6 +112,9 @@ impl NetPlan {
                 loss,
                 key_path: key_path.to_string(),
                 key_link,
+                rate: None,
+                rate_path: key_path.replace(".queue", ".rate_bps"),
+                medium: None,
             });
         }
     }
@@ -246,7 +303,12 @@ pub fn expand(topo: &Topology, seed: u64, source: &str) -> Result<NetPlan, Scena
                 }
             }
         }
-        Topology::Custom(CustomSpec { nodes, links }) => {
+        Topology::Custom(CustomSpec {
+            nodes,
+            links,
+            cells,
+            aps,
+        }) => {
             let mut index = std::collections::BTreeMap::new();
             for (i, n) in nodes.iter().enumerate() {
                 let path = format!("topology.nodes[{i}].name");
@@ -283,37 +345,396 @@ pub fn expand(topo: &Topology, seed: u64, source: &str) -> Result<NetPlan, Scena
                         "a link must join two different nodes",
                     ));
                 }
-                check_scalar(l.rate_bps, source, &format!("{p}.rate_bps"), false)?;
+                let (rate_bps, rate) = link_rate(source, &p, "rate", l.rate_bps, &l.rate)?;
                 check_scalar(l.delay_ms, source, &format!("{p}.delay_ms"), true)?;
                 check_loss(l.loss, source, &format!("{p}.loss"))?;
-                plan.links.push(LinkPlan {
-                    src: a,
-                    dst: b,
-                    rate_bps: l.rate_bps,
-                    delay_ms: l.delay_ms,
-                    queue: l.queue.clone(),
-                    loss: l.loss,
-                    key_path: format!("{p}.queue"),
-                    key_link: true,
-                });
+                let mut fwd = LinkPlan::fixed(a, b, rate_bps, l.delay_ms, &l.queue, &format!("{p}.queue"));
+                fwd.loss = l.loss;
+                fwd.rate_path = format!("{p}.rate");
+                fwd.rate = rate.clone();
+                plan.links.push(fwd);
                 if l.duplex {
-                    let rev_rate = l.reverse_rate_bps.unwrap_or(l.rate_bps);
-                    check_scalar(rev_rate, source, &format!("{p}.reverse_rate_bps"), false)?;
-                    plan.links.push(LinkPlan {
-                        src: b,
-                        dst: a,
-                        rate_bps: rev_rate,
-                        delay_ms: l.delay_ms,
-                        queue: l.queue.clone(),
-                        loss: 0.0,
-                        key_path: format!("{p}.queue"),
-                        key_link: true,
-                    });
+                    let (rev_bps, rev) = match (l.reverse_rate_bps, &l.reverse_rate) {
+                        (None, None) => (rate_bps, rate),
+                        (b, r) => link_rate(source, &p, "reverse_rate", b, r)?,
+                    };
+                    let mut back =
+                        LinkPlan::fixed(b, a, rev_bps, l.delay_ms, &l.queue, &format!("{p}.queue"));
+                    if l.reverse_rate.is_some() || l.reverse_rate_bps.is_some() {
+                        back.rate_path = format!("{p}.reverse_rate");
+                    } else {
+                        back.rate_path = format!("{p}.rate");
+                    }
+                    back.rate = rev;
+                    plan.links.push(back);
                 }
             }
+            for (c, cell) in cells.iter().enumerate() {
+                let p = format!("topology.cells[{c}]");
+                let bs = find_node(&index, source, &format!("{p}.node"), &cell.node)?;
+                let mut users = Vec::new();
+                for (u, user) in cell.users.iter().enumerate() {
+                    let path = format!("{p}.users[{u}].node");
+                    let Some(name) = &user.node else {
+                        return Err(err(source, &path, "missing; expected the user's node name"));
+                    };
+                    users.push((find_node(&index, source, &path, name)?, user.clone()));
+                }
+                let defaults = RadioDefaults {
+                    rate: &cell.rate,
+                    queue: &cell.queue,
+                    radio_delay_ms: cell.radio_delay_ms,
+                    uplink_rate: &cell.uplink_rate,
+                    frame_error_prob: None,
+                };
+                plan.medium(
+                    source,
+                    &p,
+                    "users",
+                    bs,
+                    &users,
+                    &defaults,
+                    Medium::Cell(cell.cell.clone()),
+                )?;
+            }
+            for (k, ap) in aps.iter().enumerate() {
+                let p = format!("topology.aps[{k}]");
+                let node = find_node(&index, source, &format!("{p}.node"), &ap.node)?;
+                let mut stations = Vec::new();
+                for (u, st) in ap.stations.iter().enumerate() {
+                    let path = format!("{p}.stations[{u}].node");
+                    let Some(name) = &st.node else {
+                        return Err(err(source, &path, "missing; expected the station's node name"));
+                    };
+                    stations.push((find_node(&index, source, &path, name)?, st.clone()));
+                }
+                let defaults = RadioDefaults {
+                    rate: &ap.rate,
+                    queue: &ap.ap.queue,
+                    radio_delay_ms: ap.radio_delay_ms,
+                    uplink_rate: &ap.uplink_rate,
+                    frame_error_prob: Some(ap.frame_error_prob),
+                };
+                plan.medium(
+                    source,
+                    &p,
+                    "stations",
+                    node,
+                    &stations,
+                    &defaults,
+                    Medium::Ap(ap.ap.clone()),
+                )?;
+            }
+        }
+        Topology::Cellular(CellularSpec {
+            users,
+            wired_rate_bps,
+            wired_rate,
+            wired_delay_ms,
+            wired_queue,
+            cell,
+            rate,
+            queue,
+            radio_delay_ms,
+            uplink_rate,
+            user,
+        }) => {
+            if *users == 0 {
+                return Err(err(source, "topology.users", "expected at least 1 user"));
+            }
+            if user.len() > *users as usize {
+                return Err(err(
+                    source,
+                    &format!("topology.user[{}]", *users),
+                    format!("{} user entries for {} users", user.len(), users),
+                ));
+            }
+            let server = plan.node("server".into());
+            let bs = plan.node("bs".into());
+            plan.wired(
+                source,
+                server,
+                bs,
+                *wired_rate_bps,
+                wired_rate,
+                *wired_delay_ms,
+                wired_queue,
+            )?;
+            let ues: Vec<(u32, RadioUserSpec)> = (0..*users)
+                .map(|i| {
+                    (
+                        plan.node(format!("ue{i}")),
+                        user.get(i as usize).cloned().unwrap_or_default(),
+                    )
+                })
+                .collect();
+            let defaults = RadioDefaults {
+                rate,
+                queue,
+                radio_delay_ms: *radio_delay_ms,
+                uplink_rate,
+                frame_error_prob: None,
+            };
+            plan.medium(
+                source,
+                "topology",
+                "user",
+                bs,
+                &ues,
+                &defaults,
+                Medium::Cell(cell.clone()),
+            )?;
+        }
+        Topology::Wifi(WifiSpec {
+            stations,
+            wired_rate_bps,
+            wired_rate,
+            wired_delay_ms,
+            wired_queue,
+            ap,
+            rate,
+            frame_error_prob,
+            radio_delay_ms,
+            uplink_rate,
+            station,
+        }) => {
+            if *stations == 0 {
+                return Err(err(source, "topology.stations", "expected at least 1 station"));
+            }
+            if station.len() > *stations as usize {
+                return Err(err(
+                    source,
+                    &format!("topology.station[{}]", *stations),
+                    format!("{} station entries for {} stations", station.len(), stations),
+                ));
+            }
+            let server = plan.node("server".into());
+            let apn = plan.node("ap".into());
+            plan.wired(
+                source,
+                server,
+                apn,
+                *wired_rate_bps,
+                wired_rate,
+                *wired_delay_ms,
+                wired_queue,
+            )?;
+            let stas: Vec<(u32, RadioUserSpec)> = (0..*stations)
+                .map(|i| {
+                    (
+                        plan.node(format!("sta{i}")),
+                        station.get(i as usize).cloned().unwrap_or_default(),
+                    )
+                })
+                .collect();
+            let defaults = RadioDefaults {
+                rate,
+                queue: &ap.queue,
+                radio_delay_ms: *radio_delay_ms,
+                uplink_rate,
+                frame_error_prob: Some(*frame_error_prob),
+            };
+            plan.medium(
+                source,
+                "topology",
+                "station",
+                apn,
+                &stas,
+                &defaults,
+                Medium::Ap(ap.clone()),
+            )?;
         }
     }
     Ok(plan)
+}
+
+/// A link's rate from `NAME_bps` (fixed) or `NAME` (time-varying): exactly one.
+fn link_rate(
+    source: &str,
+    p: &str,
+    name: &str,
+    bps: Option<f64>,
+    spec: &Option<RateSpec>,
+) -> Result<(f64, Option<RateSpec>), ScenarioError> {
+    match (bps, spec) {
+        (Some(_), Some(_)) => Err(err(
+            source,
+            &format!("{p}.{name}"),
+            format!("set either {name}_bps or {name}, not both"),
+        )),
+        (Some(b), None) => {
+            check_scalar(b, source, &format!("{p}.{name}_bps"), false)?;
+            Ok((b, None))
+        }
+        (None, Some(r)) => Ok((0.0, Some(r.clone()))),
+        (None, None) => Err(err(
+            source,
+            &format!("{p}.{name}_bps"),
+            format!("missing; expected {name}_bps (a fixed rate) or {name} (a trace, schedule or generator)"),
+        )),
+    }
+}
+
+fn find_node(
+    index: &std::collections::BTreeMap<String, u32>,
+    source: &str,
+    path: &str,
+    name: &str,
+) -> Result<u32, ScenarioError> {
+    index.get(name).copied().ok_or_else(|| {
+        err(
+            source,
+            path,
+            format!("unknown node {name:?}; expected one of the names in topology.nodes"),
+        )
+    })
+}
+
+enum Medium {
+    Cell(CellSpec),
+    Ap(ApSpec),
+}
+
+/// What a user or station takes when it does not say.
+struct RadioDefaults<'a> {
+    rate: &'a Option<RateSpec>,
+    queue: &'a QueueSpec,
+    radio_delay_ms: f64,
+    uplink_rate: &'a RateSpec,
+    /// Wi-Fi only.
+    frame_error_prob: Option<f64>,
+}
+
+impl NetPlan {
+    /// The wired link between the server and the access node, both ways.
+    #[allow(clippy::too_many_arguments)]
+    fn wired(
+        &mut self,
+        source: &str,
+        a: u32,
+        b: u32,
+        rate_bps: f64,
+        rate: &Option<RateSpec>,
+        delay_ms: f64,
+        queue: &QueueSpec,
+    ) -> Result<(), ScenarioError> {
+        check_scalar(delay_ms, source, "topology.wired_delay_ms", true)?;
+        if rate.is_none() {
+            check_scalar(rate_bps, source, "topology.wired_rate_bps", false)?;
+        }
+        for (src, dst) in [(a, b), (b, a)] {
+            let mut l = LinkPlan::fixed(src, dst, rate_bps, delay_ms, queue, "topology.wired_queue");
+            if rate.is_some() {
+                l.rate = rate.clone();
+                l.rate_path = "topology.wired_rate".into();
+            }
+            self.links.push(l);
+        }
+        Ok(())
+    }
+
+    /// A shared medium at `hub` with a downlink member and a plain uplink per user.
+    #[allow(clippy::too_many_arguments)]
+    fn medium(
+        &mut self,
+        source: &str,
+        p: &str,
+        list_key: &str,
+        hub: u32,
+        users: &[(u32, RadioUserSpec)],
+        d: &RadioDefaults,
+        kind: Medium,
+    ) -> Result<(), ScenarioError> {
+        let m = self.media.len() as u32;
+        let mut members = Vec::new();
+        let is_ap = matches!(kind, Medium::Ap(_));
+        for (i, (node, u)) in users.iter().enumerate() {
+            let up = format!("{p}.{list_key}[{i}]");
+            if *node == hub {
+                return Err(err(
+                    source,
+                    &format!("{up}.node"),
+                    "a user must not be the hub node itself",
+                ));
+            }
+            let (rate, rate_path) = match (&u.rate, d.rate) {
+                (Some(r), _) => (r.clone(), format!("{up}.rate")),
+                (None, Some(r)) => (r.clone(), format!("{p}.rate")),
+                (None, None) => {
+                    return Err(err(
+                        source,
+                        &format!("{p}.rate"),
+                        format!("missing; expected a downlink rate for every user ({p}.rate or {up}.rate)"),
+                    ))
+                }
+            };
+            let (queue, queue_path) = match (&u.queue, is_ap) {
+                (Some(_), true) => {
+                    return Err(err(
+                        source,
+                        &format!("{up}.queue"),
+                        "stations share the AP's one buffer; set the AP's queue instead",
+                    ))
+                }
+                (Some(q), false) => (q.clone(), format!("{up}.queue")),
+                (None, _) => (d.queue.clone(), format!("{p}.queue")),
+            };
+            let frame_error_prob =
+                match (u.frame_error_prob, d.frame_error_prob) {
+                    (Some(_), None) => return Err(err(
+                        source,
+                        &format!("{up}.frame_error_prob"),
+                        "only Wi-Fi stations have a frame error probability; an LTE cell has harq_error_prob",
+                    )),
+                    (Some(f), Some(_)) => f,
+                    (None, f) => f.unwrap_or(0.0),
+                };
+            check_loss(frame_error_prob, source, &format!("{up}.frame_error_prob"))?;
+            let delay_ms = u.delay_ms.unwrap_or(d.radio_delay_ms);
+            let delay_path = if u.delay_ms.is_some() {
+                format!("{up}.delay_ms")
+            } else {
+                format!("{p}.radio_delay_ms")
+            };
+            check_scalar(delay_ms, source, &delay_path, true)?;
+            let link = self.links.len() as u32;
+            let mut down = LinkPlan::fixed(hub, *node, 0.0, delay_ms, &queue, &format!("{up}.queue"));
+            down.medium = Some((m, i as u32));
+            down.rate_path = rate_path.clone();
+            self.links.push(down);
+            let uplink = u.uplink_rate.as_ref().unwrap_or(d.uplink_rate);
+            let mut upl = LinkPlan::fixed(
+                *node,
+                hub,
+                0.0,
+                delay_ms,
+                &QueueSpec::default(),
+                &format!("{up}.queue"),
+            );
+            upl.rate = Some(uplink.clone());
+            upl.rate_path = if u.uplink_rate.is_some() {
+                format!("{up}.uplink_rate")
+            } else {
+                format!("{p}.uplink_rate")
+            };
+            upl.key_link = false;
+            self.links.push(upl);
+            members.push(MemberPlan {
+                link,
+                rate,
+                rate_path,
+                queue,
+                queue_path,
+                frame_error_prob,
+            });
+        }
+        let path = p.to_string();
+        self.media.push(match kind {
+            Medium::Cell(spec) => MediumPlan::Cell { spec, path, members },
+            Medium::Ap(spec) => MediumPlan::Ap { spec, path, members },
+        });
+        Ok(())
+    }
 }
 
 fn check_loss(p: f64, source: &str, path: &str) -> Result<(), ScenarioError> {

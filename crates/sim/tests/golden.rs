@@ -113,7 +113,9 @@ cc = "cubic"
 start_s = 0
 "#;
 
-fn cases() -> Vec<(String, String)> {
+/// (case name, TOML, source name). Shipped files are loaded under their
+/// path, so that relative trace paths resolve against their folder.
+fn cases() -> Vec<(String, String, String)> {
     let mut out = Vec::new();
     let root = repo_root();
     let mut shipped: Vec<PathBuf> = std::fs::read_dir(root.join("scenarios"))
@@ -126,21 +128,25 @@ fn cases() -> Vec<(String, String)> {
     shipped.sort();
     for p in shipped {
         let name = p.file_stem().unwrap().to_string_lossy().into_owned();
-        out.push((format!("file-{name}"), std::fs::read_to_string(&p).unwrap()));
+        let source = p.display().to_string();
+        out.push((
+            format!("file-{name}"),
+            std::fs::read_to_string(&p).unwrap(),
+            source,
+        ));
     }
     for cc in ["newreno", "cubic", "vegas", "ledbat"] {
         for recovery in ["newreno", "sack", "fack"] {
             for variant in 0..3 {
-                out.push((
-                    format!("m-{cc}-{recovery}-{variant}"),
-                    matrix_scenario(cc, recovery, variant),
-                ));
+                let name = format!("m-{cc}-{recovery}-{variant}");
+                out.push((name.clone(), matrix_scenario(cc, recovery, variant), name));
             }
         }
     }
-    out.push(("small-window".into(), SMALL_WINDOW.into()));
+    out.push(("small-window".into(), SMALL_WINDOW.into(), "small-window".into()));
     for case in 0..24 {
-        out.push((format!("random-{case}"), common::random_scenario(case)));
+        let name = format!("random-{case}");
+        out.push((name.clone(), common::random_scenario(case), name));
     }
     out
 }
@@ -149,10 +155,10 @@ fn digests() -> BTreeMap<String, String> {
     let mut map = BTreeMap::new();
     let scratch = std::env::temp_dir().join(format!("latlab-golden-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).unwrap();
-    for (name, toml) in cases() {
+    for (name, toml, source) in cases() {
         // pcap files requested by a scenario go to a scratch folder, not the tree.
-        let sc = parse(&toml, &name).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let mut sim = build(&sc, &name, Some(&scratch)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let sc = parse(&toml, &source).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut sim = build(&sc, &source, Some(&scratch)).unwrap_or_else(|e| panic!("{name}: {e}"));
         sim.run();
         assert!(sim.conservation_ok(), "{name}: conservation violated");
         for (table, batch) in sim.tables() {

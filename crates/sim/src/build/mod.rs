@@ -4,8 +4,7 @@
 use crate::budget::{self, MemoryLimit};
 use crate::fgn;
 use crate::flow::{ClosedLoop, Flow, TcpFlow, TfrcFlow, TimerSlot, Transport, UdpFlow};
-use crate::network::{Link, LinkCounters, LinkRate, Node};
-use crate::packet::PacketRef;
+use crate::network::{Link, LinkCounters, LinkRate, Node, Service};
 use crate::pcap::PcapWriter;
 use crate::rng::{stream, stream_seed, Stream};
 use crate::routing::{RouteTable, Router};
@@ -20,7 +19,9 @@ use crate::traffic::{FileSize, UdpPattern, UdpSource, UserDraws};
 use latlab_proto::cc::{CcSpec, CcSpecError};
 use latlab_proto::tcp::{DelayedAck, FixedRwnd, Pacing, Recovery, TcpConfig, TcpReceiver, TcpSender};
 use latlab_proto::tfrc::{DflowParams, TfrcConfig, TfrcMode, TfrcReceiver, TfrcSender};
-use latlab_qdisc::{CoDel, CoDelParams, DropTail, EdgePacer, EdgePacerParams, Limit, Qdisc, Red, RedParams};
+use latlab_qdisc::{
+    CoDel, CoDelParams, DropTail, EdgePacer, EdgePacerParams, Limit, Qdisc, QueuedPacket, Red, RedParams,
+};
 use rand::Rng;
 use rand_distr::{Distribution, Exp};
 use std::collections::{BTreeMap, VecDeque};
@@ -106,6 +107,7 @@ pub fn build_with_limit(
         .map(|(i, n)| (n.as_str(), i as u32))
         .collect();
     let mut links = Vec::with_capacity(plan.links.len());
+    let mut rates = links::Rates::new(source, sc.seed);
     let mut link_names = BTreeMap::new();
     let sample_all = plan.links.len() <= SAMPLE_ALL_LINKS_UP_TO;
     for (i, lp) in plan.links.iter().enumerate() {
@@ -118,8 +120,11 @@ pub fn build_with_limit(
             name = format!("{name}#{k}");
         }
         link_names.insert(name.clone(), i as u32);
-        links.push(make_link(&cx, lp, name, sc.seed, i as u64, sample_all)?);
+        links.push(make_link(
+            &cx, lp, name, sc.seed, i as u64, sample_all, &mut rates,
+        )?);
     }
+    let media = links::make_media(&cx, &plan, &mut links, &mut rates, sc.seed)?;
     for (i, pname) in sc.outputs.pcap.iter().enumerate() {
         let Some(&li) = link_names.get(pname) else {
             return Err(cx.err(
@@ -332,6 +337,7 @@ pub fn build_with_limit(
         flows,
         routes,
         group_names,
+        media,
     ))
 }
 
@@ -342,15 +348,38 @@ fn make_link(
     seed: u64,
     index: u64,
     sample_all: bool,
+    rates: &mut links::Rates,
 ) -> Result<Link, ScenarioError> {
-    let rate_bps = lp.rate_bps.round() as u64;
-    if rate_bps == 0 {
-        return Err(cx.err(
-            lp.key_path.replace(".queue", ".rate_bps"),
-            "rate is below 1 bit/s; expected a positive rate in bits per second",
-        ));
-    }
     let delay_ns = cx.ms_to_ns(lp.delay_ms, &lp.key_path.replace("queue", "delay_ms"))?;
+    // A member of a shared medium: the medium builds its queue and rate
+    // (links::make_media); the link's own queue stays empty.
+    let (service, rate_bps) = if lp.medium.is_some() {
+        (Service::Fixed, 1)
+    } else {
+        links::link_service(cx, lp, rates, index)?
+    };
+    if lp.medium.is_some() {
+        return Ok(Link {
+            name,
+            src: lp.src,
+            dst: lp.dst,
+            rate: LinkRate::Fixed { rate_bps },
+            service,
+            access: links::access_counters(),
+            delay_ns,
+            qdisc: Box::new(DropTail::new(Limit::Packets(1))),
+            loss_prob: lp.loss,
+            loss_rng: stream(seed, Stream::LinkLoss, index),
+            busy_until_ns: 0,
+            tx_scheduled: false,
+            wake_at: None,
+            wire: VecDeque::new(),
+            counters: LinkCounters::default(),
+            window_start_departures_bytes: 0,
+            pcap: None,
+            sampled: true,
+        });
+    }
     let qdisc = make_qdisc(
         cx,
         &lp.queue,
@@ -363,6 +392,8 @@ fn make_link(
         src: lp.src,
         dst: lp.dst,
         rate: LinkRate::Fixed { rate_bps },
+        service,
+        access: links::access_counters(),
         delay_ns,
         qdisc,
         loss_prob: lp.loss,
@@ -399,6 +430,7 @@ pub fn validate(sc: &Scenario, source: &str) -> Result<(), ScenarioError> {
 }
 
 mod groups;
+mod links;
 mod queues;
 mod tcp;
 

@@ -27,13 +27,15 @@ pub(super) fn limit(
     }
 }
 
-pub(super) fn make_qdisc(
+/// A queue discipline for any packet handle (the simulator's `PacketRef`,
+/// or a Wi-Fi AP's station-tagged one).
+pub(super) fn make_qdisc<P: QueuedPacket + Send + 'static>(
     cx: &Ctx,
     q: &QueueSpec,
     path: &str,
     link_rate_bps: u64,
     seed: u64,
-) -> Result<Box<dyn Qdisc<PacketRef>>, ScenarioError> {
+) -> Result<Box<dyn Qdisc<P>>, ScenarioError> {
     Ok(match q {
         QueueSpec::Droptail(DropTailSpec {
             limit_bytes,

@@ -1,0 +1,45 @@
+//! Sans-IO link service models: "when may the next packet leave, and when
+//! does it arrive?"
+//!
+//! - [`trace`]: Mahimahi delivery-opportunity traces (parse, loop, look up).
+//! - [`rate`]: piecewise-constant rate processes (schedules, a Markov
+//!   good/bad channel, per-interval draws).
+//! - [`transmitter`]: a single queue's transmitter over a trace or a rate.
+//! - [`lte`]: an LTE cell downlink (per-user queues, TTI scheduler, HARQ).
+//! - [`wifi`]: a Wi-Fi AP downlink (shared FIFO, per-station rate, retries).
+//!
+//! Nothing here reads a clock: callers pass `now` (virtual time in the
+//! simulator, wall time in the emulator) and get times back. Models are
+//! generic over the packet handle, like the queue disciplines they hold.
+
+pub mod lte;
+pub mod rate;
+pub mod trace;
+pub mod transmitter;
+pub mod wifi;
+
+pub use lte::{LteCell, LteConfig, Scheduler};
+pub use rate::{RateDist, RateSource};
+pub use trace::{TraceError, TraceSchedule, OPPORTUNITY_BYTES};
+pub use transmitter::Transmitter;
+pub use wifi::{Tagged, WifiAp, WifiConfig};
+
+/// A packet leaving a shared access medium (cell or AP) for one of its
+/// users or stations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Departure<P> {
+    /// User (cell) or station (AP) index.
+    pub dest: u32,
+    pub pkt: P,
+    /// Time it waited in its queue, ns.
+    pub sojourn_ns: u64,
+    /// When it entered the queue.
+    pub enqueued_ns: u64,
+    /// When its last byte left the transmitter.
+    pub leave_ns: u64,
+    /// When the receiver has it, before propagation: after HARQ
+    /// retransmissions and jitter (≥ `leave_ns`).
+    pub deliver_ns: u64,
+    /// The link layer gave up on it (every attempt failed).
+    pub lost: bool,
+}

@@ -1,0 +1,303 @@
+//! Links and shared access media from their plans: fixed and time-varying
+//! rates (traces, schedules, generators), LTE cells and Wi-Fi APs.
+
+use super::*;
+use crate::network::{AccessCounters, MediumKind, Service, SharedMedium};
+use crate::scenario::{CellSpec, MarkovSpec, PerIntervalSpec, RateSpec};
+use crate::topology::{MediumPlan, NetPlan};
+use latlab_link::lte::{LteConfig, Scheduler};
+use latlab_link::wifi::WifiConfig;
+use latlab_link::{LteCell, RateDist, RateSource, TraceSchedule, Transmitter, WifiAp};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Where relative trace paths are resolved: the folder of the scenario
+/// file when the source names an existing file (a trailing " (modified)",
+/// which the Python API appends to edited scenarios, is ignored), else the
+/// current directory.
+pub(super) fn base_dir(source: &str) -> PathBuf {
+    let path = Path::new(source.strip_suffix(" (modified)").unwrap_or(source));
+    if path.is_file() {
+        path.parent()
+            .map(|p| p.to_path_buf())
+            .unwrap_or_else(|| PathBuf::from("."))
+    } else {
+        PathBuf::from(".")
+    }
+}
+
+/// Builds transmitters, loading each trace file once.
+pub(super) struct Rates {
+    base: PathBuf,
+    seed: u64,
+    traces: BTreeMap<PathBuf, Arc<TraceSchedule>>,
+}
+
+impl Rates {
+    pub(super) fn new(source: &str, seed: u64) -> Self {
+        Rates {
+            base: base_dir(source),
+            seed,
+            traces: BTreeMap::new(),
+        }
+    }
+
+    /// A transmitter for `spec` (key path `path`); `index` picks the
+    /// generator's random stream (one per link or member).
+    pub(super) fn transmitter(
+        &mut self,
+        cx: &Ctx,
+        spec: &RateSpec,
+        path: &str,
+        index: u64,
+    ) -> Result<Transmitter, ScenarioError> {
+        let source = match spec {
+            RateSpec::Trace(file) => {
+                let p = Path::new(file);
+                let full = if p.is_absolute() {
+                    p.to_path_buf()
+                } else {
+                    self.base.join(p)
+                };
+                if let Some(t) = self.traces.get(&full) {
+                    return Ok(Transmitter::trace(t.clone()));
+                }
+                let t = Arc::new(
+                    TraceSchedule::load(&full).map_err(|e| cx.err(format!("{path}.trace"), e.to_string()))?,
+                );
+                self.traces.insert(full, t.clone());
+                return Ok(Transmitter::trace(t));
+            }
+            RateSpec::ConstantBps(r) => RateSource::Constant {
+                rate_bps: positive_bps(cx, *r, &format!("{path}.constant_bps"))?,
+            },
+            RateSpec::Schedule(points) => {
+                let mut v = Vec::with_capacity(points.len());
+                for (i, [t_s, r]) in points.iter().enumerate() {
+                    let t = cx.s_to_ns(*t_s, &format!("{path}.schedule[{i}]"))?;
+                    if !r.is_finite() || *r < 0.0 {
+                        return Err(cx.err(
+                            format!("{path}.schedule[{i}]"),
+                            format!("expected [t_s, rate_bps] with a non-negative rate, got rate {r}"),
+                        ));
+                    }
+                    v.push((t, r.round() as u64));
+                }
+                RateSource::Schedule(v.into())
+            }
+            RateSpec::Markov(MarkovSpec {
+                good_bps,
+                bad_bps,
+                mean_good_ms,
+                mean_bad_ms,
+            }) => {
+                let bad = if *bad_bps == 0.0 {
+                    0
+                } else {
+                    positive_bps(cx, *bad_bps, &format!("{path}.markov.bad_bps"))?
+                };
+                RateSource::Markov {
+                    good_bps: positive_bps(cx, *good_bps, &format!("{path}.markov.good_bps"))?,
+                    bad_bps: bad,
+                    mean_good_ns: cx.ms_to_ns(*mean_good_ms, &format!("{path}.markov.mean_good_ms"))?,
+                    mean_bad_ns: cx.ms_to_ns(*mean_bad_ms, &format!("{path}.markov.mean_bad_ms"))?,
+                }
+            }
+            RateSpec::PerInterval(PerIntervalSpec {
+                interval_ms,
+                uniform_bps,
+                lognormal,
+                values_bps,
+            }) => {
+                let p = format!("{path}.per_interval");
+                let dist = match (uniform_bps, lognormal, values_bps) {
+                    (Some([lo, hi]), None, None) => RateDist::Uniform {
+                        lo_bps: *lo,
+                        hi_bps: *hi,
+                    },
+                    (None, Some(l), None) => RateDist::LogNormal {
+                        median_bps: l.median_bps,
+                        sigma: l.sigma,
+                    },
+                    (None, None, Some(v)) => RateDist::Values(v.clone().into()),
+                    _ => {
+                        return Err(cx.err(
+                            p,
+                            "set exactly one distribution: uniform_bps, lognormal or values_bps",
+                        ))
+                    }
+                };
+                RateSource::PerInterval {
+                    interval_ns: cx.ms_to_ns(*interval_ms, &format!("{p}.interval_ms"))?,
+                    dist,
+                }
+            }
+        };
+        source.validate().map_err(|m| {
+            // The message starts with the offending field (e.g. "schedule[2]: ...").
+            match m.split_once(": ") {
+                Some((field, rest)) if !field.contains(' ') => cx.err(format!("{path}.{field}"), rest),
+                _ => cx.err(path, m.clone()),
+            }
+        })?;
+        Ok(Transmitter::rate(
+            source,
+            stream_seed(self.seed, Stream::LinkRate, index),
+        ))
+    }
+}
+
+fn positive_bps(cx: &Ctx, r: f64, path: &str) -> Result<u64, ScenarioError> {
+    if !r.is_finite() || r.round() < 1.0 {
+        return Err(cx.err(
+            path,
+            format!("expected a positive rate in bits per second, got {r}"),
+        ));
+    }
+    Ok(r.round() as u64)
+}
+
+/// The link's service and nominal rate (the fixed rate, or the mean of a
+/// time-varying one). A `{ constant_bps }` rate on a plain link is a fixed link.
+pub(super) fn link_service(
+    cx: &Ctx,
+    lp: &LinkPlan,
+    rates: &mut Rates,
+    index: u64,
+) -> Result<(Service, u64), ScenarioError> {
+    match &lp.rate {
+        None => {
+            let rate_bps = lp.rate_bps.round() as u64;
+            if rate_bps == 0 {
+                return Err(cx.err(
+                    lp.rate_path.clone(),
+                    "rate is below 1 bit/s; expected a positive rate in bits per second",
+                ));
+            }
+            Ok((Service::Fixed, rate_bps))
+        }
+        Some(RateSpec::ConstantBps(r)) => Ok((
+            Service::Fixed,
+            positive_bps(cx, *r, &format!("{}.constant_bps", lp.rate_path))?,
+        )),
+        Some(spec) => {
+            let tx = rates.transmitter(cx, spec, &lp.rate_path, index)?;
+            let nominal = tx.nominal_bps().max(1);
+            Ok((Service::Varying(Box::new(tx)), nominal))
+        }
+    }
+}
+
+fn lte_config(cx: &Ctx, c: &CellSpec, path: &str) -> Result<LteConfig, ScenarioError> {
+    let scheduler = match c.scheduler.as_str() {
+        "pf" => Scheduler::ProportionalFair {
+            window_ttis: c.pf_window_ttis,
+        },
+        "rr" => Scheduler::RoundRobin,
+        other => {
+            return Err(cx.err(
+                format!("{path}.cell.scheduler"),
+                format!("unknown scheduler {other:?}; expected \"pf\" or \"rr\""),
+            ))
+        }
+    };
+    let cfg = LteConfig {
+        tti_ns: cx.ms_to_ns(c.tti_ms, &format!("{path}.cell.tti_ms"))?,
+        resource_blocks: c.resource_blocks,
+        scheduler,
+        harq_error_prob: c.harq_error_prob,
+        harq_rtt_ns: cx.ms_to_ns(c.harq_rtt_ms, &format!("{path}.cell.harq_rtt_ms"))?,
+        harq_max_tx: c.harq_max_tx,
+        jitter_max_ns: cx.ms_to_ns(c.jitter_ms, &format!("{path}.cell.jitter_ms"))?,
+    };
+    cfg.validate().map_err(|m| match m.split_once(": ") {
+        Some((field, rest)) => cx.err(format!("{path}.cell.{field}"), rest),
+        None => cx.err(format!("{path}.cell"), m.clone()),
+    })?;
+    Ok(cfg)
+}
+
+/// Build the shared media and mark their member links.
+pub(super) fn make_media(
+    cx: &Ctx,
+    plan: &NetPlan,
+    links: &mut [Link],
+    rates: &mut Rates,
+    seed: u64,
+) -> Result<Vec<SharedMedium>, ScenarioError> {
+    let mut media = Vec::new();
+    for (m, mp) in plan.media.iter().enumerate() {
+        let rng_seed = stream_seed(seed, Stream::Medium, m as u64);
+        let (kind, members) = match mp {
+            MediumPlan::Cell { spec, path, members } => {
+                let mut cell = LteCell::new(lte_config(cx, spec, path)?, rng_seed);
+                for mem in members {
+                    let tx = rates.transmitter(cx, &mem.rate, &mem.rate_path, (1 << 32) | mem.link as u64)?;
+                    let nominal = tx.nominal_bps().max(1);
+                    let queue = make_qdisc(
+                        cx,
+                        &mem.queue,
+                        &mem.queue_path,
+                        nominal,
+                        stream_seed(seed, Stream::Qdisc, mem.link as u64),
+                    )?;
+                    cell.add_user(queue, tx);
+                    links[mem.link as usize].rate = LinkRate::Fixed { rate_bps: nominal };
+                }
+                (MediumKind::Cell(cell), members)
+            }
+            MediumPlan::Ap { spec, path, members } => {
+                let cfg = WifiConfig {
+                    slot_ns: cx.ms_to_ns(spec.slot_us / 1e3, &format!("{path}.ap.slot_us"))?,
+                    cw_min: spec.cw_min,
+                    cw_max: spec.cw_max,
+                    max_attempts: spec.max_attempts,
+                };
+                cfg.validate().map_err(|msg| match msg.split_once(": ") {
+                    Some((field, rest)) => cx.err(format!("{path}.ap.{field}"), rest),
+                    None => cx.err(format!("{path}.ap"), msg.clone()),
+                })?;
+                let mut nominal_max = 1;
+                let mut txs = Vec::new();
+                for mem in members {
+                    let tx = rates.transmitter(cx, &mem.rate, &mem.rate_path, (1 << 32) | mem.link as u64)?;
+                    nominal_max = nominal_max.max(tx.nominal_bps());
+                    links[mem.link as usize].rate = LinkRate::Fixed {
+                        rate_bps: tx.nominal_bps().max(1),
+                    };
+                    txs.push(tx);
+                }
+                let queue = make_qdisc(
+                    cx,
+                    &spec.queue,
+                    &format!("{path}.ap.queue"),
+                    nominal_max,
+                    stream_seed(seed, Stream::Qdisc, (1 << 32) | m as u64),
+                )?;
+                let mut ap = WifiAp::new(cfg, queue, rng_seed);
+                for (tx, mem) in txs.into_iter().zip(members) {
+                    ap.add_station(tx, mem.frame_error_prob)
+                        .map_err(|msg| cx.err(format!("{path}.frame_error_prob"), msg))?;
+                }
+                (MediumKind::Ap(ap), members)
+            }
+        };
+        for (i, mem) in members.iter().enumerate() {
+            links[mem.link as usize].service = Service::Shared {
+                medium: m as u32,
+                member: i as u32,
+            };
+        }
+        media.push(SharedMedium {
+            kind,
+            links: members.iter().map(|mem| mem.link).collect(),
+            wake_at: None,
+        });
+    }
+    Ok(media)
+}
+
+/// Fresh access counters (all zero).
+pub(super) fn access_counters() -> AccessCounters {
+    AccessCounters::default()
+}
