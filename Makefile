@@ -12,7 +12,7 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 export PIP_QUIET := 1
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all build run test test-rust test-python bench fmt clean
+.PHONY: all build run test test-rust test-python bench fuzz fmt clean
 
 all: build
 
@@ -34,6 +34,7 @@ run: build
 
 test: build test-rust test-python
 
+# Includes the fuzzer's smoke run (crates/fuzz/tests/smoke.rs: 10^4 scenarios, 10^5 datagrams).
 test-rust:
 	cargo test --release --workspace --exclude latlab-py
 
@@ -42,6 +43,12 @@ test-python:
 
 bench: build
 	$(VENV)/bin/latlab bench
+
+# The documented fuzz runs (benches/README.md); defects land in fuzz-findings/.
+fuzz:
+	cargo build --release --quiet -p latlab-fuzz
+	nice target/release/latlab-fuzz scenarios --inputs 1000000 --seed 1
+	nice target/release/latlab-fuzz wire --inputs 10000000 --seed 1
 
 fmt:
 	cargo fmt --all

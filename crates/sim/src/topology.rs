@@ -10,6 +10,11 @@ use crate::scenario::{
 use rand::Rng;
 use rand_pcg::Pcg64Mcg;
 
+/// Most hosts (sender/receiver pairs) a generated topology may have: a
+/// guard against typos such as `pairs = 999999999`, which would otherwise
+/// exhaust memory while the nodes are made. Not a memory estimate.
+pub const MAX_HOSTS: u64 = 1_000_000;
+
 /// One unidirectional link to build.
 #[derive(Debug, Clone)]
 pub struct LinkPlan {
@@ -203,6 +208,13 @@ pub fn expand(topo: &Topology, seed: u64, source: &str) -> Result<NetPlan, Scena
             if *pairs == 0 {
                 return Err(err(source, "topology.pairs", "expected at least 1 pair"));
             }
+            if *pairs as u64 > MAX_HOSTS {
+                return Err(err(
+                    source,
+                    "topology.pairs",
+                    format!("{pairs} pairs is too many; expected at most {MAX_HOSTS}"),
+                ));
+            }
             check_range(access_rate_bps, source, "topology.access_rate_bps", false)?;
             check_range(access_delay_ms, source, "topology.access_delay_ms", true)?;
             check_scalar(*core_rate_bps, source, "topology.core_rate_bps", false)?;
@@ -256,6 +268,17 @@ pub fn expand(topo: &Topology, seed: u64, source: &str) -> Result<NetPlan, Scena
                     source,
                     "topology.hosts_per_edge",
                     "expected at least 1 host per edge",
+                ));
+            }
+            // In u64: the product of two u32 can overflow a u32.
+            let hosts = *edges as u64 * *hosts_per_edge as u64;
+            if hosts > MAX_HOSTS {
+                return Err(err(
+                    source,
+                    "topology.hosts_per_edge",
+                    format!(
+                        "edges x hosts_per_edge = {hosts} hosts is too many; expected at most {MAX_HOSTS}"
+                    ),
                 ));
             }
             check_range(access_rate_bps, source, "topology.access_rate_bps", false)?;

@@ -16,6 +16,7 @@ so its results are the same bytes, and its files land in the same layout
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
@@ -29,7 +30,7 @@ from latlab.sweep.definition import RunSpec, Sweep, as_runs, run_id_of
 from latlab.sweep.pool import LocalPool
 from latlab.sweep.progress import SweepProgress
 from latlab.sweep.store import OK, Store, build_catalog
-from latlab.sweep.worker import execute
+from latlab.sweep.worker import execute, provenance
 
 # catalog.parquet is rewritten as runs finish, but at most every 0.5 s and, for
 # big sweeps, so that rewriting it takes at most ~10% of this process's time.
@@ -53,6 +54,24 @@ def needs_run(status: Mapping[str, Any] | None, retry_failed: bool = True) -> bo
     if status.get("status") == OK:
         return False
     return retry_failed
+
+
+STALE_CHOICES = ("redo", "refuse")
+
+
+def stale_reason(status: Mapping[str, Any], current: Mapping[str, str]) -> str | None:
+    """Why a finished run is stale (made by another latlab version or core build), or None.
+
+    A status without these fields predates them: it is stale too, since what
+    made it is unknown.
+    """
+    diffs = [f"{key} {status.get(key, 'unrecorded')!s} (now {value})"
+             for key, value in current.items() if status.get(key) != value]  # fmt: skip
+    return "; ".join(diffs) or None
+
+
+class StaleRunsError(RuntimeError):
+    """A sweep folder holds runs made by another latlab version or core build, and stale="refuse"."""
 
 
 def _task(spec: RunSpec, previous: Mapping[str, Any] | None, outdir: Path) -> dict[str, Any]:
@@ -153,6 +172,7 @@ def run_sweep(
     retry_failed: bool = True,
     inline: bool = False,
     name: str | None = None,
+    stale: str = "redo",
 ) -> pd.DataFrame:
     """Run a sweep into ``outdir``; return its catalog (one row per run, in sweep order).
 
@@ -170,6 +190,10 @@ def run_sweep(
         retry_failed: redo runs that failed before (runs that finished are never redone).
         inline: run in this process, one after another (for debugging; ignores ``timeout_s``).
         name: the sweep's name (default: the Sweep's, else "sweep").
+        stale: what to do with finished runs made by another latlab version or
+            core build (recorded in each status as ``latlab_version`` and
+            ``core_build``): "redo" them (the default; said on stderr) or
+            "refuse" (raise StaleRunsError before anything runs).
 
     A run whose ``runs/<id>/status.json`` says "ok" is skipped, so calling
     this again after an interruption does only what is missing. A run that
@@ -186,6 +210,8 @@ def run_sweep(
     name = name or "sweep"
     if dask is not None and inline:
         raise ValueError("choose dask or inline, not both")
+    if stale not in STALE_CHOICES:
+        raise ValueError(f"stale must be one of {', '.join(STALE_CHOICES)}, got {stale!r}")
     if jobs is not None and jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
     jobs = jobs or default_jobs()
@@ -197,13 +223,29 @@ def run_sweep(
     for run_id, status in list(statuses.items()):
         if status.get("status") == OK and not (store.run_dir(run_id) / RUN_JSON).is_file():
             del statuses[run_id]  # its results were removed since: run it again
+    current = provenance()
+    stale_runs = {rid: why for rid, st in statuses.items()
+                  if st.get("status") == OK and (why := stale_reason(st, current))}  # fmt: skip
+    if stale_runs:
+        first, why = next(iter(stale_runs.items()))
+        what = (f"{len(stale_runs)} finished run{'s' if len(stale_runs) > 1 else ''} in {store.root} "
+                f"{'were' if len(stale_runs) > 1 else 'was'} made by another latlab version or core build "
+                f"(run {first}: {why})")  # fmt: skip
+        if stale == "refuse":
+            raise StaleRunsError(f"{what}; refusing to mix them with this build's runs: use another "
+                                 "output folder, or stale=\"redo\" to run them again")  # fmt: skip
+        if progress:
+            print(f"latlab sweep: {what}; redoing them", file=sys.stderr)
+    previous = dict(statuses)  # attempts keep counting across a redo
+    for run_id in stale_runs:
+        del statuses[run_id]
     todo = [s for s in specs if needs_run(statuses.get(s.run_id), retry_failed)]
     _validate(todo)
     store.write_sweep(name, runs, source)
     catalog = _Catalog(store, runs, statuses)
     catalog.flush()
     root = store.root.resolve()
-    tasks = [_task(s, statuses.get(s.run_id), root) for s in todo]
+    tasks = [_task(s, previous.get(s.run_id), root) for s in todo]
     if not tasks:
         return catalog.frame()
 

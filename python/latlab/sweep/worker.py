@@ -55,6 +55,49 @@ def _error_kind(e: BaseException) -> str:
     return "error"
 
 
+def core_build() -> str:
+    """An id of the simulator core that makes the runs: the SHA-256 of the loaded
+    ``latlab._core`` extension file (first 16 hex digits).
+
+    Hashing the binary that actually runs, rather than stamping a hash of the
+    Rust sources in at compile time, also catches a rebuild with another
+    compiler, profile or dependency, and a stale extension left beside new
+    sources. A core without a file (a test stand-in) is named by its version.
+    """
+    import hashlib
+    import sys
+
+    core = sys.modules.get("latlab._core")
+    if core is None:
+        import latlab._core as core
+
+    path = getattr(core, "__file__", None)
+    key = (core.__name__, path, os.stat(path).st_mtime_ns if path and os.path.isfile(path) else None)
+    cached = _CORE_BUILD.get(key)
+    if cached is None:
+        if key[2] is not None:
+            digest = hashlib.sha256()
+            with open(path, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(chunk)
+            cached = "sha256:" + digest.hexdigest()[:16]
+        else:
+            version = getattr(core, "version", None)
+            cached = f"{core.__name__}:{version() if version else 'unknown'}"
+        _CORE_BUILD[key] = cached
+    return cached
+
+
+_CORE_BUILD: dict[Any, str] = {}
+
+
+def provenance() -> dict[str, str]:
+    """What made a run: latlab's version and the core build (see :func:`core_build`)."""
+    from latlab._version import __version__
+
+    return {"latlab_version": __version__, "core_build": core_build()}
+
+
 def base_status(task: dict[str, Any]) -> dict[str, Any]:
     return {
         "run_id": task["run_id"],
@@ -79,6 +122,7 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
     from latlab.scenario import Scenario
 
     status = base_status(task)
+    status.update(provenance())
     started = perf_counter()
     outdir = task.get("outdir")
     run_dir = Path(outdir) / RUNS_DIR / task["run_id"] if outdir else None
@@ -100,7 +144,15 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
                 results = run(scenario, outdir=target)
             summary = results.summary()
             summary["sim_wall_s"] = summary.pop("wall_s", None)
-            status.update(status=OK, error=None, error_kind=None, metrics=summary)
+            if results.conservation_ok:
+                status.update(status=OK, error=None, error_kind=None, metrics=summary)
+            else:
+                # Packets appeared or vanished: the numbers cannot be trusted,
+                # so the run is not a result (its files stay for inspection).
+                links = list(results.conservation_failures().get("link", []))
+                where = f" on {', '.join(map(str, links))}" if links else " (packets not held by any link)"
+                status.update(status=FAILED, error=f"packet conservation check failed{where}",
+                              error_kind="conservation", metrics=summary)  # fmt: skip
             if caught:
                 status["warnings"] = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
         except (KeyboardInterrupt, SystemExit):

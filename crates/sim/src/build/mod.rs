@@ -27,6 +27,11 @@ use rand_distr::{Distribution, Exp};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 
+/// Most flows a scenario may have, over all groups: a guard against typos
+/// such as `count = 999999999`, which would otherwise exhaust memory while
+/// start times and flows are made. Not a memory estimate.
+pub const MAX_FLOWS: u64 = 1_000_000;
+
 /// Flows whose time series are kept when the scenario does not say.
 const DEFAULT_MAX_SAMPLED_FLOWS: u32 = 100;
 /// Topologies with at most this many links sample them all by default;
@@ -156,6 +161,19 @@ pub fn build_with_limit(
     let max_sampled = sc.outputs.max_sampled_flows.unwrap_or(DEFAULT_MAX_SAMPLED_FLOWS);
     let mut flows = Vec::new();
     let mut group_names = Vec::new();
+    // Checked over all groups before any group makes its flows.
+    let mut total_flows: u64 = 0;
+    for (g, grp) in sc.flows.iter().enumerate() {
+        total_flows += grp.count as u64;
+        if total_flows > MAX_FLOWS {
+            return Err(cx.err(
+                format!("flows[{g}].count"),
+                format!(
+                    "{total_flows} flows is too many; expected at most {MAX_FLOWS} flows over all groups"
+                ),
+            ));
+        }
+    }
     for (g, grp) in sc.flows.iter().enumerate() {
         let p = format!("flows[{g}]");
         if grp.count == 0 {

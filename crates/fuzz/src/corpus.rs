@@ -1,0 +1,78 @@
+//! The seed corpus: every shipped scenario, plus the random scenarios the
+//! simulator's property and golden tests generate.
+
+use std::path::{Path, PathBuf};
+
+#[allow(dead_code)]
+#[path = "../../sim/tests/common/mod.rs"]
+mod sim_common;
+
+/// How many of the test suite's random scenarios join the corpus.
+const RANDOM_SCENARIOS: u64 = 16;
+
+/// One corpus entry: where it came from and its TOML text.
+#[derive(Debug, Clone)]
+pub struct Seed {
+    pub name: String,
+    pub text: String,
+    /// The parsed tree (every shipped scenario is valid TOML).
+    pub tree: toml::Table,
+}
+
+/// The repository root (this crate sits in `crates/fuzz`).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn toml_files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            toml_files_under(&p, out);
+        } else if p.extension().is_some_and(|x| x == "toml") {
+            out.push(p);
+        }
+    }
+}
+
+/// Load the corpus from `root`: `scenarios/**/*.toml`,
+/// `python/latlab/scenarios/**/*.toml`, then the random scenarios. Sorted by
+/// path, so input `i` is the same on every machine.
+pub fn load(root: &Path) -> Result<Vec<Seed>, String> {
+    let mut files = Vec::new();
+    toml_files_under(&root.join("scenarios"), &mut files);
+    toml_files_under(&root.join("python/latlab/scenarios"), &mut files);
+    files.sort();
+    let mut seeds = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+        let name = f.strip_prefix(root).unwrap_or(&f).display().to_string();
+        seeds.push(seed(name, text)?);
+    }
+    if seeds.is_empty() {
+        return Err(format!("no scenarios under {}", root.display()));
+    }
+    for case in 0..RANDOM_SCENARIOS {
+        seeds.push(seed(
+            format!("random_scenario({case})"),
+            sim_common::random_scenario(case),
+        )?);
+    }
+    Ok(seeds)
+}
+
+fn seed(name: String, text: String) -> Result<Seed, String> {
+    let mut tree = text
+        .parse::<toml::Table>()
+        .map_err(|e| format!("{name}: not TOML: {e}"))?;
+    // A sweep definition holds its scenario under [base].
+    if let (Some(toml::Value::Table(base)), true) = (tree.get("base"), tree.contains_key("grid")) {
+        tree = base.clone();
+        let text = toml::to_string(&tree).map_err(|e| format!("{name}: {e}"))?;
+        return Ok(Seed { name, text, tree });
+    }
+    Ok(Seed { name, text, tree })
+}
