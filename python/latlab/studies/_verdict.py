@@ -96,6 +96,13 @@ class Verdict:
         """The outcome as a table cell."""
         return f"**{self.outcome}**"
 
+    def brief(self) -> str:
+        """A short comparison for prose that already gives latlab's numbers: the outcome and the study's figure."""
+        verb = {"agrees": "as in the study", "partly": "only partly as in the study",
+                "differs": "unlike the study"}[self.outcome]  # fmt: skip
+        out = f"{self.reference.quantity}: {verb} ({self.reference.text()})"
+        return out[:1].upper() + out[1:] + "."
+
     def sentence(self) -> str:
         """The full comparison: the study's figure, latlab's, the rule and the outcome (and why, if it differs)."""
         study = self.reference.text()

@@ -95,8 +95,8 @@ def _flow_table(f: pd.DataFrame) -> str:
 
 
 def _comparison(vs: dict[str, Verdict], keys: tuple[str, ...]) -> str:
-    """One sentence per judged reference among ``keys``: the comparison with the study, from the verdicts."""
-    return " ".join(vs[k].sentence() for k in keys if k in vs)
+    """One short sentence per judged reference among ``keys`` (the table above has the rules), from the verdicts."""
+    return " ".join(vs[k].brief() for k in keys if k in vs)
 
 
 def _case_texts(runs: pd.DataFrame, flows: pd.DataFrame, vs: dict[str, Verdict]) -> dict[str, str]:

@@ -85,15 +85,15 @@ def verdicts(runs: pd.DataFrame, variant: str = PRIMARY) -> dict[str, Verdict]:
     if len(led):
         r, third = rate_ratio(led), ref["ledbat_share"].value
         m = r.mean()
-        word = "agrees" if 0.6 * third <= m <= 1.5 * third else "partly" if r.max() >= 0.6 * third else "differs"
+        lo, hi = 0.6 * third, 1.5 * third
+        word = "agrees" if lo <= m <= hi else "partly" if r.between(lo, hi).any() else "differs"
         out["ledbat_share"] = Verdict(
             ref["ledbat_share"],
             f"DFlow/LEDBAT {value_range(r, '{:.2f}')}"
             + "".join(f"; {who} first: {value_range(r[led['first_to_start'] == who], '{:.2f}')}"
                       for who in ("dflow", "ledbat") if (led["first_to_start"] == who).any()),
             word,
-            f"agrees if the mean ratio is within {0.6 * third:.2f}–{1.5 * third:.2f}, partly if one seed's is "
-            f"≥ {0.6 * third:.2f}",
+            f"agrees if the mean ratio is within {lo:.2f}–{hi:.2f}, partly if one seed's is",
             _ledbat_why(runs, variant))  # fmt: skip
     veg = ok_runs(runs, "vegas", variant)
     if len(veg):
