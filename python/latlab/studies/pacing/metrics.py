@@ -58,18 +58,39 @@ def metrics(res: Any, run: Run) -> dict[str, Any]:
 def run_study(runs: Sequence[Run], outdir: Path, jobs: int | None, progress: bool = True) -> pd.DataFrame:
     """Run the distinct scenarios of ``runs`` once (sweep runner, resumable) and return one metrics row per run."""
     from latlab import Scenario
-    from latlab.sweep import load_run, run_distinct
+    from latlab.sweep import run_distinct
 
     pairs = [(r.params, Scenario.from_dict(r.scenario(), source=f"<pacing {r.experiment}>")) for r in runs]
+    ids, catalog = run_distinct(pairs, outdir / "runs", jobs=jobs, progress=progress, name="pacing")
+    return collect(runs, ids, catalog, outdir)
+
+
+def finished_runs(runs: Sequence[Run], outdir: Path) -> pd.DataFrame:
+    """One metrics row per run from the runs already finished in ``outdir/runs`` (nothing is run; others pending).
+
+    Renders a report of an interrupted reproduction; ``run_study`` on the same folder later completes it.
+    """
+    from latlab import Scenario
+    from latlab.frames import read_parquet
+    from latlab.sweep.runner import run_id_of
+
+    ids = [run_id_of(Scenario.from_dict(r.scenario(), source=f"<pacing {r.experiment}>")) for r in runs]
+    catalog = read_parquet(outdir / "runs" / "catalog.parquet")
+    return collect(runs, ids, catalog, outdir)
+
+
+def collect(runs: Sequence[Run], ids: Sequence[str], catalog: pd.DataFrame, outdir: Path) -> pd.DataFrame:
+    """Each run's parameters and, if it finished, its metrics (a distinct run is read once)."""
+    from latlab.sweep import load_run
+
     sweep_dir = outdir / "runs"
-    ids, catalog = run_distinct(pairs, sweep_dir, jobs=jobs, progress=progress, name="pacing")
     status = dict(zip(catalog["run_id"], catalog["status"]))
     wall = dict(zip(catalog["run_id"], catalog["wall_s"]))
     finished = dict(zip(catalog["run_id"], catalog["finished_at"]))
     cache: dict[str, dict[str, Any]] = {}
     rows = []
     for r, rid in zip(runs, ids):
-        row = {**r.params, "run_id": rid, "status": status.get(rid)}
+        row = {**r.params, "run_id": rid, "status": status.get(rid, "pending")}
         if status.get(rid) == "ok":
             if rid not in cache:
                 cache[rid] = metrics(load_run(sweep_dir, rid), r)
@@ -78,7 +99,6 @@ def run_study(runs: Sequence[Run], outdir: Path, jobs: int | None, progress: boo
             row.update(cache[rid])
         rows.append(row)
     return pd.DataFrame(rows)
-
 
 
 def select(df: pd.DataFrame, exp: str) -> pd.DataFrame:

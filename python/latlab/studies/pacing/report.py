@@ -41,7 +41,8 @@ def render(df: pd.DataFrame, settings: Settings, quick: bool, jobs: int, elapsed
     ok = df[df["status"] == "ok"]
     span_s = sweep_span_s(ok)
     n_unique = df["run_id"].nunique()
-    failed = df[df["status"] != "ok"]["run_id"].nunique()
+    pending = df[df["status"] == "pending"]["run_id"].nunique()
+    failed = df[~df["status"].isin(["ok", "pending"])]["run_id"].nunique()
     add("# Edge versus host pacing in small-buffer networks\n")
     vs = verdicts(df)
     add(f"Reproduction of the small-buffer pacing study ({PAPER.citation()}) in latlab's packet simulator; the edge "
@@ -55,7 +56,9 @@ def render(df: pd.DataFrame, settings: Settings, quick: bool, jobs: int, elapsed
         + f": {settings.duration_s:g} s simulated per run, measured over [{settings.measure_from_s:g}, "
           f"{settings.duration_s:g}] s; seed(s) {', '.join(map(str, settings.seeds))} (one topology draw and one set "
           f"of start times per seed, shared by the three modes: the comparison is paired); {n_unique} distinct runs "
-          f"({len(df)} experiment points; set-ups that two experiments share run once), {failed} failed; "
+          f"({len(df)} experiment points; set-ups that two experiments share run once), {failed} failed"
+          + (f", **{pending} not run yet** (a partial report: sections and verdicts without their runs are "
+             "missing)" if pending else "") + "; "
           f"{jobs} worker process(es); wall time {elapsed / 60:.1f} min"
           + (f" (the runs themselves span {span_s / 60:.1f} min from the first start to the last finish; a re-run "
              "reuses finished runs, so this span is the time of the run that did the work)" if span_s else "")
