@@ -59,7 +59,8 @@ def render(df: pd.DataFrame, settings: Settings, quick: bool, jobs: int, elapsed
           f"({len(df)} experiment points; set-ups that two experiments share run once), {failed} failed"
           + (f", **{pending} not run yet** (a partial report: sections and verdicts without their runs are "
              "missing)" if pending else "") + "; "
-          f"{jobs} worker process(es); wall time {elapsed / 60:.1f} min"
+          + (f"{jobs} worker process(es); wall time {elapsed / 60:.1f} min" if jobs else
+             f"report from the finished runs (nothing run), {elapsed / 60:.1f} min")
           + (f" (the runs themselves span {span_s / 60:.1f} min from the first start to the last finish; a re-run "
              "reuses finished runs, so this span is the time of the run that did the work)" if span_s else "")
           + ".\n")
@@ -341,8 +342,7 @@ def _disagreements(df: pd.DataFrame, settings: Settings, vs: dict[str, Verdict])
                           f"{v.reference.text()} ({v.outcome})" for v in goodput)
         notes.append(f"* What remains: {parts}; edge pacing's lead over host pacing is {vs['edge_over_host'].measured} "
                      f"against the study's {vs['edge_over_host'].reference.text()} ({vs['edge_over_host'].outcome}). "
-                     "latlab finds no single cause for the differences: the seeds agree to a few tenths of a Kbps "
-                     "(table above), and SACK or FACK (E) change the picture little. Candidates are ns-2 details the "
+                     + _spread_and_recovery(df) + "Candidates are ns-2 details the "
                      "set-up does not give: its coarse 10 ms timer tick and once-per-RTT RTT sampling (latlab: 1 ms, "
                      "every ACK, timestamps), its pacing implementation, and access-link queue sizes (latlab: large, "
                      "so the core is the only drop point).")  # fmt: skip
@@ -356,6 +356,30 @@ def _disagreements(df: pd.DataFrame, settings: Settings, vs: dict[str, Verdict])
                     f"{FULL.duration_s - FULL.measure_from_s:g} s, so per-flow averages carry a few Kbps of noise."
                     if settings.duration_s < FULL.duration_s else "and the study's run is a single seed too."))
     return "\n".join(notes) + "\n"
+
+
+def _spread_and_recovery(df: pd.DataFrame) -> str:
+    """How much the seeds and the recovery variants (E) move edge pacing's lead over host pacing at the headline buffer."""
+    parts = []
+    a = select(df, "A")
+    pts = pd.concat([a[a["buffer_kb"] == HEADLINE_BUFFER_KB], select(df, "A-seeds")])
+    sd = pts.groupby(["seed", "mode"])["per_flow_kbps"].mean().unstack().std()
+    if pts["seed"].nunique() > 1 and len(sd):
+        parts.append(f"over {pts['seed'].nunique()} seeds the per-flow goodputs vary by at most {sd.max():.1f} Kbps "
+                     "(standard deviation)")
+    e = select(df, "E")
+    e = e[e["buffer_kb"] == HEADLINE_BUFFER_KB]
+    if len(e):
+        gains = {"newreno": np.nan}
+        ga = a[a["buffer_kb"] == HEADLINE_BUFFER_KB].groupby("mode")["per_flow_kbps"].mean()
+        if {"edge-paced", "host-paced"} <= set(ga.index):
+            gains["newreno"] = ga["edge-paced"] / ga["host-paced"] - 1
+        for rec, g in e.groupby("recovery"):
+            m = g.groupby("mode")["per_flow_kbps"].mean()
+            gains[rec] = m.get("edge-paced", np.nan) / m.get("host-paced", np.nan) - 1
+        parts.append("edge pacing's lead over host pacing is " + ", ".join(f"{_pct(v)} with {k}"
+                                                                          for k, v in gains.items()))
+    return ("latlab finds no single cause for the differences: " + "; ".join(parts) + ". ") if parts else ""
 
 
 _EXPERIMENT_TEXT = {
