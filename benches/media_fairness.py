@@ -64,7 +64,7 @@ from pathlib import Path
 from latlab.cli import UserError
 from latlab.commands.media import find_binary
 from latlab.netns import TestbedUnavailable, bottleneck_testbed, unavailable_reason
-from latlab.studies.dflow import jain_index
+from latlab.models.fairness import jain_index
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from latlab.models import edge_pacer as model
-from latlab.studies import _pacing_experiments as ex
+from latlab.studies.pacing import cases as ex
 from latlab.studies import pacing
 
 

@@ -42,6 +42,16 @@ fn validate(py: Python<'_>, toml_text: &str, source: &str) -> PyResult<()> {
     .map_err(scenario_err)
 }
 
+/// The TCP throughput equation of RFC 5348 §3.1 as the TFRC sender computes it
+/// (b = 1, t_RTO = 4R): the rate in bytes/s for segment size `s_bytes`, RTT
+/// `rtt_s` (seconds) and loss event rate `p`. Infinite for p = 0; p above 1
+/// counts as 1. Exposed so Python's vectorised copy
+/// (`latlab.models.tcp_equation`) can be tested against the simulator's.
+#[pyfunction]
+fn tcp_equation_rate(s_bytes: f64, rtt_s: f64, p: f64) -> f64 {
+    latlab_proto::tfrc::throughput_bytes_per_s(s_bytes, rtt_s * latlab_proto::NS_PER_SEC as f64, p)
+}
+
 /// A built simulation, advanced step by step from Python.
 ///
 /// The simulation is `Send` but not `Sync` (its queues and controllers are
@@ -178,6 +188,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(tcp_equation_rate, m)?)?;
     m.add_class::<Simulation>()?;
     Ok(())
 }

@@ -10,6 +10,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from latlab.models import edge_pacer as model
+from latlab.studies.pacing.cases import CORE_RATE_BPS, EXPERIMENT_TITLES, MEAN_RTT_S, MODES, Settings
+from latlab.studies.pacing.metrics import b_star, h_rows, select
+from latlab.studies.pacing.references import GOODPUT_KEY, HEADLINE_BUFFER_KB, REFERENCES, SMALL_BUFFERS_KB
 
 STYLE = {"unpaced": ("tab:red", "o", "-"), "host-paced": ("tab:blue", "s", "--"), "edge-paced": ("tab:green", "^", "-")}
 METRIC_LABEL = {
@@ -185,3 +188,80 @@ def partial_figure(j: pd.DataFrame, path: Path) -> Path:
     ax2.grid(True, axis="y", alpha=0.3)
     ax2.set_title("partial deployment: paced vs unpaced flows", fontsize=9)
     return _save(fig, path)
+
+
+def make_figures(df: pd.DataFrame, settings: Settings, outdir: Path) -> dict[str, str]:
+    """Every experiment's figure (and H's analysis curves) into ``outdir``; returns name → file name."""
+    out: dict[str, str] = {}
+    ref = REFERENCES
+    small = (SMALL_BUFFERS_KB[0] + SMALL_BUFFERS_KB[-1]) / 2
+    refs = {"per_flow_kbps": [(HEADLINE_BUFFER_KB, ref[GOODPUT_KEY[m]].value, f"study: {m} {ref[GOODPUT_KEY[m]].number()}")
+                              for m in MODES],
+            "core_loss": [(small, ref["loss_small"].value / 100, f"study: {ref['loss_small'].text()} at "
+                                                                 f"{SMALL_BUFFERS_KB[0]:g}–{SMALL_BUFFERS_KB[-1]:g} KB")]}  # fmt: skip
+    standard = [("per_flow_kbps", False), ("tcp_goodput_mbps", False), ("core_loss", True)]
+    for exp in settings.experiments:
+        d = select(df, exp)
+        if not len(d):
+            continue
+        path = outdir / f"fig_{exp}.png"
+        title = f"{exp}. {EXPERIMENT_TITLES[exp]}"
+        if exp == "A":
+            panels(d, standard + [("core_utilisation", False)], title, path, refs)
+        elif exp == "B":
+            groups_figure(d, title, path)
+        elif exp == "E":
+            groups_figure(d, title, path, by="recovery", label="{}")
+        elif exp == "D":
+            panels(d, [("file_goodput_kbps", False), ("tcp_goodput_mbps", False), ("core_loss", True)], title, path)
+        elif exp == "F":
+            panels(d, [("tcp_goodput_mbps", False), ("core_loss", True)], title, path)
+        elif exp == "H":
+            delay_figure(h_rows(df, settings), b_star(df), MEAN_RTT_S, CORE_RATE_BPS, path)
+            loss_bound_figure(outdir / "fig_H_analysis.png")
+            out["H_analysis"] = "fig_H_analysis.png"
+        elif exp == "I":
+            for pat in sorted(d["udp"].unique()):
+                dp = d[d["udp"] == pat]
+                vs_buffer = dp[(dp["mode"] != "edge-paced") | (dp["delay_ms"] == 10.0)]
+                p = outdir / f"fig_I_{pat}.png"
+                panels(vs_buffer, [("tcp_goodput_mbps", False), ("per_flow_kbps", False), ("udp_loss", True)],
+                            f"{title}: {pat} UDP", p)  # fmt: skip
+                out[f"I_{pat}"] = p.name
+                vs_d = dp[(dp["mode"] == "edge-paced") & dp["buffer_kb"].isin(settings.delay_buffers_kb)]
+                p2 = outdir / f"fig_I_{pat}_delay.png"
+                panels(vs_d.assign(mode="edge-paced"), [("udp_loss", True), ("tcp_goodput_mbps", False)],
+                            f"{title}: {pat} UDP vs pacer delay d (x: d in ms; one curve per buffer below)", p2)
+                _delay_curves(vs_d, p2)
+                out[f"I_{pat}_delay"] = p2.name
+            continue
+        elif exp == "J":
+            partial_figure(d, path)
+        else:
+            panels(d, standard, title, path)
+        out[exp] = path.name
+    return out
+
+
+def _delay_curves(d: pd.DataFrame, path: Path) -> None:
+    """I vs d: UDP loss and TCP goodput against d, one curve per buffer (replaces the placeholder panels)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10.4, 4.2))
+    axes = fig.subplots(1, 2)
+    for ax, metric, log_y in zip(axes, ("udp_loss", "tcp_goodput_mbps"), (True, False)):
+        for b, color in zip(sorted(d["buffer_kb"].unique()), ("tab:purple", "tab:orange", "tab:cyan")):
+            s = d[d["buffer_kb"] == b].groupby("delay_ms", as_index=False)[metric].mean().sort_values("delay_ms")
+            if log_y:
+                s = s[s[metric] > 0]
+            ax.plot(s["delay_ms"], s[metric], "o-", color=color, ms=4, label=f"edge-paced, {b:g} KB")
+        ax.set_xlabel("edge pacer delay bound d (ms)")
+        ax.set_ylabel(metric.replace("_", " "))
+        if log_y:
+            ax.set_yscale("log")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+

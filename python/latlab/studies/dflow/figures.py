@@ -190,7 +190,7 @@ def summary_figure(runs: pd.DataFrame, path: Path) -> Path | None:
     gmax = ok.groupby("case")["delay_max_ms"].max()
     ax_delay.plot(x, [gmax.get(c, np.nan) for c in cases], "k_", ms=14, mew=2, ls="none", label="max (any seed)")
     ax_delay.axhline(study.FULL_QUEUE_DELAY_S * 1e3, color="tab:red", ls="--", lw=1, label="full queue")
-    ax_delay.axhline(study.TARGET_MS, color="tab:green", ls=":", lw=1.2, label="target 50 ms")
+    ax_delay.axhline(study.TARGET_MS, color="tab:green", ls=":", lw=1.2, label=f"target {study.TARGET_MS:g} ms")
     ax_delay.set_ylabel("queueing delay (ms)")
     ax_delay.set_title("Bottleneck queueing delay (bars: mean over seeds, whiskers: seed range)", fontsize=9.5)
     bar(ax_rate, -0.18, "dflow_rate_bps", 1e-3, "tab:blue", "DFlow (per flow)")
@@ -233,7 +233,7 @@ def base_period_figure(runs: pd.DataFrame, path: Path) -> Path | None:
             marker, color = _CASE_STYLE[case]
             g = d.groupby("base_period_rtts")["delay_mean_ms"].mean()
             ax_delay.plot(g.index, g, marker=marker, color=color, label=study.CASES[case].short)
-    ax_delay.axhline(study.TARGET_MS, color="tab:green", ls=":", lw=1.2, label="target 50 ms")
+    ax_delay.axhline(study.TARGET_MS, color="tab:green", ls=":", lw=1.2, label=f"target {study.TARGET_MS:g} ms")
     ax_delay.axhline(study.FULL_QUEUE_DELAY_S * 1e3, color="tab:red", ls="--", lw=1, label="full queue")
     ax_delay.set_ylim(0, study.FULL_QUEUE_DELAY_S * 1e3 * 1.1)
     ax_delay.set_ylabel("mean queueing delay (ms)")

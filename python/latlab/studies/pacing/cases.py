@@ -1,4 +1,4 @@
-"""Scenario builders of the small-buffer pacing study (specs/studies.md §4, experiments A–J).
+"""The pacing study's set-up: scenario builders of experiments A–J, the settings of a full and a quick run.
 
 Every experiment runs on :func:`two_level_dumbbell`, a ``kind = "custom"``
 topology generated here with the same nodes, links and parameter ranges as the
@@ -24,7 +24,20 @@ from typing import Any
 
 import numpy as np
 
+from latlab.studies.pacing.references import HEADLINE_BUFFER_KB
+
 MODES = ("unpaced", "host-paced", "edge-paced")
+#: The ns2 preset's packets: 1000 B on the wire, of which 40 B are TCP/IP headers (goodput counts the rest).
+PACKET_BYTES = 1000
+TCP_HEADER_BYTES = 40
+PAYLOAD_BYTES = PACKET_BYTES - TCP_HEADER_BYTES
+#: The study's delays (ms): access and edge drawn uniformly per link, core fixed.
+ACCESS_DELAY_MS = (1.0, 5.0)
+EDGE_DELAY_MS = (5.0, 15.0)
+CORE_DELAY_MS = 100.0
+CORE_RATE_BPS = 100e6
+#: The mean propagation RTT over the drawn delays (sender access, ingress edge, core, egress edge, receiver access).
+MEAN_RTT_S = 2 * (2 * sum(ACCESS_DELAY_MS) / 2 + 2 * sum(EDGE_DELAY_MS) / 2 + CORE_DELAY_MS) / 1e3
 #: The study's edge-pacer delay bound d (ms) unless swept.
 DEFAULT_DELAY_MS = 10.0
 #: ns-2's pacing used factor 1.0 (a window spread evenly over one RTT) in slow start and congestion avoidance.
@@ -52,11 +65,11 @@ def two_level_dumbbell(
     edges: int = 10,
     hosts_per_edge: int = 100,
     access_rate_bps: float | Sequence[float] = (8e6, 12e6),
-    access_delay_ms: float | Sequence[float] = (1.0, 5.0),
+    access_delay_ms: float | Sequence[float] = ACCESS_DELAY_MS,
     edge_rate_bps: float | Sequence[float] = 100e6,
-    edge_delay_ms: float | Sequence[float] = (5.0, 15.0),
-    core_rate_bps: float = 100e6,
-    core_delay_ms: float = 100.0,
+    edge_delay_ms: float | Sequence[float] = EDGE_DELAY_MS,
+    core_rate_bps: float = CORE_RATE_BPS,
+    core_delay_ms: float = CORE_DELAY_MS,
     core_queue: dict[str, Any] | None = None,
     ingress_queues: dict[str, Any] | Sequence[dict[str, Any] | None] | None = None,
     edge_queue: dict[str, Any] | None = None,
@@ -164,7 +177,7 @@ class Run:
     hosts_per_edge: int | None = None  # default flows / edges
     edges: int = 10
     access_rate_bps: float | tuple[float, float] = (8e6, 12e6)
-    access_delay_ms: tuple[float, float] = (1.0, 5.0)
+    access_delay_ms: tuple[float, float] = ACCESS_DELAY_MS
     edge_rate_bps: float = 100e6
     core_rate_bps: float = 100e6
     core_kind: str = "droptail"  # droptail | red
@@ -299,8 +312,6 @@ class Settings:
 
 
 ALL_EXPERIMENTS = tuple("ABCDEFGHIJ")
-#: The study's headline buffer (A at 5 KB), re-run with other seeds for its spread.
-HEADLINE_BUFFER_KB = 5.0
 
 
 def runs_of(exp: str, s: Settings) -> list[Run]:
@@ -351,3 +362,51 @@ def runs_of(exp: str, s: Settings) -> list[Run]:
     for r in out:
         seen.setdefault(tuple(sorted(r.params.items())), r)
     return list(seen.values())
+
+
+#: Full reproduction: the study's run length and window, its buffer range (1–50 KB). ~220 runs, see the report.
+FULL = Settings(
+    duration_s=400.0, measure_from_s=100.0,
+    buffers_kb=(1, 2, 3, 4, 5, 7, 10, 15, 20, 30, 50),
+    other_buffers_kb=(2, 5, 10, 20),
+    delays_ms=(0, 1, 2, 5, 10, 20, 50, 100), delay_buffers_kb=(5, 50), delay_set_ms=(1, 10, 100, 200),
+    experiments=ALL_EXPERIMENTS, b_flows=(100, 500), udp_patterns=("poisson", "lrd"),
+    j_fractions=(0.3, 0.5), j_buffers_kb=(5, 10),
+    e_recoveries=("sack", "fack"), e_buffers_kb=(2, 5, 10, 20), i_delays_ms=(0, 10, 100),
+    headline_seeds=(2, 3), rto_buffers_kb=(3, 5, 10),
+)  # fmt: skip
+#: Quick: 80 s runs measured over [30, 80] s, fewer buffers; C and E (variants of A's set-up) and I's LRD source skipped.
+QUICK = Settings(
+    duration_s=80.0, measure_from_s=30.0,
+    buffers_kb=(1, 2, 3, 5, 10, 20, 50),
+    other_buffers_kb=(3, 5, 20),
+    delays_ms=(0, 1, 10, 100), delay_buffers_kb=(5, 50), delay_set_ms=(10, 100),
+    experiments=("A", "B", "D", "F", "G", "H", "I", "J"), b_flows=(100,), udp_patterns=("poisson",),
+    j_fractions=(0.3,), j_buffers_kb=(5,), i_delays_ms=(0, 10, 100),
+    headline_seeds=(2, 3), rto_buffers_kb=(5,),
+)  # fmt: skip
+
+EXPERIMENT_TITLES = {
+    "A": "Core bottleneck, 1000 flows",
+    "B": "Fewer flows (100 and 500)",
+    "C": "High-speed access links (100 Mbps)",
+    "D": "Short-lived flows: 1000 closed-loop users",
+    "E": "TCP variants: SACK and FACK (NewReno is A)",
+    "F": "Core not the bottleneck (core 200 Mbps, edges 40 Mbps, access 1–2 Mbps, 100 flows)",
+    "G": "RED at the core",
+    "H": "Edge pacer delay bound d",
+    "I": "Mixed TCP and real-time UDP",
+    "J": "Partial deployment",
+}
+
+
+def all_runs(settings: Settings) -> list[Run]:
+    """Every run of a reproduction: the experiments, and A's extra seeds and minimum-RTO runs."""
+    runs: list[Run] = []
+    for exp in settings.experiments:
+        runs += runs_of(exp, settings)
+    if settings.headline_seeds and "A" in settings.experiments:
+        runs += runs_of("A-seeds", settings)
+    if settings.rto_buffers_kb and "A" in settings.experiments:
+        runs += runs_of("A-rto", settings)
+    return runs
