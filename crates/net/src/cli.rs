@@ -106,7 +106,7 @@ pub struct SendArgs {
     #[arg(long, value_name = "MS", value_parser = positive_finite, help_heading = "DFlow")]
     pub current_period_ms: Option<f64>,
     /// base_delay is the minimum one-way delay over this many RTTs
-    /// [default: 1000, as the DFlow study is run in latlab: the spec's 10
+    /// [default: 1000, as the DFlow study is run in latlab: the DFlow draft's 10
     /// lets a slowly built standing queue drift into the base delay].
     #[arg(long, value_name = "RTTS", value_parser = positive_finite, help_heading = "DFlow")]
     pub base_period_rtts: Option<f64>,

@@ -148,7 +148,7 @@ pub enum QueueSpec {
     Droptail(DropTailSpec),
     Red(RedSpec),
     Codel(CoDelSpec),
-    /// The optimal edge pacer (edge-pacer.md): no packet held longer than delay_ms.
+    /// The optimal edge pacer (docs/models/edge-pacer.md): no packet held longer than delay_ms.
     EdgePacer(EdgePacerSpec),
 }
 
@@ -309,7 +309,7 @@ pub struct LogNormalSpec {
     pub sigma: f64,
 }
 
-/// An LTE cell's radio scheduler and impairments (links.md).
+/// An LTE cell's radio scheduler and impairments (docs/models/links.md).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CellSpec {
@@ -369,7 +369,7 @@ fn default_harq_max_tx() -> u32 {
     4
 }
 
-/// A Wi-Fi AP's link-layer retry model (links.md).
+/// A Wi-Fi AP's link-layer retry model (docs/models/links.md).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApSpec {
@@ -508,7 +508,7 @@ fn default_wifi_radio_delay() -> f64 {
 fn default_uplink_rate() -> RateSpec {
     RateSpec::ConstantBps(10e6)
 }
-/// RLC buffers are large (links.md): 1 MB per user unless set.
+/// RLC buffers are large (docs/models/links.md): 1 MB per user unless set.
 fn default_user_queue() -> QueueSpec {
     QueueSpec::Droptail(DropTailSpec {
         limit_bytes: Some(1_000_000),
@@ -715,7 +715,7 @@ fn default_cc() -> String {
     "newreno".to_string()
 }
 
-/// An open-loop UDP source (traffic.md).
+/// An open-loop UDP source (docs/models/workloads.md).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UdpSpec {
@@ -729,7 +729,9 @@ pub struct UdpSpec {
     pub hurst: Option<f64>,
     /// lrd: slot length of the fGn process, milliseconds (default 10).
     pub slot_ms: Option<f64>,
-    /// lrd: Norros variance coefficient a, in bytes·s (default: mean packet size).
+    /// lrd: Norros variance coefficient a in Var(A_k) = a·m·Δ^2H, bytes·s^(1−2H)
+    /// (default: mean packet size · Δ^(1−2H), the variance a Poisson source
+    /// of the same packets has at the slot scale).
     pub variance_coef: Option<f64>,
     /// Per-packet header bytes on the wire (default 28: IPv4 + UDP).
     pub header_bytes: Option<u32>,
@@ -764,7 +766,7 @@ pub struct TfrcSpec {
     pub receiver_clock_offset_ms: Option<f64>,
 }
 
-/// Closed-loop users (traffic.md, after Schroeder et al., "Open versus closed").
+/// Closed-loop users (docs/models/workloads.md, after Schroeder et al., "Open versus closed").
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClosedLoopSpec {

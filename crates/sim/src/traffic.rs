@@ -1,5 +1,5 @@
 //! Traffic that is not a protocol: open-loop UDP sources and the draws of
-//! closed-loop users (traffic.md).
+//! closed-loop users (docs/models/workloads.md).
 
 use rand::Rng;
 use rand_distr::{Distribution, Exp, Pareto};
@@ -165,7 +165,7 @@ impl UdpSource {
     }
 }
 
-/// What a closed-loop user transfers (traffic.md, "Open versus closed").
+/// What a closed-loop user transfers (docs/models/workloads.md, "Open versus closed").
 #[derive(Debug, Clone, Copy)]
 pub enum FileSize {
     Fixed(u64),

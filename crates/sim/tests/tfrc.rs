@@ -163,7 +163,7 @@ fn dflow_keeps_the_queue_short_where_tfrc_fills_it() {
     assert!(j >= 0.9, "Jain's index among the DFlows {j}");
 }
 
-/// The proto author's finding, carried into the simulator: with the spec's
+/// The proto author's finding, carried into the simulator: with the DFlow draft's
 /// base window (10 RTTs) a lone DFlow flow's slowly building queue is
 /// absorbed into its base delay, the detector goes quiet, and the queue
 /// fills as TFRC's would; a 1000-RTT window holds it down.

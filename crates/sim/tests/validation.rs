@@ -191,7 +191,7 @@ fn newreno_throughput_under_random_loss_matches_padhye() {
     }
 }
 
-/// The exact lossless short-flow model of latency-model.md.
+/// The exact lossless short-flow model of docs/models/latency-model.md.
 fn exact_latency_s(o_bits: f64, s_bits: f64, c_bps: f64, r_s: f64, iw: f64) -> f64 {
     let t = s_bits / c_bps;
     let x = (r_s + t) / (iw * t);

@@ -1,6 +1,6 @@
 //! Wireless access paths: trace-driven links (Mahimahi semantics), the LTE
 //! cell's per-user queues and scheduler, the Wi-Fi AP's shared buffer, and
-//! the validation figures of links.md. Traces are written by each test.
+//! the validation figures of docs/models/links.md. Traces are written by each test.
 
 use latlab_sim::{load, Simulation};
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-"""The small-buffer pacing study's analysis curves (specs/edge-pacer.md, "The study's analysis").
+"""The small-buffer pacing study's analysis curves (docs/models/edge-pacer.md).
 
 All functions take numpy arrays or scalars. Units: ``lam`` in the burstiness
 formula is a packet rate (packets/s) and ``d_s`` seconds; in the loss bound and

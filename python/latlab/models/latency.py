@@ -1,6 +1,6 @@
-"""Short-flow completion time, ideal time and protocol efficiency (specs/latency-model.md).
+"""Short-flow completion time, ideal time and protocol efficiency (docs/models/latency-model.md).
 
-Symbols follow the spec: O flow size (bits), S segment size (bits), C capacity
+Symbols follow docs/models/latency-model.md: O flow size (bits), S segment size (bits), C capacity
 (bit/s), R round-trip time (s), I initial window (segments), P number of
 rounds in which the sender idles. Every function takes numpy arrays (or
 scalars) and broadcasts them against each other, so a Monte-Carlo draw of a
@@ -13,7 +13,7 @@ S = MSS + headers; :func:`wire_bits` converts a size in bytes).
 Variants of L_S, the completion time of a TCP flow, handshake included:
 
 ``"exact"``
-    The lossless slow-start model derived in the spec: window k holds
+    The lossless slow-start model derived in docs/models/latency-model.md: window k holds
     I·2^(k−1) segments; after window k the sender idles for
     R + S/C − I·2^(k−1)·S/C when that is positive and data remains.
     ``P = min(Q, K − 1)`` with ``Q = max(0, ceil(log2 x))``,

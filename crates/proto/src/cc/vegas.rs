@@ -31,8 +31,9 @@
 //! - Loss: Reno halving, ssthresh = max(cwnd/2, 2·MSS) (`tcp_reno_ssthresh`).
 //!   Vegas is off during recovery (Linux `tcp_vegas_state`): the next ACK
 //!   after a congestion event starts a fresh round with cleared minRTT and
-//!   cntRTT (Linux `vegas_enable`). baseRTT is kept (the spec's "min RTT
-//!   ever"; Linux also resets it when the connection restarts after idle).
+//!   cntRTT (Linux `vegas_enable`). baseRTT is kept, the minimum RTT ever
+//!   seen (docs/models/congestion-control.md); Linux also resets it when the
+//!   connection restarts after idle.
 //!
 //! α, β, γ default to Linux's 2, 4, 1 packets; the original paper and ns-2
 //! use 1, 3, 1 (set them via [`VegasParams`]). They are compared with the

@@ -556,7 +556,7 @@ fn sack_block_order_rfc2018() {
     assert_eq!(a.sack_blocks(), &[blk(8, 9), blk(6, 7)]);
 }
 
-/// The exact lossless slow-start model of latency-model.md.
+/// The exact lossless slow-start model of docs/models/latency-model.md.
 fn exact_model_ns(n_segs: u64, iw: u64, r_ns: u64, t_ns: u64) -> u64 {
     // Q = max(0, ceil(log2 x)), x = (R + T)/(I·T): smallest q with 2^q·I·T ≥ R + T.
     let mut q = 0u32;

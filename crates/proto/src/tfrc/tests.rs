@@ -159,7 +159,7 @@ fn run_default(cfg: TfrcConfig) -> Outcome {
     run(cfg, RATE, BUFFER_PKTS, PROP, RUN, WARMUP, 0)
 }
 
-/// DFlow with a base window of 1000 RTTs instead of the spec's 10 (see
+/// DFlow with a base window of 1000 RTTs instead of the DFlow draft's 10 (see
 /// `dflow_default_base_window_drifts_with_a_standing_queue`).
 fn dflow_long_base() -> TfrcConfig {
     TfrcConfig {
@@ -213,7 +213,7 @@ fn dflow_holds_queueing_delay_near_its_threshold() {
     );
 }
 
-/// With the spec's base window (10·R, re-evaluated every R), a queue that
+/// With the DFlow draft's base window (10·R, re-evaluated every R), a queue that
 /// builds more slowly than cd_thresh per base window (here: TFRC's rate
 /// tracking the link while p decays) is absorbed into the base delay, so
 /// the detector stops firing and the standing queue creeps up — DFlow then

@@ -90,7 +90,7 @@ const TFRC_DEFAULT_HEADER_BYTES: u32 = 28 + 16;
 /// Largest header a scenario may set (anything larger is surely a typo).
 const TFRC_MAX_HEADER_BYTES: u32 = 1500;
 
-/// Norros-model parameters of an LRD source (traffic.md).
+/// Norros-model parameters of an LRD source (docs/models/workloads.md).
 #[derive(Clone, Copy)]
 pub(super) struct LrdParams {
     pub(super) rate_bps: f64,

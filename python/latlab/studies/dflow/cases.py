@@ -69,10 +69,10 @@ VARIANTS: dict[str, float] = {f"base{n}": float(n) for n in BASE_PERIODS_RTTS}
 #: base once it has stood for base_period; 1000 RTTs does so after about 3 minutes at the loaded RTT, inside a
 #: 300 s run.
 PRIMARY = "base10000"
-#: Variants whose time series are kept and drawn: the spec's default and the project's usual 1000 RTTs.
+#: Variants whose time series are kept and drawn: the DFlow draft's default and the project's usual 1000 RTTs.
 DRAWN = (PRIMARY, "base1000", "base10")
 VARIANT_LABEL = {f"base{n}": f"base period {n} RTTs" for n in BASE_PERIODS_RTTS}
-VARIANT_LABEL.update(base10="base period 10 RTTs (the spec's default)", base10000="base period 10 000 RTTs (no drift)")
+VARIANT_LABEL.update(base10="base period 10 RTTs (the DFlow draft's default)", base10000="base period 10 000 RTTs (no drift)")
 
 
 @dataclass(frozen=True)
