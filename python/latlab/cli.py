@@ -228,9 +228,11 @@ def run_cmd(scenario: str | None, use_default: bool, outdir: Path | None, seed: 
         results = latlab.run(sc, outdir=outdir, progress=not quiet, seed=seed,
                              max_memory_bytes=None if max_memory is None else parse_size(max_memory, "--max-memory"))
 
-    figure = None
+    figure = access_figure = None
     if not no_plot:
         figure = plot.overview(results, outdir / "overview.png")
+        if plot.has_access(results):
+            access_figure = plot.access(results, outdir / "access.png")
 
     if not quiet:
         from latlab.report import summary_table
@@ -239,6 +241,8 @@ def run_cmd(scenario: str | None, use_default: bool, outdir: Path | None, seed: 
         console.print(summary_table(results, outdir))
         if figure is not None:
             console.print(f"overview: {figure}")
+        if access_figure is not None:
+            console.print(f"access links: {access_figure}")
     if not results.conservation_ok:
         _error_line(f"packet conservation FAILED {results.conservation_problem()} "
                     f"(a simulator bug; results written to {outdir} but suspect)")  # fmt: skip

@@ -152,3 +152,74 @@ def overview(results: Results, path: str | os.PathLike[str]) -> Path:
     """Save a PNG: cwnd of up to 5 flows, queue of the busiest link, per-flow goodput."""
     fig = overview_figure(results)
     return _atomic.write_with(Path(path), lambda tmp: fig.savefig(tmp, format="png", dpi=100))
+
+
+# ----- wireless access paths -------------------------------------------------
+
+MAX_ACCESS_LINKS = 8
+
+
+def has_access(results: Results) -> bool:
+    """Whether the run has trace-driven, LTE or Wi-Fi links (the access tables are filled)."""
+    t = results.tables.get("access_links")
+    return t is not None and len(t) > 0
+
+
+def _rates(samples: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per-interval rate (bit/s) from a cumulative byte column, at the interval ends."""
+    t = _floats(samples["time_ns"]) / 1e9
+    b = _floats(samples[column])
+    if len(t) < 2:
+        return np.array([]), np.array([])
+    dt = np.diff(t)
+    ok = dt > 0
+    return t[1:][ok], (np.diff(b)[ok] * 8 / dt[ok])
+
+
+def access_figure(results: Results) -> Figure:
+    """Per access link (user or station): capacity offered and rate delivered, queue;
+    per flow: the sender's srtt beside the queueing delay at the wireless hop."""
+    links = results.tables["access_links"].head(MAX_ACCESS_LINKS)
+    samples = results.tables.get("access_samples", pd.DataFrame())
+    fsamples = results.tables.get("access_flow_samples", pd.DataFrame())
+    fig = Figure(figsize=(15, 4.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax_rate, ax_queue, ax_delay = fig.subplots(1, 3)
+    for i, row in enumerate(links.itertuples()):
+        color = f"C{i % 10}"
+        s = samples[samples["link_id"] == row.link_id] if len(samples) else samples
+        if len(s) >= 2:
+            t, cap = _rates(s, "offered_bytes")
+            ax_rate.plot(t, cap / 1e6, color=color, lw=0.8, alpha=0.5, ls="--")
+            t, got = _rates(s, "departures_bytes")
+            ax_rate.plot(t, got / 1e6, color=color, lw=1.2, label=f"{row.name}")
+            ax_queue.plot(_floats(s["time_ns"]) / 1e9, _floats(s["queue_bytes"]) / 1e3, color=color, lw=1, label=row.name)
+    ax_rate.set(title="capacity offered (dashed) and delivered", xlabel="time (s)", ylabel="Mbit/s")
+    ax_queue.set(title="queue at the access hop", xlabel="time (s)", ylabel="kB")
+    for ax in (ax_rate, ax_queue):
+        if ax.lines:
+            ax.legend(fontsize=7, loc="upper right")
+        else:
+            _note(ax, "no access samples (sample_interval_ms = 0?)")
+    if len(fsamples):
+        for i, fid in enumerate(sorted(pd.unique(fsamples["flow_id"]))[:MAX_ACCESS_LINKS]):
+            f = fsamples[fsamples["flow_id"] == fid]
+            t = _floats(f["time_ns"]) / 1e9
+            color = f"C{i % 10}"
+            srtt = _floats(f["srtt_ns"]) / 1e6
+            ax_delay.plot(t, np.where(srtt > 0, srtt, np.nan), color=color, lw=1.2, label=f"flow {fid} srtt")
+            ax_delay.plot(t, _floats(f["access_delay_mean_ns"]) / 1e6, color=color, lw=0.8, ls=":",
+                          label=f"flow {fid} access delay")
+        ax_delay.legend(fontsize=7, loc="upper right")
+    else:
+        _note(ax_delay, "no access flow samples")
+    ax_delay.set(title="sender srtt and delay at the access hop", xlabel="time (s)", ylabel="ms")
+    info = results.run_info
+    fig.suptitle(f"{info.get('name', 'scenario')}: access links (seed {info.get('seed')})")
+    return fig
+
+
+def access(results: Results, path: str | os.PathLike[str]) -> Path:
+    """Save a PNG of the wireless access links (see :func:`access_figure`)."""
+    fig = access_figure(results)
+    return _atomic.write_with(Path(path), lambda tmp: fig.savefig(tmp, format="png", dpi=100))
