@@ -219,3 +219,20 @@ def test_progress_is_plain_lines_off_a_terminal_and_in_ci(monkeypatch, capsys):
     terminal = StringIO()
     simulate(Console(file=terminal, force_terminal=True))
     assert "━" not in terminal.getvalue() and "1 failed" in capsys.readouterr().err
+
+
+def test_stale_refuse_exits_2_and_runs_nothing(core, runner, tmp_path):
+    path = write_sweep(tmp_path, 'name = "st"\n')
+    out = tmp_path / "out"
+    assert runner.invoke(cli, ["sweep", str(path), "-o", str(out), "-q", "--inline"]).exit_code == 0
+    (status_path,) = (out / "runs").glob(f"*/{STATUS_JSON}")
+    st = json.loads(status_path.read_text())
+    st["latlab_version"] = "0.0.1"
+    status_path.write_text(json.dumps(st))
+    res = runner.invoke(cli, ["sweep", str(path), "-o", str(out), "-q", "--inline", "--stale", "refuse"])
+    assert res.exit_code == 2, res.output
+    assert "another latlab version" in res.stderr and res.stderr.count("\n") == 1
+    assert json.loads(status_path.read_text())["latlab_version"] == "0.0.1"
+    # The default redoes it.
+    assert runner.invoke(cli, ["sweep", str(path), "-o", str(out), "-q", "--inline"]).exit_code == 0
+    assert json.loads(status_path.read_text())["latlab_version"] != "0.0.1"

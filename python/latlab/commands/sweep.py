@@ -128,9 +128,12 @@ def register(cli: click.Group) -> None:
                        "killed and recorded as failed.")
     @click.option("--no-retry-failed", is_flag=True, help="Do not redo runs that failed before.")
     @click.option("--inline", is_flag=True, help="Run in this process, one after another (debugging; no time limit).")
+    @click.option("--stale", type=click.Choice(["redo", "refuse"]), default="redo", show_default=True,
+                  help="Finished runs made by another latlab version or core build: redo them, or refuse "
+                       "to mix them (exit 2).")
     @click.option("-q", "--quiet", is_flag=True, help="No progress and no summary; only errors.")  # fmt: skip
     def sweep_cmd(sweep_file: Path, outdir: Path | None, jobs: int | None, dask: str | None, timeout_s: float | None,
-                  no_retry_failed: bool, inline: bool, quiet: bool) -> None:  # fmt: skip
+                  no_retry_failed: bool, inline: bool, stale: str, quiet: bool) -> None:  # fmt: skip
         """Run a parameter sweep: a base scenario over a grid of values and seeds.
 
         Every run not already finished in the sweep folder is run (on all
@@ -140,8 +143,13 @@ def register(cli: click.Group) -> None:
         Interrupt it at any time (Ctrl-C, even kill -9): running the same
         command again does only the runs that are missing or failed.
 
+        Each run records the latlab version and core build that made it; a
+        finished run made by another one is redone (or, with --stale refuse,
+        the sweep stops before running anything), so a folder never mixes
+        results of two builds.
+
         Exit code 0 when every run is ok, 1 if some failed, 2 for an invalid
-        sweep file, scenario or option.
+        sweep file, scenario or option, or stale runs under --stale refuse.
 
         \b
         Examples:
@@ -154,7 +162,7 @@ def register(cli: click.Group) -> None:
         from rich.console import Console
 
         from latlab.cli import UserError, default_outdir
-        from latlab.sweep import Sweep, SweepError, run_sweep
+        from latlab.sweep import StaleRunsError, Sweep, SweepError, run_sweep
 
         if dask is not None and inline:
             raise click.UsageError("--dask and --inline exclude each other")
@@ -172,8 +180,8 @@ def register(cli: click.Group) -> None:
                 raise UserError("--dask needs Dask: pip install 'dask[distributed]'") from None
         try:
             catalog = run_sweep(sweep, out, jobs=jobs, dask=dask, timeout_s=timeout_s, progress=not quiet,
-                                retry_failed=not no_retry_failed, inline=inline)  # fmt: skip
-        except SweepError as e:
+                                retry_failed=not no_retry_failed, inline=inline, stale=stale)  # fmt: skip
+        except (SweepError, StaleRunsError) as e:
             raise UserError(str(e)) from None
         except KeyboardInterrupt:
             if not quiet:
