@@ -128,25 +128,39 @@ impl TraceSchedule {
         self.len() as f64 * OPPORTUNITY_BYTES as f64 * 8.0 / (self.period_ms() as f64 / 1e3)
     }
 
-    /// Time of opportunity `n`, nanoseconds.
+    /// Time of opportunity `n`, nanoseconds; u64::MAX ("never") for an
+    /// opportunity past the end of the u64 nanosecond clock (about 584
+    /// years), which a plain product would wrap to an early time.
     #[inline]
     pub fn time_ns(&self, n: u64) -> u64 {
         let len = self.ms.len() as u64;
-        ((n / len) * self.period_ms() + self.ms[(n % len) as usize]) * NS_PER_MS
+        (n / len)
+            .checked_mul(self.period_ms())
+            .and_then(|ms| ms.checked_add(self.ms[(n % len) as usize]))
+            .and_then(|ms| ms.checked_mul(NS_PER_MS))
+            .unwrap_or(u64::MAX)
     }
 
-    /// Index of the first opportunity at or after `t_ns`.
+    /// Index of the first opportunity at or after `t_ns`; u64::MAX if that
+    /// index does not fit a u64 (more than 10^6 opportunities per ms, asked
+    /// about a time centuries away).
     pub fn first_at_or_after(&self, t_ns: u64) -> u64 {
         let len = self.ms.len() as u64;
         let period = self.period_ms();
         let t_ms = t_ns.div_ceil(NS_PER_MS);
         let (k, r) = (t_ms / period, t_ms % period);
+        let index = |loops: u64, j: usize| {
+            loops
+                .checked_mul(len)
+                .and_then(|n| n.checked_add(j as u64))
+                .unwrap_or(u64::MAX)
+        };
         // r < period = the last timestamp, so loop k holds an opportunity ≥ t.
-        let mut n = k * len + self.ms.partition_point(|&m| m < r) as u64;
+        let mut n = index(k, self.ms.partition_point(|&m| m < r));
         if r == 0 && k > 0 {
             // Loop k − 1 ends exactly at k·period: its last opportunities count.
-            let j = self.ms.partition_point(|&m| m < period) as u64;
-            n = n.min((k - 1) * len + j);
+            let j = self.ms.partition_point(|&m| m < period);
+            n = n.min(index(k - 1, j));
         }
         n
     }
@@ -224,6 +238,25 @@ mod tests {
         ));
         let e = TraceSchedule::load(Path::new("/nonexistent/x.trace")).unwrap_err();
         assert!(e.to_string().starts_with("/nonexistent/x.trace: cannot read"));
+    }
+
+    /// Found by `latlab-fuzz traces`: past the end of the u64 nanosecond
+    /// clock, time_ns wrapped to an early time (14.65 s for this trace's
+    /// first opportunity after u64::MAX ns) instead of saturating.
+    #[test]
+    fn times_past_the_clock_saturate_instead_of_wrapping() {
+        let tr = TraceSchedule::parse("33251\n", "t").unwrap();
+        let n = tr.first_at_or_after(u64::MAX);
+        assert_eq!(n, 554_772_610);
+        assert_eq!(tr.time_ns(n), u64::MAX);
+        assert_eq!(tr.time_ns(n - 1), 554_772_610 * 33_251 * NS_PER_MS);
+        assert_eq!(tr.time_ns(u64::MAX), u64::MAX);
+        // 2·10^6 opportunities per ms: the index of an opportunity
+        // centuries away does not fit a u64, and saturates too.
+        let dense = TraceSchedule::from_ms(vec![1; 2_000_000], "dense").unwrap();
+        assert_eq!(dense.first_at_or_after(u64::MAX), u64::MAX);
+        assert_eq!(dense.first_at_or_after(2_000_000), 2_000_000);
+        assert_eq!(dense.count_between(0, u64::MAX), u64::MAX);
     }
 
     #[test]
