@@ -283,7 +283,7 @@ mod tests {
         assert_eq!(dense.count_between(0, u64::MAX), u64::MAX);
     }
 
-    /// Found by `latlab-fuzz traces`: a timestamp whose nanoseconds do not
+    /// Seen in `latlab-fuzz traces` inputs: a timestamp whose nanoseconds do not
     /// fit a u64 parsed, and its opportunities were all "never" (or a
     /// number past u64 was called not a non-negative integer).
     #[test]
