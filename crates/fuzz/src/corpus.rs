@@ -1,5 +1,6 @@
-//! The seed corpus: every shipped scenario, plus the random scenarios the
-//! simulator's property and golden tests generate.
+//! The seed corpora: every shipped scenario, plus the random scenarios the
+//! simulator's property and golden tests generate; and slices of the
+//! shipped Mahimahi traces.
 
 use std::path::{Path, PathBuf};
 
@@ -15,7 +16,8 @@ const RANDOM_SCENARIOS: u64 = 16;
 pub struct Seed {
     pub name: String,
     pub text: String,
-    /// The parsed tree (every shipped scenario is valid TOML).
+    /// The parsed tree (every shipped scenario is valid TOML); empty for a
+    /// trace seed.
     pub tree: toml::Table,
 }
 
@@ -75,4 +77,53 @@ fn seed(name: String, text: String) -> Result<Seed, String> {
         return Ok(Seed { name, text, tree });
     }
     Ok(Seed { name, text, tree })
+}
+
+/// The corpus a target's inputs are mutated from.
+pub fn for_target(target: crate::targets::Target, root: &Path) -> Result<Vec<Seed>, String> {
+    match target {
+        crate::targets::Target::Traces => load_traces(root),
+        _ => load(root),
+    }
+}
+
+/// Lines of a shipped trace kept in one trace seed: the shipped traces hold
+/// 25 000 to 120 000 lines, and an input should parse in microseconds.
+const TRACE_SLICE_LINES: [usize; 5] = [1, 2, 7, 100, 2_000];
+
+/// Load the trace corpus from `root`: prefixes and slices (which start at
+/// a nonzero timestamp) of every `python/latlab/data/traces/*.trace`,
+/// sorted by path. Generated traces are made per input (targets.rs).
+pub fn load_traces(root: &Path) -> Result<Vec<Seed>, String> {
+    let dir = root.join("python/latlab/data/traces");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "trace"))
+        .collect();
+    files.sort();
+    let mut seeds = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+        let name = f.strip_prefix(root).unwrap_or(&f).display().to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        for n in TRACE_SLICE_LINES {
+            // A prefix, and a slice from the middle of the file.
+            for from in [0, lines.len() / 2] {
+                let to = (from + n).min(lines.len());
+                let mut slice = lines[from..to].join("\n");
+                slice.push('\n');
+                seeds.push(Seed {
+                    name: format!("{name}[{from}..{to}]"),
+                    text: slice,
+                    tree: toml::Table::new(),
+                });
+            }
+        }
+    }
+    if seeds.is_empty() {
+        return Err(format!("no *.trace files under {}", dir.display()));
+    }
+    Ok(seeds)
 }

@@ -1,7 +1,9 @@
-//! `latlab-fuzz`: fuzz the scenario core or the media wire parser.
+//! `latlab-fuzz`: fuzz the scenario core, the media wire parser, or the
+//! Mahimahi trace parser and schedule.
 //!
 //!   latlab-fuzz scenarios --inputs 1000000 --seed 1
 //!   latlab-fuzz wire --inputs 10000000 --seed 1
+//!   latlab-fuzz traces --inputs 1000000 --seed 1
 //!   latlab-fuzz replay fuzz-findings/panic-scenarios-s1-i42.toml
 //!
 //! Defects (panics, aborts, hangs) are saved to `--findings` with their
@@ -18,7 +20,7 @@ use std::time::Instant;
 #[derive(Parser)]
 #[command(
     name = "latlab-fuzz",
-    about = "Mutation fuzzer for latlab's scenario core and media wire parser"
+    about = "Mutation fuzzer for latlab's scenario core, media wire parser and trace parser"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -29,6 +31,7 @@ struct Cli {
 enum TargetArg {
     Scenarios,
     Wire,
+    Traces,
 }
 
 impl From<TargetArg> for Target {
@@ -36,6 +39,7 @@ impl From<TargetArg> for Target {
         match t {
             TargetArg::Scenarios => Target::Scenarios,
             TargetArg::Wire => Target::Wire,
+            TargetArg::Traces => Target::Traces,
         }
     }
 }
@@ -57,7 +61,8 @@ struct RunArgs {
     /// Address-space limit of the worker, MiB.
     #[arg(long, default_value_t = 4096)]
     mem_limit_mb: u64,
-    /// Repository root holding scenarios/ and python/latlab/scenarios/.
+    /// Repository root holding scenarios/, python/latlab/scenarios/ and
+    /// python/latlab/data/traces/.
     #[arg(long)]
     root: Option<PathBuf>,
 }
@@ -68,6 +73,8 @@ enum Cmd {
     Scenarios(RunArgs),
     /// Mutated and random datagrams against the media wire parser.
     Wire(RunArgs),
+    /// Mutated Mahimahi traces against the trace parser and schedule.
+    Traces(RunArgs),
     /// Run one saved input and print what happens.
     Replay {
         file: PathBuf,
@@ -99,7 +106,7 @@ enum Cmd {
 
 fn run(target: Target, a: RunArgs) -> Result<bool, String> {
     let root = a.root.unwrap_or_else(corpus::repo_root);
-    let seeds = corpus::load(&root)?;
+    let seeds = corpus::for_target(target, &root)?;
     let opts = RunOptions {
         target,
         seed: a.seed,
@@ -110,7 +117,7 @@ fn run(target: Target, a: RunArgs) -> Result<bool, String> {
         root,
     };
     eprintln!(
-        "latlab-fuzz {}: {} inputs, seed {}, corpus of {} scenarios",
+        "latlab-fuzz {}: {} inputs, seed {}, corpus of {} seeds",
         target.name(),
         opts.inputs,
         opts.seed,
@@ -148,14 +155,15 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Cmd::Scenarios(a) => run(Target::Scenarios, a),
         Cmd::Wire(a) => run(Target::Wire, a),
+        Cmd::Traces(a) => run(Target::Traces, a),
         Cmd::Replay { file, target } => {
             let target =
                 target
                     .map(Target::from)
-                    .unwrap_or(if file.extension().is_some_and(|e| e == "bin") {
-                        Target::Wire
-                    } else {
-                        Target::Scenarios
+                    .unwrap_or_else(|| match file.extension().and_then(|e| e.to_str()) {
+                        Some("bin") => Target::Wire,
+                        Some("trace") => Target::Traces,
+                        _ => Target::Scenarios,
                     });
             match std::fs::read(&file) {
                 Err(e) => Err(format!("{}: {e}", file.display())),
@@ -179,7 +187,7 @@ fn main() -> ExitCode {
             index_file,
             mem_limit_mb,
             root,
-        } => corpus::load(&root).and_then(|seeds| {
+        } => corpus::for_target(target.into(), &root).and_then(|seeds| {
             driver::worker(
                 target.into(),
                 &seeds,

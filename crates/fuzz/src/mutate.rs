@@ -524,3 +524,196 @@ pub fn mutate_bytes(b: &mut Vec<u8>, corpus: &[Seed], rng: &mut Pcg64Mcg) {
         }
     }
 }
+
+// --- Mahimahi traces -----------------------------------------------------------
+
+/// Timestamps at the edges: around the largest one whose nanoseconds fit a
+/// u64 (18 446 744 073 709 ms), around u64::MAX and past it, and with
+/// leading zeros or a sign.
+const TRACE_NUMBERS: &[&str] = &[
+    "0",
+    "00",
+    "007",
+    "1",
+    "-1",
+    "+1",
+    "4294967295",
+    "4294967296",
+    "18446744073709",
+    "18446744073710",
+    "9223372036854775807",
+    "18446744073709551614",
+    "18446744073709551615",
+    "18446744073709551616",
+    "99999999999999999999999",
+    "1e3",
+    "1.5",
+    "0x10",
+    "١",
+];
+
+/// A valid trace: `len` non-decreasing timestamps, mostly small (so the
+/// reference expansion in targets.rs applies), sometimes huge.
+pub fn generated_trace(rng: &mut Pcg64Mcg) -> Vec<u8> {
+    let len = [1, 1, 2, 3, 5, 10, 40, 200][rng.random_range(0..8)];
+    let max_step: u64 = [0, 1, 3, 50, 1_000_000, 1 << 40][rng.random_range(0..6)];
+    let mut t: u64 = if rng.random_bool(0.3) {
+        0
+    } else {
+        rng.random_range(0..=3)
+    };
+    let mut out = String::new();
+    for i in 0..len {
+        if i > 0 || rng.random_bool(0.5) {
+            t = t.saturating_add(rng.random_range(0..=max_step));
+        }
+        out.push_str(&t.to_string());
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+/// Mutate a trace: a corpus slice or a generated trace changed by line-level
+/// and byte-level mutators, or random bytes. Deterministic in `rng`.
+pub fn trace_input(corpus: &[Seed], rng: &mut Pcg64Mcg) -> Vec<u8> {
+    let base = if rng.random_bool(0.5) {
+        corpus
+            .choose(rng)
+            .expect("non-empty corpus")
+            .text
+            .clone()
+            .into_bytes()
+    } else {
+        generated_trace(rng)
+    };
+    match rng.random_range(0..100) {
+        // Unchanged: valid traces reach the schedule checks.
+        0..=24 => base,
+        25..=84 => {
+            let text = String::from_utf8(base).expect("corpus traces are text");
+            let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+            let mut final_newline = text.ends_with('\n');
+            let n = [1, 1, 1, 2, 3][rng.random_range(0..5)];
+            for _ in 0..n {
+                mutate_trace_lines(&mut lines, &mut final_newline, rng);
+            }
+            // Line ends: LF, or CRLF on some or all lines.
+            let crlf = [0.0, 0.0, 0.0, 1.0, 0.3][rng.random_range(0..5)];
+            let mut out = String::new();
+            for (i, l) in lines.iter().enumerate() {
+                out.push_str(l);
+                if i + 1 < lines.len() || final_newline {
+                    out.push_str(if rng.random_bool(crlf) { "\r\n" } else { "\n" });
+                }
+            }
+            out.into_bytes()
+        }
+        85..=96 => {
+            let mut b = base;
+            for _ in 0..1 + rng.random_range(0..4) {
+                let len = b.len();
+                match rng.random_range(0..4) {
+                    0 if len > 0 => {
+                        let i = rng.random_range(0..len);
+                        b[i] ^= 1 << rng.random_range(0..8);
+                    }
+                    1 if len > 0 => {
+                        let i = rng.random_range(0..len);
+                        b[i] = *b"0123456789\n\r -+ \t\0".choose(rng).expect("non-empty");
+                    }
+                    2 => b.truncate(rng.random_range(0..=len)),
+                    _ => {
+                        let i = rng.random_range(0..=len);
+                        b.insert(i, rng.random());
+                    }
+                }
+            }
+            b
+        }
+        _ => random_bytes(rng, 64),
+    }
+}
+
+fn mutate_trace_lines(lines: &mut Vec<String>, final_newline: &mut bool, rng: &mut Pcg64Mcg) {
+    let len = lines.len();
+    let pick = |rng: &mut Pcg64Mcg| rng.random_range(0..len);
+    match rng.random_range(0..13) {
+        0 if len > 0 => {
+            lines.remove(pick(rng));
+        }
+        1 if len > 0 => {
+            let i = pick(rng);
+            let l = lines[i].clone();
+            for _ in 0..rng.random_range(1..4) {
+                lines.insert(i, l.clone());
+            }
+        }
+        2 if len > 1 => {
+            let (i, j) = (pick(rng), pick(rng));
+            lines.swap(i, j);
+        }
+        // A timestamp below its predecessor.
+        3 if len > 1 => {
+            let i = rng.random_range(1..len);
+            let prev: u64 = lines[i - 1].trim().parse().unwrap_or(1);
+            lines[i] = prev.saturating_sub(rng.random_range(1..=3)).to_string();
+        }
+        // An edge number in place of a line, or appended (the period).
+        4 => {
+            let v = TRACE_NUMBERS.choose(rng).unwrap().to_string();
+            if len > 0 && rng.random_bool(0.5) {
+                lines[pick(rng)] = v;
+            } else {
+                lines.push(v);
+            }
+        }
+        // Leading zeros, a sign, spaces or a tab around a number.
+        5 if len > 0 => {
+            let i = pick(rng);
+            let deco = ["0", "000", "+", "-", " ", "\t"].choose(rng).unwrap();
+            lines[i] = if rng.random_bool(0.7) {
+                format!("{deco}{}", lines[i])
+            } else {
+                format!("{}{deco}", lines[i])
+            };
+        }
+        6 => {
+            let i = rng.random_range(0..=len);
+            lines.insert(i, String::new());
+        }
+        7 => *final_newline = !*final_newline,
+        // A zero last timestamp (the period), or all zeros.
+        8 if len > 0 => {
+            if rng.random_bool(0.8) {
+                lines[len - 1] = "0".into();
+            } else {
+                lines.iter_mut().for_each(|l| *l = "0".into());
+            }
+        }
+        9 => lines.truncate(rng.random_range(0..=len)),
+        // Every timestamp scaled up (huge periods, opportunities far apart).
+        10 if len > 0 => {
+            let f: u64 = [1_000, 1 << 20, 1 << 40, 1_000_000_000_000][rng.random_range(0..4)];
+            for l in lines.iter_mut() {
+                if let Ok(v) = l.parse::<u64>() {
+                    *l = v.saturating_mul(f).to_string();
+                }
+            }
+        }
+        // A bare CR inside a line.
+        11 if len > 0 => {
+            let i = pick(rng);
+            lines[i].push('\r');
+        }
+        _ => {
+            // A shifted copy of the trace appended: a longer, valid trace.
+            let last: u64 = lines.last().and_then(|l| l.parse().ok()).unwrap_or(0);
+            let copy: Vec<String> = lines
+                .iter()
+                .filter_map(|l| l.parse::<u64>().ok())
+                .map(|v| v.saturating_add(last).to_string())
+                .collect();
+            lines.extend(copy);
+        }
+    }
+}

@@ -3,10 +3,11 @@
 
 use crate::corpus::Seed;
 use crate::mutate::{self, input_rng};
+use latlab_link::trace::{TraceError, TraceSchedule, MAX_TIMESTAMP_MS, OPPORTUNITY_BYTES};
 use latlab_net::wire::{self, DataPacket, FeedbackPacket, Packet, ReceiverReport};
 use latlab_proto::tfrc::{DflowParams, TfrcConfig, TfrcData, TfrcFeedback, TfrcMode, MAX_NDUPACK};
 use latlab_sim::scenario::{Scenario, Topology};
-use rand::{Rng, RngCore};
+use rand::{Rng, RngCore, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::path::{Path, PathBuf};
 
@@ -30,6 +31,7 @@ pub enum Outcome {
 pub enum Target {
     Scenarios,
     Wire,
+    Traces,
 }
 
 impl Target {
@@ -37,6 +39,7 @@ impl Target {
         match self {
             Target::Scenarios => "scenarios",
             Target::Wire => "wire",
+            Target::Traces => "traces",
         }
     }
     /// Extension of saved inputs.
@@ -44,6 +47,7 @@ impl Target {
         match self {
             Target::Scenarios => "toml",
             Target::Wire => "bin",
+            Target::Traces => "trace",
         }
     }
 }
@@ -54,6 +58,7 @@ pub fn input(target: Target, corpus: &[Seed], seed: u64, index: u64) -> Vec<u8> 
     match target {
         Target::Scenarios => mutate::scenario_input(corpus, &mut rng),
         Target::Wire => wire_input(&mut rng),
+        Target::Traces => mutate::trace_input(corpus, &mut rng),
     }
 }
 
@@ -62,6 +67,7 @@ pub fn exec(target: Target, input: &[u8], scratch: &Path) -> Outcome {
     match target {
         Target::Scenarios => exec_scenario(input, scratch),
         Target::Wire => exec_wire(input),
+        Target::Traces => exec_traces(input),
     }
 }
 
@@ -328,4 +334,251 @@ pub fn exec_wire(input: &[u8]) -> Outcome {
             Outcome::RanToEnd
         }
     }
+}
+
+// --- Mahimahi traces -----------------------------------------------------------
+
+/// The name parse errors must carry.
+const TRACE_FILE: &str = "fuzz.trace";
+const NS_PER_MS: u64 = 1_000_000;
+
+/// The trace format, written independently of trace.rs: lines end at LF,
+/// a CR right before an LF belongs to the line end, the last line end is
+/// optional; every line is one or more ASCII digits; timestamps are
+/// non-decreasing and at most MAX_TIMESTAMP_MS; the last one (the period)
+/// is positive.
+fn reference_parse(text: &str) -> Result<Vec<u64>, TraceError> {
+    let mut pieces: Vec<&str> = text.split('\n').collect();
+    let n = pieces.len();
+    for p in &mut pieces[..n - 1] {
+        *p = p.strip_suffix('\r').unwrap_or(p);
+    }
+    if pieces.last() == Some(&"") {
+        pieces.pop();
+    }
+    let file = TRACE_FILE.to_string();
+    let mut ms: Vec<u64> = Vec::new();
+    for (i, line) in pieces.iter().enumerate() {
+        let malformed = || TraceError::Malformed {
+            file: file.clone(),
+            line: i + 1,
+            text: line.to_string(),
+        };
+        if line.is_empty() || !line.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(malformed());
+        }
+        let v = line
+            .parse::<u64>()
+            .ok()
+            .filter(|&v| v <= MAX_TIMESTAMP_MS)
+            .ok_or_else(|| TraceError::TooLarge {
+                file: file.clone(),
+                line: i + 1,
+                text: line.to_string(),
+            })?;
+        if let Some(&prev) = ms.last() {
+            if v < prev {
+                return Err(TraceError::NonMonotone {
+                    file,
+                    line: i + 1,
+                    ms: v,
+                    previous_ms: prev,
+                });
+            }
+        }
+        ms.push(v);
+    }
+    match ms.last() {
+        None => Err(TraceError::Empty { file }),
+        Some(0) => Err(TraceError::ZeroLength { file }),
+        Some(_) => Ok(ms),
+    }
+}
+
+/// The time of opportunity `n` by the definition (trace.rs), in u128 so it
+/// never wraps (u128::MAX if even that overflows).
+fn true_time_ns(ms: &[u64], n: u64) -> u128 {
+    let len = ms.len() as u128;
+    let period = *ms.last().expect("non-empty") as u128;
+    let m = ms[(n as u128 % len) as usize] as u128;
+    (n as u128 / len)
+        .checked_mul(period)
+        .and_then(|x| x.checked_add(m))
+        .and_then(|x| x.checked_mul(NS_PER_MS as u128))
+        .unwrap_or(u128::MAX)
+}
+
+/// What `time_ns` must return: the true time, or u64::MAX ("never") for a
+/// time past the end of the u64 nanosecond clock.
+fn want_time_ns(ms: &[u64], n: u64) -> u64 {
+    true_time_ns(ms, n).min(u64::MAX as u128) as u64
+}
+
+/// Parse the trace (must match the reference parser, errors naming the
+/// file and line); on a trace that parses, check the schedule at query
+/// times drawn from the input's hash, including 0, period boundaries and
+/// values near u64::MAX, against the definition and, for small traces, an
+/// explicit expansion of the opportunities.
+pub fn exec_traces(input: &[u8]) -> Outcome {
+    let text = String::from_utf8_lossy(input);
+    let parsed = TraceSchedule::parse(&text, TRACE_FILE);
+    let reference = reference_parse(&text);
+    let (tr, ms) = match (parsed, reference) {
+        (Err(e), want) => {
+            let shown = e.to_string();
+            assert!(
+                shown.starts_with(&format!("{TRACE_FILE}: ")),
+                "error does not name the file: {shown:?}"
+            );
+            if let TraceError::Malformed { line, .. }
+            | TraceError::NonMonotone { line, .. }
+            | TraceError::TooLarge { line, .. } = e
+            {
+                assert!(
+                    shown.contains(&format!(": line {line}: ")),
+                    "error does not name its line: {shown:?}"
+                );
+            }
+            assert_eq!(Err(e), want.map(|_| ()), "parse and the reference disagree");
+            return Outcome::Rejected;
+        }
+        (Ok(tr), Ok(ms)) => (tr, ms),
+        (Ok(tr), Err(e)) => panic!(
+            "parsed a trace the reference refuses ({e}): {} opportunities",
+            tr.len()
+        ),
+    };
+    let len = ms.len() as u64;
+    let period = *ms.last().expect("non-empty");
+    assert_eq!(tr.len() as u64, len, "opportunities per period");
+    assert_eq!(tr.period_ms(), period, "period");
+    let rate = tr.mean_rate_bps();
+    let want_rate = len as f64 * OPPORTUNITY_BYTES as f64 * 8.0 * 1e3 / period as f64;
+    assert!(
+        rate.is_finite() && rate > 0.0 && (rate - want_rate).abs() <= 1e-9 * want_rate,
+        "mean_rate_bps {rate}, want {want_rate}"
+    );
+
+    // Query times: a function of the input, so a replay repeats them.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in input {
+        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    let mut rng = Pcg64Mcg::seed_from_u64(h);
+    let period_ns = (period as u128 * NS_PER_MS as u128).min(u64::MAX as u128) as u64;
+    let mut ts: Vec<u64> = vec![
+        0,
+        1,
+        NS_PER_MS - 1,
+        NS_PER_MS,
+        NS_PER_MS + 1,
+        u64::MAX,
+        u64::MAX - 1,
+    ];
+    ts.push(u64::MAX - u64::MAX % NS_PER_MS);
+    ts.push((u64::MAX - u64::MAX % NS_PER_MS).wrapping_sub(1));
+    for k in 0..4u64 {
+        let b = period_ns.saturating_mul(k);
+        ts.extend([b.saturating_sub(1), b, b.saturating_add(1)]);
+    }
+    for _ in 0..8 {
+        let m = ms[rng.random_range(0..ms.len())];
+        let b = m.saturating_mul(NS_PER_MS);
+        ts.extend([b.saturating_sub(1), b, b.saturating_add(1)]);
+        ts.push(rng.random_range(0..=period_ns.saturating_mul(4)));
+        ts.push(rng.random());
+        let bits = rng.random_range(1..50);
+        ts.push(u64::MAX - rng.random_range(0..1u64 << bits));
+    }
+    ts.sort_unstable();
+    ts.dedup();
+
+    let mut prev_n = 0;
+    let mut firsts = Vec::with_capacity(ts.len());
+    for &t in &ts {
+        let n = tr.first_at_or_after(t);
+        assert!(
+            n >= prev_n,
+            "first_at_or_after not monotone: t = {t} ns gives {n} < {prev_n}"
+        );
+        prev_n = n;
+        // Saturation (trace.rs): past u64::MAX opportunities, the index is u64::MAX.
+        if n < u64::MAX {
+            assert!(
+                true_time_ns(&ms, n) >= t as u128,
+                "first_at_or_after({t}) = {n}, which is at {} ns",
+                true_time_ns(&ms, n)
+            );
+        }
+        if n > 0 {
+            assert!(
+                true_time_ns(&ms, n - 1) < t as u128,
+                "first_at_or_after({t}) = {n} skips opportunity {}, at {} ns",
+                n - 1,
+                true_time_ns(&ms, n - 1)
+            );
+        }
+        let got = tr.time_ns(n);
+        assert_eq!(got, want_time_ns(&ms, n), "time_ns({n})");
+        assert!(got >= t, "time_ns(first_at_or_after({t})) = {got} < t");
+        assert_eq!(tr.count_between(t, t), 0, "count_between({t}, {t})");
+        firsts.push(n);
+    }
+    // count_between against stepping through the opportunities one by one.
+    for _ in 0..16 {
+        let (i, j) = (rng.random_range(0..ts.len()), rng.random_range(0..ts.len()));
+        let (t0, t1) = (ts[i], ts[j]);
+        let c = tr.count_between(t0, t1);
+        let (n0, n1) = (firsts[i], firsts[j]);
+        assert_eq!(c, n1.saturating_sub(n0), "count_between({t0}, {t1})");
+        if t1 > t0 && n1 - n0 <= 2_000 && n1 < u64::MAX {
+            let mut n = n0;
+            while n < u64::MAX && true_time_ns(&ms, n) < t1 as u128 {
+                n += 1;
+            }
+            assert_eq!(
+                c,
+                n - n0,
+                "count_between({t0}, {t1}) vs stepping from opportunity {n0}"
+            );
+        }
+    }
+    // time_ns is monotone in n, also where it saturates.
+    for _ in 0..8 {
+        let n: u64 = match rng.random_range(0..3) {
+            0 => rng.random_range(0..4 * len),
+            1 => rng.random(),
+            _ => u64::MAX - 1 - rng.random_range(0..1_000),
+        };
+        assert_eq!(tr.time_ns(n), want_time_ns(&ms, n), "time_ns({n})");
+        assert!(tr.time_ns(n) <= tr.time_ns(n + 1), "time_ns not monotone at {n}");
+    }
+    // Small traces: every opportunity over a few loops, explicitly.
+    if len <= 64 && period <= 1_000 {
+        let loops = 5;
+        let times: Vec<u64> = (0..loops)
+            .flat_map(|k| ms.iter().map(move |m| (k * period + m) * NS_PER_MS))
+            .collect();
+        for (n, &t) in times.iter().enumerate() {
+            assert_eq!(tr.time_ns(n as u64), t, "time_ns({n}) by expansion");
+        }
+        let horizon = (loops - 1) * period * NS_PER_MS;
+        for _ in 0..16 {
+            let t0 = rng.random_range(0..=horizon);
+            let t1 = rng.random_range(0..=horizon);
+            let want0 = times.partition_point(|&x| x < t0) as u64;
+            assert_eq!(
+                tr.first_at_or_after(t0),
+                want0,
+                "first_at_or_after({t0}) by expansion"
+            );
+            let want = times.iter().filter(|&&x| x >= t0 && x < t1).count() as u64;
+            assert_eq!(
+                tr.count_between(t0, t1),
+                want,
+                "count_between({t0}, {t1}) by expansion"
+            );
+        }
+    }
+    Outcome::RanToEnd
 }

@@ -1,14 +1,14 @@
 //! The fuzzer's smoke run, part of `make test`: a fixed seed, so the same
-//! 10^4 scenario inputs and 10^5 datagrams every time, none of which may
-//! panic. (Full runs: `latlab-fuzz scenarios --inputs 1000000`, see
-//! benches/README.md.)
+//! 10^4 scenario inputs, 10^5 datagrams and 10^4 traces every time, none of
+//! which may panic. (Full runs: `latlab-fuzz scenarios --inputs 1000000`,
+//! see benches/README.md.)
 
 use latlab_fuzz::corpus;
 use latlab_fuzz::driver::run_in_process;
 use latlab_fuzz::targets::{self, Target};
 
 fn assert_clean(target: Target, inputs: u64) -> latlab_fuzz::driver::Stats {
-    let seeds = corpus::load(&corpus::repo_root()).unwrap();
+    let seeds = corpus::for_target(target, &corpus::repo_root()).unwrap();
     let (stats, found) = run_in_process(target, &seeds, 1, 0, inputs, None, &mut |_| {});
     println!("{}: {stats}", target.name());
     for f in &found {
@@ -50,16 +50,40 @@ fn a_hundred_thousand_datagrams_never_panic_and_round_trip() {
 }
 
 #[test]
+fn ten_thousand_traces_never_panic_and_keep_their_invariants() {
+    let stats = assert_clean(Target::Traces, 10_000);
+    // Both sides must be reached: traces that parse (and get the schedule
+    // checks) and traces refused with an error.
+    assert!(stats.ran_to_end > 3_000 && stats.rejected > 3_000, "{stats}");
+}
+
+#[test]
+fn the_trace_corpus_holds_slices_of_the_shipped_traces() {
+    let seeds = corpus::load_traces(&corpus::repo_root()).unwrap();
+    for expected in [
+        "python/latlab/data/traces/lte-steady.trace[0..2000]",
+        "python/latlab/data/traces/wifi-weak.trace[0..1]",
+    ] {
+        assert!(seeds.iter().any(|s| s.name == expected), "{expected} missing");
+    }
+    // Every slice is a valid trace as it stands.
+    for s in &seeds {
+        latlab_link::TraceSchedule::parse(&s.text, &s.name).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+#[test]
 fn an_input_is_a_function_of_seed_and_index() {
-    let seeds = corpus::load(&corpus::repo_root()).unwrap();
     for i in [0, 1, 977, 123_456] {
-        for target in [Target::Scenarios, Target::Wire] {
+        for target in [Target::Scenarios, Target::Wire, Target::Traces] {
+            let seeds = corpus::for_target(target, &corpus::repo_root()).unwrap();
             assert_eq!(
                 targets::input(target, &seeds, 7, i),
                 targets::input(target, &seeds, 7, i)
             );
         }
     }
+    let seeds = corpus::load(&corpus::repo_root()).unwrap();
     assert_ne!(
         targets::input(Target::Scenarios, &seeds, 7, 1),
         targets::input(Target::Scenarios, &seeds, 8, 1)
