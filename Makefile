@@ -34,7 +34,7 @@ run: build
 
 test: build test-rust test-python
 
-# Includes the fuzzer's smoke run (crates/fuzz/tests/smoke.rs: 10^4 scenarios, 10^5 datagrams).
+# Includes the fuzzer's smoke run (crates/fuzz/tests/smoke.rs: 10^4 scenarios, 10^5 datagrams, 10^4 traces).
 test-rust:
 	cargo test --release --workspace --exclude latlab-py
 
@@ -49,6 +49,7 @@ fuzz:
 	cargo build --release --quiet -p latlab-fuzz
 	nice target/release/latlab-fuzz scenarios --inputs 1000000 --seed 1
 	nice target/release/latlab-fuzz wire --inputs 10000000 --seed 1
+	nice target/release/latlab-fuzz traces --inputs 10000000 --seed 1
 
 fmt:
 	cargo fmt --all
