@@ -51,8 +51,8 @@ def run(
         out_path.mkdir(parents=True, exist_ok=True)
 
     started = perf_counter()
-    sim = core.Simulation(sc.to_toml(), sc.core_source, None if out_path is None else str(out_path),
-                          max_memory_bytes)
+    limit = {} if max_memory_bytes is None else {"max_memory_bytes": int(max_memory_bytes)}
+    sim = core.Simulation(sc.to_toml(), sc.core_source, None if out_path is None else str(out_path), **limit)
     build_s = perf_counter() - started
 
     reporter = progress_mod.make_reporter(progress)

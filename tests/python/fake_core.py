@@ -55,7 +55,8 @@ def _ipc(table: pa.Table) -> bytes:
 
 
 class Simulation:
-    def __init__(self, toml_text: str, source: str = "<scenario>", outdir: str | None = None) -> None:
+    def __init__(self, toml_text: str, source: str = "<scenario>", outdir: str | None = None,
+                 max_memory_bytes: int | None = None) -> None:
         d = _parse(toml_text, source)
         self.name = d.get("name", "scenario")
         self.seed = int(d.get("seed", 1))
