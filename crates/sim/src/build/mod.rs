@@ -376,35 +376,20 @@ fn make_link(
     } else {
         links::link_service(cx, lp, rates, index)?
     };
-    if lp.medium.is_some() {
-        return Ok(Link {
-            name,
-            src: lp.src,
-            dst: lp.dst,
-            rate: LinkRate::Fixed { rate_bps },
-            service,
-            access: links::access_counters(),
-            delay_ns,
-            qdisc: Box::new(DropTail::new(Limit::Packets(1))),
-            loss_prob: lp.loss,
-            loss_rng: stream(seed, Stream::LinkLoss, index),
-            busy_until_ns: 0,
-            tx_scheduled: false,
-            wake_at: None,
-            wire: VecDeque::new(),
-            counters: LinkCounters::default(),
-            window_start_departures_bytes: 0,
-            pcap: None,
-            sampled: true,
-        });
-    }
-    let qdisc = make_qdisc(
-        cx,
-        &lp.queue,
-        &lp.key_path,
-        rate_bps,
-        stream_seed(seed, Stream::Qdisc, index),
-    )?;
+    // A medium member's own queue is a placeholder that never holds a
+    // packet; its time series are always kept (they are the member's).
+    let (qdisc, sampled): (Box<dyn Qdisc<_>>, bool) = if lp.medium.is_some() {
+        (Box::new(DropTail::new(Limit::Packets(1))), true)
+    } else {
+        let q = make_qdisc(
+            cx,
+            &lp.queue,
+            &lp.key_path,
+            rate_bps,
+            stream_seed(seed, Stream::Qdisc, index),
+        )?;
+        (q, sample_all || lp.key_link)
+    };
     Ok(Link {
         name,
         src: lp.src,
@@ -423,7 +408,7 @@ fn make_link(
         counters: LinkCounters::default(),
         window_start_departures_bytes: 0,
         pcap: None,
-        sampled: sample_all || lp.key_link,
+        sampled,
     })
 }
 
