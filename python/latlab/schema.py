@@ -30,7 +30,7 @@ FLOW_SAMPLES = (
 LINKS = (
     "link_id", "name", "src", "dst", "rate_bps", "delay_ns", "qdisc",
     "arrivals_pkts", "arrivals_bytes", "departures_pkts", "departures_bytes",
-    "drops_pkts", "drops_bytes", "lost_pkts", "queued_pkts",
+    "drops_pkts", "drops_bytes", "drops_early_pkts", "lost_pkts", "queued_pkts",
     "utilization", "conservation_ok",
 )  # fmt: skip
 

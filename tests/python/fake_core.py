@@ -145,6 +145,7 @@ class Simulation:
             "departures_bytes": pa.array([(a - d) * 1000 for a, d in zip(arrivals, drops)], pa.uint64()),
             "drops_pkts": pa.array(drops, pa.uint64()),
             "drops_bytes": pa.array([d * 1000 for d in drops], pa.uint64()),
+            "drops_early_pkts": pa.array([0, 0], pa.uint64()),
             "lost_pkts": pa.array([0, 0], pa.uint64()),
             "queued_pkts": pa.array([0, 0], pa.uint64()),
             "utilization": [rng.uniform(0.5, 1.0), rng.uniform(0.0, 0.1)],

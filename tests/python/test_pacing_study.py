@@ -130,7 +130,13 @@ def test_builder_details():
     assert pacers == ["ie0", "ie1", "ie2"]
     g = ex.Run("G", "unpaced", 5, core_kind="red").scenario()
     core = g["topology"]["links"][0]
-    assert core["queue"] == {"kind": "red", "limit_bytes": 5000, "min_th": 2.0, "max_th": 5, "max_p": 0.1, "w_q": 0.002}
+    assert core["queue"] == {"kind": "red", "limit_bytes": 5000, "min_th": 2.0, "max_th": 5, "max_p": 0.1, "w_q": 0.002,
+                             "wait": True}  # fmt: skip
+    nowait = ex.runs_of("G-wait", pacing.FULL)
+    assert {r.buffer_kb for r in nowait} == {5.0, 10.0} and len(nowait) == 2 * 3
+    assert nowait[0].scenario()["topology"]["links"][0]["queue"]["wait"] is False
+    with pytest.raises(ValueError, match="core_kind"):
+        ex.Run("G", "unpaced", 5, core_kind="blue").scenario()
     a = ex.Run("A", "host-paced", 3).scenario()
     assert a["tcp"]["pacing"] and a["tcp"]["pacing_ss_factor"] == 1.0
     assert a["topology"]["links"][0]["queue"] == {"kind": "droptail", "limit_bytes": 3000}
@@ -144,6 +150,23 @@ def test_builder_details():
 
 
 # ----- a tiny end-to-end run --------------------------------------------------------------------------
+
+
+def test_red_at_a_two_packet_core_is_droptail(tmp_path):
+    """Issue: G equalled A to the last digit. The links table's early-drop counter shows why, and the note says so."""
+    _core()
+    from latlab.studies.pacing.report import _red_note
+
+    runs = [_small(ex.Run(e, m, 2.0, core_kind=k)) for e, k in (("A", "droptail"), ("G", "red"), ("G-wait", "red-nowait"))
+            for m in ex.MODES]  # fmt: skip
+    table = pacing.run_study(runs, tmp_path, jobs=1, progress=False)
+    assert (table["status"] == "ok").all()
+    g, a = table[table["experiment"] == "G"], table[table["experiment"] == "A"]
+    assert (g["core_early_drops_pkts"] == 0).all() and (a["core_early_drops_pkts"] == 0).all()
+    assert g["core_drops_pkts"].tolist() == a["core_drops_pkts"].tolist()
+    assert g["per_flow_kbps"].tolist() == a["per_flow_kbps"].tolist()
+    note = _red_note(table)
+    assert "Why RED is DropTail here" in note and "| 2 KB (2 pkt) | 3 of 3 |" in note
 
 
 def test_tiny_end_to_end(tmp_path):

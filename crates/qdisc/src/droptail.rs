@@ -132,6 +132,12 @@ impl<P: QueuedPacket> Fifo<P> {
     }
 
     /// Count a drop at dequeue (CoDel) and hand the packet to the caller.
+    /// Count an arrival dropped early by an active queue manager (the
+    /// packet must already have gone through [`Self::arrive_and_drop`]).
+    pub(crate) fn count_early_drop(&mut self) {
+        self.stats.drops_early_pkts = self.stats.drops_early_pkts.saturating_add(1);
+    }
+
     pub(crate) fn drop_dequeued(&mut self, pkt: P, dropped: &mut Vec<P>) {
         self.stats.drops_dequeue_pkts = self.stats.drops_dequeue_pkts.saturating_add(1);
         self.stats.drops_bytes = self.stats.drops_bytes.saturating_add(u64::from(pkt.size_bytes()));

@@ -59,8 +59,13 @@ pub struct QdiscStats {
     pub arrivals_bytes: u64,
     pub departures_pkts: u64,
     pub departures_bytes: u64,
-    /// Dropped on arrival (tail drop, RED early drop).
+    /// Dropped on arrival (tail drop, RED early and forced drops).
     pub drops_enqueue_pkts: u64,
+    /// The part of `drops_enqueue_pkts` that RED dropped early: a random
+    /// drop while the average queue was between its thresholds, with room
+    /// left in the buffer. Zero for every other discipline. Forced drops
+    /// (buffer full, or the average above `max_th`) are the rest.
+    pub drops_early_pkts: u64,
     /// Dropped at dequeue (CoDel).
     pub drops_dequeue_pkts: u64,
     pub drops_bytes: u64,

@@ -354,7 +354,9 @@ impl<P: QueuedPacket + Send> Qdisc<P> for Red<P> {
             Verdict::Admit => self.fifo.arrive_and_queue(now_ns, pkt),
             Verdict::EarlyDrop => {
                 self.early_drops = self.early_drops.saturating_add(1);
-                self.fifo.arrive_and_drop(pkt)
+                let out = self.fifo.arrive_and_drop(pkt);
+                self.fifo.count_early_drop();
+                out
             }
             Verdict::ForcedDrop => {
                 // red.cc resets count on forced drops too (the Philip Liu
@@ -430,6 +432,80 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() <= 1e-12 * b.abs().max(1.0)
+    }
+
+    /// The small-buffer pacing study's RED (max_th = the buffer in
+    /// 1000-B packets, min_th = 40 % of it, max_p 0.1, w_q 0.002) on a
+    /// buffer of `buffer_pkts` packets.
+    fn small_buffer(buffer_pkts: u64, wait: bool) -> RedParams {
+        RedParams {
+            limit: Limit::Bytes(buffer_pkts * 1000),
+            min_th: 0.4 * buffer_pkts as f64,
+            max_th: buffer_pkts as f64,
+            max_p: 0.1,
+            w_q: 0.002,
+            gentle: false,
+            byte_mode: false,
+            mean_pkt_size_bytes: 1000,
+            link_rate_bps: 100_000_000,
+            wait,
+        }
+    }
+
+    /// Bursts of `burst` back-to-back arrivals, then the link drains
+    /// `drain` packets: a buffer that overflows in every burst and is
+    /// never empty (so no idle-time decay of avg).
+    fn overflowing_bursts(q: &mut Red<TestPkt>, rounds: u64, burst: u64, drain: u64) {
+        let mut d = Vec::new();
+        let mut seq = 0;
+        for r in 0..rounds {
+            let t = r * MS;
+            for _ in 0..burst {
+                q.enqueue(t, pkt(seq));
+                seq += 1;
+            }
+            for _ in 0..drain {
+                q.dequeue(t, &mut d);
+            }
+        }
+    }
+
+    #[test]
+    fn a_two_packet_buffer_never_drops_early() {
+        // red.cc considers an early drop only when the queue holds more
+        // than one packet (`qlen > 1`); in a 2-packet buffer that queue is
+        // full, so the arrival is a forced drop anyway: RED is DropTail.
+        let mut q = Red::new(small_buffer(2, true), 7);
+        overflowing_bursts(&mut q, 20_000, 3, 1);
+        assert!(
+            q.avg() >= q.params().min_th,
+            "avg {} never reached min_th",
+            q.avg()
+        );
+        assert_eq!(q.early_drops(), 0);
+        assert!(q.forced_drops() > 1000);
+        let mut q = Red::new(small_buffer(2, false), 7);
+        overflowing_bursts(&mut q, 20_000, 3, 1);
+        assert_eq!(q.early_drops(), 0, "without wait too");
+    }
+
+    #[test]
+    fn frequent_forced_drops_keep_count_below_one_over_p_with_wait() {
+        // A 5-packet buffer overflowing in every burst of 8 (arrivals see
+        // 1, 2, 3, 4, then 5 four times: avg ≈ 3.75 > min_th = 2): forced drops reset
+        // `count` (red.cc, unless ns1_compat) every few arrivals, so ns-2's
+        // wait rule (no early drop while count·p_b < 1, p_b ≤ max_p = 0.1)
+        // never fires. The paper's p_a = p_b/(1 − count·p_b) does.
+        let mut q = Red::new(small_buffer(5, true), 7);
+        overflowing_bursts(&mut q, 20_000, 8, 4);
+        assert!(q.avg() > q.params().min_th, "avg {}", q.avg());
+        assert_eq!(q.early_drops(), 0);
+        assert_eq!(q.stats().drops_early_pkts, 0);
+        let mut q = Red::new(small_buffer(5, false), 7);
+        overflowing_bursts(&mut q, 20_000, 8, 4);
+        assert!(q.early_drops() > 100, "early drops {}", q.early_drops());
+        assert_eq!(q.stats().drops_early_pkts, q.early_drops());
+        assert_eq!(q.stats().drops_enqueue_pkts, q.early_drops() + q.forced_drops());
     }
 
     #[test]

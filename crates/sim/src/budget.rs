@@ -22,6 +22,11 @@ pub const BYTES_PER_LINK: u64 = 1_024;
 /// Bytes per idle TCP flow once built: the flow, its sender and receiver,
 /// controller, scoreboard and paths (measured: see `latlab bench --scale`).
 pub const BYTES_PER_FLOW: u64 = 2_560;
+/// Bytes per row of link time series at the peak of a run: the column
+/// vectors (growing by doubling), then the Arrow table built from them.
+pub const BYTES_PER_LINK_SAMPLE: u64 = 256;
+/// Bytes per row of flow time series at the peak of a run, as above.
+pub const BYTES_PER_FLOW_SAMPLE: u64 = 320;
 /// Share of the available memory a build may plan to use: the run needs
 /// room beyond the idle network (packets, samples, results).
 const AVAILABLE_SHARE: f64 = 0.8;
@@ -175,6 +180,78 @@ pub fn check(sc: &Scenario, source: &str, limit: MemoryLimit) -> Result<Footprin
     Ok(fp)
 }
 
+/// The time series a run will keep: one row per sample time for every
+/// sampled link and every sampled flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Series {
+    pub sample_interval_ns: u64,
+    pub duration_ns: u64,
+    pub sampled_links: u64,
+    pub sampled_flows: u64,
+}
+
+impl Series {
+    /// Sample times in a run (none when sampling is off).
+    pub fn samples(&self) -> u64 {
+        match self.duration_ns.checked_div(self.sample_interval_ns) {
+            Some(n) => n + 1,
+            None => 0,
+        }
+    }
+
+    /// Estimated bytes of time series at the end of the run.
+    pub fn bytes(&self) -> f64 {
+        self.samples() as f64
+            * (self.sampled_links as f64 * BYTES_PER_LINK_SAMPLE as f64
+                + self.sampled_flows as f64 * BYTES_PER_FLOW_SAMPLE as f64)
+    }
+}
+
+/// Refuse a run whose time series alone would not fit beside the network
+/// (`built_bytes`, from [`check`]): a fine `sample_interval_ms` over a long
+/// run of a large network would otherwise be killed by the kernel at the
+/// end, with nothing written.
+pub fn check_series(
+    series: &Series,
+    built_bytes: f64,
+    source: &str,
+    limit: MemoryLimit,
+) -> Result<(), ScenarioError> {
+    let (limit_bytes, what) = match limit {
+        MemoryLimit::Unlimited => return Ok(()),
+        MemoryLimit::Bytes(b) => (b as f64, "the --max-memory limit of".to_string()),
+        MemoryLimit::Machine => match machine_available_bytes() {
+            Some(b) => (
+                b as f64 * AVAILABLE_SHARE,
+                "the memory this machine can spare,".to_string(),
+            ),
+            None => return Ok(()),
+        },
+    };
+    let need = series.bytes();
+    if need > 0.0 && built_bytes + need > limit_bytes {
+        return Err(ScenarioError {
+            source_name: source.to_string(),
+            path: "sample_interval_ms".to_string(),
+            message: format!(
+                "{} ms over {} s is {} samples of {} sampled links and {} sampled flows: \
+                 about {} of time series, which with the network ({}) is more than {what} {}; \
+                 sample less often (a larger sample_interval_ms), run for less time, \
+                 or keep fewer flows (outputs.max_sampled_flows)",
+                series.sample_interval_ns as f64 / 1e6,
+                series.duration_ns as f64 / 1e9,
+                series.samples(),
+                series.sampled_links,
+                series.sampled_flows,
+                human_bytes(need),
+                human_bytes(built_bytes),
+                human_bytes(limit_bytes)
+            ),
+        });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,6 +282,37 @@ mod tests {
         let fp = check(&dumbbell(100_000, 100_000), "x.toml", MemoryLimit::Bytes(1 << 30)).unwrap();
         assert_eq!((fp.nodes, fp.links, fp.flows), (200_002, 400_002, 100_000));
         assert!(check(&dumbbell(100_000, 100_000), "x.toml", MemoryLimit::Unlimited).is_ok());
+    }
+
+    #[test]
+    fn fine_sampling_of_a_large_network_is_refused_naming_the_interval() {
+        let series = Series {
+            sample_interval_ns: 1_000_000,
+            duration_ns: 30_000_000_000,
+            sampled_links: 4042,
+            sampled_flows: 0,
+        };
+        assert_eq!(series.samples(), 30_001);
+        let e = check_series(&series, 1e8, "x.toml", MemoryLimit::Bytes(8 << 30)).unwrap_err();
+        assert_eq!(e.path, "sample_interval_ms");
+        assert!(
+            e.message
+                .starts_with("1 ms over 30 s is 30001 samples of 4042 sampled links"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("31.0 GB of time series"), "{}", e.message);
+        let coarse = Series {
+            sample_interval_ns: 10_000_000_000,
+            ..series
+        };
+        assert!(check_series(&coarse, 1e8, "x.toml", MemoryLimit::Bytes(8 << 30)).is_ok());
+        let off = Series {
+            sample_interval_ns: 0,
+            ..series
+        };
+        assert_eq!(off.samples(), 0);
+        assert!(check_series(&off, 1e8, "x.toml", MemoryLimit::Bytes(1)).is_ok());
     }
 
     #[test]

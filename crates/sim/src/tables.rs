@@ -208,6 +208,10 @@ impl Simulation {
             ),
             ("drops_pkts", u64s(views.iter().map(|v| v.stats.drops_pkts()))),
             ("drops_bytes", u64s(views.iter().map(|v| v.stats.drops_bytes))),
+            (
+                "drops_early_pkts",
+                u64s(views.iter().map(|v| v.stats.drops_early_pkts)),
+            ),
             ("lost_pkts", u64s(l.iter().map(|x| x.counters.lost_pkts))),
             (
                 "queued_pkts",

@@ -87,7 +87,7 @@ pub fn build_with_limit(
     outdir: Option<&Path>,
     limit: MemoryLimit,
 ) -> Result<Simulation, ScenarioError> {
-    budget::check(sc, source, limit)?;
+    let footprint = budget::check(sc, source, limit)?;
     let cx = Ctx { source };
     let duration_ns = cx.s_to_ns(sc.duration_s, "duration_s")?;
     if duration_ns == 0 {
@@ -130,6 +130,15 @@ pub fn build_with_limit(
         )?);
     }
     let media = links::make_media(&cx, &plan, &mut links, &mut rates, sc.seed)?;
+    let series = budget::Series {
+        sample_interval_ns,
+        duration_ns,
+        sampled_links: links.iter().filter(|l| l.sampled).count() as u64,
+        sampled_flows: footprint.flows.min(u64::from(
+            sc.outputs.max_sampled_flows.unwrap_or(DEFAULT_MAX_SAMPLED_FLOWS),
+        )),
+    };
+    budget::check_series(&series, footprint.bytes(), source, limit)?;
     for (i, pname) in sc.outputs.pcap.iter().enumerate() {
         let Some(&li) = link_names.get(pname) else {
             return Err(cx.err(

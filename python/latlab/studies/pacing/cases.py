@@ -18,6 +18,7 @@ differ) and a comparison between modes is paired.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,7 @@ import numpy as np
 from latlab.studies.pacing.references import HEADLINE_BUFFER_KB
 
 MODES = ("unpaced", "host-paced", "edge-paced")
+CORE_KINDS = ("droptail", "red", "red-nowait")
 #: The ns2 preset's packets: 1000 B on the wire, of which 40 B are TCP/IP headers (goodput counts the rest).
 PACKET_BYTES = 1000
 TCP_HEADER_BYTES = 40
@@ -148,11 +150,12 @@ def droptail(buffer_kb: float) -> dict[str, Any]:
     return {"kind": "droptail", "limit_bytes": int(round(buffer_kb * 1000))}
 
 
-def red(buffer_kb: float) -> dict[str, Any]:
-    """Experiment G: max_th = the buffer, min_th = 40 % of it (in 1000-byte packets), max_p 0.1, w_q 0.002."""
+def red(buffer_kb: float, wait: bool = True) -> dict[str, Any]:
+    """Experiment G: max_th = the buffer, min_th = 40 % of it (in 1000-byte packets), max_p 0.1, w_q 0.002; ns-2's
+    ``wait_`` (its default) unless ``wait`` is false (experiment G-wait: the paper's p_a = p_b / (1 - count p_b))."""
     max_th = buffer_kb  # 1000-byte packets
     return {"kind": "red", "limit_bytes": int(round(buffer_kb * 1000)), "min_th": 0.4 * max_th, "max_th": max_th,
-            "max_p": 0.1, "w_q": 0.002}  # fmt: skip
+            "max_p": 0.1, "w_q": 0.002, "wait": wait}  # fmt: skip
 
 
 def edge_pacer(delay_ms: float) -> dict[str, Any]:
@@ -180,7 +183,7 @@ class Run:
     access_delay_ms: tuple[float, float] = ACCESS_DELAY_MS
     edge_rate_bps: float = 100e6
     core_rate_bps: float = 100e6
-    core_kind: str = "droptail"  # droptail | red
+    core_kind: str = "droptail"  # droptail | red | red-nowait
     recovery: str = "newreno"
     workload: str = "bulk"  # bulk | closed-loop
     udp: str = ""  # "" | poisson | lrd
@@ -207,11 +210,15 @@ class Run:
 
 
 def _sample_interval_ms(run: Run) -> float:
-    # Cumulative link counters are sampled; the window's loss needs a sample at measure_from_s.
-    step = 10_000.0 if run.measure_from_s >= 10 else 1000.0
-    while (run.measure_from_s * 1000) % step:
-        step /= 2
-    return step
+    """Cumulative link counters are sampled; the window's loss needs a sample at ``measure_from_s``: the largest
+    of 10 s (1 s before 10 s) and its divisors that divides the start of the window, in whole milliseconds."""
+    start_ms = run.measure_from_s * 1000
+    if start_ms != int(start_ms):
+        raise ValueError(f"measure_from_s must be a whole number of milliseconds, got {run.measure_from_s!r}")
+    start_ms = int(start_ms)
+    if start_ms == 0:
+        return 1000.0
+    return float(math.gcd(10_000 if run.measure_from_s >= 10 else 1000, start_ms))
 
 
 def build(run: Run) -> dict[str, Any]:
@@ -221,7 +228,9 @@ def build(run: Run) -> dict[str, Any]:
     hosts = run.hosts_per_edge or run.flows // run.edges
     if hosts * run.edges != run.flows:
         raise ValueError(f"{run.flows} flows do not split evenly over {run.edges} edges")
-    core = red(run.buffer_kb) if run.core_kind == "red" else droptail(run.buffer_kb)
+    if run.core_kind not in CORE_KINDS:
+        raise ValueError(f"core_kind: expected one of {CORE_KINDS}, got {run.core_kind!r}")
+    core = red(run.buffer_kb, wait=run.core_kind == "red") if run.core_kind.startswith("red") else droptail(run.buffer_kb)
     ingress: list[dict[str, Any] | None] = [None] * run.edges
     if run.mode == "edge-paced":
         # Partial deployment paces the first edges; 100 % paces them all (and the UDP edge).
@@ -309,6 +318,8 @@ class Settings:
     #: A again with a longer minimum RTO at these buffers (experiment "A-rto"): the headline's sensitivity to it.
     rto_min_ms: float = 1000.0
     rto_buffers_kb: tuple[float, ...] = ()
+    #: G again without ns-2's wait rule at these buffers (experiment "G-wait"): why G's RED acts as DropTail.
+    red_nowait_buffers_kb: tuple[float, ...] = ()
 
 
 ALL_EXPERIMENTS = tuple("ABCDEFGHIJ")
@@ -352,6 +363,8 @@ def runs_of(exp: str, s: Settings) -> list[Run]:
             out += [Run("J", m, b, **kw) for b in s.j_buffers_kb for m in MODES]  # 0 % and 100 %
         elif exp == "A-seeds":
             out += [Run("A-seeds", m, HEADLINE_BUFFER_KB, **{**kw, "seed": hs}) for hs in s.headline_seeds for m in MODES]
+        elif exp == "G-wait":
+            out += [Run("G-wait", m, b, core_kind="red-nowait", **kw) for b in s.red_nowait_buffers_kb for m in MODES]
         elif exp == "A-rto":
             out += [Run("A-rto", m, b, min_rto_ms=s.rto_min_ms, **kw) for b in s.rto_buffers_kb for m in MODES]
         else:
@@ -373,7 +386,7 @@ FULL = Settings(
     experiments=ALL_EXPERIMENTS, b_flows=(100, 500), udp_patterns=("poisson", "lrd"),
     j_fractions=(0.3, 0.5), j_buffers_kb=(5, 10),
     e_recoveries=("sack", "fack"), e_buffers_kb=(2, 5, 10, 20), i_delays_ms=(0, 10, 100),
-    headline_seeds=(2, 3), rto_buffers_kb=(3, 5, 10),
+    headline_seeds=(2, 3), rto_buffers_kb=(3, 5, 10), red_nowait_buffers_kb=(5, 10),
 )  # fmt: skip
 #: Quick: 80 s runs measured over [30, 80] s, fewer buffers; C and E (variants of A's set-up) and I's LRD source skipped.
 QUICK = Settings(
@@ -383,7 +396,7 @@ QUICK = Settings(
     delays_ms=(0, 1, 10, 100), delay_buffers_kb=(5, 50), delay_set_ms=(10, 100),
     experiments=("A", "B", "D", "F", "G", "H", "I", "J"), b_flows=(100,), udp_patterns=("poisson",),
     j_fractions=(0.3,), j_buffers_kb=(5,), i_delays_ms=(0, 10, 100),
-    headline_seeds=(2, 3), rto_buffers_kb=(5,),
+    headline_seeds=(2, 3), rto_buffers_kb=(5,), red_nowait_buffers_kb=(5,),
 )  # fmt: skip
 
 EXPERIMENT_TITLES = {
@@ -401,7 +414,7 @@ EXPERIMENT_TITLES = {
 
 
 def all_runs(settings: Settings) -> list[Run]:
-    """Every run of a reproduction: the experiments, and A's extra seeds and minimum-RTO runs."""
+    """Every run of a reproduction: the experiments, A's extra seeds and minimum-RTO runs, and G without wait."""
     runs: list[Run] = []
     for exp in settings.experiments:
         runs += runs_of(exp, settings)
@@ -409,4 +422,6 @@ def all_runs(settings: Settings) -> list[Run]:
         runs += runs_of("A-seeds", settings)
     if settings.rto_buffers_kb and "A" in settings.experiments:
         runs += runs_of("A-rto", settings)
+    if settings.red_nowait_buffers_kb and "G" in settings.experiments:
+        runs += runs_of("G-wait", settings)
     return runs

@@ -38,6 +38,9 @@ def metrics(res: Any, run: Run) -> dict[str, Any]:
     arr = float(core["arrivals_pkts"]) - (float(start["arrivals_pkts"]) if start is not None else 0.0)
     drops = float(core["drops_pkts"]) - (float(start["drops_pkts"]) if start is not None else 0.0)
     row["core_loss"] = drops / arr if arr > 0 else np.nan
+    # Over the whole run: how many of the core's drops RED made early (0 for DropTail; absent in older results).
+    row["core_drops_pkts"] = int(core["drops_pkts"])
+    row["core_early_drops_pkts"] = int(core["drops_early_pkts"]) if "drops_early_pkts" in core.index else np.nan
     udp = flows[flows["kind"] == "udp"]
     if len(udp):
         sent = float(udp["segments_sent"].sum())
