@@ -9,11 +9,12 @@
 //! `on_timeout`), poll actions out (`poll_transmit`, `next_timeout`).
 
 pub mod cc;
+pub mod mptcp;
 pub mod segment;
 pub mod tcp;
 pub mod tfrc;
 
-pub use segment::{Flags, SackBlock, Segment, MAX_SACK_BLOCKS};
+pub use segment::{Dss, DssPresent, Flags, SackBlock, Segment, MAX_SACK_BLOCKS, MAX_SACK_BLOCKS_WITH_DSS};
 
 /// Nanoseconds since an arbitrary epoch. The engine never uses floating-point time.
 pub type TimeNs = u64;

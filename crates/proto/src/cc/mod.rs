@@ -4,9 +4,12 @@
 //! congestion window grows on ACKs and where ssthresh lands after a
 //! congestion event.
 //!
-//! A controller that needs delay (Vegas, LEDBAT), bandwidth estimates
-//! (Westwood+) or state shared with other subflows (MPTCP LIA/OLIA) gets what
-//! it needs from [`AckSample`] and its own fields; the trait need not grow.
+//! A controller that needs delay (Vegas, LEDBAT) or bandwidth estimates
+//! (Westwood+) gets what it needs from [`AckSample`] and its own fields. A
+//! coupled multipath controller (MPTCP LIA, OLIA) also needs a view of the
+//! other subflows of its connection: the connection hands it one before
+//! every ACK through [`CongestionControl::on_coupling`] (a no-op for every
+//! single-path controller, which is then an uncoupled subflow controller).
 //!
 //! # Choosing a controller: [`CcSpec`]
 //!
@@ -44,14 +47,18 @@
 mod cubic;
 mod htcp;
 mod ledbat;
+mod lia;
 mod newreno;
+mod olia;
 mod vegas;
 mod westwood;
 
 pub use cubic::{Cubic, CubicParams};
 pub use htcp::{Htcp, HtcpParams};
 pub use ledbat::{Ledbat, LedbatParams, LEDBAT_MAX_BASE_HISTORY, LEDBAT_MAX_CURRENT_FILTER};
+pub use lia::{lia_alpha, Lia, LiaParams};
 pub use newreno::{NewReno, NewRenoParams};
+pub use olia::{olia_epsilons, Olia, OliaParams};
 pub use vegas::{Vegas, VegasParams};
 pub use westwood::{Westwood, WestwoodParams};
 
@@ -96,6 +103,23 @@ pub struct AckSample {
     pub app_limited: bool,
 }
 
+/// What a coupled multipath controller sees of one subflow of its
+/// connection (RFC 6356 §3; Khalili et al., OLIA). The connection builds
+/// one per established subflow with an RTT estimate, before every ACK.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SubflowCoupling {
+    /// The subflow's congestion window; during fast recovery its ssthresh,
+    /// because the window inflated by duplicate ACKs is not its rate (Linux
+    /// OLIA's `mptcp_get_crt_cwnd`).
+    pub cwnd_bytes: u64,
+    /// Smoothed RTT (RFC 6298), positive.
+    pub srtt_ns: u64,
+    /// OLIA's ℓ_r: bytes acknowledged between the subflow's last two loss
+    /// events, or since the last one if that is more (Linux
+    /// `max(loss3 − loss2, loss2 − loss1)`).
+    pub loss_interval_bytes: u64,
+}
+
 /// The kind of congestion event that led the sender to call
 /// [`CongestionControl::ssthresh_on_loss`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,6 +162,12 @@ pub trait CongestionControl: Send {
     /// The connection restarts after an idle period longer than the RTO
     /// (RFC 5681 §4.1); the sender has already reduced cwnd.
     fn on_idle_restart(&mut self, _state: &mut CcState, _now_ns: TimeNs) {}
+
+    /// A multipath connection's view of all its established subflows, given
+    /// before an ACK on this subflow is processed; `me` is this subflow's
+    /// index in `subflows`. Coupled controllers (LIA, OLIA) keep what they
+    /// need of it; every other controller ignores it and runs uncoupled.
+    fn on_coupling(&mut self, _subflows: &[SubflowCoupling], _me: usize) {}
 }
 
 /// RFC 5681 §3.1 slow start with appropriate byte counting limited to one
@@ -388,6 +418,11 @@ controllers! {
     Htcp(HtcpParams) = "htcp";
     /// TCP Westwood+ (Mascolo et al. 2001; Grieco & Mascolo 2004).
     Westwood(WestwoodParams) = "westwood";
+    /// MPTCP Linked Increases (RFC 6356); NewReno on a single path.
+    Lia(LiaParams) = "lia";
+    /// MPTCP Opportunistic Linked Increases (Khalili et al. 2013); NewReno
+    /// on a single path.
+    Olia(OliaParams) = "olia";
 }
 
 /// Build a controller by scenario name with default constants (None for an

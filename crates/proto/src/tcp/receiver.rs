@@ -333,6 +333,7 @@ impl TcpReceiver {
             sack,
             sack_len,
             is_retransmit: false,
+            dss_present: Default::default(),
         };
         self.last_ack_sent = self.rcv_nxt;
         self.unacked_segments = 0;

@@ -99,6 +99,10 @@ pub struct TcpSender {
     /// TSval of the peer's latest segment, echoed in TSecr.
     ts_recent: Option<u64>,
     completed_at_ns: Option<u64>,
+    /// The application holds more data than it has handed over (an MPTCP
+    /// connection gives a subflow one segment at a time): an idle window
+    /// is then not application-limited. False for a plain TCP flow.
+    app_has_more: bool,
     stats: SenderStats,
 }
 
@@ -146,6 +150,7 @@ impl TcpSender {
             last_now_ns: 0,
             ts_recent: None,
             completed_at_ns: None,
+            app_has_more: false,
             stats: SenderStats::default(),
             cfg,
         }
@@ -174,6 +179,16 @@ impl TcpSender {
         }
         self.data_end = self.data_end.saturating_add(bytes).min(INFINITE_DATA_END);
         self.completed_at_ns = None;
+    }
+
+    /// Tell the sender whether its application holds more data than it has
+    /// handed over with [`add_app_bytes`](Self::add_app_bytes). An MPTCP
+    /// connection hands each subflow one segment at a time, so a subflow
+    /// never has data waiting; without this, RFC 7661's test would find it
+    /// application-limited whenever cwnd is not a whole number of segments
+    /// and its window would stop growing.
+    pub fn set_app_has_more(&mut self, more: bool) {
+        self.app_has_more = more;
     }
 
     // ----- accessors -------------------------------------------------------
@@ -243,6 +258,30 @@ impl TcpSender {
         self.cc.as_ref()
     }
 
+    /// The controller, for a multipath connection that gives a coupled
+    /// controller its view of the other subflows
+    /// ([`CongestionControl::on_coupling`]) before an ACK.
+    pub fn cc_mut(&mut self) -> &mut dyn CongestionControl {
+        self.cc.as_mut()
+    }
+
+    /// Penalise this subflow for holding up a multipath connection's
+    /// receive window (Raiciu et al., NSDI'12 §4.2; Linux
+    /// `mptcp_rcv_buf_optimization`): halve cwnd, and halve ssthresh too
+    /// unless in slow start. Only in the open state (Linux `TCP_CA_Open`).
+    /// Returns whether the window was reduced.
+    pub fn penalise(&mut self) -> bool {
+        if self.ca != CongestionState::Open {
+            return false;
+        }
+        let prior_cwnd = self.ccs.cwnd_bytes;
+        self.ccs.cwnd_bytes = (prior_cwnd / 2).max(self.mss);
+        if prior_cwnd >= self.ccs.ssthresh_bytes {
+            self.ccs.ssthresh_bytes = (self.ccs.ssthresh_bytes / 2).max(2 * self.mss);
+        }
+        true
+    }
+
     pub fn config(&self) -> &TcpConfig {
         &self.cfg
     }
@@ -291,7 +330,8 @@ impl TcpSender {
     /// cwnd. Pacing does not count: a paced sender is still cwnd-limited.
     fn not_cwnd_limited(&self, prior_flight: u64) -> bool {
         let rwnd_limited = self.peer_rwnd < self.ccs.cwnd_bytes;
-        (!self.data_waiting() || rwnd_limited) && prior_flight < self.ccs.cwnd_bytes
+        let app_limited = !self.data_waiting() && !self.app_has_more;
+        (app_limited || rwnd_limited) && prior_flight < self.ccs.cwnd_bytes
     }
 
     /// RFC 6298 (5.1): start the timer if it is not running.

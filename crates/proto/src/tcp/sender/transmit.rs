@@ -109,6 +109,13 @@ impl TcpSender {
     /// Decide what to send next, ignoring pacing. Pure: `poll_transmit`
     /// commits the decision, `next_timeout` only asks whether there is one.
     pub(super) fn choose(&self) -> Option<Tx> {
+        self.choose_for(self.data_end)
+    }
+
+    /// `choose` as if the application's stream ended at `data_end` (the
+    /// MPTCP scheduler asks what one more chunk would do, see
+    /// [`TcpSender::new_data_len`]).
+    fn choose_for(&self, data_end: u64) -> Option<Tx> {
         match self.handshake {
             Handshake::SynSent { syn_due: true, .. } => return Some(Tx::Syn),
             Handshake::Established => {}
@@ -126,7 +133,7 @@ impl TcpSender {
             }
         }
         if let Some(s) = self.ca.sack() {
-            return self.next_seg(s);
+            return self.next_seg(s, data_end);
         }
         if self.snd_nxt < self.snd_max {
             if let Some(tx) = self.go_back_n() {
@@ -134,7 +141,29 @@ impl TcpSender {
             }
             // Everything left below snd_max is SACKed: continue with new data.
         }
-        self.new_data()
+        self.new_data(data_end)
+    }
+
+    /// The payload length `poll_transmit(now_ns)` would send as new data if
+    /// the application offered `extra_bytes` more than it has: `None` when
+    /// data is already waiting, when something else (a retransmission) goes
+    /// first, or when the window or the pacer holds new data back. Pure; an
+    /// MPTCP scheduler uses it to give a subflow exactly one segment's worth.
+    pub fn new_data_len(&self, now_ns: u64, extra_bytes: u64) -> Option<u32> {
+        if self.data_waiting() || !self.finite || extra_bytes == 0 {
+            return None;
+        }
+        if self.pacing_active() && now_ns < self.pacer.release_ns() {
+            return None;
+        }
+        let data_end = self
+            .data_end
+            .saturating_add(extra_bytes)
+            .min(super::INFINITE_DATA_END);
+        match self.choose_for(data_end) {
+            Some(Tx::New { len, .. }) => Some(len),
+            _ => None,
+        }
     }
 
     /// Go-back-N after an RTO from `snd_nxt`, skipping SACKed segments, in
@@ -166,11 +195,11 @@ impl TcpSender {
     /// snd_una) and the peer's window; a zero-window probe when due; a
     /// short segment into a window smaller than one with nothing
     /// outstanding (sender SWS avoidance, RFC 1122 §4.2.3.4, simplified).
-    fn new_data(&self) -> Option<Tx> {
-        if !self.data_waiting() {
+    fn new_data(&self, data_end: u64) -> Option<Tx> {
+        if self.snd_max >= data_end {
             return None;
         }
-        let len = (self.data_end - self.snd_max).min(self.mss) as u32;
+        let len = (data_end - self.snd_max).min(self.mss) as u32;
         let in_flight = self.snd_max.saturating_sub(self.snd_una);
         let right_edge = self.snd_una.saturating_add(self.peer_rwnd);
         let cwnd_ok = in_flight + len as u64 <= self.ccs.cwnd_bytes;
@@ -191,7 +220,7 @@ impl TcpSender {
     }
 
     /// RFC 6675 §4 NextSeg(), gated by step (C): cwnd − pipe ≥ 1 SMSS.
-    fn next_seg(&self, s: &SackRecovery) -> Option<Tx> {
+    fn next_seg(&self, s: &SackRecovery, data_end: u64) -> Option<Tx> {
         if self.ccs.cwnd_bytes < s.pipe.saturating_add(self.mss) {
             return None;
         }
@@ -208,8 +237,8 @@ impl TcpSender {
             }
         }
         // Rule 2: new data if the receiver's window allows.
-        if self.data_waiting() {
-            let len = (self.data_end - self.snd_max).min(self.mss) as u32;
+        if self.snd_max < data_end {
+            let len = (data_end - self.snd_max).min(self.mss) as u32;
             if self.snd_max + len as u64 <= self.snd_una.saturating_add(self.peer_rwnd) {
                 return Some(Tx::New { len, probe: false });
             }

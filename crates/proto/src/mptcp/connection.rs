@@ -1,0 +1,439 @@
+//! The sending side of an MPTCP connection (sans-IO): one data-level byte
+//! stream spread over N subflows, each an unmodified [`TcpSender`].
+//!
+//! Driving it is the TCP sender's loop per subflow, with a subflow index:
+//! after `connect`, `on_segment(now, i, seg)` or `on_timeout(now)`, call
+//! `poll_transmit(now)` until it returns `None` (each `Some((i, seg))` is a
+//! segment for subflow i's path), then arm a timer at `next_timeout()`.
+//!
+//! Data level (RFC 8684 §3.3): the application's bytes have data sequence
+//! numbers from 0. `poll_transmit` first lets every subflow send what it
+//! already owes (SYN, retransmissions of its own sequence space); when none
+//! does, the scheduler hands one segment's worth of data to a subflow with
+//! room (the next new data, or data queued for reinjection) and records the
+//! mapping; every data segment carries its mapping in a DSS option. ACKs
+//! carry the Data ACK and the connection-level window: new data is sent
+//! only below DATA_ACK + window (RFC 8684 §3.3.4), unless
+//! [`MptcpConfig::enforce_data_window`] is off, in which case each subflow
+//! applies the advertised window only in its own sequence space, as a
+//! plain TCP stack per path would, and the receiver drops what overflows.
+//!
+//! Coupled congestion control: before an ACK reaches subflow i's sender,
+//! its controller receives the connection's view of all subflows
+//! ([`CongestionControl::on_coupling`](crate::cc::CongestionControl::on_coupling)).
+//!
+//! Mitigations of a small receive buffer (Raiciu et al., "How hard can it
+//! be? Designing and implementing a deployable multipath TCP", NSDI'12
+//! §4.2), both off by default: when the connection-level window blocks new
+//! data, *opportunistic retransmission* resends the data at the Data ACK
+//! (the head of the window, held by a slower subflow) on a subflow with
+//! room, once per Data ACK value; *penalisation* halves the window of the
+//! subflow holding that head, at most once per its RTT.
+//!
+//! Reinjection (RFC 8684 §3.3.6): when a subflow's retransmission timer
+//! fires, the data it carries that is not yet DATA_ACKed is queued to be
+//! sent again on the other subflows.
+
+use std::collections::VecDeque;
+
+use super::scheduler::{Scheduler, SchedulerState, SubflowView};
+use super::subflow::SenderSubflow;
+use crate::cc::{CongestionControl, SubflowCoupling};
+use crate::segment::{Dss, Segment};
+use crate::tcp::{TcpConfig, TcpSender};
+
+/// Data sequence number beyond which an infinite connection never gets.
+const INFINITE_DATA_END: u64 = u64::MAX / 4;
+
+/// Sender-side options of an MPTCP connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MptcpConfig {
+    pub scheduler: Scheduler,
+    /// Send new data only below DATA_ACK + window (RFC 8684 §3.3.4).
+    /// Off: each subflow applies the window only in its own sequence space.
+    pub enforce_data_window: bool,
+    /// NSDI'12 opportunistic retransmission of the window's head.
+    pub opportunistic_retransmit: bool,
+    /// NSDI'12 penalisation of the subflow holding the window's head.
+    pub penalise_slow_subflows: bool,
+}
+
+impl Default for MptcpConfig {
+    fn default() -> Self {
+        MptcpConfig {
+            scheduler: Scheduler::MinRtt,
+            enforce_data_window: true,
+            opportunistic_retransmit: false,
+            penalise_slow_subflows: false,
+        }
+    }
+}
+
+/// Connection-level counters of the sender.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MptcpSenderStats {
+    /// Chunks of new data scheduled (one segment each).
+    pub chunks_scheduled: u64,
+    /// Data-level retransmissions on another subflow after an RTO.
+    pub reinjected_segments: u64,
+    pub reinjected_bytes: u64,
+    /// Opportunistic retransmissions of the window's head.
+    pub opportunistic_retransmits: u64,
+    /// Times a subflow's window was halved for holding the head.
+    pub penalisations: u64,
+    /// Scheduling attempts refused by the connection-level window.
+    pub window_limited: u64,
+}
+
+/// The sending side of an MPTCP connection.
+pub struct MptcpSender {
+    cfg: MptcpConfig,
+    subflows: Vec<SenderSubflow>,
+    connected: bool,
+    finite: bool,
+    /// One past the application's last byte (data sequence space from 0).
+    data_end: u64,
+    /// Next new data sequence number.
+    data_nxt: u64,
+    /// Data ACK received: everything below is delivered.
+    data_una: u64,
+    /// DATA_ACK + window from the receiver (never moved left).
+    right_edge: u64,
+    /// Data queued for sending again on another subflow: (data seq, len).
+    reinject: VecDeque<(u64, u32)>,
+    /// The Data ACK value for which the head was opportunistically resent.
+    opportunistic_for: Option<u64>,
+    sched: SchedulerState,
+    /// Reused buffers (no allocation per segment in steady state).
+    views: Vec<SubflowView>,
+    rooms: Vec<Option<u32>>,
+    coupling: Vec<SubflowCoupling>,
+    completed_at_ns: Option<u64>,
+    stats: MptcpSenderStats,
+}
+
+impl MptcpSender {
+    /// A connection for `app_bytes` of data (`None` = infinite bulk data),
+    /// without subflows yet.
+    pub fn new(cfg: MptcpConfig, app_bytes: Option<u64>) -> Self {
+        let (data_end, finite) = match app_bytes {
+            Some(n) => (n.min(INFINITE_DATA_END), true),
+            None => (INFINITE_DATA_END, false),
+        };
+        MptcpSender {
+            cfg,
+            subflows: Vec::new(),
+            connected: false,
+            finite,
+            data_end,
+            data_nxt: 0,
+            data_una: 0,
+            right_edge: 0,
+            reinject: VecDeque::new(),
+            opportunistic_for: None,
+            sched: SchedulerState::default(),
+            views: Vec::new(),
+            rooms: Vec::new(),
+            coupling: Vec::new(),
+            completed_at_ns: None,
+            stats: MptcpSenderStats::default(),
+        }
+    }
+
+    /// Add a subflow with its own TCP configuration and controller; it
+    /// opens (sends its SYN) at `connect`, or at once if the connection is
+    /// already connected. Returns its index.
+    pub fn add_subflow(
+        &mut self,
+        now_ns: u64,
+        cfg: TcpConfig,
+        cc: Box<dyn CongestionControl>,
+        backup: bool,
+    ) -> usize {
+        let mut tcp = TcpSender::new(cfg, cc, Some(0));
+        if self.connected {
+            tcp.connect(now_ns);
+        }
+        self.subflows.push(SenderSubflow::new(tcp, backup));
+        self.subflows.len() - 1
+    }
+
+    /// Open every subflow (MP_CAPABLE and MP_JOIN are not modelled: each
+    /// subflow's handshake is a TCP handshake, all at once).
+    pub fn connect(&mut self, now_ns: u64) {
+        self.connected = true;
+        for sf in &mut self.subflows {
+            sf.tcp.connect(now_ns);
+        }
+    }
+
+    /// More application data for a finite connection.
+    pub fn add_app_bytes(&mut self, bytes: u64) {
+        if !self.finite || bytes == 0 {
+            return;
+        }
+        self.data_end = self.data_end.saturating_add(bytes).min(INFINITE_DATA_END);
+        self.completed_at_ns = None;
+    }
+
+    // ----- accessors -------------------------------------------------------
+
+    pub fn subflows(&self) -> &[SenderSubflow] {
+        &self.subflows
+    }
+
+    pub fn subflow(&self, i: usize) -> Option<&SenderSubflow> {
+        self.subflows.get(i)
+    }
+
+    pub fn stats(&self) -> MptcpSenderStats {
+        self.stats
+    }
+
+    pub fn config(&self) -> &MptcpConfig {
+        &self.cfg
+    }
+
+    /// The Data ACK received: bytes delivered to the peer application.
+    pub fn data_una(&self) -> u64 {
+        self.data_una
+    }
+
+    /// Next new data sequence number (bytes scheduled so far).
+    pub fn data_nxt(&self) -> u64 {
+        self.data_nxt
+    }
+
+    pub fn is_complete(&self) -> bool {
+        self.completed_at_ns.is_some()
+    }
+
+    pub fn completed_at_ns(&self) -> Option<u64> {
+        self.completed_at_ns
+    }
+
+    // ----- events ----------------------------------------------------------
+
+    /// A segment from the receiver arrived on subflow `i`.
+    pub fn on_segment(&mut self, now_ns: u64, i: usize, seg: &Segment) {
+        if i >= self.subflows.len() {
+            return;
+        }
+        if let Some(ack) = seg.dss().and_then(|d| d.data_ack) {
+            // RFC 8684 §3.3.2: a Data ACK of data never sent is ignored.
+            if ack <= self.data_nxt && ack >= self.data_una {
+                self.data_una = ack;
+                self.right_edge = self.right_edge.max(ack.saturating_add(seg.rwnd_bytes));
+            }
+        }
+        self.give_coupling_view(i);
+        let more = self.has_data_for_subflows();
+        let sf = &mut self.subflows[i];
+        sf.tcp.set_app_has_more(more);
+        sf.tcp.on_segment(now_ns, seg);
+        if sf.after_event() {
+            self.queue_reinjection(i);
+        }
+        self.check_complete(now_ns);
+    }
+
+    /// Handle expired timers of all subflows.
+    pub fn on_timeout(&mut self, now_ns: u64) {
+        for i in 0..self.subflows.len() {
+            let sf = &mut self.subflows[i];
+            sf.tcp.on_timeout(now_ns);
+            if sf.after_event() {
+                self.queue_reinjection(i);
+            }
+        }
+    }
+
+    /// The earliest deadline of any subflow.
+    pub fn next_timeout(&self) -> Option<u64> {
+        self.subflows.iter().filter_map(|sf| sf.tcp.next_timeout()).min()
+    }
+
+    /// The next segment to send now and the subflow it leaves on.
+    pub fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
+        // What the subflows already owe: SYNs, their own retransmissions,
+        // a chunk the pacer held back.
+        for i in 0..self.subflows.len() {
+            if let Some(seg) = self.subflows[i].tcp.poll_transmit(now_ns) {
+                return Some((i, self.stamp(i, seg)));
+            }
+        }
+        let (i, data_seq, len) = self.schedule(now_ns)?;
+        let sf = &mut self.subflows[i];
+        sf.map.push(sf.assigned_end, data_seq, len);
+        sf.assigned_end += len as u64;
+        sf.tcp.add_app_bytes(len as u64);
+        let seg = sf.tcp.poll_transmit(now_ns)?;
+        Some((i, self.stamp(i, seg)))
+    }
+
+    // ----- internals -------------------------------------------------------
+
+    /// Data is waiting that the connection-level window lets go: a subflow
+    /// with an idle window is then not application-limited.
+    fn has_data_for_subflows(&self) -> bool {
+        let new_data = self.data_nxt < self.data_end
+            && (!self.cfg.enforce_data_window || self.data_nxt < self.right_edge);
+        new_data || !self.reinject.is_empty()
+    }
+
+    /// Attach the DSS mapping of a data segment.
+    fn stamp(&self, i: usize, mut seg: Segment) -> Segment {
+        if seg.payload_bytes > 0 {
+            let data_seq = self.subflows[i].map.data_seq_of(seg.seq);
+            debug_assert!(data_seq.is_some(), "a data segment outside every mapping");
+            seg.set_dss(Dss {
+                data_seq,
+                data_ack: None,
+            });
+        }
+        seg
+    }
+
+    /// RFC 6356 / OLIA: the controller of subflow `i` sees all subflows.
+    fn give_coupling_view(&mut self, i: usize) {
+        self.coupling.clear();
+        let mut me = None;
+        for (k, sf) in self.subflows.iter().enumerate() {
+            if let Some(c) = sf.coupling() {
+                if k == i {
+                    me = Some(self.coupling.len());
+                }
+                self.coupling.push(c);
+            }
+        }
+        if let Some(me) = me {
+            self.subflows[i].tcp.cc_mut().on_coupling(&self.coupling, me);
+        }
+    }
+
+    /// Queue for reinjection the data subflow `i` carries that is not yet
+    /// DATA_ACKed (RFC 8684 §3.3.6), once per mapping, if another subflow
+    /// exists to carry it.
+    fn queue_reinjection(&mut self, i: usize) {
+        if self.subflows.len() < 2 {
+            return;
+        }
+        let data_una = self.data_una;
+        for m in self.subflows[i].map.iter_mut() {
+            if !m.reinjected && m.data_end() > data_una {
+                m.reinjected = true;
+                self.reinject.push_back((m.data_seq, m.len));
+            }
+        }
+    }
+
+    /// Fill `views`/`rooms` for a chunk of `want` bytes; `exclude` gets no room.
+    fn fill_views(&mut self, now_ns: u64, want: u64, exclude: Option<usize>) {
+        self.views.clear();
+        self.rooms.clear();
+        for (k, sf) in self.subflows.iter().enumerate() {
+            let (mut view, mut room) = sf.view(now_ns, want);
+            if exclude == Some(k) {
+                view.has_room = false;
+                room = None;
+            }
+            self.views.push(view);
+            self.rooms.push(room);
+        }
+    }
+
+    /// Pick the subflow and the data for the next chunk.
+    fn schedule(&mut self, now_ns: u64) -> Option<(usize, u64, u32)> {
+        // Reinjections first: that data is what the receiver waits for.
+        while let Some(&(seq, len)) = self.reinject.front() {
+            let end = seq + len as u64;
+            if end <= self.data_una {
+                self.reinject.pop_front();
+                continue;
+            }
+            let start = seq.max(self.data_una);
+            self.fill_views(now_ns, end - start, None);
+            let i = self.sched.pick(self.cfg.scheduler, &self.views)?;
+            let sent = self.rooms[i]?;
+            self.reinject.pop_front();
+            if start + (sent as u64) < end {
+                self.reinject
+                    .push_front((start + sent as u64, (end - start - sent as u64) as u32));
+            }
+            self.stats.reinjected_segments += 1;
+            self.stats.reinjected_bytes += sent as u64;
+            return Some((i, start, sent));
+        }
+        if self.data_nxt >= self.data_end {
+            return None;
+        }
+        let mut want = self.data_end - self.data_nxt;
+        if self.cfg.enforce_data_window {
+            let room = self.right_edge.saturating_sub(self.data_nxt);
+            if room == 0 {
+                self.stats.window_limited += 1;
+                return self.on_window_limited(now_ns);
+            }
+            want = want.min(room);
+        }
+        self.fill_views(now_ns, want, None);
+        let i = self.sched.pick(self.cfg.scheduler, &self.views)?;
+        let len = self.rooms[i]?;
+        let seq = self.data_nxt;
+        self.data_nxt += len as u64;
+        self.stats.chunks_scheduled += 1;
+        Some((i, seq, len))
+    }
+
+    /// The connection-level window is full and the data at the Data ACK is
+    /// still on subflow `holder`. NSDI'12 §4.2 (Linux
+    /// `mptcp_rcv_buf_optimization`): a subflow with room halves the window
+    /// of a slower holder (penalisation, at most once per the penalising
+    /// subflow's RTT, only while the holder is in the open state) and
+    /// resends the head (opportunistic retransmission, once per Data ACK
+    /// value, when the holder's RTT is over 4 times its own or the holder's
+    /// window is at most 4 segments).
+    fn on_window_limited(&mut self, now_ns: u64) -> Option<(usize, u64, u32)> {
+        if !(self.cfg.opportunistic_retransmit || self.cfg.penalise_slow_subflows) {
+            return None;
+        }
+        let head = self.data_una;
+        let (holder, head_end) = self.subflows.iter().enumerate().find_map(|(k, sf)| {
+            let m = sf.map.carrying(head)?;
+            Some((k, m.data_end()))
+        })?;
+        self.fill_views(now_ns, head_end - head, Some(holder));
+        let i = self.sched.pick(self.cfg.scheduler, &self.views)?;
+        let len = self.rooms[i]?;
+        if self.cfg.penalise_slow_subflows {
+            let srtt = self.subflows[i].tcp.srtt_ns();
+            let due = self.subflows[i]
+                .last_penalised_ns
+                .is_none_or(|t| now_ns >= t.saturating_add(srtt));
+            let slow = &mut self.subflows[holder];
+            if due && srtt < slow.tcp.srtt_ns() && slow.tcp.penalise() {
+                self.subflows[i].last_penalised_ns = Some(now_ns);
+                self.stats.penalisations += 1;
+            }
+        }
+        if !self.cfg.opportunistic_retransmit || self.opportunistic_for == Some(head) {
+            return None;
+        }
+        // Linux's test: resend only if the holder is much slower (4·RTT) or
+        // its window is tiny, else the copy would not arrive much sooner.
+        let (mine, theirs) = (&self.subflows[i].tcp, &self.subflows[holder].tcp);
+        let tiny = theirs.cwnd_bytes() <= 4 * theirs.config().mss_bytes as u64;
+        if !(tiny || mine.srtt_ns().saturating_mul(4) < theirs.srtt_ns()) {
+            return None;
+        }
+        self.opportunistic_for = Some(head);
+        self.stats.opportunistic_retransmits += 1;
+        Some((i, head, len))
+    }
+
+    fn check_complete(&mut self, now_ns: u64) {
+        if self.finite && self.completed_at_ns.is_none() && self.data_una >= self.data_end {
+            self.completed_at_ns = Some(now_ns);
+        }
+    }
+}

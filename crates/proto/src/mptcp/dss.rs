@@ -1,0 +1,110 @@
+//! Data-sequence mappings (RFC 8684 §3.3.1): which data-level bytes each
+//! range of a subflow's own sequence space carries.
+//!
+//! The sender records one mapping per chunk it hands a subflow (the
+//! scheduler gives a subflow exactly one segment's worth at a time, so a
+//! segment never spans two mappings and each segment's DSS option carries
+//! the mapping of its first byte). A subflow's retransmission of its own
+//! sequence numbers resends the same data bytes; a reinjection of data on
+//! another subflow is a new mapping there. Mappings leave the table when
+//! the subflow acknowledges them.
+
+use std::collections::VecDeque;
+
+/// Subflow bytes `[subflow_seq, subflow_seq + len)` carry data bytes
+/// `[data_seq, data_seq + len)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mapping {
+    pub subflow_seq: u64,
+    pub data_seq: u64,
+    pub len: u32,
+    /// Already queued for reinjection on another subflow (after an RTO).
+    pub reinjected: bool,
+}
+
+impl Mapping {
+    pub fn subflow_end(&self) -> u64 {
+        self.subflow_seq + self.len as u64
+    }
+
+    pub fn data_end(&self) -> u64 {
+        self.data_seq + self.len as u64
+    }
+}
+
+/// A subflow's outstanding mappings, in subflow-sequence order and
+/// contiguous in subflow space.
+#[derive(Clone, Debug, Default)]
+pub struct DssMap {
+    maps: VecDeque<Mapping>,
+}
+
+impl DssMap {
+    /// Record the next chunk; it must start where the last one ended.
+    pub fn push(&mut self, subflow_seq: u64, data_seq: u64, len: u32) {
+        debug_assert!(self.maps.back().is_none_or(|m| m.subflow_end() == subflow_seq));
+        self.maps.push_back(Mapping {
+            subflow_seq,
+            data_seq,
+            len,
+            reinjected: false,
+        });
+    }
+
+    /// The data sequence number of subflow byte `subflow_seq`.
+    pub fn data_seq_of(&self, subflow_seq: u64) -> Option<u64> {
+        let i = self.maps.partition_point(|m| m.subflow_end() <= subflow_seq);
+        let m = self.maps.get(i)?;
+        (m.subflow_seq <= subflow_seq).then(|| m.data_seq + (subflow_seq - m.subflow_seq))
+    }
+
+    /// The subflow acknowledged everything below `subflow_una`.
+    pub fn ack_to(&mut self, subflow_una: u64) {
+        while self.maps.front().is_some_and(|m| m.subflow_end() <= subflow_una) {
+            self.maps.pop_front();
+        }
+    }
+
+    /// The outstanding mapping that carries data byte `data_seq`, if any.
+    pub fn carrying(&self, data_seq: u64) -> Option<&Mapping> {
+        self.maps
+            .iter()
+            .find(|m| m.data_seq <= data_seq && data_seq < m.data_end())
+    }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Mapping> {
+        self.maps.iter_mut()
+    }
+
+    pub fn len(&self) -> usize {
+        self.maps.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.maps.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_and_ack() {
+        let mut m = DssMap::default();
+        m.push(1, 5_000, 100);
+        m.push(101, 0, 100); // a reinjection: data below the previous chunk
+        m.push(201, 9_000, 50);
+        assert_eq!(m.data_seq_of(1), Some(5_000));
+        assert_eq!(m.data_seq_of(150), Some(49));
+        assert_eq!(m.data_seq_of(250), Some(9_049));
+        assert_eq!(m.data_seq_of(251), None);
+        assert_eq!(m.data_seq_of(0), None);
+        assert_eq!(m.carrying(60).map(|x| x.subflow_seq), Some(101));
+        m.ack_to(150);
+        assert_eq!(m.len(), 2, "a partly acknowledged mapping stays");
+        m.ack_to(201);
+        assert_eq!(m.len(), 1);
+        assert_eq!(m.carrying(60), None);
+    }
+}
