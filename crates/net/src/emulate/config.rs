@@ -222,14 +222,11 @@ mod tests {
         .err()
         .unwrap();
         assert!(e.contains("delay_ms"), "{e}");
-        let cellular = std::fs::read_to_string(concat!(
+        let cellular = Path::new(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../scenarios/cellular.toml"
-        ))
-        .unwrap();
-        let e = from_text(&cellular, "cellular.toml", Some("server"), Some("ue0"))
-            .err()
-            .unwrap();
+        ));
+        let e = load(cellular, Some("server"), Some("ue0")).err().unwrap();
         assert!(e.contains("shared media"), "{e}");
     }
 }
