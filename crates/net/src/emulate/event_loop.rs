@@ -133,8 +133,8 @@ pub fn run(
     let fds = [client.as_raw_fd(), server.as_raw_fd()];
     let mut input = InputCounters::default();
     let mut outcomes: Vec<Outcome> = Vec::with_capacity(4 * READ_BATCH);
-    // One byte more than the largest packet accepted: a read that fills it
-    // is oversized (the kernel truncates silently).
+    // One byte more than the largest packet accepted (a read longer than
+    // that is oversized, whatever the kernel copied).
     let mut scratch = vec![0u8; cfg.max_packet_bytes + 1];
     let mut readable = [true, true];
     let mut rows = (cfg.sample_interval_ns > 0).then(|| RowClock::new(0, cfg.sample_interval_ns));
@@ -173,11 +173,13 @@ pub fn run(
                     break;
                 };
                 let t = rel();
-                let bytes = &scratch[..n];
+                // The kernel returns a longer packet's full length but
+                // copies only what fits: check before slicing.
                 if n > cfg.max_packet_bytes {
                     input.oversized_pkts += 1;
                     continue;
                 }
+                let bytes = &scratch[..n];
                 match check_ip(bytes) {
                     Err(Reject::NotIp) => {
                         input.not_ip_pkts += 1;

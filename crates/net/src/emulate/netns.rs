@@ -11,6 +11,7 @@
 //! from one a live emulator uses, and remove it. TUN devices are not
 //! persistent: they vanish with the process that opened them.
 
+use std::os::fd::AsRawFd;
 use std::process::Command;
 
 use super::tun::Tun;
@@ -79,6 +80,32 @@ pub fn remove_stale() -> Result<Vec<String>, String> {
     Ok(removed)
 }
 
+/// Turn IPv6 off for devices that enter namespace `ns` from now on. The
+/// path is IPv4 (10.77.0.0/24 ↔ 10.77.1.0/24); without this the kernel
+/// sends IPv6 router solicitations and MLD reports through the emulated
+/// links at odd times, which would muddle a run's counters. /proc/sys/net
+/// belongs to the namespace of the thread that opens it, hence the thread.
+fn ipv4_only(ns: &str) -> Result<(), String> {
+    let path = format!("/var/run/netns/{ns}");
+    let ns = ns.to_string();
+    std::thread::spawn(move || -> Result<(), String> {
+        let f = std::fs::File::open(&path).map_err(|e| format!("{path}: {e}"))?;
+        // SAFETY: setns on a namespace file we opened; only this short-lived
+        // thread changes namespace.
+        if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            return Err(format!("setns {path}: {}", std::io::Error::last_os_error()));
+        }
+        let knob = "/proc/sys/net/ipv6/conf/default/disable_ipv6";
+        match std::fs::write(knob, "1") {
+            // A kernel without IPv6 has nothing to turn off.
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(format!("{knob} in {ns}: {e}")),
+            _ => Ok(()),
+        }
+    })
+    .join()
+    .map_err(|_| "the namespace set-up thread panicked".to_string())?
+}
+
 /// The client and server namespaces with their TUN devices configured.
 /// Dropping it deletes both namespaces.
 pub struct Hosts {
@@ -118,6 +145,7 @@ impl Hosts {
         ] {
             ip(&["netns", "add", &ns])?;
             hosts.created.push(ns.clone());
+            ipv4_only(&ns)?;
             ip(&["link", "set", "dev", &dev, "netns", &ns])?;
             ip(&["-n", &ns, "link", "set", "lo", "up"])?;
             ip(&["-n", &ns, "addr", "add", &format!("{addr}/24"), "dev", &dev])?;

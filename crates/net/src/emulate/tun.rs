@@ -75,9 +75,10 @@ impl Tun {
         &self.name
     }
 
-    /// Read one packet; None when none is waiting. A packet longer than
-    /// `buf` is truncated by the kernel: give a buffer larger than the
-    /// device's MTU and treat a full buffer as oversized.
+    /// Read one packet: its length, or None when none is waiting. A packet
+    /// longer than `buf` is truncated to it, but the length returned is
+    /// the packet's own (drivers/net/tun.c, `tun_put_user`): a result above
+    /// `buf.len()` means an oversized packet.
     pub fn read(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
         // SAFETY: `buf` is valid for `buf.len()` writable bytes.
         let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
