@@ -7,7 +7,7 @@
 //! `link_samples` rows, then wait for the earliest of: the next line
 //! event, the next sample row, the next stop check, or a readable device.
 //! The wait sleeps in `ppoll` (hrtimer, 1 µs timer slack) until
-//! [`clock::SPIN_NS`] before the deadline and polls without sleeping for
+//! `--spin-us` (default [`clock::SPIN_NS`]) before the deadline and polls without sleeping for
 //! the rest (crates/net/src/clock.rs says why), so a packet is written
 //! within a few µs of its scheduled time on an idle core. No thread per
 //! packet, no timer per packet: the lines know their next event.
@@ -96,6 +96,8 @@ pub struct LoopConfig {
     pub sample_interval_ns: u64,
     /// Unix time (ns) at the loop's time 0, for pcap timestamps.
     pub unix_at_start_ns: u64,
+    /// How long before a deadline the wait stops sleeping and polls.
+    pub spin_ns: u64,
 }
 
 /// What the loop leaves besides the directions' own statistics.
@@ -227,7 +229,7 @@ pub fn run(
             .chain([next_check])
             .min()
             .expect("next_check is always there");
-        readable = wait(&fds, deadline, rel());
+        readable = wait(&fds, deadline, rel(), cfg.spin_ns);
     }
     Ok(LoopReport {
         input,
@@ -337,10 +339,10 @@ fn log(
 
 /// Wait until `deadline_ns` (loop time) or a device is readable; which
 /// devices are readable.
-fn wait(fds: &[RawFd; 2], deadline_ns: u64, now_ns: u64) -> [bool; 2] {
+fn wait(fds: &[RawFd; 2], deadline_ns: u64, now_ns: u64, spin_ns: u64) -> [bool; 2] {
     let left = deadline_ns.saturating_sub(now_ns);
-    let timeout_ns = if left > clock::SPIN_NS {
-        left - clock::SPIN_NS
+    let timeout_ns = if left > spin_ns {
+        left - spin_ns
     } else {
         // Spin: look without sleeping, the next turn re-checks the clock.
         std::hint::spin_loop();

@@ -148,7 +148,11 @@ pub fn run(opts: &EmulateOptions) -> Result<i32, String> {
         max_packet_bytes: opts.max_packet_bytes as usize,
         sample_interval_ns: plan.sample_interval_ns,
         unix_at_start_ns,
+        spin_ns: opts.spin_ns,
     };
+    if let Some(prio) = opts.realtime {
+        set_realtime(prio)?;
+    }
     let mut stop = |elapsed_ns: u64| {
         if let Some(c) = child.as_mut() {
             if let Ok(Some(status)) = c.try_wait() {
@@ -264,4 +268,18 @@ fn end_child(child: &mut Child) -> Option<ExitStatus> {
     }
     let _ = child.kill();
     child.wait().ok()
+}
+
+/// SCHED_FIFO at `prio` for this thread (the event loop's). Set after the
+/// command is spawned, so the command keeps the normal policy.
+fn set_realtime(prio: i32) -> Result<(), String> {
+    let param = libc::sched_param { sched_priority: prio };
+    // SAFETY: pid 0 = this thread; a valid sched_param.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+        return Err(format!(
+            "--realtime {prio}: sched_setscheduler: {}",
+            io::Error::last_os_error()
+        ));
+    }
+    Ok(())
 }
