@@ -84,7 +84,10 @@ impl Direction {
             .line
             .hops
             .iter()
-            .map(|h| h.qdisc.len_pkts() as u64 + h.on_wire_pkts() as u64)
+            .map(|h| {
+                let v = h.queue_view();
+                v.len_pkts + v.in_service_pkts + h.on_wire_pkts() as u64
+            })
             .sum();
     }
 }

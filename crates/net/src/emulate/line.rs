@@ -17,9 +17,9 @@
 
 use std::collections::VecDeque;
 
-use latlab_link::Transmitter;
-use latlab_qdisc::{Dequeue, Enqueue, Qdisc};
-use latlab_sim::network::{LinkCounters, LinkRate};
+use latlab_link::{Departure, Transmitter};
+use latlab_qdisc::{Dequeue, Enqueue, Qdisc, QdiscStats};
+use latlab_sim::network::{LinkCounters, LinkRate, MediumKind};
 use latlab_sim::packet::PacketRef;
 use rand::Rng;
 use rand_pcg::Pcg64Mcg;
@@ -28,6 +28,26 @@ use rand_pcg::Pcg64Mcg;
 pub enum HopService {
     Fixed(LinkRate),
     Varying(Box<Transmitter>),
+    /// A user's downlink of an LTE cell or a station's of a Wi-Fi AP: the
+    /// medium holds the queue and decides when packets leave (HARQ,
+    /// retries); the hop's own `qdisc` stays empty. Only this member's
+    /// packets enter it (the emulated path has one client).
+    Shared {
+        medium: Box<MediumKind>,
+        member: u32,
+    },
+}
+
+/// A hop's queue as the records see it (its own discipline, or its share
+/// of a medium's queues).
+#[derive(Clone, Copy, Debug)]
+pub struct QueueView {
+    pub name: &'static str,
+    pub stats: QdiscStats,
+    pub len_pkts: u64,
+    pub len_bytes: u64,
+    /// Packets a cell has taken from the queue but not yet delivered (HARQ).
+    pub in_service_pkts: u64,
 }
 
 /// One link of the path.
@@ -42,6 +62,8 @@ pub struct Hop {
     pub loss_prob: f64,
     pub loss_rng: Pcg64Mcg,
     pub counters: LinkCounters,
+    /// Mean bit rate offered (fixed rate, trace or channel mean).
+    nominal_bps: u64,
     busy_until_ns: u64,
     /// A service call is due at this time (the transmitter frees up, or
     /// the next opportunity of a varying link).
@@ -57,16 +79,25 @@ impl Hop {
     pub fn new(
         link_id: u32,
         name: String,
-        service: HopService,
+        mut service: HopService,
         delay_ns: u64,
         qdisc: Box<dyn Qdisc<PacketRef>>,
         loss_prob: f64,
         loss_rng: Pcg64Mcg,
     ) -> Self {
+        let nominal_bps = match &mut service {
+            HopService::Fixed(r) => r.nominal_bps(),
+            HopService::Varying(tx) => tx.nominal_bps(),
+            HopService::Shared { medium, member } => match medium.as_mut() {
+                MediumKind::Cell(c) => c.channel_mut(*member).nominal_bps(),
+                MediumKind::Ap(ap) => ap.station_tx_mut(*member).nominal_bps(),
+            },
+        };
         Hop {
             link_id,
             name,
             service,
+            nominal_bps,
             delay_ns,
             qdisc,
             loss_prob,
@@ -84,19 +115,48 @@ impl Hop {
         self.wire.len()
     }
 
-    /// Mean bit rate this hop offers (fixed rate or the trace's mean).
+    /// Mean bit rate this hop offers (fixed rate, trace or channel mean).
     pub fn nominal_bps(&self) -> u64 {
-        match &self.service {
-            HopService::Fixed(r) => r.nominal_bps(),
-            HopService::Varying(tx) => tx.nominal_bps(),
-        }
+        self.nominal_bps
     }
 
-    /// "fixed", "trace", "constant", "schedule", "markov" or "per-interval".
+    /// "fixed", "trace", "constant", "schedule", "markov", "per-interval",
+    /// "lte" or "wifi".
     pub fn kind(&self) -> &'static str {
         match &self.service {
             HopService::Fixed(_) => "fixed",
             HopService::Varying(tx) => tx.kind(),
+            HopService::Shared { medium, .. } => match medium.as_ref() {
+                MediumKind::Cell(_) => "lte",
+                MediumKind::Ap(_) => "wifi",
+            },
+        }
+    }
+
+    /// The hop's queue (as crates/sim/src/network.rs `queue_view`).
+    pub fn queue_view(&self) -> QueueView {
+        let own = |q: &dyn Qdisc<PacketRef>, in_service_pkts| QueueView {
+            name: q.name(),
+            stats: *q.stats(),
+            len_pkts: q.len_pkts() as u64,
+            len_bytes: q.len_bytes(),
+            in_service_pkts,
+        };
+        match &self.service {
+            HopService::Shared { medium, member } => match medium.as_ref() {
+                MediumKind::Cell(c) => own(c.queue(*member), c.in_transit_pkts(*member)),
+                MediumKind::Ap(ap) => {
+                    let st = ap.station_stats(*member);
+                    QueueView {
+                        name: ap.queue().name(),
+                        stats: st.queue,
+                        len_pkts: st.queued_pkts,
+                        len_bytes: st.queued_bytes,
+                        in_service_pkts: 0,
+                    }
+                }
+            },
+            _ => own(self.qdisc.as_ref(), 0),
         }
     }
 
@@ -139,6 +199,8 @@ pub enum Outcome {
 pub struct Line {
     pub hops: Vec<Hop>,
     drop_scratch: Vec<PacketRef>,
+    departures_scratch: Vec<Departure<PacketRef>>,
+    medium_drop_scratch: Vec<(u32, PacketRef)>,
 }
 
 impl Line {
@@ -146,6 +208,8 @@ impl Line {
         Line {
             hops,
             drop_scratch: Vec::new(),
+            departures_scratch: Vec::new(),
+            medium_drop_scratch: Vec::new(),
         }
     }
 
@@ -211,6 +275,22 @@ impl Line {
             });
             return;
         }
+        if let HopService::Shared { medium, member } = &mut hop.service {
+            let res = match medium.as_mut() {
+                MediumKind::Cell(c) => c.enqueue(now, *member, pkt),
+                MediumKind::Ap(ap) => ap.enqueue(now, *member, pkt),
+            };
+            if let Enqueue::Dropped(p) = res {
+                out.push(Outcome::Dropped {
+                    hop: h,
+                    pkt: p,
+                    cause: DropCause::Queue,
+                });
+            } else {
+                arm_medium(hop, now);
+            }
+            return;
+        }
         if let Enqueue::Dropped(p) = hop.qdisc.enqueue(now, pkt) {
             out.push(Outcome::Dropped {
                 hop: h,
@@ -227,6 +307,10 @@ impl Line {
     /// Start every transmission that may start at `now`, and arm the next
     /// service call.
     fn service(&mut self, h: usize, now: u64, out: &mut Vec<Outcome>) {
+        if matches!(self.hops[h].service, HopService::Shared { .. }) {
+            self.run_medium(h, now, out);
+            return;
+        }
         loop {
             let hop = &mut self.hops[h];
             if hop.qdisc.len_pkts() == 0 {
@@ -235,6 +319,7 @@ impl Line {
             let start = match &mut hop.service {
                 HopService::Fixed(_) => Some(hop.busy_until_ns.max(now)),
                 HopService::Varying(tx) => tx.earliest_start_ns(hop.busy_until_ns.max(now)),
+                HopService::Shared { .. } => None,
             };
             let Some(start) = start else {
                 break; // the rate is zero for ever: packets stay queued
@@ -252,6 +337,7 @@ impl Line {
                     let end = match &mut hop.service {
                         HopService::Fixed(rate) => Some(now + rate.tx_time_ns(now, pkt.wire_bytes)),
                         HopService::Varying(tx) => tx.transmit(now, pkt.wire_bytes),
+                        HopService::Shared { .. } => None,
                     };
                     let Some(end) = end else {
                         // The rate fell to zero for ever mid-packet.
@@ -289,6 +375,78 @@ impl Line {
                 pkt: p,
                 cause: DropCause::Queue,
             });
+        }
+    }
+}
+
+impl Line {
+    /// Run a cell's TTI or let a free AP send its head frame, as the
+    /// simulator's `run_medium`: departures go onto the hop's wire (after
+    /// HARQ or retries), frames given up are lost.
+    fn run_medium(&mut self, h: usize, now: u64, out: &mut Vec<Outcome>) {
+        let hop = &mut self.hops[h];
+        let HopService::Shared { medium, .. } = &mut hop.service else {
+            return;
+        };
+        let deps = &mut self.departures_scratch;
+        let dropped = &mut self.medium_drop_scratch;
+        match medium.as_mut() {
+            MediumKind::Cell(c) => {
+                if c.next_tti_ns(now) == Some(now) {
+                    c.run_tti(now, deps, dropped);
+                }
+            }
+            MediumKind::Ap(ap) => ap.poll(now, deps, dropped),
+        }
+        for (_, p) in dropped.drain(..) {
+            out.push(Outcome::Dropped {
+                hop: h,
+                pkt: p,
+                cause: DropCause::Queue,
+            });
+        }
+        for d in deps.drain(..) {
+            let c = &mut hop.counters;
+            c.sojourn_sum_ns += d.sojourn_ns;
+            c.sojourn_count += 1;
+            c.sojourn_max_ns = c.sojourn_max_ns.max(d.sojourn_ns);
+            if d.lost {
+                c.lost_pkts += 1;
+                out.push(Outcome::Dropped {
+                    hop: h,
+                    pkt: d.pkt,
+                    cause: DropCause::Lost,
+                });
+                continue;
+            }
+            c.departures_pkts += 1;
+            c.departures_bytes += u64::from(d.pkt.wire_bytes);
+            // A cell delivers each user's packets in order: the wire stays sorted.
+            hop.wire.push_back((d.deliver_ns + hop.delay_ns, d.pkt));
+            out.push(Outcome::Left {
+                hop: h,
+                pkt: d.pkt,
+                leave_ns: d.leave_ns,
+                sojourn_ns: d.sojourn_ns,
+            });
+        }
+        arm_medium(hop, now);
+    }
+}
+
+/// Make sure the medium is run at its next instant (the next TTI, or when
+/// the AP frees up), if it has anything to send.
+fn arm_medium(hop: &mut Hop, now: u64) {
+    let HopService::Shared { medium, .. } = &hop.service else {
+        return;
+    };
+    let next = match medium.as_ref() {
+        MediumKind::Cell(c) => c.next_tti_ns(now),
+        MediumKind::Ap(ap) => ap.next_wakeup_ns(now),
+    };
+    if let Some(t) = next {
+        if hop.tx_at.is_none_or(|w| t < w) {
+            hop.tx_at = Some(t);
         }
     }
 }

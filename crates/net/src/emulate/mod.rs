@@ -11,7 +11,8 @@
 //! ```
 //!
 //! Each line is the chain of the scenario's links on the route (queue,
-//! transmitter, propagation delay, random loss per link); see [`config`]
+//! transmitter or LTE cell / Wi-Fi AP, propagation delay, random loss per
+//! link); see [`config`]
 //! for the accepted file and `scenarios/emulate-20mbit-50ms.toml` for an
 //! example. The command after `--` runs in the client namespace; with
 //! `--stay` the emulator waits for a signal instead. Namespaces are removed

@@ -40,15 +40,15 @@ pub struct LinkSampleRow {
 /// The row for `hop` at `time_ns`; resets the per-interval sojourn
 /// accumulators, as the simulator's sampler does (crates/sim/src/measure.rs).
 pub fn sample(hop: &mut Hop, time_ns: u64) -> LinkSampleRow {
-    let q = *hop.qdisc.stats();
+    let v = hop.queue_view();
     let c = &mut hop.counters;
     let row = LinkSampleRow {
         time_ns,
         link_id: hop.link_id,
-        queue_bytes: hop.qdisc.len_bytes(),
-        queue_pkts: hop.qdisc.len_pkts() as u64,
+        queue_bytes: v.len_bytes,
+        queue_pkts: v.len_pkts,
         arrivals_pkts: c.arrivals_pkts,
-        drops_pkts: q.drops_pkts(),
+        drops_pkts: v.stats.drops_pkts(),
         departures_bytes: c.departures_bytes,
         sojourn_mean_ns: c.sojourn_sum_ns.checked_div(c.sojourn_count).unwrap_or(0),
         sojourn_max_ns: c.sojourn_max_ns,
@@ -75,6 +75,7 @@ pub struct LinkRow {
     pub departures_bytes: u64,
     pub drops_pkts: u64,
     pub lost_pkts: u64,
+    /// Queued, or (a cell) taken from the queue but not yet delivered.
     pub queued_pkts: u64,
     pub on_wire_pkts: u64,
     /// arrivals = departures + drops + lost + queued.
@@ -82,15 +83,17 @@ pub struct LinkRow {
 }
 
 pub fn link_row(hop: &Hop, direction: &'static str) -> LinkRow {
-    let q = hop.qdisc.stats();
+    let v = hop.queue_view();
+    let q = v.stats;
     let c = &hop.counters;
-    let queued = hop.qdisc.len_pkts() as u64;
+    // A cell's packets in HARQ are neither queued nor departed yet.
+    let queued = v.len_pkts + v.in_service_pkts;
     LinkRow {
         link_id: hop.link_id,
         name: hop.name.clone(),
         direction,
         kind: hop.kind(),
-        qdisc: hop.qdisc.name(),
+        qdisc: v.name,
         rate_bps: hop.nominal_bps(),
         delay_ns: hop.delay_ns,
         arrivals_pkts: c.arrivals_pkts,
