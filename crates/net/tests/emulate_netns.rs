@@ -328,6 +328,11 @@ fn a_constant_rate_link_delivers_its_rate_within_one_percent() {
     assert_eq!(received, f(&up["delivered_pkts"]) as u64 * 972, "{up}");
     let link = &summary["links"][0];
     assert_eq!(link["conservation_ok"], Value::Bool(true), "{link}");
+    // Memory stays bounded under overload: at most the 150 packets the
+    // buffer holds, one on the transmitter and the ~13 propagating (10 ms
+    // at 10 Mbit/s), give or take a packet being read.
+    let held = f(&summary["max_buffered_pkts"]);
+    assert!(held <= 150.0 + 1.0 + 13.0 + 2.0, "{held}");
     // The capture holds every departed packet's real bytes.
     let pcap = std::fs::read(out.join("client_to_server.pcap")).unwrap();
     assert_eq!(

@@ -272,11 +272,13 @@ fn end_child(child: &mut Child) -> Option<ExitStatus> {
 }
 
 /// SCHED_FIFO at `prio` for this thread (the event loop's). Set after the
-/// command is spawned, so the command keeps the normal policy.
+/// command is spawned, and with SCHED_RESET_ON_FORK, so that neither the
+/// command nor the `ip` calls of the clean-up run real-time.
 fn set_realtime(prio: i32) -> Result<(), String> {
     let param = libc::sched_param { sched_priority: prio };
+    let policy = libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK;
     // SAFETY: pid 0 = this thread; a valid sched_param.
-    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+    if unsafe { libc::sched_setscheduler(0, policy, &param) } != 0 {
         return Err(format!(
             "--realtime {prio}: sched_setscheduler: {}",
             io::Error::last_os_error()
