@@ -30,6 +30,10 @@ pub enum Command {
     /// Media-like congestion-controlled UDP: TFRC (RFC 5348) or DFlow.
     #[command(subcommand)]
     Media(MediaCommand),
+    /// Emulate a scenario's path (delay, rate, queue, loss) between two
+    /// network namespaces over TUN devices, and run a command across it.
+    #[command(after_help = crate::emulate::args::EMULATE_EXAMPLE)]
+    Emulate(crate::emulate::args::EmulateArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -383,6 +387,7 @@ mod tests {
                 Ok(cli) => match cli.command {
                     Command::Media(MediaCommand::Send(a)) => a.options().unwrap_err(),
                     Command::Media(MediaCommand::Recv(a)) => a.options().map(|_| ()).unwrap_err(),
+                    Command::Emulate(_) => panic!("not a media command: {args}"),
                 },
             };
             assert!(err.contains(mentions), "{args}: {err}");

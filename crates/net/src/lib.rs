@@ -3,16 +3,20 @@
 //!
 //! So far: the media transport, `latlab-net media send|recv`, which runs
 //! TFRC (RFC 5348) or DFlow over UDP and records rate, one-way delay and
-//! loss.
+//! loss; and the link emulator, `latlab-net emulate`, which runs a
+//! scenario's path (latlab-qdisc queues, latlab-link rates) between two
+//! network namespaces over TUN devices.
 //!
 //! - [`wire`]: the versioned packet format and its parser.
 //! - [`clock`]: the real-time clock and the precise wait the loops sleep in.
 //! - [`media`]: the sender and receiver loops.
+//! - [`emulate`]: the TUN link emulator.
 //! - [`record`]: per-interval CSV rows and the JSON summary.
 //! - [`cli`]: the command line.
 
 pub mod cli;
 pub mod clock;
+pub mod emulate;
 pub mod media;
 pub mod record;
 pub mod wire;

@@ -1,0 +1,288 @@
+//! `latlab-net emulate`: a user-space link emulator over TUN devices, in
+//! the manner of Mahimahi's delay and link shells, driving latlab's own
+//! queue disciplines (latlab-qdisc) and link models (latlab-link) in wall
+//! time, so that one scenario's path can be simulated or emulated with the
+//! same code. (This kernel has no netem: nothing in it can delay a packet.)
+//!
+//! ```text
+//!  client namespace                 this process                 server namespace
+//!  10.77.0.1 ── llemu<pid>c ══ fd ═ uplink line ═ fd ══ llemu<pid>s ── 10.77.1.1
+//!                          ══ fd ═ downlink line ═ fd ══
+//! ```
+//!
+//! Each line is the chain of the scenario's links on the route (queue,
+//! transmitter or LTE cell / Wi-Fi AP, propagation delay, random loss per
+//! link); see [`config`]
+//! for the accepted file and `scenarios/emulate-20mbit-50ms.toml` for an
+//! example. The command after `--` runs in the client namespace; with
+//! `--stay` the emulator waits for a signal instead. Namespaces are removed
+//! on every exit path (a guard's Drop, SIGINT/SIGTERM end the loop), and a
+//! run after a SIGKILL removes what the killed one left ([`netns`]).
+//!
+//! Modules: [`config`] (scenario → lines), [`netns`] (namespaces),
+//! [`tun`] (device I/O), [`packet`] (checks, buffer pool), [`line`] (the
+//! delay line), [`event_loop`] (timing), [`records`] (output files),
+//! [`args`] (command line).
+
+pub mod args;
+pub mod config;
+pub mod event_loop;
+pub mod line;
+pub mod netns;
+pub mod packet;
+pub mod records;
+pub mod tun;
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::record::{write_summary, Recorder};
+use args::EmulateOptions;
+use event_loop::{Direction, LoopConfig};
+use records::{link_row, pcap_file_name, RawPcap, Summary};
+
+/// The line printed on stdout once the namespaces are up (one JSON object).
+#[derive(serde::Serialize)]
+struct Ready<'a> {
+    event: &'static str,
+    client_ns: &'a str,
+    server_ns: &'a str,
+    client_addr: &'a str,
+    server_addr: &'a str,
+    client_dev: &'a str,
+    server_dev: &'a str,
+    pid: u32,
+}
+
+/// Run an emulation; the exit code to leave with (the command's, or 0).
+pub fn run(opts: &EmulateOptions) -> Result<i32, String> {
+    let plan = config::load(&opts.scenario, opts.client.as_deref(), opts.server.as_deref())?;
+    for ns in netns::remove_stale()? {
+        if !opts.quiet {
+            eprintln!("removed stale namespace {ns} (its emulator is gone)");
+        }
+    }
+    let pid = std::process::id();
+    let tun_err = |e: io::Error| format!("{e} (the emulator needs root and /dev/net/tun)");
+    let client_tun = tun::Tun::create(&format!("llemu{pid}c")).map_err(tun_err)?;
+    let server_tun = tun::Tun::create(&format!("llemu{pid}s")).map_err(tun_err)?;
+    let hosts = netns::Hosts::create(pid, &client_tun, &server_tun, opts.mtu)?;
+
+    if let Some(dir) = &opts.out {
+        std::fs::create_dir_all(dir).map_err(|e| format!("--out {}: {e}", dir.display()))?;
+    }
+    let out_file = |name: &str| opts.out.as_ref().map(|d| d.join(name));
+    let mut samples = Recorder::create(
+        out_file("link_samples.csv")
+            .filter(|_| plan.sample_interval_ns > 0)
+            .as_deref(),
+    )
+    .map_err(|e| e.to_string())?;
+    let mut packets = match out_file("packets.csv").filter(|_| opts.packet_log) {
+        Some(p) => Some(csv::Writer::from_writer(BufWriter::new(
+            File::create(&p).map_err(|e| format!("{}: {e}", p.display()))?,
+        ))),
+        None => None,
+    };
+    let pcaps = |line: &line::Line| -> Result<Vec<Option<RawPcap>>, String> {
+        line.hops
+            .iter()
+            .map(|h| match &opts.out {
+                Some(d) if opts.pcap || plan.pcap_links.contains(&h.name) => {
+                    RawPcap::create(&d.join(pcap_file_name(&h.name)))
+                        .map(Some)
+                        .map_err(|e| e.to_string())
+                }
+                _ => Ok(None),
+            })
+            .collect()
+    };
+    let up_pcaps = pcaps(&plan.up)?;
+    let down_pcaps = pcaps(&plan.down)?;
+    let mut dirs = [
+        Direction::new("up", plan.up, up_pcaps),
+        Direction::new("down", plan.down, down_pcaps),
+    ];
+
+    let ready = Ready {
+        event: "ready",
+        client_ns: &hosts.client_ns,
+        server_ns: &hosts.server_ns,
+        client_addr: netns::CLIENT_ADDR,
+        server_addr: netns::SERVER_ADDR,
+        client_dev: &hosts.client_dev,
+        server_dev: &hosts.server_dev,
+        pid,
+    };
+    let mut stdout = io::stdout().lock();
+    let _ = writeln!(stdout, "{}", serde_json::to_string(&ready).expect("plain struct"));
+    let _ = stdout.flush();
+    drop(stdout);
+    if !opts.quiet {
+        eprintln!(
+            "emulating {} <-> {} ({}): client {} in {}, server {} in {}",
+            plan.client_node,
+            plan.server_node,
+            plan.scenario_name,
+            netns::CLIENT_ADDR,
+            hosts.client_ns,
+            netns::SERVER_ADDR,
+            hosts.server_ns
+        );
+    }
+
+    let mut child = if opts.command.is_empty() {
+        None
+    } else {
+        Some(spawn_in_client(&hosts, &opts.command, opts.out.as_deref())?)
+    };
+    let mut exit: Option<ExitStatus> = None;
+    let unix_at_start_ns = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mut pool = packet::Pool::new(opts.max_packet_bytes as usize, opts.max_buffered_packets as usize);
+    let cfg = LoopConfig {
+        max_packet_bytes: opts.max_packet_bytes as usize,
+        sample_interval_ns: plan.sample_interval_ns,
+        unix_at_start_ns,
+        spin_ns: opts.spin_ns,
+    };
+    if let Some(prio) = opts.realtime {
+        set_realtime(prio)?;
+    }
+    let mut stop = |elapsed_ns: u64| {
+        if let Some(c) = child.as_mut() {
+            if let Ok(Some(status)) = c.try_wait() {
+                exit = Some(status);
+                return true;
+            }
+        }
+        opts.duration_ns.is_some_and(|d| elapsed_ns >= d)
+    };
+    let report = event_loop::run(
+        &client_tun,
+        &server_tun,
+        &mut dirs,
+        &mut pool,
+        &cfg,
+        &mut samples,
+        packets.as_mut(),
+        &mut stop,
+    );
+    if exit.is_none() {
+        if let Some(c) = child.as_mut() {
+            exit = end_child(c);
+        }
+    }
+    let report = report.map_err(|e| format!("emulator I/O: {e}"))?;
+
+    for d in dirs.iter_mut() {
+        d.finish();
+        for p in d.pcaps.iter_mut().filter_map(Option::take) {
+            p.finish().map_err(|e| e.to_string())?;
+        }
+    }
+    if let Some(mut w) = packets {
+        w.flush().map_err(|e| e.to_string())?;
+    }
+    let links: Vec<_> = dirs
+        .iter()
+        .flat_map(|d| d.line.hops.iter().map(move |h| link_row(h, d.name)))
+        .collect();
+    if let Some(p) = out_file("links.csv") {
+        let mut r = Recorder::create(Some(&p)).map_err(|e| e.to_string())?;
+        for row in &links {
+            r.row(row).map_err(|e| e.to_string())?;
+        }
+    }
+    let command_exit_code = exit.map(|s| {
+        use std::os::unix::process::ExitStatusExt;
+        s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
+    });
+    let [up, down] = dirs;
+    let summary = Summary {
+        scenario: plan.scenario_name,
+        seed: plan.seed,
+        client_node: plan.client_node,
+        server_node: plan.server_node,
+        client_ns: hosts.client_ns.clone(),
+        server_ns: hosts.server_ns.clone(),
+        client_addr: netns::CLIENT_ADDR.into(),
+        server_addr: netns::SERVER_ADDR.into(),
+        elapsed_s: report.elapsed_ns as f64 / 1e9,
+        up: up.stats,
+        down: down.stats,
+        input: report.input,
+        links,
+        max_buffered_pkts: report.max_buffered_pkts,
+        command_exit_code,
+    };
+    if let Some(p) = out_file("summary.json") {
+        write_summary(&p, &summary).map_err(|e| e.to_string())?;
+    }
+    if !opts.quiet {
+        eprintln!(
+            "{}",
+            serde_json::to_string_pretty(&summary).expect("plain struct")
+        );
+    }
+    drop(hosts);
+    drop((client_tun, server_tun));
+    Ok(command_exit_code.unwrap_or(0))
+}
+
+/// `ip netns exec CLIENT_NS COMMAND...`, with the addresses in its
+/// environment.
+fn spawn_in_client(hosts: &netns::Hosts, command: &[String], out: Option<&Path>) -> Result<Child, String> {
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", &hosts.client_ns])
+        .args(command)
+        .env("LATLAB_EMU_CLIENT_NS", &hosts.client_ns)
+        .env("LATLAB_EMU_SERVER_NS", &hosts.server_ns)
+        .env("LATLAB_EMU_CLIENT_ADDR", netns::CLIENT_ADDR)
+        .env("LATLAB_EMU_SERVER_ADDR", netns::SERVER_ADDR);
+    if let Some(dir) = out {
+        cmd.env("LATLAB_EMU_OUT", dir);
+    }
+    cmd.spawn()
+        .map_err(|e| format!("cannot run {:?} in {}: {e}", command[0], hosts.client_ns))
+}
+
+/// Ask a command still running at the end to stop (SIGTERM), then kill it
+/// after 2 s.
+fn end_child(child: &mut Child) -> Option<ExitStatus> {
+    if let Ok(Some(s)) = child.try_wait() {
+        return Some(s);
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(2) {
+        if let Ok(Some(s)) = child.try_wait() {
+            return Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    child.wait().ok()
+}
+
+/// SCHED_FIFO at `prio` for this thread (the event loop's). Set after the
+/// command is spawned, and with SCHED_RESET_ON_FORK, so that neither the
+/// command nor the `ip` calls of the clean-up run real-time.
+fn set_realtime(prio: i32) -> Result<(), String> {
+    let param = libc::sched_param { sched_priority: prio };
+    let policy = libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK;
+    // SAFETY: pid 0 = this thread; a valid sched_param.
+    if unsafe { libc::sched_setscheduler(0, policy, &param) } != 0 {
+        return Err(format!(
+            "--realtime {prio}: sched_setscheduler: {}",
+            io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,399 @@
+//! What an emulation leaves in its output folder:
+//!
+//! - `link_samples.csv`: every `sample_interval_ms`, one row per emulated
+//!   link with the simulator's `link_samples` columns (crates/sim/src/
+//!   tables.rs, python/latlab/schema.py): queue occupancy, cumulative
+//!   arrivals, queue drops and departed bytes, and the mean and maximum
+//!   sojourn of the packets dequeued since the previous row.
+//! - `links.csv`: one row per emulated link (id, name, direction, kind,
+//!   rate, delay, final counters and the conservation check).
+//! - `packets.csv` (`--packet-log`): one row per packet read, with when it
+//!   was read, its fate, when it was due at the far end and when it was
+//!   written there.
+//! - `<from>_to_<to>.pcap` (`--pcap` or `outputs.pcap`): the real packets'
+//!   bytes as they left each link's transmitter (LINKTYPE_RAW, ns
+//!   timestamps on the wall clock).
+//! - `summary.json`: counters and the timing-error percentiles.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::line::Hop;
+
+/// A `link_samples` row: the simulator's columns, same names and units.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LinkSampleRow {
+    pub time_ns: u64,
+    pub link_id: u32,
+    pub queue_bytes: u64,
+    pub queue_pkts: u64,
+    pub arrivals_pkts: u64,
+    pub drops_pkts: u64,
+    pub departures_bytes: u64,
+    pub sojourn_mean_ns: u64,
+    pub sojourn_max_ns: u64,
+}
+
+/// The row for `hop` at `time_ns`; resets the per-interval sojourn
+/// accumulators, as the simulator's sampler does (crates/sim/src/measure.rs).
+pub fn sample(hop: &mut Hop, time_ns: u64) -> LinkSampleRow {
+    let v = hop.queue_view();
+    let c = &mut hop.counters;
+    let row = LinkSampleRow {
+        time_ns,
+        link_id: hop.link_id,
+        queue_bytes: v.len_bytes,
+        queue_pkts: v.len_pkts,
+        arrivals_pkts: c.arrivals_pkts,
+        drops_pkts: v.stats.drops_pkts(),
+        departures_bytes: c.departures_bytes,
+        sojourn_mean_ns: c.sojourn_sum_ns.checked_div(c.sojourn_count).unwrap_or(0),
+        sojourn_max_ns: c.sojourn_max_ns,
+    };
+    c.sojourn_sum_ns = 0;
+    c.sojourn_count = 0;
+    c.sojourn_max_ns = 0;
+    row
+}
+
+/// A `links.csv` row, written at the end.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LinkRow {
+    pub link_id: u32,
+    pub name: String,
+    /// "up" (client → server) or "down".
+    pub direction: &'static str,
+    pub kind: &'static str,
+    pub qdisc: &'static str,
+    pub rate_bps: u64,
+    pub delay_ns: u64,
+    pub arrivals_pkts: u64,
+    pub departures_pkts: u64,
+    pub departures_bytes: u64,
+    pub drops_pkts: u64,
+    pub lost_pkts: u64,
+    /// Queued, or (a cell) taken from the queue but not yet delivered.
+    pub queued_pkts: u64,
+    pub on_wire_pkts: u64,
+    /// arrivals = departures + drops + lost + queued.
+    pub conservation_ok: bool,
+}
+
+pub fn link_row(hop: &Hop, direction: &'static str) -> LinkRow {
+    let v = hop.queue_view();
+    let q = v.stats;
+    let c = &hop.counters;
+    // A cell's packets in HARQ are neither queued nor departed yet.
+    let queued = v.len_pkts + v.in_service_pkts;
+    LinkRow {
+        link_id: hop.link_id,
+        name: hop.name.clone(),
+        direction,
+        kind: hop.kind(),
+        qdisc: v.name,
+        rate_bps: hop.nominal_bps(),
+        delay_ns: hop.delay_ns,
+        arrivals_pkts: c.arrivals_pkts,
+        departures_pkts: c.departures_pkts,
+        departures_bytes: c.departures_bytes,
+        drops_pkts: q.drops_pkts(),
+        lost_pkts: c.lost_pkts,
+        queued_pkts: queued,
+        on_wire_pkts: hop.on_wire_pkts() as u64,
+        conservation_ok: c.arrivals_pkts == c.departures_pkts + q.drops_pkts() + c.lost_pkts + queued,
+    }
+}
+
+/// A `packets.csv` row.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PacketRow {
+    pub direction: &'static str,
+    pub bytes: u32,
+    /// When it was read from the sender's TUN, ns since the start.
+    pub read_ns: u64,
+    /// "delivered", "queue_drop" or "lost".
+    pub fate: &'static str,
+    /// The link that dropped it.
+    pub drop_link_id: Option<u32>,
+    /// When the model said it reaches the far end.
+    pub due_ns: Option<u64>,
+    /// When it was written to the receiver's TUN.
+    pub written_ns: Option<u64>,
+}
+
+/// |actual − scheduled| write times in 100 ns bins up to 10 ms (one bin
+/// past that), so percentiles cost no per-packet memory.
+#[derive(Clone, Debug)]
+pub struct TimingHistogram {
+    bins: Vec<u64>,
+    count: u64,
+    max_ns: u64,
+    sum_ns: u128,
+}
+
+const BIN_NS: u64 = 100;
+const BINS: usize = 100_000;
+
+impl Default for TimingHistogram {
+    fn default() -> Self {
+        TimingHistogram {
+            bins: vec![0; BINS + 1],
+            count: 0,
+            max_ns: 0,
+            sum_ns: 0,
+        }
+    }
+}
+
+/// Percentiles of the timing error, µs.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct TimingSummary {
+    pub count: u64,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+}
+
+impl TimingHistogram {
+    pub fn record(&mut self, error_ns: u64) {
+        let bin = ((error_ns / BIN_NS) as usize).min(BINS);
+        self.bins[bin] += 1;
+        self.count += 1;
+        self.max_ns = self.max_ns.max(error_ns);
+        self.sum_ns += u128::from(error_ns);
+    }
+
+    /// The nearest-rank `q` quantile, ns (the upper edge of its bin, so
+    /// never an underestimate; the maximum past the last bin).
+    pub fn quantile_ns(&self, q: f64) -> Option<u64> {
+        if self.count == 0 {
+            return None;
+        }
+        let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
+        let mut seen = 0;
+        for (i, &n) in self.bins.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                return Some(if i == BINS {
+                    self.max_ns
+                } else {
+                    ((i as u64 + 1) * BIN_NS).min(self.max_ns)
+                });
+            }
+        }
+        Some(self.max_ns)
+    }
+
+    pub fn summary(&self) -> Option<TimingSummary> {
+        let us = |ns: u64| ns as f64 / 1e3;
+        Some(TimingSummary {
+            count: self.count,
+            mean_us: self.sum_ns as f64 / self.count.max(1) as f64 / 1e3,
+            p50_us: us(self.quantile_ns(0.5)?),
+            p99_us: us(self.quantile_ns(0.99)?),
+            p999_us: us(self.quantile_ns(0.999)?),
+            max_us: us(self.max_ns),
+        })
+    }
+}
+
+/// A pcap file of raw IP packets (LINKTYPE_RAW = 101), nanosecond
+/// timestamps (magic 0xa1b23c4d), as the simulator's writer
+/// (crates/sim/src/pcap.rs) but with real packets' bytes.
+pub struct RawPcap {
+    out: BufWriter<File>,
+}
+
+const PCAP_MAGIC_NS: u32 = 0xa1b2_3c4d;
+const LINKTYPE_RAW: u32 = 101;
+const SNAPLEN: u32 = 65_535;
+
+impl RawPcap {
+    pub fn create(path: &Path) -> io::Result<RawPcap> {
+        let file =
+            File::create(path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        let mut out = BufWriter::with_capacity(1 << 16, file);
+        let mut hdr = [0u8; 24];
+        hdr[0..4].copy_from_slice(&PCAP_MAGIC_NS.to_le_bytes());
+        hdr[4..6].copy_from_slice(&2u16.to_le_bytes());
+        hdr[6..8].copy_from_slice(&4u16.to_le_bytes());
+        hdr[16..20].copy_from_slice(&SNAPLEN.to_le_bytes());
+        hdr[20..24].copy_from_slice(&LINKTYPE_RAW.to_le_bytes());
+        out.write_all(&hdr)?;
+        Ok(RawPcap { out })
+    }
+
+    /// One packet at `unix_ns` (ns since the Unix epoch).
+    pub fn write(&mut self, unix_ns: u64, packet: &[u8]) -> io::Result<()> {
+        let caplen = packet.len().min(SNAPLEN as usize);
+        let mut rec = [0u8; 16];
+        rec[0..4].copy_from_slice(&((unix_ns / 1_000_000_000) as u32).to_le_bytes());
+        rec[4..8].copy_from_slice(&((unix_ns % 1_000_000_000) as u32).to_le_bytes());
+        rec[8..12].copy_from_slice(&(caplen as u32).to_le_bytes());
+        rec[12..16].copy_from_slice(&(packet.len() as u32).to_le_bytes());
+        self.out.write_all(&rec)?;
+        self.out.write_all(&packet[..caplen])
+    }
+
+    pub fn finish(mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// The file name for a link's capture, as the simulator names it.
+pub fn pcap_file_name(link_name: &str) -> String {
+    format!("{}.pcap", link_name.replace("->", "_to_").replace('#', "_"))
+}
+
+/// Per direction, in the summary.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DirectionSummary {
+    pub links: Vec<String>,
+    pub read_pkts: u64,
+    pub read_bytes: u64,
+    pub delivered_pkts: u64,
+    pub delivered_bytes: u64,
+    pub queue_drops_pkts: u64,
+    pub lost_pkts: u64,
+    /// Still queued or propagating when the emulator stopped.
+    pub in_flight_pkts: u64,
+    /// Delivered bytes (after the first packet) over the time between the
+    /// first and the last write: the link's rate when it was kept busy.
+    pub delivered_rate_bps: Option<f64>,
+    /// The same over the scheduled (model) times.
+    pub scheduled_rate_bps: Option<f64>,
+    pub timing_error: Option<TimingSummary>,
+}
+
+/// Packets read from the TUN devices that were not forwarded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct InputCounters {
+    /// Not IPv4 or IPv6.
+    pub not_ip_pkts: u64,
+    /// IPv4/IPv6 with a truncated or inconsistent header.
+    pub malformed_pkts: u64,
+    /// Longer than --max-packet-bytes.
+    pub oversized_pkts: u64,
+    /// The packet pool was full (--max-buffered-packets).
+    pub no_buffer_pkts: u64,
+    /// Writes to a TUN device that failed.
+    pub write_errors: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub scenario: String,
+    pub seed: u64,
+    pub client_node: String,
+    pub server_node: String,
+    pub client_ns: String,
+    pub server_ns: String,
+    pub client_addr: String,
+    pub server_addr: String,
+    pub elapsed_s: f64,
+    pub up: DirectionSummary,
+    pub down: DirectionSummary,
+    pub input: InputCounters,
+    pub links: Vec<LinkRow>,
+    pub max_buffered_pkts: u64,
+    pub command_exit_code: Option<i32>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::emulate::line::{HopService, Line, Outcome};
+    use latlab_qdisc::{DropTail, Limit};
+    use latlab_sim::network::LinkRate;
+    use latlab_sim::packet::PacketRef;
+    use rand::SeedableRng;
+
+    #[test]
+    fn histogram_quantiles_are_upper_bin_edges() {
+        let mut h = TimingHistogram::default();
+        assert!(h.summary().is_none());
+        for ns in [50, 150, 250, 350, 10_000_000_000] {
+            h.record(ns);
+        }
+        assert_eq!(h.quantile_ns(0.2), Some(100));
+        assert_eq!(h.quantile_ns(0.5), Some(300));
+        assert_eq!(h.quantile_ns(0.8), Some(400));
+        assert_eq!(h.quantile_ns(1.0), Some(10_000_000_000));
+        assert_eq!(h.summary().unwrap().count, 5);
+    }
+
+    #[test]
+    fn sample_rows_carry_the_simulator_columns() {
+        let hop = Hop::new(
+            3,
+            "a->b".into(),
+            HopService::Fixed(LinkRate::Fixed { rate_bps: 12_000_000 }),
+            0,
+            Box::new(DropTail::new(Limit::Packets(1))),
+            0.0,
+            rand_pcg::Pcg64Mcg::seed_from_u64(1),
+        );
+        let mut line = Line::new(vec![hop]);
+        let mut out = Vec::new();
+        for i in 0..3 {
+            line.arrive(
+                0,
+                PacketRef {
+                    idx: i,
+                    wire_bytes: 1500,
+                    flow: 0,
+                },
+                &mut out,
+            );
+        }
+        line.advance(1_000_000, &mut out);
+        assert!(out.iter().any(|o| matches!(o, Outcome::Delivered { .. })));
+        let row = sample(&mut line.hops[0], 1_000_000);
+        assert_eq!(
+            row,
+            LinkSampleRow {
+                time_ns: 1_000_000,
+                link_id: 3,
+                queue_bytes: 0,
+                queue_pkts: 0,
+                arrivals_pkts: 3,
+                drops_pkts: 1,
+                departures_bytes: 3000,
+                sojourn_mean_ns: 500_000,
+                sojourn_max_ns: 1_000_000,
+            }
+        );
+        // The sojourn statistics are per interval.
+        assert_eq!(sample(&mut line.hops[0], 2_000_000).sojourn_max_ns, 0);
+        let r = link_row(&line.hops[0], "up");
+        assert!(r.conservation_ok && r.departures_pkts == 2 && r.drops_pkts == 1);
+        // A CSV header with the schema's column names.
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.serialize(&row).unwrap();
+        let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        assert!(text.starts_with(
+            "time_ns,link_id,queue_bytes,queue_pkts,arrivals_pkts,drops_pkts,departures_bytes,sojourn_mean_ns,sojourn_max_ns\n"
+        ));
+    }
+
+    #[test]
+    fn pcap_records_hold_the_bytes() {
+        let path = std::env::temp_dir().join(format!("latlab-emu-pcap-{}.pcap", std::process::id()));
+        let mut p = RawPcap::create(&path).unwrap();
+        p.write(1_500_000_000_123, &[0x45, 0, 0, 20]).unwrap();
+        p.finish().unwrap();
+        let b = std::fs::read(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(b.len(), 24 + 16 + 4);
+        assert_eq!(u32::from_le_bytes(b[20..24].try_into().unwrap()), 101);
+        assert_eq!(u32::from_le_bytes(b[24..28].try_into().unwrap()), 1500);
+        assert_eq!(u32::from_le_bytes(b[28..32].try_into().unwrap()), 123);
+        assert_eq!(&b[40..], &[0x45, 0, 0, 20]);
+        assert_eq!(pcap_file_name("a->b#2"), "a_to_b_2.pcap");
+    }
+}

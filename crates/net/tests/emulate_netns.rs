@@ -1,0 +1,499 @@
+//! `latlab-net emulate` end to end: real TCP and UDP through the emulator
+//! between two network namespaces.
+//!
+//! Needs root, /dev/net/tun and iproute2 (`ip`); without them every test
+//! prints why and passes without running (the reason is on stderr: run
+//! with `--nocapture` to see it). Each test's emulator is stopped and its
+//! namespaces deleted even when an assertion fails (the `Emulator` guard).
+//! Wall-clock speed is not asserted here: the figures a loaded machine
+//! cannot promise (timing error, top rate) are measured by
+//! benches/emulate_timing.py instead. What is asserted holds on any
+//! machine: the emulator never delivers faster than the link or earlier
+//! than the delay, and a busy link carries its rate.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_latlab-net");
+
+/// Why these tests cannot run here, if they cannot.
+fn unavailable() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root".into());
+    }
+    if !Path::new("/dev/net/tun").exists() {
+        return Some("no /dev/net/tun".into());
+    }
+    match Command::new("ip").arg("-V").output() {
+        Ok(o) if o.status.success() => None,
+        _ => Some("no iproute2 'ip' command".into()),
+    }
+}
+
+macro_rules! require_testbed {
+    () => {
+        if let Some(reason) = unavailable() {
+            eprintln!("skipped: {reason} (the emulator needs root, /dev/net/tun and iproute2)");
+            return;
+        }
+    };
+}
+
+fn scratch_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("latlab-emu-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn netns_list() -> String {
+    String::from_utf8(
+        Command::new("ip")
+            .args(["netns", "list"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+}
+
+/// A running `latlab-net emulate --stay`; stopped (SIGTERM) and its
+/// namespaces removed on drop, whatever happened.
+struct Emulator {
+    child: Option<Child>,
+    ready: Value,
+    out: PathBuf,
+}
+
+impl Emulator {
+    fn start(scenario: &Path, out: &Path, extra: &[&str]) -> Emulator {
+        let mut child = Command::new(BIN)
+            .arg("emulate")
+            .arg(scenario)
+            .args(["--stay", "--quiet", "--out"])
+            .arg(out)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("run latlab-net");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let ready: Value = match serde_json::from_str(&line) {
+            Ok(v) => v,
+            Err(_) => {
+                let _ = child.kill();
+                panic!("no ready line from the emulator (got {line:?})");
+            }
+        };
+        Emulator {
+            child: Some(child),
+            ready,
+            out: out.to_path_buf(),
+        }
+    }
+
+    fn ns(&self, role: &str) -> String {
+        self.ready[format!("{role}_ns")].as_str().unwrap().to_string()
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    /// SIGTERM, wait, and read the summary.
+    fn stop(mut self) -> Value {
+        let mut child = self.child.take().unwrap();
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+        let status = child.wait().unwrap();
+        assert!(status.success(), "emulator exit: {status}");
+        let text = std::fs::read_to_string(self.out.join("summary.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// SIGKILL: no cleanup runs.
+    fn kill(mut self) {
+        let mut child = self.child.take().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        // Leave the namespaces: the next start must cope with them.
+        self.ready = Value::Null;
+    }
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            // SAFETY: kill(2) on our own child.
+            unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_secs(5) {
+                if let Ok(Some(_)) = c.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for role in ["client", "server"] {
+            if let Some(ns) = self.ready.get(format!("{role}_ns")).and_then(Value::as_str) {
+                if netns_list()
+                    .lines()
+                    .any(|l| l.split_whitespace().next() == Some(ns))
+                {
+                    let _ = Command::new("ip").args(["netns", "delete", ns]).status();
+                }
+            }
+        }
+    }
+}
+
+/// Run `f` on a thread that has joined network namespace `ns`: sockets it
+/// makes live there.
+fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> std::thread::JoinHandle<T> {
+    let path = format!("/var/run/netns/{ns}");
+    std::thread::spawn(move || {
+        let file = File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        // SAFETY: setns on a namespace file we opened; only this thread moves.
+        let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(rc, 0, "setns {path}: {}", std::io::Error::last_os_error());
+        f()
+    })
+}
+
+fn scenario_20mbit() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/emulate-20mbit-50ms.toml")
+}
+
+fn server_addr(e: &Emulator, port: u16) -> SocketAddr {
+    format!("{}:{port}", e.ready["server_addr"].as_str().unwrap())
+        .parse()
+        .unwrap()
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[test]
+fn tcp_connects_in_one_rtt_and_fills_the_20mbit_path() {
+    require_testbed!();
+    let out = scratch_dir("tcp");
+    let emu = Emulator::start(&scenario_20mbit(), &out, &[]);
+    let addr = server_addr(&emu, 5001);
+    let (tx, rx) = std::sync::mpsc::channel();
+    // The server sends for 10 s to whoever connects (a download).
+    let server = in_ns(&emu.ns("server"), move || {
+        let l = TcpListener::bind(addr).unwrap();
+        tx.send(()).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        let buf = vec![0u8; 1 << 16];
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(10) {
+            if s.write_all(&buf).is_err() {
+                break;
+            }
+        }
+    });
+    rx.recv().unwrap();
+    let client = in_ns(&emu.ns("client"), move || {
+        let t0 = Instant::now();
+        let mut s = TcpStream::connect(addr).unwrap();
+        let connect = t0.elapsed();
+        // Goodput over the whole transfer, slow start included, from the
+        // connection to EOF. (A window opened later would count bytes that
+        // arrived before it but were not yet readable: after a loss, the
+        // out-of-order queue holds up to a window of data.)
+        let start = Instant::now();
+        let mut buf = vec![0u8; 1 << 16];
+        let mut bytes = 0u64;
+        loop {
+            let n = s.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            bytes += n as u64;
+        }
+        let secs = start.elapsed().as_secs_f64();
+        (connect, bytes as f64 * 8.0 / secs)
+    });
+    let (connect, goodput_bps) = client.join().unwrap();
+    server.join().unwrap();
+    let summary = emu.stop();
+    eprintln!("connect {connect:?}, goodput {:.3} Mbit/s", goodput_bps / 1e6);
+    // SYN and SYN-ACK each take 25 ms one way (plus serialisation): the
+    // emulator can never make a connection faster than the RTT.
+    assert!(connect >= Duration::from_millis(50), "{connect:?}");
+    assert!(connect < Duration::from_millis(250), "{connect:?}");
+    // TCP payload over a 20 Mbit/s IP link: 1448 of every 1500 bytes
+    // (20-byte IP + 32-byte TCP header with timestamps).
+    let payload_capacity_bps = 20e6 * 1448.0 / 1500.0;
+    assert!(goodput_bps <= payload_capacity_bps * 1.01, "{goodput_bps}");
+    // Slow start costs a little of the 10 s.
+    assert!(goodput_bps >= payload_capacity_bps * 0.90, "{goodput_bps}");
+    let down = &summary["down"];
+    assert!(f(&down["delivered_pkts"]) > 10_000.0, "{down}");
+    for l in summary["links"].as_array().unwrap() {
+        assert_eq!(l["conservation_ok"], Value::Bool(true), "{l}");
+    }
+    // link_samples.csv carries the simulator's columns.
+    let samples = std::fs::read_to_string(out.join("link_samples.csv")).unwrap();
+    assert!(samples.starts_with(
+        "time_ns,link_id,queue_bytes,queue_pkts,arrivals_pkts,drops_pkts,departures_bytes,sojourn_mean_ns,sojourn_max_ns\n"
+    ));
+    assert!(samples.lines().count() > 50);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn a_constant_rate_link_delivers_its_rate_within_one_percent() {
+    require_testbed!();
+    let out = scratch_dir("rate");
+    let scenario = out.join("path.toml");
+    std::fs::write(
+        &scenario,
+        r#"
+        name = "rate"
+        duration_s = 10
+        [topology]
+        kind = "custom"
+        nodes = [{ name = "client" }, { name = "server" }]
+        [[topology.links]]
+        from = "client"
+        to = "server"
+        rate_bps = 10e6
+        delay_ms = 10
+        queue = { kind = "droptail", limit_bytes = 150000 }
+        "#,
+    )
+    .unwrap();
+    let emu = Emulator::start(&scenario, &out, &["--pcap"]);
+    let addr = server_addr(&emu, 6000);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sink = in_ns(&emu.ns("server"), move || {
+        let s = UdpSocket::bind(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        tx.send(()).unwrap();
+        let mut buf = [0u8; 2048];
+        let mut n = 0u64;
+        while let Ok(len) = s.recv(&mut buf) {
+            n += len as u64;
+        }
+        n
+    });
+    rx.recv().unwrap();
+    // Offer ~16 Mbit/s (two 972-byte datagrams, 1000 bytes on the wire,
+    // per ms) for 3 s: the link is kept busy and its queue overflows.
+    in_ns(&emu.ns("client"), move || {
+        let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+        let payload = [7u8; 972];
+        let t0 = Instant::now();
+        let mut next = Instant::now();
+        while t0.elapsed() < Duration::from_secs(3) {
+            s.send_to(&payload, addr).unwrap();
+            s.send_to(&payload, addr).unwrap();
+            next += Duration::from_millis(1);
+            std::thread::sleep(next.saturating_duration_since(Instant::now()));
+        }
+    })
+    .join()
+    .unwrap();
+    let received = sink.join().unwrap();
+    let summary = emu.stop();
+    let up = &summary["up"];
+    let rate = f(&up["delivered_rate_bps"]);
+    eprintln!(
+        "delivered {:.4} Mbit/s (scheduled {:.4}), timing error {}",
+        rate / 1e6,
+        f(&up["scheduled_rate_bps"]) / 1e6,
+        up["timing_error"]
+    );
+    assert!((rate / 10e6 - 1.0).abs() < 0.01, "{rate}");
+    assert!((f(&up["scheduled_rate_bps"]) / 10e6 - 1.0).abs() < 0.001, "{up}");
+    assert!(
+        f(&up["queue_drops_pkts"]) > 0.0,
+        "the link was not overloaded: {up}"
+    );
+    assert_eq!(received, f(&up["delivered_pkts"]) as u64 * 972, "{up}");
+    let link = &summary["links"][0];
+    assert_eq!(link["conservation_ok"], Value::Bool(true), "{link}");
+    // Memory stays bounded under overload: at most the 150 packets the
+    // buffer holds, one on the transmitter and the ~13 propagating (10 ms
+    // at 10 Mbit/s), give or take a packet being read.
+    let held = f(&summary["max_buffered_pkts"]);
+    assert!(held <= 150.0 + 1.0 + 13.0 + 2.0, "{held}");
+    // The capture holds every departed packet's real bytes.
+    let pcap = std::fs::read(out.join("client_to_server.pcap")).unwrap();
+    assert_eq!(
+        pcap.len() as u64,
+        24 + f(&link["departures_pkts"]) as u64 * 16 + f(&link["departures_bytes"]) as u64
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Send raw bytes out of the client's TUN device (an AF_PACKET socket
+/// writes them to the device as they are, bypassing the IP stack's checks).
+fn send_raw(ifname: &str, frames: &[Vec<u8>]) {
+    let name = std::ffi::CString::new(ifname).unwrap();
+    // SAFETY: a NUL-terminated name.
+    let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
+    assert!(ifindex > 0, "no device {ifname}");
+    // SAFETY: a plain socket call; the descriptor is closed below.
+    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_DGRAM, 0) };
+    assert!(fd >= 0, "{}", std::io::Error::last_os_error());
+    for frame in frames {
+        // SAFETY: zeroed sockaddr_ll is valid; we fill family and index.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_ifindex = ifindex as i32;
+        sll.sll_protocol = (libc::ETH_P_IP as u16).to_be();
+        // SAFETY: valid buffer and address of the stated lengths.
+        let n = unsafe {
+            libc::sendto(
+                fd,
+                frame.as_ptr().cast(),
+                frame.len(),
+                0,
+                (&sll as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as u32,
+            )
+        };
+        assert_eq!(n, frame.len() as isize, "{}", std::io::Error::last_os_error());
+    }
+    // SAFETY: our own descriptor.
+    unsafe { libc::close(fd) };
+}
+
+fn ipv4_udp(total: usize) -> Vec<u8> {
+    let mut p = vec![0u8; total];
+    p[0] = 0x45;
+    p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+    p[8] = 64;
+    p[9] = 17;
+    p[12..16].copy_from_slice(&[10, 77, 0, 1]);
+    p[16..20].copy_from_slice(&[10, 77, 1, 1]);
+    p
+}
+
+#[test]
+fn malformed_non_ip_and_oversized_packets_are_counted_and_dropped() {
+    require_testbed!();
+    let out = scratch_dir("malformed");
+    let emu = Emulator::start(&scenario_20mbit(), &out, &["--max-packet-bytes", "1000"]);
+    let dev = emu.ready["client_dev"].as_str().unwrap().to_string();
+    let mut frames = Vec::new();
+    for _ in 0..5 {
+        frames.push(vec![0x50; 60]); // version 5
+    }
+    for _ in 0..3 {
+        let mut p = ipv4_udp(40);
+        p[2..4].copy_from_slice(&100u16.to_be_bytes()); // claims 100 bytes
+        frames.push(p);
+    }
+    for _ in 0..2 {
+        frames.push(ipv4_udp(1200)); // valid, but over --max-packet-bytes
+    }
+    frames.push(ipv4_udp(200)); // valid: forwarded
+    in_ns(&emu.ns("client"), move || send_raw(&dev, &frames))
+        .join()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let summary = emu.stop();
+    let input = &summary["input"];
+    assert_eq!(f(&input["not_ip_pkts"]), 5.0, "{input}");
+    assert_eq!(f(&input["malformed_pkts"]), 3.0, "{input}");
+    assert_eq!(f(&input["oversized_pkts"]), 2.0, "{input}");
+    assert!(f(&summary["up"]["delivered_pkts"]) >= 1.0, "{summary}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn a_start_after_sigkill_removes_the_stale_namespaces_and_works() {
+    require_testbed!();
+    let out = scratch_dir("sigkill");
+    let first = Emulator::start(&scenario_20mbit(), &out, &[]);
+    let stale = [first.ns("client"), first.ns("server")];
+    let first_pid = first.pid();
+    first.kill();
+    let names = netns_list();
+    assert!(
+        stale.iter().all(|ns| names.contains(ns.as_str())),
+        "SIGKILL should leave the namespaces behind: {names}"
+    );
+    let second = Emulator::start(&scenario_20mbit(), &out, &[]);
+    assert_ne!(second.pid(), first_pid);
+    let names = netns_list();
+    for ns in &stale {
+        assert!(!names.contains(ns.as_str()), "{ns} survived: {names}");
+    }
+    // And the new path carries traffic.
+    let addr = server_addr(&second, 5002);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let server = in_ns(&second.ns("server"), move || {
+        let l = TcpListener::bind(addr).unwrap();
+        tx.send(()).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        s.write_all(b"hello").unwrap();
+    });
+    rx.recv().unwrap();
+    let got = in_ns(&second.ns("client"), move || {
+        let mut s = TcpStream::connect(addr).unwrap();
+        let mut v = Vec::new();
+        s.read_to_end(&mut v).unwrap();
+        v
+    })
+    .join()
+    .unwrap();
+    server.join().unwrap();
+    assert_eq!(got, b"hello");
+    let mine = [second.ns("client"), second.ns("server")];
+    second.stop();
+    let names = netns_list();
+    for ns in &mine {
+        assert!(
+            !names.contains(ns.as_str()),
+            "{ns} left after a clean stop: {names}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn a_command_runs_in_the_client_namespace_with_the_addresses() {
+    require_testbed!();
+    let out = scratch_dir("command");
+    let status = Command::new(BIN)
+        .arg("emulate")
+        .arg(scenario_20mbit())
+        .args(["--quiet", "--out"])
+        .arg(&out)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "test \"$(ip netns identify)\" = \"$LATLAB_EMU_CLIENT_NS\" && test \"$LATLAB_EMU_SERVER_ADDR\" = 10.77.1.1 && exit 7",
+        ])
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    // The command's exit code is the emulator's.
+    assert_eq!(status.code(), Some(7));
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["command_exit_code"], Value::from(7));
+    let names = netns_list();
+    let client_ns = summary["client_ns"].as_str().unwrap();
+    assert!(!names.contains(client_ns), "{names}");
+    let _ = std::fs::remove_dir_all(&out);
+}
