@@ -34,6 +34,10 @@ pub enum Command {
     /// network namespaces over TUN devices, and run a command across it.
     #[command(after_help = crate::emulate::args::EMULATE_EXAMPLE)]
     Emulate(crate::emulate::args::EmulateArgs),
+    /// Run a scenario's TCP flows with the kernel's TCP between two network
+    /// namespaces (an emulated path's ends), measured as the simulator does.
+    #[command(after_help = crate::flows::args::FLOWS_EXAMPLE)]
+    Flows(crate::flows::args::FlowsArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -387,7 +391,7 @@ mod tests {
                 Ok(cli) => match cli.command {
                     Command::Media(MediaCommand::Send(a)) => a.options().unwrap_err(),
                     Command::Media(MediaCommand::Recv(a)) => a.options().map(|_| ()).unwrap_err(),
-                    Command::Emulate(_) => panic!("not a media command: {args}"),
+                    Command::Emulate(_) | Command::Flows(_) => panic!("not a media command: {args}"),
                 },
             };
             assert!(err.contains(mentions), "{args}: {err}");

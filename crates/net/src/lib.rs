@@ -11,12 +11,15 @@
 //! - [`clock`]: the real-time clock and the precise wait the loops sleep in.
 //! - [`media`]: the sender and receiver loops.
 //! - [`emulate`]: the TUN link emulator.
+//! - [`flows`]: a scenario's TCP flows over the kernel's TCP, between
+//!   two namespaces (usually the emulator's), with TCP_INFO samples.
 //! - [`record`]: per-interval CSV rows and the JSON summary.
 //! - [`cli`]: the command line.
 
 pub mod cli;
 pub mod clock;
 pub mod emulate;
+pub mod flows;
 pub mod media;
 pub mod record;
 pub mod wire;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use latlab_net::cli::{Cli, Command, MediaCommand};
-use latlab_net::{clock, emulate, media};
+use latlab_net::{clock, emulate, flows, media};
 
 fn main() -> ExitCode {
     // clap prints its own message and exits with 2 on bad input (0 for
@@ -31,6 +31,34 @@ fn main() -> ExitCode {
                 clock::install_stop_handlers();
                 return match emulate::run(&opts) {
                     Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+                    Err(msg) => {
+                        eprintln!("error: {msg}");
+                        ExitCode::FAILURE
+                    }
+                };
+            }
+            Err(msg) => return usage_error(&msg),
+        },
+        Command::Flows(args) if args.plan => {
+            // A scenario that cannot be emulated is bad input: exit code 2.
+            return match flows::plan::load(&args.scenario) {
+                Ok(plan) => {
+                    println!("{}", serde_json::to_string(&plan).expect("plain struct"));
+                    ExitCode::SUCCESS
+                }
+                Err(msg) => usage_error(&msg),
+            };
+        }
+        Command::Flows(args) => match args.options() {
+            Ok(opts) => {
+                // Unsupported scenarios are refused before any socket exists.
+                if let Err(msg) = flows::plan::load(&opts.scenario) {
+                    return usage_error(&msg);
+                }
+                clock::install_stop_handlers();
+                return match flows::run(&opts) {
+                    Ok(true) => ExitCode::SUCCESS,
+                    Ok(false) => ExitCode::FAILURE,
                     Err(msg) => {
                         eprintln!("error: {msg}");
                         ExitCode::FAILURE

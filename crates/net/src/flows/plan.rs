@@ -1,0 +1,373 @@
+//! Which real flows a scenario asks for, and whether one emulated path can
+//! carry them. The simulator's own parser and builder expand the flow groups
+//! (flow ids, start times drawn from the scenario seed, sizes, nodes), so
+//! that an emulated run starts the same flows at the same times as a
+//! simulated one.
+//!
+//! What fits: TCP flows (bulk or `size_bytes`) whose congestion controller
+//! the kernel has (newreno → Linux "reno", reno, cubic, bbr), all from one
+//! node to one other node (a two-node or chain topology), or in a dumbbell
+//! from s{i} to d{i} when every access link is the same and not slower than
+//! the core (then the N access links of each side are emulated as one; see
+//! [`FlowPlan::notes`]). Everything else is refused with one message
+//! naming every key that cannot be emulated.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use latlab_sim::scenario::{Range, Scenario, TcpSpec, Topology};
+use serde::Serialize;
+
+/// One flow, as the simulator numbers it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FlowSpec {
+    pub flow_id: u32,
+    pub group: String,
+    pub src: String,
+    pub dst: String,
+    /// The scenario's name for the controller ("newreno", "cubic", ...).
+    pub cc: String,
+    /// The kernel's name for it (TCP_CONGESTION).
+    pub linux_cc: String,
+    pub start_ns: u64,
+    pub size_bytes: Option<u64>,
+    /// TCP_MAXSEG when the scenario sets `mss_bytes`.
+    pub mss_bytes: Option<u32>,
+    /// The simulator samples this flow's time series.
+    pub sampled: bool,
+}
+
+/// Everything the traffic engine and its orchestrator need.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FlowPlan {
+    pub scenario_name: String,
+    pub seed: u64,
+    pub duration_ns: u64,
+    pub measure_from_ns: u64,
+    pub sample_interval_ns: u64,
+    /// The emulated path: `latlab-net emulate --client CLIENT --server SERVER`.
+    pub client_node: String,
+    pub server_node: String,
+    pub flows: Vec<FlowSpec>,
+    /// How the emulation departs from the scenario where it is allowed to
+    /// (e.g. a dumbbell's access links merged), for run_info.
+    pub notes: Vec<String>,
+}
+
+/// The kernel's congestion controllers (all namespaces share the list).
+pub fn available_ccs() -> BTreeSet<String> {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .map(|s| s.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// The kernel's name for a scenario controller, if Linux has one.
+pub fn linux_cc_name(cc: &str) -> Option<&'static str> {
+    match cc {
+        "newreno" | "reno" => Some("reno"),
+        "cubic" => Some("cubic"),
+        "bbr" => Some("bbr"),
+        _ => None,
+    }
+}
+
+/// Load `path` and plan its flows.
+pub fn load(path: &Path) -> Result<FlowPlan, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    from_text(&text, &path.display().to_string(), &available_ccs())
+}
+
+/// `tcp` keys the kernel's TCP cannot be told to follow, as `prefix.key`.
+fn unsupported_tcp_keys(t: &TcpSpec, prefix: &str, out: &mut Vec<String>) {
+    let mut bad = |key: &str, why: &str| out.push(format!("{prefix}.{key} ({why})"));
+    // Linux's own settings: SACK, timestamps and delayed ACKs on.
+    if t.sack == Some(false) {
+        bad("sack = false", "Linux TCP here always negotiates SACK");
+    }
+    if t.timestamps == Some(false) {
+        bad("timestamps = false", "Linux TCP here always uses timestamps");
+    }
+    if t.delayed_ack == Some(false) {
+        bad(
+            "delayed_ack = false",
+            "Linux has no per-socket switch for delayed ACKs",
+        );
+    }
+    let fixed: [(&str, bool); 12] = [
+        ("header_bytes", t.header_bytes.is_some()),
+        ("initial_window_segments", t.initial_window_segments.is_some()),
+        ("recovery", t.recovery.is_some()),
+        ("min_rto_ms", t.min_rto_ms.is_some()),
+        ("initial_rto_ms", t.initial_rto_ms.is_some()),
+        ("delayed_ack_segments", t.delayed_ack_segments.is_some()),
+        ("delayed_ack_timeout_ms", t.delayed_ack_timeout_ms.is_some()),
+        ("rwnd_bytes", t.rwnd_bytes.is_some()),
+        ("pacing", t.pacing.is_some()),
+        ("pacing_ss_factor", t.pacing_ss_factor.is_some()),
+        ("pacing_ca_factor", t.pacing_ca_factor.is_some()),
+        ("idle_restart", t.idle_restart.is_some()),
+    ];
+    for (key, set) in fixed {
+        if set {
+            bad(key, "the kernel's TCP has no per-socket knob for it");
+        }
+    }
+}
+
+/// As [`load`], from the file's text; `available` is the kernel's list of
+/// congestion controllers.
+pub fn from_text(text: &str, source: &str, available: &BTreeSet<String>) -> Result<FlowPlan, String> {
+    let mut sc: Scenario = latlab_sim::parse(text, source).map_err(|e| e.to_string())?;
+    sc.outputs.pcap.clear();
+    let mut unsupported = Vec::new();
+    if sc.flows.is_empty() {
+        return Err(format!("{source}: flows: the scenario has no flows to run"));
+    }
+    unsupported_tcp_keys(&sc.tcp, "tcp", &mut unsupported);
+    for (g, grp) in sc.flows.iter().enumerate() {
+        let p = format!("flows[{g}]");
+        if grp.kind != "tcp" {
+            unsupported.push(format!("{p}.kind = {:?} (only TCP flows run emulated)", grp.kind));
+            continue;
+        }
+        if grp.closed_loop.is_some() {
+            unsupported.push(format!("{p}.closed_loop (closed-loop users)"));
+        }
+        if !grp.cc_params.is_empty() {
+            let keys: Vec<&str> = grp.cc_params.keys().map(String::as_str).collect();
+            unsupported.push(format!(
+                "{p}.cc_params ({}: the kernel's controllers take no per-socket parameters)",
+                keys.join(", ")
+            ));
+        }
+        match linux_cc_name(&grp.cc) {
+            Some(name) if available.contains(name) => {}
+            Some(name) => unsupported.push(format!(
+                "{p}.cc = {:?} (the kernel has no {name:?}; it has {})",
+                grp.cc,
+                available.iter().cloned().collect::<Vec<_>>().join(", ")
+            )),
+            None => unsupported.push(format!(
+                "{p}.cc = {:?} (not a Linux congestion control; emulated runs support newreno, reno, cubic, bbr)",
+                grp.cc
+            )),
+        }
+        unsupported_tcp_keys(&grp.tcp, &format!("{p}.tcp"), &mut unsupported);
+    }
+    if !unsupported.is_empty() {
+        return Err(format!("{source}: cannot emulate: {}", unsupported.join("; ")));
+    }
+
+    let sim = latlab_sim::build::build(&sc, source, None).map_err(|e| e.to_string())?;
+    let names: Vec<&str> = sim.nodes.iter().map(|n| n.name.as_str()).collect();
+    let flows: Vec<FlowSpec> = sim
+        .flows
+        .iter()
+        .enumerate()
+        .map(|(id, f)| {
+            let grp = &sc.flows[f.group as usize];
+            let tcp = sc.tcp.overlay(&grp.tcp);
+            FlowSpec {
+                flow_id: id as u32,
+                group: grp.name.clone(),
+                src: names[f.src as usize].to_string(),
+                dst: names[f.dst as usize].to_string(),
+                cc: grp.cc.clone(),
+                linux_cc: linux_cc_name(&grp.cc).unwrap_or("reno").to_string(),
+                start_ns: f.start_ns,
+                size_bytes: f.size_bytes,
+                mss_bytes: tcp.mss_bytes,
+                sampled: f.sampled,
+            }
+        })
+        .collect();
+    let mut notes = Vec::new();
+    let preset = sc.tcp.preset.as_deref().unwrap_or("ns2");
+    if preset != "linux" {
+        notes.push(format!(
+            "tcp.preset = {preset:?} describes the simulator's TCP; emulated flows use the kernel's TCP"
+        ));
+    }
+    let first = &flows[0];
+    let pairs: BTreeSet<(&str, &str)> = flows.iter().map(|f| (f.src.as_str(), f.dst.as_str())).collect();
+    if pairs.len() > 1 {
+        dumbbell_fits(&sc, source, &flows, &pairs)?;
+        notes.push(format!(
+            "dumbbell: every flow crosses {} -> {}; the {} access links of each side are emulated as one \
+             shared link of the same rate, delay and queue",
+            first.src,
+            first.dst,
+            pairs.len()
+        ));
+    }
+    Ok(FlowPlan {
+        scenario_name: sc.name.clone(),
+        seed: sc.seed,
+        duration_ns: sim.duration_ns,
+        measure_from_ns: sim.measure_from_ns,
+        sample_interval_ns: sim.sample_interval_ns,
+        client_node: first.src.clone(),
+        server_node: first.dst.clone(),
+        notes,
+        flows,
+    })
+}
+
+/// Flows between several node pairs fit one path only in a dumbbell whose
+/// access links are all alike and no slower than the core: then the core
+/// is the only place flows meet, and merging the access links changes no
+/// flow's path delay or bottleneck.
+fn dumbbell_fits(
+    sc: &Scenario,
+    source: &str,
+    flows: &[FlowSpec],
+    pairs: &BTreeSet<(&str, &str)>,
+) -> Result<(), String> {
+    let listed = || {
+        pairs
+            .iter()
+            .take(4)
+            .map(|(a, b)| format!("{a}->{b}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let Topology::Dumbbell(d) = &sc.topology else {
+        return Err(format!(
+            "{source}: cannot emulate: flows run between {} node pairs ({}...); the emulator carries one path, \
+             so all flows need the same src and dst (or a dumbbell from s{{i}} to d{{i}})",
+            pairs.len(),
+            listed()
+        ));
+    };
+    let is_host = |name: &str, prefix: char| {
+        name.strip_prefix(prefix)
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    if let Some(f) = flows
+        .iter()
+        .find(|f| !is_host(&f.src, 's') || !is_host(&f.dst, 'd'))
+    {
+        return Err(format!(
+            "{source}: cannot emulate: flow {} runs {} -> {}; in an emulated dumbbell every flow goes from \
+             a sender s{{i}} to a receiver d{{j}} across the core",
+            f.flow_id, f.src, f.dst
+        ));
+    }
+    let (Range::Fixed(rate), Range::Fixed(_)) = (&d.access_rate_bps, &d.access_delay_ms) else {
+        return Err(format!(
+            "{source}: cannot emulate: topology.access_rate_bps / access_delay_ms are drawn per flow; \
+             per-flow access links are not emulated (the emulator carries one path): give both a single value"
+        ));
+    };
+    if *rate < d.core_rate_bps {
+        return Err(format!(
+            "{source}: cannot emulate: topology.access_rate_bps = {rate} is below core_rate_bps = {}; \
+             per-flow access bottlenecks are not emulated (the access links would be merged into one)",
+            d.core_rate_bps
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ccs() -> BTreeSet<String> {
+        ["reno", "cubic", "bbr"].iter().map(|s| s.to_string()).collect()
+    }
+
+    const PATH: &str = r#"
+        name = "p"
+        duration_s = 10
+        measure_from_s = 2
+        [topology]
+        kind = "custom"
+        nodes = [{ name = "a" }, { name = "r" }, { name = "b" }]
+        links = [{ from = "a", to = "r", rate_bps = 1e8, delay_ms = 1 },
+                 { from = "r", to = "b", rate_bps = 2e7, delay_ms = 24 }]
+        [[flows]]
+        name = "bulk"
+        src = "a"
+        dst = "b"
+        count = 3
+        cc = "newreno"
+        start_s = { at = [0, 1, 2.5] }
+        [[flows]]
+        name = "short"
+        src = "a"
+        dst = "b"
+        cc = "cubic"
+        size_bytes = 100000
+    "#;
+
+    #[test]
+    fn a_chain_plans_every_flow_as_the_simulator_numbers_them() {
+        let p = from_text(PATH, "p.toml", &ccs()).unwrap();
+        assert_eq!((p.client_node.as_str(), p.server_node.as_str()), ("a", "b"));
+        assert_eq!(
+            (p.duration_ns, p.measure_from_ns),
+            (10_000_000_000, 2_000_000_000)
+        );
+        let starts: Vec<u64> = p.flows.iter().map(|f| f.start_ns).collect();
+        assert_eq!(starts, [0, 1_000_000_000, 2_500_000_000, 0]);
+        assert_eq!(p.flows[0].linux_cc, "reno");
+        assert_eq!(p.flows[3].linux_cc, "cubic");
+        assert_eq!(p.flows[3].size_bytes, Some(100_000));
+        assert_eq!(p.flows[3].flow_id, 3);
+        assert!(p.notes.iter().any(|n| n.contains("preset")), "{:?}", p.notes);
+    }
+
+    #[test]
+    fn unsupported_features_are_named_in_one_error() {
+        let text = PATH.replace("cc = \"cubic\"", "cc = \"vegas\"\nkind = \"tcp\"\ntcp = { pacing = true }")
+            + "\n[[flows]]\nsrc = \"a\"\ndst = \"b\"\nkind = \"udp\"\nudp = { pattern = \"cbr\", rate_bps = 1e6, size_bytes = 1000 }\n";
+        let e = from_text(&text, "p.toml", &ccs()).unwrap_err();
+        for key in [
+            "flows[1].cc = \"vegas\"",
+            "flows[1].tcp.pacing",
+            "flows[2].kind = \"udp\"",
+        ] {
+            assert!(e.contains(key), "{key}: {e}");
+        }
+        let no_bbr: BTreeSet<String> = ["reno".to_string()].into();
+        let e = from_text(&PATH.replace("\"newreno\"", "\"bbr\""), "p.toml", &no_bbr).unwrap_err();
+        assert!(e.contains("no \"bbr\""), "{e}");
+    }
+
+    #[test]
+    fn flows_between_several_pairs_need_a_uniform_dumbbell() {
+        let two_pairs = PATH.replace(
+            "src = \"a\"\n        dst = \"b\"\n        cc = \"cubic\"",
+            "src = \"b\"\n        dst = \"a\"\n        cc = \"cubic\"",
+        );
+        let e = from_text(&two_pairs, "p.toml", &ccs()).unwrap_err();
+        assert!(e.contains("one path"), "{e}");
+        let dumbbell = |access: &str| {
+            format!(
+                r#"
+                duration_s = 5
+                [topology]
+                kind = "dumbbell"
+                pairs = 3
+                access_rate_bps = {access}
+                access_delay_ms = 2
+                core_rate_bps = 2e7
+                core_delay_ms = 20
+                [[flows]]
+                count = 3
+                src = "s{{i}}"
+                dst = "d{{i}}"
+                cc = "cubic"
+            "#
+            )
+        };
+        let p = from_text(&dumbbell("1e8"), "d.toml", &ccs()).unwrap();
+        assert_eq!((p.client_node.as_str(), p.server_node.as_str()), ("s0", "d0"));
+        assert!(p.notes.iter().any(|n| n.contains("access links")));
+        let e = from_text(&dumbbell("[1e8, 2e8]"), "d.toml", &ccs()).unwrap_err();
+        assert!(e.contains("access_rate_bps"), "{e}");
+        let e = from_text(&dumbbell("1e7"), "d.toml", &ccs()).unwrap_err();
+        assert!(e.contains("below core_rate_bps"), "{e}");
+    }
+}
