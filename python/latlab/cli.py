@@ -191,8 +191,11 @@ def with_duration(sc, duration_s: float):  # noqa: ANN001, ANN201 - latlab.Scena
 @click.option("--max-memory", "max_memory", metavar="SIZE", default=None,
               help="Refuse a scenario estimated to need more memory than SIZE (e.g. 2G, 512M; "
                    "default: what the machine has available).")  # fmt: skip
+@click.option("--emulate", is_flag=True,
+              help="Run the flows with the Linux kernel's TCP over the scenario's path emulated in real time "
+                   "(latlab-net emulate + flows; root and /dev/net/tun). Takes duration_s of wall time.")  # fmt: skip
 def run_cmd(scenario: str | None, use_default: bool, outdir: Path | None, seed: int | None, duration_s: float | None,
-            quiet: bool, no_plot: bool, max_memory: str | None) -> None:  # fmt: skip
+            quiet: bool, no_plot: bool, max_memory: str | None, emulate: bool) -> None:  # fmt: skip
     """Simulate a scenario and save its results.
 
     SCENARIO is a TOML file, or the name of a built-in scenario such as
@@ -209,6 +212,12 @@ def run_cmd(scenario: str | None, use_default: bool, outdir: Path | None, seed: 
       latlab run default                            # or: latlab run --default
       latlab run scenarios/red-custom.toml -o out/red --seed 7
       latlab run my.toml --duration 5 --no-plot     # a quick look
+      sudo latlab run scenarios/emulate-20mbit-50ms.toml --emulate   # Linux TCP, emulated path
+
+    With --emulate the same tables come from real sockets: a path that fits
+    one machine (one node pair, or a dumbbell whose access links are all
+    alike), TCP flows with reno/cubic/bbr; anything else is refused (exit 2)
+    naming the keys. run.json then has "emulated": true.
     """
     from rich.console import Console
 
@@ -223,10 +232,21 @@ def run_cmd(scenario: str | None, use_default: bool, outdir: Path | None, seed: 
         sc = with_duration(sc, duration_s)
     outdir = outdir if outdir is not None else default_outdir(sc.name)
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConservationWarning)  # reported below, in red
-        results = latlab.run(sc, outdir=outdir, progress=not quiet, seed=seed,
-                             max_memory_bytes=None if max_memory is None else parse_size(max_memory, "--max-memory"))
+    if emulate:
+        from latlab.emulated import EmulationUnavailable, run_emulated
+
+        try:
+            results = run_emulated(sc, outdir, seed=seed, quiet=quiet)
+        except EmulationUnavailable as e:
+            raise UserError(f"--emulate: {e}") from e
+        except RuntimeError as e:
+            _error_line(f"--emulate: {e}")
+            click.get_current_context().exit(1)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConservationWarning)  # reported below, in red
+            results = latlab.run(sc, outdir=outdir, progress=not quiet, seed=seed,
+                                 max_memory_bytes=None if max_memory is None else parse_size(max_memory, "--max-memory"))
 
     figure = access_figure = None
     if not no_plot:

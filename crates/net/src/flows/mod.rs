@@ -30,7 +30,7 @@ pub mod tcp_info;
 
 use std::fs::File;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddrV4, TcpListener};
+use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -58,6 +58,10 @@ struct Shared {
     handshake_ns: AtomicU64,
     /// The sender's socket once connected (−1 before): TCP_INFO reads it.
     fd: AtomicI32,
+    /// The sink's socket once accepted (−1 before): its TCP_INFO
+    /// `bytes_received` is what the stack delivered in order, whether or not
+    /// the sink thread has been scheduled to read it yet.
+    sink_fd: AtomicI32,
 }
 
 impl Shared {
@@ -68,6 +72,7 @@ impl Shared {
             connect_ns: AtomicU64::new(NOT_YET),
             handshake_ns: AtomicU64::new(NOT_YET),
             fd: AtomicI32::new(-1),
+            sink_fd: AtomicI32::new(-1),
         }
     }
 }
@@ -356,21 +361,36 @@ fn wait_readable(fd: RawFd) -> bool {
 }
 
 /// The sink: accept the flow's connection and read until EOF or the stop.
+/// Returns the connection (kept open until every thread has been joined, as
+/// its TCP_INFO may still be read).
 fn sink(
     flow: &FlowSpec,
     listener: &TcpListener,
     t0: u64,
     shared: &Shared,
     stop: &AtomicBool,
-) -> Result<(), String> {
+) -> (Option<TcpStream>, Option<String>) {
     while !wait_readable(listener.as_raw_fd()) {
         if stop.load(Ordering::Relaxed) {
-            return Ok(());
+            return (None, None);
         }
     }
-    let (conn, _) = listener
-        .accept()
-        .map_err(|e| format!("flow {}: accept: {e}", flow.flow_id))?;
+    let conn = match listener.accept() {
+        Ok((c, _)) => c,
+        Err(e) => return (None, Some(format!("flow {}: accept: {e}", flow.flow_id))),
+    };
+    shared.sink_fd.store(conn.as_raw_fd(), Ordering::SeqCst);
+    let err = sink_read(flow, &conn, t0, shared, stop).err();
+    (Some(conn), err)
+}
+
+fn sink_read(
+    flow: &FlowSpec,
+    conn: &TcpStream,
+    t0: u64,
+    shared: &Shared,
+    stop: &AtomicBool,
+) -> Result<(), String> {
     timeout_opt(conn.as_raw_fd(), libc::SO_RCVTIMEO, "SO_RCVTIMEO")?;
     let mut buf = vec![0u8; 256 * 1024];
     let mut total = 0u64;
@@ -397,6 +417,18 @@ fn sink(
     Ok(())
 }
 
+/// In-order payload bytes at the sink: the stack's count (TCP_INFO
+/// `bytes_received`), or what the sink read if that is unavailable. The
+/// stack counts a FIN as one byte, hence the cap at the flow's size.
+fn delivered_now(s: &Shared, size_bytes: Option<u64>) -> u64 {
+    let read = s.delivered.load(Ordering::SeqCst);
+    let n = match s.sink_fd.load(Ordering::SeqCst) {
+        fd if fd >= 0 => TcpInfo::of(fd).map_or(read, |i| i.bytes_received.max(read)),
+        _ => read,
+    };
+    n.min(size_bytes.unwrap_or(u64::MAX))
+}
+
 /// Counters at one instant, per flow.
 #[derive(Clone, Copy, Default)]
 struct Snapshot {
@@ -404,13 +436,14 @@ struct Snapshot {
     bytes_sent: u64,
 }
 
-fn snapshot(shared: &[Shared]) -> Vec<Snapshot> {
+fn snapshot(shared: &[Shared], flows: &[FlowSpec]) -> Vec<Snapshot> {
     shared
         .iter()
-        .map(|s| {
+        .zip(flows)
+        .map(|(s, f)| {
             let fd = s.fd.load(Ordering::SeqCst);
             Snapshot {
-                delivered: s.delivered.load(Ordering::SeqCst),
+                delivered: delivered_now(s, f.size_bytes),
                 bytes_sent: if fd >= 0 {
                     TcpInfo::of(fd).map(|i| i.bytes_sent).unwrap_or(0)
                 } else {
@@ -483,7 +516,8 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
         // The main thread: samples, the measurement window, the end.
         let interval = plan.sample_interval_ns;
         let mut next_sample = if interval > 0 { interval } else { NOT_YET };
-        let mut window_start: Option<Vec<Snapshot>> = (plan.measure_from_ns == 0).then(|| snapshot(&shared));
+        let mut window_start: Option<Vec<Snapshot>> =
+            (plan.measure_from_ns == 0).then(|| snapshot(&shared, &plan.flows));
         let mut end_ns = plan.duration_ns;
         loop {
             let now = now_ns() - t0;
@@ -493,7 +527,7 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
                 break;
             }
             if window_start.is_none() && now >= plan.measure_from_ns {
-                window_start = Some(snapshot(&shared));
+                window_start = Some(snapshot(&shared, &plan.flows));
             }
             if now >= plan.duration_ns {
                 break;
@@ -515,7 +549,7 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
                             rwnd_bytes: u64::from(i.snd_wnd),
                             flight_bytes: i.flight_bytes(),
                             bytes_acked: i.bytes_acked,
-                            bytes_delivered: sh.delivered.load(Ordering::SeqCst),
+                            bytes_delivered: delivered_now(sh, flow.size_bytes),
                             retransmitted_segments: u64::from(i.total_retrans),
                         })
                         .map_err(|e| e.to_string())?;
@@ -532,7 +566,7 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
                 std::thread::sleep(Duration::from_nanos((wake - now).min(POLL_MS as u64 * 1_000_000)));
             }
         }
-        let end = snapshot(&shared);
+        let end = snapshot(&shared, &plan.flows);
         let infos: Vec<Option<TcpInfo>> = shared
             .iter()
             .map(|s| {
@@ -551,13 +585,17 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
                 Err(_) => errors.push("a sender thread panicked".into()),
             }
         }
+        let mut conns = Vec::new();
         for h in sinks {
             match h.join() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => errors.push(e),
+                Ok((conn, err)) => {
+                    conns.push(conn);
+                    errors.extend(err);
+                }
                 Err(_) => errors.push("a sink thread panicked".into()),
             }
         }
+        drop(conns);
         // Abort rather than drain: a bulk sender's buffer would otherwise
         // keep the path busy after the run (SO_LINGER 0 sends RST on close).
         for fd in sockets.into_iter().flatten() {

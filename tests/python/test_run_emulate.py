@@ -1,0 +1,228 @@
+"""``latlab run SCENARIO --emulate``: a scenario's flows over Linux TCP on an emulated path.
+
+- Anywhere: a scenario emulation cannot carry is refused with exit code 2
+  and one message naming every offending key, before anything is built.
+- With root, /dev/net/tun and iproute2 (skipped otherwise, with the reason):
+  a 6 s run of two bulk Reno flows and one finite CUBIC flow writes the
+  simulator's tables (flows, flow_samples, links, link_samples) marked as
+  emulated, the flows share the 20 Mbit/s link, the finite flow completes,
+  TCP_INFO samples and queue samples are there, and no namespace is left.
+- Sim vs real (benches/validation/sim_vs_linux.py runs the full grid): one
+  Reno flow over 20 Mbit/s, 50 ms RTT, a 1-BDP DropTail buffer, simulated
+  with the "linux" TCP preset and emulated with the kernel's Reno: goodput
+  agrees within 15 %, the emulated queue reaches its limit (a loss-based
+  controller fills the buffer), and the queue samples show Reno's sawtooth
+  (several fills each followed by a drain to well under half the buffer).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import REPO
+
+
+def _binary() -> Path | None:
+    from latlab.cli import UserError
+    from latlab.commands.media import find_binary
+
+    try:
+        return find_binary()
+    except UserError:
+        return None
+
+
+BIN = _binary()
+pytestmark = pytest.mark.skipif(
+    BIN is None, reason="latlab-net is not built (cargo build --release -p latlab-net, or make build)"
+)
+
+
+def _testbed_missing() -> str | None:
+    if os.geteuid() != 0:
+        return "not root"
+    if not Path("/dev/net/tun").exists():
+        return "no /dev/net/tun"
+    if shutil.which("ip") is None:
+        return "no iproute2 'ip' command"
+    avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+    if not avail.exists() or not {"reno", "cubic"} <= set(avail.read_text().split()):
+        return "the kernel lacks reno or cubic"
+    return None
+
+
+needs_testbed = pytest.mark.skipif(_testbed_missing() is not None, reason=str(_testbed_missing()))
+
+
+def _latlab(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "LATLAB_NET_BIN": str(BIN)}
+    return subprocess.run([sys.executable, "-m", "latlab", *args], capture_output=True, text=True, env=env,
+                          timeout=120)  # fmt: skip
+
+
+def _path_scenario(tmp_path: Path, flows: str, duration_s: float, buffer_pkts: int, extra: str = "") -> Path:
+    text = f"""
+name = "emu-test"
+seed = 3
+duration_s = {duration_s}
+sample_interval_ms = 20
+{extra}
+[topology]
+kind = "custom"
+nodes = [{{ name = "client" }}, {{ name = "server" }}]
+[[topology.links]]
+from = "client"
+to = "server"
+rate_bps = 20e6
+delay_ms = 25
+queue = {{ kind = "droptail", limit_packets = {buffer_pkts} }}
+{flows}
+"""
+    path = tmp_path / "scenario.toml"
+    path.write_text(text)
+    return path
+
+
+def test_unsupported_features_exit_2_naming_them(tmp_path: Path) -> None:
+    flows = """
+[[flows]]
+src = "client"
+dst = "server"
+cc = "vegas"
+tcp = { min_rto_ms = 10 }
+[[flows]]
+src = "client"
+dst = "server"
+kind = "tfrc"
+"""
+    res = _latlab("run", str(_path_scenario(tmp_path, flows, 5, 50)), "--emulate", "-o", str(tmp_path / "out"))
+    assert res.returncode == 2, res.stderr
+    for key in ('flows[0].cc = "vegas"', "flows[0].tcp.min_rto_ms", 'flows[1].kind = "tfrc"'):
+        assert key in res.stderr, res.stderr
+    assert not (tmp_path / "out" / "run.json").exists()
+
+
+def test_a_dumbbell_with_per_flow_access_links_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "d.toml"
+    path.write_text("""
+duration_s = 5
+[topology]
+kind = "dumbbell"
+pairs = 2
+access_rate_bps = [1e8, 2e8]
+access_delay_ms = 2
+core_rate_bps = 2e7
+core_delay_ms = 20
+[[flows]]
+count = 2
+src = "s{i}"
+dst = "d{i}"
+""")
+    res = _latlab("run", str(path), "--emulate", "--no-plot")
+    assert res.returncode == 2, res.stderr
+    assert "access_rate_bps" in res.stderr and "per-flow access links" in res.stderr, res.stderr
+
+
+def _namespaces() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return {line.split()[0] for line in out.splitlines() if line.startswith("llemu-")}
+
+
+@needs_testbed
+def test_an_emulated_run_writes_the_simulators_tables(tmp_path: Path) -> None:
+    from latlab.results import Results
+
+    before = _namespaces()
+    flows = """
+[[flows]]
+name = "bulk"
+src = "client"
+dst = "server"
+count = 2
+cc = "newreno"
+[[flows]]
+name = "short"
+src = "client"
+dst = "server"
+cc = "cubic"
+size_bytes = 300000
+start_s = 1.5
+"""
+    path = _path_scenario(tmp_path, flows, 6, 100, extra='measure_from_s = 1\ntcp = { preset = "linux" }')
+    out = tmp_path / "out"
+    res = _latlab("run", str(path), "--emulate", "-o", str(out), "--no-plot", "-q")
+    assert res.returncode == 0, res.stderr
+    assert _namespaces() <= before, "the emulator left namespaces behind"
+    r = Results.load(out)
+    assert r.run_info["emulated"] is True and r.run_info["kernel"]
+    f = r.flows.set_index("flow_id")
+    assert list(f.index) == [0, 1, 2]
+    assert f["emulated"].all()
+    assert list(f["cc"]) == ["newreno", "newreno", "cubic"]
+    assert list(f["linux_cc"]) == ["reno", "reno", "cubic"]
+    # The finite flow finished: FCT at least 1.5 RTT (handshake + data) and the bytes all arrived.
+    assert bool(f.loc[2, "completed"]) and f.loc[2, "bytes_delivered"] == 300_000
+    assert f.loc[2, "fct_ns"] >= 75e6
+    assert f["handshake_ns"].between(50e6, 500e6).all(), f["handshake_ns"]
+    # Together the flows fill the link (19.3 Mbit/s of payload at most).
+    total = f["goodput_bps"].sum()
+    assert 15e6 < total < 19.5e6, total
+    assert (f["srtt_ns"] >= 50e6).all()
+    s = r.flow_samples
+    assert set(s["flow_id"]) == {0, 1, 2}
+    assert (s["cwnd_bytes"] > 0).all() and (s["srtt_ns"] >= 50e6).all()
+    assert s.groupby("flow_id")["bytes_acked"].is_monotonic_increasing.all()
+    links = r.links.set_index("name")
+    assert {"client->server", "server->client"} <= set(links.index)
+    assert links["conservation_ok"].all()
+    assert 0.7 < links.loc["client->server", "utilization"] <= 1.01
+    ls = r.link_samples
+    up = ls[ls["link_id"] == links.loc["client->server", "link_id"]]
+    assert len(up) > 200 and up["time_ns"].min() >= 0 and up["time_ns"].max() <= 6e9
+    assert up["queue_pkts"].max() > 50
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["run"]["emulated"] is True and "flows" in meta["tables"]
+
+
+def _sawtooth_cycles(queue_pkts: pd.Series, limit: int) -> int:
+    """Fills to ≥ 90 % of the limit, each followed by a drain below 40 %."""
+    cycles, full = 0, False
+    for q in queue_pkts:
+        if not full and q >= 0.9 * limit:
+            full = True
+        elif full and q < 0.4 * limit:
+            cycles, full = cycles + 1, False
+    return cycles
+
+
+@needs_testbed
+def test_sim_vs_linux_one_reno_flow(tmp_path: Path) -> None:
+    import latlab
+    from latlab.emulated import run_emulated
+    from latlab.scenario import Scenario
+
+    bdp_pkts = 83  # 20 Mbit/s x 50 ms / 1500 B
+    flows = '[[flows]]\nsrc = "client"\ndst = "server"\ncc = "newreno"\n'
+    path = _path_scenario(tmp_path, flows, 15, bdp_pkts, extra='measure_from_s = 3\ntcp = { preset = "linux" }')
+    sc = Scenario.from_toml(path)
+    sim = latlab.run(sc)
+    emu = run_emulated(sc, tmp_path / "emu", quiet=True, binary=BIN)
+    g_sim = float(sim.flows["goodput_bps"].iloc[0])
+    g_emu = float(emu.flows["goodput_bps"].iloc[0])
+    assert abs(g_emu - g_sim) / g_sim < 0.15, (g_sim, g_emu)
+    up_id = int(emu.links.set_index("name").loc["client->server", "link_id"])
+    q = emu.link_samples[emu.link_samples["link_id"] == up_id].sort_values("time_ns")
+    q = q["queue_pkts"]
+    # A loss-based controller fills the buffer to its limit (within a packet or two of sampling).
+    assert q.max() >= bdp_pkts - 2, q.max()
+    # Reno's sawtooth: every loss halves cwnd and drains the queue; slow start's overflow, then one
+    # every ~6 s (cwnd from 1 to 2 BDP at one packet per RTT): 15 s shows at least two.
+    assert _sawtooth_cycles(q, bdp_pkts) >= 2, list(q)
+    assert int(emu.flows["retransmitted_segments"].iloc[0]) > 0
