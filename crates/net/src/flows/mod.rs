@@ -434,9 +434,13 @@ fn delivered_now(s: &Shared, size_bytes: Option<u64>) -> u64 {
 struct Snapshot {
     delivered: u64,
     bytes_sent: u64,
+    /// When these were read, ns since t0: rates divide by the time between
+    /// the actual reads, so a late wake-up of the main thread (a busy
+    /// machine) does not inflate them.
+    at_ns: u64,
 }
 
-fn snapshot(shared: &[Shared], flows: &[FlowSpec]) -> Vec<Snapshot> {
+fn snapshot(shared: &[Shared], flows: &[FlowSpec], t0: u64) -> Vec<Snapshot> {
     shared
         .iter()
         .zip(flows)
@@ -449,6 +453,7 @@ fn snapshot(shared: &[Shared], flows: &[FlowSpec]) -> Vec<Snapshot> {
                 } else {
                     0
                 },
+                at_ns: now_ns() - t0,
             }
         })
         .collect()
@@ -517,7 +522,7 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
         let interval = plan.sample_interval_ns;
         let mut next_sample = if interval > 0 { interval } else { NOT_YET };
         let mut window_start: Option<Vec<Snapshot>> =
-            (plan.measure_from_ns == 0).then(|| snapshot(&shared, &plan.flows));
+            (plan.measure_from_ns == 0).then(|| snapshot(&shared, &plan.flows, t0));
         let mut end_ns = plan.duration_ns;
         loop {
             let now = now_ns() - t0;
@@ -527,7 +532,7 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
                 break;
             }
             if window_start.is_none() && now >= plan.measure_from_ns {
-                window_start = Some(snapshot(&shared, &plan.flows));
+                window_start = Some(snapshot(&shared, &plan.flows, t0));
             }
             if now >= plan.duration_ns {
                 break;
@@ -566,7 +571,7 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
                 std::thread::sleep(Duration::from_nanos((wake - now).min(POLL_MS as u64 * 1_000_000)));
             }
         }
-        let end = snapshot(&shared, &plan.flows);
+        let end = snapshot(&shared, &plan.flows, t0);
         let infos: Vec<Option<TcpInfo>> = shared
             .iter()
             .map(|s| {
@@ -615,7 +620,6 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
         Ok((window_start, end, end_ns, infos))
     })?;
 
-    let window_ns = end_ns.saturating_sub(plan.measure_from_ns).max(1);
     let mut rows = Recorder::create(Some(&opts.out.join("flows.csv"))).map_err(|e| e.to_string())?;
     for (i, flow) in plan.flows.iter().enumerate() {
         let sh = &shared[i];
@@ -624,6 +628,7 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
         let connect = sh.connect_ns.load(Ordering::SeqCst);
         let handshake = sh.handshake_ns.load(Ordering::SeqCst);
         let completed = done != NOT_YET;
+        let window_ns = end[i].at_ns.saturating_sub(window_start[i].at_ns).max(1);
         let rate = |bytes: u64| bytes as f64 * 8.0 / (window_ns as f64 / 1e9);
         rows.row(&FlowRow {
             flow_id: flow.flow_id,
