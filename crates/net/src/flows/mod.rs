@@ -418,15 +418,36 @@ fn sink_read(
 }
 
 /// In-order payload bytes at the sink: the stack's count (TCP_INFO
-/// `bytes_received`), or what the sink read if that is unavailable. The
-/// stack counts a FIN as one byte, hence the cap at the flow's size.
+/// `bytes_received`) once the sink has accepted, and before that (the
+/// connection waiting in the accept queue already receives data) at least
+/// what the sender has seen acknowledged (`bytes_acked`). The stack counts
+/// a FIN as one byte, hence the cap at the flow's size.
 fn delivered_now(s: &Shared, size_bytes: Option<u64>) -> u64 {
-    let read = s.delivered.load(Ordering::SeqCst);
-    let n = match s.sink_fd.load(Ordering::SeqCst) {
-        fd if fd >= 0 => TcpInfo::of(fd).map_or(read, |i| i.bytes_received.max(read)),
-        _ => read,
-    };
+    let mut n = s.delivered.load(Ordering::SeqCst);
+    for (fd, sink_side) in [
+        (s.sink_fd.load(Ordering::SeqCst), true),
+        (s.fd.load(Ordering::SeqCst), false),
+    ] {
+        if fd < 0 {
+            continue;
+        }
+        if let Ok(i) = TcpInfo::of(fd) {
+            n = n.max(if sink_side {
+                i.bytes_received
+            } else {
+                i.bytes_acked.saturating_sub(1)
+            });
+        }
+    }
     n.min(size_bytes.unwrap_or(u64::MAX))
+}
+
+/// Payload bytes acknowledged: `tcpi_bytes_acked` counts the SYN (and a
+/// FIN) as one byte each.
+fn payload_acked(i: &TcpInfo, size_bytes: Option<u64>) -> u64 {
+    i.bytes_acked
+        .saturating_sub(1)
+        .min(size_bytes.unwrap_or(u64::MAX))
 }
 
 /// Counters at one instant, per flow.
@@ -553,7 +574,7 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
                             srtt_ns: i.srtt_ns(),
                             rwnd_bytes: u64::from(i.snd_wnd),
                             flight_bytes: i.flight_bytes(),
-                            bytes_acked: i.bytes_acked,
+                            bytes_acked: payload_acked(&i, flow.size_bytes),
                             bytes_delivered: delivered_now(sh, flow.size_bytes),
                             retransmitted_segments: u64::from(i.total_retrans),
                         })
@@ -640,7 +661,7 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
             size_bytes: flow.size_bytes,
             completed,
             fct_ns: completed.then(|| done.saturating_sub(connect)),
-            bytes_acked: info.bytes_acked,
+            bytes_acked: payload_acked(&info, flow.size_bytes),
             bytes_delivered: end[i].delivered,
             goodput_bps: rate(end[i].delivered.saturating_sub(window_start[i].delivered)),
             throughput_bps: rate(end[i].bytes_sent.saturating_sub(window_start[i].bytes_sent)),
