@@ -1,6 +1,5 @@
 //! RTAC, receiver-side TCP adaptive queue control (S. Im, C. Joo, T. Lee,
-//! S. Bahk, "Receiver-side TCP countermeasure to bufferbloat in wireless
-//! access networks"), Algorithm 1.
+//! S. Bahk), Algorithm 1.
 //!
 //! The receiver emulates an AQM and advertises the window a Reno sender
 //! would hold under that AQM's price, so the flow stays TCP-friendly
