@@ -8,6 +8,8 @@
 //! - [`wire`]: the versioned packet format and its parser.
 //! - [`clock`]: the real-time clock and the precise wait the loops sleep in.
 //! - [`media`]: the sender and receiver loops.
+//! - [`recv`]: a TCP sink whose window is set by a receiver-window
+//!   controller (`latlab-net recv`).
 //! - [`record`]: per-interval CSV rows and the JSON summary.
 //! - [`cli`]: the command line.
 
@@ -15,4 +17,5 @@ pub mod cli;
 pub mod clock;
 pub mod media;
 pub mod record;
+pub mod recv;
 pub mod wire;

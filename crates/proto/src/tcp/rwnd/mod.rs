@@ -240,6 +240,18 @@ impl RwndSpec {
         }
     }
 
+    /// The largest window the controller will advertise (its
+    /// `rmem_max_bytes`), None for the fixed window (its window is the
+    /// configuration's). A socket driver sizes the receive buffer from it.
+    pub fn max_window_bytes(&self) -> Option<u64> {
+        match self {
+            Self::Fixed(_) => None,
+            Self::Autotuning(p) => Some(p.rmem_max_bytes),
+            Self::Drwa(p) => Some(p.rmem_max_bytes),
+            Self::Rtac(p) => Some(p.rmem_max_bytes),
+        }
+    }
+
     /// The knobs controller `name` accepts (None for an unknown name).
     pub fn knobs(name: &str) -> Option<&'static [Knob]> {
         match name {
