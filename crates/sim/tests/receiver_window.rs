@@ -217,3 +217,32 @@ fn tcp_rmem_max_trades_throughput_for_delay() {
         assert!(w[1].rtt_mean_ms >= 0.97 * w[0].rtt_mean_ms, "{figs:?}");
     }
 }
+
+#[test]
+fn without_timestamps_the_receiver_rtt_is_a_running_minimum() {
+    // The window method's estimate only falls, so the receivers see no
+    // queue: auto-tuning stops near 2·C·RTT_min (its per-RTT delivery is
+    // C·RTT_min once the link is full), DRWA's RTT_min/RTT is 1 and it sits
+    // at λ·C·RTT_min, and RTAC's Q̂ is 0, so it opens to tcp_rmem_max.
+    let figs: Vec<FlowFigures> = [AUTOTUNING, DRWA, RTAC]
+        .iter()
+        .zip(["auto-tuning", "DRWA", "RTAC"])
+        .map(|(tcp, name)| {
+            let f = run(&lte(&format!("{tcp}\ntimestamps = false"), 20.0), 5 * S);
+            show(&format!("LTE, no timestamps, {name}"), &f);
+            f
+        })
+        .collect();
+    let (auto, drwa, rtac) = (&figs[0], &figs[1], &figs[2]);
+    let c_rtt_min = 40e6 / 8.0 * auto.rtt_min_ms / 1e3;
+    assert!(
+        (auto.rwnd_mean_bytes / (2.0 * c_rtt_min) - 1.0).abs() < 0.25,
+        "{auto:?}"
+    );
+    assert!(
+        (drwa.rwnd_mean_bytes / (3.0 * c_rtt_min) - 1.0).abs() < 0.25,
+        "{drwa:?}"
+    );
+    assert!(rtac.rwnd_mean_bytes > 0.9 * 2621440.0, "{rtac:?}");
+    assert!(rtac.rtt_p50_ms > 4.0 * rtac.rtt_min_ms, "{rtac:?}");
+}
