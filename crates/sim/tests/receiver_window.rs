@@ -246,3 +246,90 @@ fn without_timestamps_the_receiver_rtt_is_a_running_minimum() {
     assert!(rtac.rwnd_mean_bytes > 0.9 * 2621440.0, "{rtac:?}");
     assert!(rtac.rtt_p50_ms > 4.0 * rtac.rtt_min_ms, "{rtac:?}");
 }
+
+/// A Wi-Fi AP at 72 Mb/s PHY with one 400-packet buffer shared by its two
+/// stations, 14 ms RTT_min; CUBIC to station 0 with `tcp0` and, when
+/// given, to station 1 with `tcp1`.
+fn wifi(tcp0: &str, tcp1: Option<&str>, duration_s: f64) -> String {
+    let second = match tcp1 {
+        Some(t) => format!("[[flows]]\nsrc = \"server\"\ndst = \"sta1\"\ncc = \"cubic\"\ntcp = {{ {t} }}\n"),
+        None => String::new(),
+    };
+    format!(
+        r#"
+name = "wifi"
+seed = 5
+duration_s = {duration_s}
+sample_interval_ms = 10
+[tcp]
+preset = "linux"
+[topology]
+kind = "wifi"
+stations = 2
+wired_delay_ms = 6
+radio_delay_ms = 1
+rate = {{ constant_bps = 72e6 }}
+ap = {{ queue = {{ kind = "droptail", limit_packets = 400 }} }}
+[[flows]]
+src = "server"
+dst = "sta0"
+cc = "cubic"
+tcp = {{ {tcp0} }}
+{second}
+"#
+    )
+}
+
+#[test]
+fn on_a_shared_wifi_buffer_rtac_competes_and_drwa_starves() {
+    let auto = "rwnd_controller = \"autotuning\"";
+    let drwa = "rwnd_controller = \"drwa\"";
+    // θ = 1.38 at the AP's delivered rate (69.5 Mb/s here).
+    let rtac = "rwnd_controller = \"rtac\", rwnd_params = { theta = 1.38, link_rate_bps = 69.5e6 }";
+    let single: Vec<FlowFigures> = [("auto-tuning", auto), ("DRWA", drwa), ("RTAC", rtac)]
+        .iter()
+        .map(|(name, t)| {
+            let f = run(&wifi(t, None, 20.0), 5 * S);
+            show(&format!("Wi-Fi, one station, {name}"), &f);
+            f
+        })
+        .collect();
+    let excess = |g: &FlowFigures| g.rtt_mean_ms - g.rtt_min_ms;
+    assert!(
+        single[0].rtt_p50_ms > 3.0 * single[0].rtt_min_ms,
+        "{:?}",
+        single[0]
+    );
+    for f in &single[1..] {
+        assert!(excess(f) < 0.6 * excess(&single[0]), "{f:?}");
+        assert!(f.goodput_bps >= 0.9 * single[0].goodput_bps, "{f:?}");
+    }
+    // Direct competition: station 0 runs the receiver under test, station 1
+    // auto-tuning; goodput over the last 20 of 30 s.
+    let share = |t: &str| {
+        let mut sim = build(&wifi(t, Some(auto), 30.0));
+        sim.run_until(10 * S);
+        let b = (sim.flows[0].bytes_delivered(), sim.flows[1].bytes_delivered());
+        sim.run();
+        let g0 = (sim.flows[0].bytes_delivered() - b.0) as f64 * 8.0 / 20.0;
+        let g1 = (sim.flows[1].bytes_delivered() - b.1) as f64 * 8.0 / 20.0;
+        (g0, g1)
+    };
+    let mut ratios = Vec::new();
+    for (name, t) in [("auto-tuning", auto), ("DRWA", drwa), ("RTAC", rtac)] {
+        let (g0, g1) = share(t);
+        println!(
+            "Wi-Fi, {name:<11} beside auto-tuning: {:6.2} vs {:6.2} Mb/s ({:.2})",
+            g0 / 1e6,
+            g1 / 1e6,
+            g0 / g1
+        );
+        ratios.push(g0 / g1);
+    }
+    // Two auto-tuning flows share evenly; DRWA, Vegas-like, starves; RTAC
+    // holds a good part of its share (the RTAC study reports about 95 %;
+    // latlab measures less, docs/models/receiver-window.md).
+    assert!((ratios[0] - 1.0).abs() < 0.15, "{ratios:?}");
+    assert!(ratios[1] < 0.1, "{ratios:?}");
+    assert!(ratios[2] > 0.5, "{ratios:?}");
+}
