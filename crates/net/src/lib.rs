@@ -11,6 +11,8 @@
 //! - [`clock`]: the real-time clock and the precise wait the loops sleep in.
 //! - [`media`]: the sender and receiver loops.
 //! - [`emulate`]: the TUN link emulator.
+//! - [`recv`]: a TCP sink whose window is set by a receiver-window
+//!   controller (`latlab-net recv`).
 //! - [`record`]: per-interval CSV rows and the JSON summary.
 //! - [`cli`]: the command line.
 
@@ -19,4 +21,5 @@ pub mod clock;
 pub mod emulate;
 pub mod media;
 pub mod record;
+pub mod recv;
 pub mod wire;
