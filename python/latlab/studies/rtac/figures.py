@@ -172,7 +172,9 @@ def senders_figure(flows: pd.DataFrame, settings: Settings, out: Path) -> Path |
         for ax in axes[:, j]:
             ax.set_xticks(x, [SENDERS[s] for s in senders])
             ax.grid(True, axis="y", alpha=0.3)
-            ax.legend(fontsize=7)
+        axes[0, j].legend(fontsize=7, loc="lower left")
+        axes[1, j].legend(fontsize=7, loc="upper right")
+        axes[2, j].legend(fontsize=7, loc="upper left")
     return _save(fig, out)
 
 

@@ -55,8 +55,8 @@ def _why(vs: dict[str, Verdict], flows: pd.DataFrame) -> dict[str, str]:
             if receiver == "autotuning":
                 text += f"; the study's {ref_ms:g} ms is the same rule on its path's rate and buffer"
             elif receiver == "drwa":
-                text += ("; DRWA's RTT_min is the smallest value its smoothed estimate took, which the path's "
-                         "delay spread sets")
+                text += (f"; the study's {ref_ms:g} ms is λ times an RTT_min of {ref_ms / C.DRWA_LAMBDA:.0f} ms, so its "
+                         "path's unloaded RTT was shorter than latlab's, or its DRWA had not reached that point")
             else:
                 text += ("; the path's RTT_min (latlab's set-up, not the study's phones) fixes this point")
             why[key] = text
@@ -73,15 +73,7 @@ def _why(vs: dict[str, Verdict], flows: pd.DataFrame) -> dict[str, str]:
             same = share_of_autotuning(flows, "pair", path, "autotuning")
             noise = (f"two auto-tuning clients on the same path split {value_range(same, '{:.0f}', 100)} %, so "
                      "seeds move a share this much") if len(same) else ""  # fmt: skip
-            if share.mean() < REFERENCES[key].value:
-                why[key] = ("K is set for RTAC's operating point alone, and the price K·(Q̂ + 1) it puts on a queue "
-                            "that another flow keeps full is higher than the loss rate the auto-tuning CUBIC flow "
-                            "sees, so RTAC yields more than a Reno-like flow would")  # fmt: skip
-            else:
-                why[key] = ("RTAC takes more than the auto-tuning client here: the shared queue is the wired "
-                            "router's, which the wired client's CUBIC flow keeps full, and both phones' senders "
-                            "are CUBIC flows losing packets there, RTAC's window bounding its flow only near the top "
-                            "of each cycle")  # fmt: skip
+            why[key] = _rtac_beside_a_full_queue(flows, experiment, path)
             if noise:
                 why[key] += "; " + noise
         key = f"{experiment}_{path}_drwa"
@@ -89,6 +81,39 @@ def _why(vs: dict[str, Verdict], flows: pd.DataFrame) -> dict[str, str]:
             why[key] = ("DRWA shrinks its window while RTT_est > λ·RTT_min; a queue held by a loss-based flow "
                         "only starves it when that queue's delay exceeds (λ − 1)·RTT_min")  # fmt: skip
     return why
+
+
+def _rtac_beside_a_full_queue(flows: pd.DataFrame, experiment: str, path: str) -> str:
+    """Where RTAC's rule settles at the RTT another flow's queue imposes, against what its flow got.
+
+    With the queue held at RTT by a loss-based flow, Q̂ = (1 − RTT_m*/RTT)·w and the fixed point of
+    w = sqrt(a)·(RTT/RTT_m*)/sqrt(K·(Q̂ + 1)) is w³ ≈ a·(RTT/RTT_m*)²/(K·(1 − RTT_m*/RTT)): the window no longer
+    depends on the competitor's share, only on the delay it imposes.
+    """
+    d = select(flows, experiment, path)
+    d = d[(d["receiver"] == "rtac") & d["receivers"].str.startswith("autotuning")]
+    if not len(d):
+        return ""
+    rtt_ms, got_mbps = float(d["rtt_mean_ms"].mean()), float(d["goodput_bps"].mean()) / 1e6
+    spec = C.PATHS[path]
+    fig = single_figures(flows, path)
+    rtt_m = (float(fig["rtt_min_ms"].min()) if len(fig) else spec.rtt_min_ms) + spec.delta_ms
+    bdp = _bdp(flows, path)
+    k = C.RENO_A / (C.RTAC_THETA - 1) / bdp**3
+    if rtt_ms <= rtt_m:
+        return ""
+    w = (C.RENO_A * (rtt_ms / rtt_m) ** 2 / (k * (1 - rtt_m / rtt_ms))) ** (1 / 3)
+    rate_mbps = w * C.MSS_BYTES * 8 / (rtt_ms / 1e3) / 1e6
+    text = (f"at the RTT the shared queue holds ({rtt_ms:.0f} ms, against RTT_m + Δ = {rtt_m:.0f} ms) RTAC's rule "
+            f"settles at w³ = a·(RTT/RTT_m*)²/(K·(1 − RTT_m*/RTT)), w = {w:.0f} packets, {rate_mbps:.1f} Mbit/s, "
+            f"whatever the other flow's share; its flow got {got_mbps:.1f} Mbit/s")  # fmt: skip
+    if rate_mbps < 1.2 * got_mbps:
+        text += (": the window binds there and the auto-tuning flow takes the rest. The study's ≈ 95 % needs a "
+                 "larger window at the loaded RTT, i.e. a smaller K or a shorter queue than latlab's path holds")
+    else:
+        text += (": the window does not bind, so the RTAC client's CUBIC sender shares the queue as a loss-based flow "
+                 "would, and the split is as noisy as between two auto-tuning clients")  # fmt: skip
+    return text
 
 
 def _with_why(vs: dict[str, Verdict], why: dict[str, str]) -> dict[str, Verdict]:
@@ -101,6 +126,22 @@ def _bdp(flows: pd.DataFrame, path: str) -> float:
     rtt_min = float(fig["rtt_min_ms"].min()) if len(fig) else C.PATHS[path].rtt_min_ms
     spec = C.PATHS[path]
     return spec.capacity_bps * (rtt_min + spec.delta_ms) / 1e3 / 12000
+
+
+def _distinct(settings: C.Settings) -> int:
+    """How many distinct simulations a reproduction with ``settings`` runs."""
+    return len({(r.path, r.receivers, r.sender, r.rmem_kb, r.seed) for r in C.runs_of(settings)})
+
+
+def _full_estimate(settings: C.Settings, n_distinct: int, elapsed_s: float) -> str:
+    """For a quick run: the full run's time, scaled by its count of simulations and their length."""
+    if settings == C.FULL or not n_distinct:
+        return ""
+    n_full = _distinct(C.FULL)
+    scale = n_full / n_distinct * C.FULL.duration_s / settings.duration_s
+    return (f". The full run (`latlab reproduce rtac`) has {n_full} distinct simulations of {C.FULL.duration_s:g} s; "
+            f"scaling this run's time by count and length puts it near {elapsed_s * scale / 60:.0f} minutes on the "
+            "same workers")
 
 
 def _setup(settings: C.Settings, data: StudyData, jobs: int, elapsed_s: float) -> str:
@@ -134,8 +175,10 @@ def _setup(settings: C.Settings, data: StudyData, jobs: int, elapsed_s: float) -
                        f"{wifi.rtt_min_ms:g} ms; BDP ≈ {wifi.capacity_bps * wifi.rtt_min_ms / 1e3 / 12000:.0f} "
                        "packets)"],
         ["sender", f"CUBIC (and {', '.join(v for k, v in C.SENDERS.items() if k != 'cubic')} in the sender "
-                   f"experiment), `linux` preset, MSS {C.MSS_BYTES} B, timestamps on; each flow starts uniformly in "
-                   "[0, 0.5] s"],
+                   f"experiment), `linux` preset, MSS {C.MSS_BYTES} B, timestamps on; every download starts at "
+                   "t = 0, as the study's clients started theirs together (a delay-based receiver that starts behind "
+                   "another flow's full buffer takes that delay for RTT_min, sees no queue and never binds its "
+                   "sender)"],
         ["receivers", f"tcp_rmem_max {C.RMEM_MAX_KB} KB for all, which caps the advertised window at "
                       f"{C.RMEM_MAX_KB * C.WINDOW_FRACTION:g} KB: Linux keeps 2^−tcp_adv_win_scale of the buffer "
                       "for overhead (tcp_adv_win_scale = 1, the default of the study's kernels), while latlab's "
@@ -157,7 +200,8 @@ def _setup(settings: C.Settings, data: StudyData, jobs: int, elapsed_s: float) -
         ["seeds", ", ".join(str(s) for s in settings.seeds) + "; tables give the mean over seeds and the range"],
         ["runs", f"{n_ok} run points, {n_distinct} distinct simulations (a scenario shared by two experiments runs "
                  f"once); the simulations took {sim_s:.0f} s in all (sum over runs); running and reducing them took "
-                 f"**{elapsed_s:.0f} s** here on {jobs} worker(s) (runs found finished in runs/ are not redone)"],
+                 f"**{elapsed_s:.0f} s** here on {jobs} worker(s) (runs found finished in runs/ are not redone)"
+                 + _full_estimate(settings, n_distinct, elapsed_s)],
     ]  # fmt: skip
     return _table(["", "value"], rows)
 
