@@ -7,10 +7,12 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use latlab_proto::tcp::RwndSpec;
 use latlab_proto::tfrc::{DflowParams, TfrcConfig, TfrcMode};
 
 use crate::media::receiver::RecvOptions;
 use crate::media::sender::SendOptions;
+use crate::recv::RecvOptions as TcpRecvOptions;
 use crate::wire::{DATA_HEADER_LEN, MAX_PACKET_BYTES};
 
 #[derive(Debug, Parser)]
@@ -38,6 +40,73 @@ pub enum Command {
     /// namespaces (an emulated path's ends), measured as the simulator does.
     #[command(after_help = crate::flows::args::FLOWS_EXAMPLE)]
     Flows(crate::flows::args::FlowsArgs),
+    /// A TCP sink whose advertised window is set by a receiver-window
+    /// controller (Linux auto-tuning, DRWA or RTAC), with per-interval
+    /// goodput, RTT and window.
+    #[command(after_help = TCP_RECV_EXAMPLE)]
+    Recv(TcpRecvArgs),
+}
+
+const TCP_RECV_EXAMPLE: &str = "Example:\n  latlab-net recv --listen 0.0.0.0:5001 --controller rtac \
+     --param theta=1.38 --param link_rate_bps=40e6 --param delta_ms=18 --record recv.csv\n\
+     Parameters (--param KEY=VALUE) are those of the scenario table rwnd_params \
+     (docs/models/receiver-window.md).";
+
+/// The receiver-window controllers `recv` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ControllerName {
+    /// Linux receive-buffer auto-tuning (twice the largest delivery per RTT).
+    Autotuning,
+    /// DRWA: λ·(RTT_min/RTT)·(delivery per RTT).
+    Drwa,
+    /// RTAC: the window a Reno sender would hold under an emulated AQM.
+    Rtac,
+}
+
+#[derive(Debug, Args)]
+pub struct TcpRecvArgs {
+    /// Address to listen on (one connection is accepted).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: SocketAddr,
+    #[arg(long, value_enum)]
+    pub controller: ControllerName,
+    /// A controller constant, KEY=VALUE (repeatable), e.g. rmem_max_bytes=2621440.
+    #[arg(long = "param", value_name = "KEY=VALUE", value_parser = key_value)]
+    pub params: Vec<(String, f64)>,
+    /// Stop after this long, s [default: when the sender closes, or SIGINT/SIGTERM].
+    #[arg(long, value_name = "S", value_parser = positive_finite)]
+    pub duration_s: Option<f64>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+fn key_value(s: &str) -> Result<(String, f64), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected KEY=VALUE, got '{s}'"))?;
+    let v: f64 = v.trim().parse().map_err(|_| format!("'{v}' is not a number"))?;
+    Ok((k.trim().to_string(), v))
+}
+
+impl TcpRecvArgs {
+    /// The run options, or a message naming the offending flag.
+    pub fn options(&self) -> Result<TcpRecvOptions, String> {
+        let name = match self.controller {
+            ControllerName::Autotuning => "autotuning",
+            ControllerName::Drwa => "drwa",
+            ControllerName::Rtac => "rtac",
+        };
+        let controller = RwndSpec::parse(name, &self.params).map_err(|e| format!("--param: {e}"))?;
+        Ok(TcpRecvOptions {
+            listen: self.listen,
+            controller,
+            duration_ns: self.duration_s.map(|s| to_ns(s, S, "duration-s")).transpose()?,
+            interval_ns: to_ns(self.output.interval_ms, MS, "interval-ms")?,
+            record: self.output.record.clone(),
+            summary: self.output.summary.clone(),
+            quiet: self.output.quiet,
+        })
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -347,6 +416,28 @@ mod tests {
     }
 
     #[test]
+    fn tcp_recv_takes_the_controller_and_its_parameters() {
+        let cli = parse(
+            "recv --listen 127.0.0.1:5001 --controller rtac --param theta=1.5 \
+             --param link_rate_bps=20e6 --param delta_ms=8 --duration-s 3",
+        )
+        .unwrap();
+        let Command::Recv(a) = cli.command else {
+            panic!("not recv")
+        };
+        let o = a.options().unwrap();
+        assert_eq!(o.controller.name(), "rtac");
+        let latlab_proto::tcp::RwndSpec::Rtac(p) = o.controller else {
+            panic!()
+        };
+        assert_eq!(
+            (p.theta, p.link_rate_bps, p.delta_ms),
+            (Some(1.5), Some(20e6), 8.0)
+        );
+        assert_eq!(o.duration_ns, Some(3_000_000_000));
+    }
+
+    #[test]
     fn bad_input_is_an_error_naming_the_flag() {
         for (args, mentions) in [
             ("media send", "--to"),
@@ -382,6 +473,28 @@ mod tests {
             ("media recv --listen 127.0.0.1:5000 --warmup-s -2", "-2"),
             ("media recv --listen 127.0.0.1:5000 --idle-timeout-s 0", "0"),
             ("media frobnicate", "frobnicate"),
+            ("recv --listen 127.0.0.1:5001", "--controller"),
+            ("recv --listen 127.0.0.1:5001 --controller bbr", "bbr"),
+            (
+                "recv --listen 127.0.0.1:5001 --controller drwa --param lambda",
+                "KEY=VALUE",
+            ),
+            (
+                "recv --listen 127.0.0.1:5001 --controller drwa --param lambda=x",
+                "'x'",
+            ),
+            (
+                "recv --listen 127.0.0.1:5001 --controller drwa --param lamda=3",
+                "lambda",
+            ),
+            (
+                "recv --listen 127.0.0.1:5001 --controller rtac --param theta=1.38",
+                "link_rate_bps",
+            ),
+            (
+                "recv --listen 127.0.0.1:5001 --controller rtac --param alpha=2",
+                "out of range",
+            ),
         ] {
             let err = match parse(args) {
                 Err(e) => {
@@ -392,6 +505,7 @@ mod tests {
                     Command::Media(MediaCommand::Send(a)) => a.options().unwrap_err(),
                     Command::Media(MediaCommand::Recv(a)) => a.options().map(|_| ()).unwrap_err(),
                     Command::Emulate(_) | Command::Flows(_) => panic!("not a media command: {args}"),
+                    Command::Recv(a) => a.options().map(|_| ()).unwrap_err(),
                 },
             };
             assert!(err.contains(mentions), "{args}: {err}");

@@ -13,6 +13,8 @@
 //! - [`emulate`]: the TUN link emulator.
 //! - [`flows`]: a scenario's TCP flows over the kernel's TCP, between
 //!   two namespaces (usually the emulator's), with TCP_INFO samples.
+//! - [`recv`]: a TCP sink whose window is set by a receiver-window
+//!   controller (`latlab-net recv`).
 //! - [`record`]: per-interval CSV rows and the JSON summary.
 //! - [`cli`]: the command line.
 
@@ -22,4 +24,5 @@ pub mod emulate;
 pub mod flows;
 pub mod media;
 pub mod record;
+pub mod recv;
 pub mod wire;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use latlab_net::cli::{Cli, Command, MediaCommand};
-use latlab_net::{clock, emulate, flows, media};
+use latlab_net::{clock, emulate, flows, media, recv};
 
 fn main() -> ExitCode {
     // clap prints its own message and exits with 2 on bad input (0 for
@@ -64,6 +64,13 @@ fn main() -> ExitCode {
                         ExitCode::FAILURE
                     }
                 };
+            }
+            Err(msg) => return usage_error(&msg),
+        },
+        Command::Recv(args) => match args.options() {
+            Ok(opts) => {
+                clock::install_stop_handlers();
+                recv::run(&opts).map(|_| ())
             }
             Err(msg) => return usage_error(&msg),
         },

@@ -9,7 +9,7 @@
 
 use crate::traffic::{UdpSource, UserDraws};
 use latlab_proto::cc::CcSpec;
-use latlab_proto::tcp::{SenderStats, TcpConfig, TcpReceiver, TcpSender};
+use latlab_proto::tcp::{RwndSpec, SenderStats, TcpConfig, TcpReceiver, TcpSender};
 use latlab_proto::tfrc::{TfrcMode, TfrcReceiver, TfrcSender};
 
 /// Timer bookkeeping for one sans-IO endpoint.
@@ -64,6 +64,8 @@ pub struct ClosedLoop {
     pub cfg: TcpConfig,
     /// The group's controller: each new connection gets a fresh one.
     pub cc: CcSpec,
+    /// The group's receiver-window controller: fresh per connection too.
+    pub rwnd: RwndSpec,
     pub transfers: Vec<Transfer>,
     /// Start and size of the transfer in progress.
     pub current_start_ns: u64,

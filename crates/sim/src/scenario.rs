@@ -107,7 +107,14 @@ pub struct TcpSpec {
     pub delayed_ack: Option<bool>,
     pub delayed_ack_segments: Option<u32>,
     pub delayed_ack_timeout_ms: Option<f64>,
+    /// The fixed receiver's advertised window (with `rwnd_controller` unset
+    /// or "fixed").
     pub rwnd_bytes: Option<u64>,
+    /// Receiver-window controller: "fixed" (default), "autotuning",
+    /// "drwa" or "rtac" (docs/models/receiver-window.md).
+    pub rwnd_controller: Option<String>,
+    /// Its constants, e.g. { theta = 1.38, link_rate_bps = 40e6 } for RTAC.
+    pub rwnd_params: Option<std::collections::BTreeMap<String, f64>>,
     pub pacing: Option<bool>,
     pub pacing_ss_factor: Option<f64>,
     pub pacing_ca_factor: Option<f64>,
@@ -134,6 +141,8 @@ impl TcpSpec {
             delayed_ack_segments,
             delayed_ack_timeout_ms,
             rwnd_bytes,
+            rwnd_controller,
+            rwnd_params,
             pacing,
             pacing_ss_factor,
             pacing_ca_factor,

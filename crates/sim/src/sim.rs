@@ -14,7 +14,7 @@ use crate::network::{queue_view, Link, MediumKind, Node, Service, SharedMedium};
 use crate::packet::{Packet, PacketRef, PacketSlab, Payload};
 use crate::routing::RouteTable;
 use latlab_link::Departure;
-use latlab_proto::tcp::{FixedRwnd, TcpReceiver, TcpSender};
+use latlab_proto::tcp::{TcpReceiver, TcpSender};
 use latlab_proto::tfrc::TfrcSender;
 use latlab_qdisc::{Dequeue, Enqueue};
 use rand::Rng;
@@ -400,6 +400,7 @@ impl Simulation {
         // discarded by generation, its stale timers by their slots.
         let cfg = cl.cfg.clone();
         let cc = cl.cc.build(cfg.mss_bytes as u64);
+        let rwnd = cl.rwnd.build(&cfg);
         let f = &mut self.flows[flow as usize];
         f.conn = f.conn.wrapping_add(1);
         let Transport::Tcp(t) = &mut f.transport else {
@@ -409,7 +410,7 @@ impl Simulation {
         // sends nothing, and the finished connection's counters (now in the
         // `past_*` totals) are not counted twice.
         t.sender = TcpSender::new(cfg.clone(), cc, Some(1));
-        t.receiver = TcpReceiver::new(cfg.clone(), Box::new(FixedRwnd(cfg.rwnd_bytes)));
+        t.receiver = TcpReceiver::new(cfg.clone(), rwnd);
         t.sender_timer = TimerSlot::default();
         t.receiver_timer = TimerSlot::default();
         self.queue.schedule(now + think, Event::UserNext { flow });

@@ -191,3 +191,68 @@ fn controller_names_and_knobs_come_from_the_registry() {
     .unwrap();
     load(&with("cc = \"westwood\""), "ok.toml").unwrap();
 }
+
+#[test]
+fn receiver_window_controller_names_and_knobs_are_checked() {
+    let with = |tcp: &str| BASE.replace("dst = \"b\"", &format!("dst = \"b\"\ntcp = {{ {tcp} }}"));
+    // An unknown controller lists the known ones.
+    let msg = error_of(&with("rwnd_controller = \"rtacc\""));
+    assert_mentions(
+        &msg,
+        &[
+            "bad.toml",
+            "flows[0].tcp.rwnd_controller",
+            "rtacc",
+            "fixed",
+            "autotuning",
+            "drwa",
+            "rtac",
+        ],
+    );
+    // An unknown knob lists the controller's knobs with ranges.
+    let msg = error_of(&with("rwnd_controller = \"drwa\", rwnd_params = { lamda = 3 }"));
+    assert_mentions(
+        &msg,
+        &[
+            "flows[0].tcp.rwnd_params",
+            "lamda",
+            "lambda",
+            "alpha",
+            "rmem_max_bytes",
+        ],
+    );
+    // Out of range, and constraints between knobs.
+    let msg = error_of(&with("rwnd_controller = \"rtac\", rwnd_params = { alpha = 1.5 }"));
+    assert_mentions(
+        &msg,
+        &["flows[0].tcp.rwnd_params", "alpha", "out of range", "[0, 1)"],
+    );
+    let msg = error_of(&with(
+        "rwnd_controller = \"rtac\", rwnd_params = { theta = 1.38 }",
+    ));
+    assert_mentions(&msg, &["flows[0].tcp.rwnd_params", "theta", "link_rate_bps"]);
+    let msg = error_of(&with(
+        "rwnd_controller = \"autotuning\", rwnd_params = { rmem_max_bytes = 2.5 }",
+    ));
+    assert_mentions(
+        &msg,
+        &["flows[0].tcp.rwnd_params", "rmem_max_bytes", "out of range"],
+    );
+    // The fixed window takes no knobs; rwnd_bytes is its window only.
+    let msg = error_of(&with("rwnd_params = { lambda = 3 }"));
+    assert_mentions(&msg, &["flows[0].tcp.rwnd_params", "fixed accepts no parameters"]);
+    let msg = error_of(&with("rwnd_controller = \"drwa\", rwnd_bytes = 65535"));
+    assert_mentions(&msg, &["flows[0].tcp.rwnd_bytes", "rmem_max_bytes"]);
+    // [tcp] sets the default for every group.
+    let msg = error_of(&BASE.replace("duration_s = 10", "duration_s = 10\n[tcp]\nrwnd_controller = 3"));
+    assert_mentions(&msg, &["tcp.rwnd_controller"]);
+    for ok in [
+        "rwnd_controller = \"autotuning\", rwnd_params = { rmem_max_bytes = 2621440 }",
+        "rwnd_controller = \"drwa\"",
+        "rwnd_controller = \"rtac\", rwnd_params = { theta = 1.38, link_rate_bps = 40e6, delta_ms = 18 }",
+        "rwnd_controller = \"rtac\", rwnd_params = { k = 3e-7 }",
+        "rwnd_controller = \"fixed\", rwnd_bytes = 65535",
+    ] {
+        load(&with(ok), "ok.toml").unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+}

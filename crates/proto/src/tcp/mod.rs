@@ -9,8 +9,9 @@
 //! The pieces: [`config`] (parameters and presets), `rtt` (RFC 6298),
 //! `scoreboard` (per-segment SACK scoreboard, RFC 6675), `sender`
 //! (handshake, windows, NewReno RFC 6582 and SACK RFC 6675 recovery, RTO,
-//! pacing) and `receiver` (delivery, SACK generation RFC 2018, delayed ACK
-//! RFC 5681 §4.2, timestamps RFC 7323).
+//! pacing), `receiver` (delivery, SACK generation RFC 2018, delayed ACK
+//! RFC 5681 §4.2, timestamps RFC 7323) and [`rwnd`] (the receiver-window
+//! controllers: fixed, Linux auto-tuning, DRWA, RTAC).
 //!
 //! Design notes (details in the module docs of `sender` and `scoreboard`):
 //! - The scoreboard is a `VecDeque` of per-segment records (seq, len,
@@ -30,6 +31,7 @@
 pub mod config;
 mod receiver;
 mod rtt;
+pub mod rwnd;
 mod scoreboard;
 mod sender;
 
@@ -41,6 +43,7 @@ mod tests;
 mod testutil;
 
 pub use config::{DelayedAck, Pacing, Recovery, TcpConfig, LARGE_RWND_BYTES};
-pub use receiver::{FixedRwnd, ReceiverStats, RwndPolicy, TcpReceiver};
+pub use receiver::{ReceiverStats, TcpReceiver};
 pub use rtt::RttEstimator;
+pub use rwnd::{FixedRwnd, RwndController, RwndSpec, RwndSpecError, SegmentArrival};
 pub use sender::{CaState, SenderStats, TcpSender};

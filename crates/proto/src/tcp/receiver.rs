@@ -3,35 +3,22 @@
 //!
 //! The application reads every in-order byte at once, so the receive buffer
 //! holds only out-of-order data and the advertised window is whatever the
-//! [`RwndPolicy`] says (a receiver-window controller can use it as a
-//! control knob). Data beyond the advertised window is accepted rather than
-//! dropped: with an always-empty buffer there is nothing to protect, and a
-//! zero-window probe is then simply delivered.
+//! receiver-window controller ([`RwndController`], module `rwnd`) says: a
+//! constant ([`FixedRwnd`], the default) or an adaptive controller that
+//! uses the window as a control knob. The controller sees every data
+//! segment (size and timestamps) and every in-order delivery. Data beyond
+//! the advertised window is accepted rather than dropped: with an
+//! always-empty buffer there is nothing to protect, and a zero-window probe
+//! is then simply delivered.
 
 use std::collections::VecDeque;
 
 use super::config::TcpConfig;
+use super::rwnd::{RwndController, SegmentArrival};
 use crate::segment::{Flags, SackBlock, Segment, MAX_SACK_BLOCKS};
 
-/// How the receiver sets its advertised window.
-pub trait RwndPolicy: Send {
-    /// Data arrived; `delivered_bytes_total` bytes have been delivered in
-    /// order so far.
-    fn on_data(&mut self, now_ns: u64, delivered_bytes_total: u64);
-    /// The window to advertise now.
-    fn rwnd_bytes(&self) -> u64;
-}
-
-/// A constant advertised window.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FixedRwnd(pub u64);
-
-impl RwndPolicy for FixedRwnd {
-    fn on_data(&mut self, _now_ns: u64, _delivered_bytes_total: u64) {}
-    fn rwnd_bytes(&self) -> u64 {
-        self.0
-    }
-}
+#[cfg(doc)]
+use super::rwnd::FixedRwnd;
 
 /// Counters kept by the receiver.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -65,7 +52,7 @@ enum State {
 /// The TCP receiver state machine (sans-IO).
 pub struct TcpReceiver {
     cfg: TcpConfig,
-    rwnd: Box<dyn RwndPolicy>,
+    rwnd: Box<dyn RwndController>,
     state: State,
     /// Initial receive sequence number (the peer's SYN).
     irs: u64,
@@ -89,7 +76,7 @@ pub struct TcpReceiver {
 impl TcpReceiver {
     /// A listening receiver. The advertised window comes from `rwnd` only
     /// (`cfg.rwnd_bytes` is what [`FixedRwnd`] is usually built from).
-    pub fn new(cfg: TcpConfig, rwnd: Box<dyn RwndPolicy>) -> Self {
+    pub fn new(cfg: TcpConfig, rwnd: Box<dyn RwndController>) -> Self {
         TcpReceiver {
             cfg,
             rwnd,
@@ -112,9 +99,14 @@ impl TcpReceiver {
         self.stats
     }
 
-    /// The window the policy advertises now.
+    /// The window the controller advertises now.
     pub fn rwnd_bytes(&self) -> u64 {
         self.rwnd.rwnd_bytes()
+    }
+
+    /// The receiver-window controller (its name, its RTT estimate).
+    pub fn rwnd_controller(&self) -> &dyn RwndController {
+        &*self.rwnd
     }
 
     /// Next sequence number expected (RCV.NXT).
@@ -143,6 +135,12 @@ impl TcpReceiver {
             return; // not data sequence space
         }
         self.stats.segments_received += 1;
+        self.rwnd.on_segment(&SegmentArrival {
+            now_ns,
+            payload_bytes: seg.payload_bytes,
+            ts_val_ns: seg.ts_val_ns,
+            ts_ecr_ns: seg.ts_ecr_ns,
+        });
 
         // RFC 7323 §4.3 (2): TS.Recent from the segment covering Last.ACK.sent.
         if self.cfg.timestamps {
@@ -156,7 +154,6 @@ impl TcpReceiver {
         if end <= self.rcv_nxt {
             // Entirely old: ACK at once (RFC 793 / RFC 5681 §4.2).
             self.stats.duplicate_segments += 1;
-            self.rwnd.on_data(now_ns, self.delivered());
             self.push_ack(now_ns, None);
             return;
         }
@@ -175,7 +172,8 @@ impl TcpReceiver {
             }
             self.ooo.drain(..drained);
             self.stats.bytes_delivered += self.rcv_nxt - before;
-            self.rwnd.on_data(now_ns, self.delivered());
+            // The application reads at once: delivered is copied.
+            self.rwnd.on_copied(now_ns, self.rcv_nxt - before);
             if filled_hole {
                 // RFC 5681 §4.2: ACK at once for a segment filling (part of) a gap.
                 self.push_ack(now_ns, None);
@@ -199,13 +197,8 @@ impl TcpReceiver {
         } else {
             self.stats.duplicate_segments += 1;
         }
-        self.rwnd.on_data(now_ns, self.delivered());
         let trigger = range.or_else(|| self.ooo_range_containing(seq));
         self.push_ack(now_ns, trigger);
-    }
-
-    fn delivered(&self) -> u64 {
-        self.rcv_nxt.saturating_sub(self.irs.saturating_add(1))
     }
 
     fn on_syn(&mut self, now_ns: u64, seg: &Segment) {

@@ -685,22 +685,36 @@ fn idle_restart_resets_cwnd_to_iw() {
     assert_eq!(h.rcv.stats().bytes_delivered, 300 * mss);
 }
 
-/// A receiver window policy that closes the window for one second once 20
-/// segments have been delivered (only data arrivals tell it the time).
+/// A receiver window controller that closes the window for one second once
+/// 20 segments have been delivered (only data arrivals tell it the time).
 struct ClosingWindow {
     mss: u64,
+    delivered: u64,
     closed_at: Option<u64>,
     open: bool,
 }
 
-impl RwndPolicy for ClosingWindow {
-    fn on_data(&mut self, now: u64, delivered: u64) {
-        if delivered >= 20 * self.mss && self.closed_at.is_none() {
+impl ClosingWindow {
+    fn update(&mut self, now: u64) {
+        if self.delivered >= 20 * self.mss && self.closed_at.is_none() {
             self.closed_at = Some(now);
         }
         if let Some(t) = self.closed_at {
             self.open = now >= t + NS_PER_SEC;
         }
+    }
+}
+
+impl RwndController for ClosingWindow {
+    fn name(&self) -> &'static str {
+        "closing"
+    }
+    fn on_segment(&mut self, a: &SegmentArrival) {
+        self.update(a.now_ns);
+    }
+    fn on_copied(&mut self, now: u64, bytes: u64) {
+        self.delivered += bytes;
+        self.update(now);
     }
     fn rwnd_bytes(&self) -> u64 {
         if self.closed_at.is_some() && !self.open {
@@ -720,6 +734,7 @@ fn zero_window_persist_probes() {
         Box::new(TestReno),
         Box::new(ClosingWindow {
             mss,
+            delivered: 0,
             closed_at: None,
             open: false,
         }),

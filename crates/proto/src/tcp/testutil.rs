@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use super::{FixedRwnd, RwndPolicy, TcpConfig, TcpReceiver, TcpSender};
+use super::{FixedRwnd, RwndController, TcpConfig, TcpReceiver, TcpSender};
 use crate::cc::{slow_start, AckSample, CcState, CongestionControl, CongestionEvent};
 use crate::segment::Segment;
 use crate::TimeNs;
@@ -137,7 +137,7 @@ impl Harness {
     pub fn with(
         cfg: TcpConfig,
         cc: Box<dyn CongestionControl>,
-        rwnd: Box<dyn RwndPolicy>,
+        rwnd: Box<dyn RwndController>,
         app_bytes: Option<u64>,
         rate_bps: u64,
         one_way_ns: u64,

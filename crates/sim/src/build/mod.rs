@@ -17,7 +17,9 @@ use crate::sim::Simulation;
 use crate::topology::{self, LinkPlan};
 use crate::traffic::{FileSize, UdpPattern, UdpSource, UserDraws};
 use latlab_proto::cc::{CcSpec, CcSpecError};
-use latlab_proto::tcp::{DelayedAck, FixedRwnd, Pacing, Recovery, TcpConfig, TcpReceiver, TcpSender};
+use latlab_proto::tcp::{
+    DelayedAck, Pacing, Recovery, RwndSpec, RwndSpecError, TcpConfig, TcpReceiver, TcpSender,
+};
 use latlab_proto::tfrc::{DflowParams, TfrcConfig, TfrcMode, TfrcReceiver, TfrcSender};
 use latlab_qdisc::{
     CoDel, CoDelParams, DropTail, EdgePacer, EdgePacerParams, Limit, Qdisc, QueuedPacket, Red, RedParams,
@@ -190,6 +192,7 @@ pub fn build_with_limit(
         }
         let tcp_spec = sc.tcp.overlay(&grp.tcp);
         let cfg = tcp_config(&cx, &tcp_spec, &format!("{p}.tcp"))?;
+        let rwnd = rwnd_spec(&cx, &tcp_spec, &format!("{p}.tcp"))?;
         let kind = group_kind(&cx, grp, &p, sc.duration_s)?;
         if grp.size_bytes == Some(0) {
             return Err(cx.err(
@@ -251,6 +254,7 @@ pub fn build_with_limit(
                         },
                         cfg: cfg.clone(),
                         cc: spec.clone(),
+                        rwnd: rwnd.clone(),
                         transfers: Vec::new(),
                         current_start_ns: 0,
                         current_size_bytes: 0,
@@ -264,7 +268,7 @@ pub fn build_with_limit(
                     };
                     let tcp = TcpFlow {
                         sender: TcpSender::new(cfg.clone(), cc, app_bytes),
-                        receiver: TcpReceiver::new(cfg.clone(), Box::new(FixedRwnd(cfg.rwnd_bytes))),
+                        receiver: TcpReceiver::new(cfg.clone(), rwnd.build(&cfg)),
                         sender_timer: TimerSlot::default(),
                         receiver_timer: TimerSlot::default(),
                         closed_loop,
@@ -448,4 +452,4 @@ mod tcp;
 
 use groups::{group_kind, start_times, GroupKind};
 use queues::make_qdisc;
-use tcp::tcp_config;
+use tcp::{rwnd_spec, tcp_config};

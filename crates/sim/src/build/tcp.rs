@@ -1,4 +1,5 @@
-//! TCP settings: a preset, then the keys a scenario sets.
+//! TCP settings: a preset, then the keys a scenario sets; the receiver's
+//! window controller.
 
 use super::*;
 
@@ -106,4 +107,30 @@ pub(super) fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig,
         return Err(cx.err(format!("{path}.sack"), msg));
     }
     Ok(c)
+}
+
+/// The receiver-window controller a TCP table chooses (`rwnd_controller`,
+/// `rwnd_params`), checked once; "fixed" (the `rwnd_bytes` window) when unset.
+pub(super) fn rwnd_spec(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<RwndSpec, ScenarioError> {
+    let name = s.rwnd_controller.as_deref().unwrap_or("fixed");
+    let params: Vec<(String, f64)> = s
+        .rwnd_params
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), *v))
+        .collect();
+    let spec = RwndSpec::parse(name, &params).map_err(|e| match e {
+        RwndSpecError::UnknownController(_) => cx.err(format!("{path}.rwnd_controller"), e.to_string()),
+        RwndSpecError::Param(m) => cx.err(format!("{path}.rwnd_params"), m),
+    })?;
+    if s.rwnd_bytes.is_some() && !matches!(spec, RwndSpec::Fixed(_)) {
+        return Err(cx.err(
+            format!("{path}.rwnd_bytes"),
+            format!(
+                "rwnd_bytes sets the fixed receiver's window; with rwnd_controller = {name:?} \
+                 bound the window with rwnd_params.rmem_max_bytes (and initial_rwnd_bytes) instead"
+            ),
+        ));
+    }
+    Ok(spec)
 }

@@ -307,7 +307,10 @@ def _red_note(df: pd.DataFrame) -> str:
               "buffer (the queue an arrival sees is at most the buffer less one packet), and the mean packet size "
               "only sets the idle-time decay, which lowers the average further. This is RED's own semantics at "
               "buffers of a few packets, not a latlab defect; the study's RED results at these buffers may rest on "
-              "a different RED variant or parameters (its text does not give them).\n")
+              "a different RED variant or parameters (its text does not give them). ns-3's RedQueueDisc on the same small "
+              "buffers, side by side with latlab: [docs/validation/red-small-buffer.md]"
+              "(../validation/red-small-buffer.md) (it keeps counting across buffer overflows, so it does drop early "
+              "at 5 packets).\n")
     return "\n".join(out) + "\n"
 
 

@@ -1,0 +1,339 @@
+//! `latlab-net recv`: a TCP sink whose advertised window is set by one of
+//! `latlab_proto`'s receiver-window controllers (Linux auto-tuning, DRWA or
+//! RTAC; docs/models/receiver-window.md), the same code the simulator runs.
+//!
+//! The sink accepts one connection and reads everything it sends. It owns
+//! the receive buffer (`SO_RCVBUF`, twice the controller's largest window,
+//! set before the handshake; see `socket`), which turns the kernel's own
+//! auto-tuning off, and moves `TCP_WINDOW_CLAMP` to the controller's
+//! window whenever it changes.
+//!
+//! How the controller is fed from the socket (the real-world counterparts
+//! of the simulator's calls):
+//! - `on_copied(now, n)` after every `read` of n bytes: user space sees
+//!   exactly the copy to the application.
+//! - `on_segment`: user space sees no segments or timestamps. The kernel
+//!   measures the receiver RTT itself (`tcpi_rcv_rtt`: from timestamps, or
+//!   the window method without them, the same two methods as the
+//!   controllers' own estimator). After each turn that read data, the sink
+//!   reports one full-size arrival whose echo is `now − tcpi_rcv_rtt`, so
+//!   the controller's sample is the kernel's estimate. The controller's
+//!   EWMA then smooths an already smoothed value (Linux's gain is also
+//!   1/8), and its minimum RTT is the smallest kernel estimate.
+//!
+//! Per interval it records goodput, the kernel's RTT estimate, the
+//! controller's RTT and window, and the clamp and window the kernel holds.
+
+pub mod socket;
+
+use std::io::{self, Read};
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+
+use latlab_proto::tcp::{RwndController, RwndSpec, SegmentArrival, TcpConfig};
+use serde::Serialize;
+
+use crate::clock::{self, now_ns};
+use crate::media::{say, RunError};
+use crate::record::{rate_bps, summary_path, write_summary, Distribution, Recorder, RowClock};
+
+/// Bytes read per `read` call at most.
+const READ_BYTES: usize = 256 * 1024;
+/// Reads per loop turn at most, so rows and the clamp keep up under load.
+const MAX_READS_PER_TURN: usize = 64;
+/// How often the loop looks at the listener or the connection when idle.
+const IDLE_POLL_NS: u64 = 100_000_000;
+
+/// Everything `recv` was asked to do (validated).
+#[derive(Clone, Debug)]
+pub struct RecvOptions {
+    pub listen: SocketAddr,
+    /// The controller and its constants (never `Fixed`).
+    pub controller: RwndSpec,
+    /// Stop this long after start (None: at the sender's EOF or a signal).
+    pub duration_ns: Option<u64>,
+    pub interval_ns: u64,
+    pub record: Option<PathBuf>,
+    pub summary: Option<PathBuf>,
+    pub quiet: bool,
+}
+
+/// One interval of the record.
+#[derive(Clone, Debug, Serialize)]
+pub struct RecvRow {
+    /// Seconds since the connection was accepted.
+    pub t_s: f64,
+    /// Bytes read in the interval, as bits/s.
+    pub goodput_bps: f64,
+    /// The kernel's receiver RTT estimate (`tcpi_rcv_rtt`), ms.
+    pub rcv_rtt_ms: Option<f64>,
+    /// The controller's RTT estimate, ms.
+    pub controller_rtt_ms: Option<f64>,
+    /// The controller's window, bytes.
+    pub rwnd_bytes: u64,
+    /// `TCP_WINDOW_CLAMP` read back, bytes.
+    pub window_clamp_bytes: u64,
+    /// The window the kernel last advertised (`tcpi_rcv_wnd`), bytes.
+    pub rcv_wnd_bytes: u64,
+    pub bytes_total: u64,
+}
+
+/// The end-of-run summary.
+#[derive(Clone, Debug, Serialize)]
+pub struct RecvSummary {
+    pub role: &'static str,
+    pub controller: &'static str,
+    pub peer: Option<String>,
+    /// The receive buffer the kernel granted, bytes.
+    pub rcvbuf_bytes: u64,
+    pub mss_bytes: Option<u64>,
+    pub bytes_received: u64,
+    pub duration_s: f64,
+    pub goodput_bps: f64,
+    /// Over the rows: the kernel's RTT estimate (ms) and the window (bytes).
+    pub rcv_rtt_ms: Option<Distribution>,
+    pub rwnd_bytes: Option<Distribution>,
+    /// Window changes applied with `TCP_WINDOW_CLAMP`.
+    pub clamp_updates: u64,
+}
+
+/// Run the sink until the sender closes, the duration passes or a signal.
+pub fn run(opts: &RecvOptions) -> Result<RecvSummary, RunError> {
+    let max_window = opts.controller.max_window_bytes().unwrap_or(1 << 30);
+    let (listener, rcvbuf_bytes) =
+        socket::listen(opts.listen, 2 * max_window).map_err(|source| RunError::Bind {
+            addr: opts.listen,
+            source,
+        })?;
+    listener.set_nonblocking(true).map_err(RunError::Socket)?;
+    let start_ns = now_ns();
+    let end_ns = opts.duration_ns.map(|d| start_ns.saturating_add(d));
+    let mut summary = RecvSummary {
+        role: "recv",
+        controller: opts.controller.name(),
+        peer: None,
+        rcvbuf_bytes,
+        mss_bytes: None,
+        bytes_received: 0,
+        duration_s: 0.0,
+        goodput_bps: 0.0,
+        rcv_rtt_ms: None,
+        rwnd_bytes: None,
+        clamp_updates: 0,
+    };
+    let past_end = |now: u64| end_ns.is_some_and(|e| now >= e);
+    // Wait for the one connection.
+    let (stream, peer) = loop {
+        match listener.accept() {
+            Ok(x) => break x,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(RunError::Socket(e)),
+        }
+        let now = now_ns();
+        if clock::stop_requested() || past_end(now) {
+            write_out(opts, &summary)?;
+            return Ok(summary);
+        }
+        let wake = end_ns.map_or(now + IDLE_POLL_NS, |e| e.min(now + IDLE_POLL_NS));
+        clock::wait_readable_until(listener.as_raw_fd(), wake);
+    };
+    drop(listener);
+    summary.peer = Some(peer.to_string());
+    session(opts, stream, end_ns, summary)
+}
+
+fn session(
+    opts: &RecvOptions,
+    mut stream: TcpStream,
+    end_ns: Option<u64>,
+    mut summary: RecvSummary,
+) -> Result<RecvSummary, RunError> {
+    stream.set_nonblocking(true).map_err(RunError::Socket)?;
+    let mss = socket::mss_bytes(&stream).map_err(RunError::Socket)?;
+    summary.mss_bytes = Some(mss);
+    let cfg = TcpConfig {
+        mss_bytes: mss.min(u32::MAX as u64) as u32,
+        ..TcpConfig::linux()
+    };
+    let mut ctrl: Box<dyn RwndController> = opts.controller.build(&cfg);
+    let mut applied = ctrl.rwnd_bytes();
+    socket::set_window_clamp(&stream, applied).map_err(RunError::Socket)?;
+    summary.clamp_updates += 1;
+
+    let mut recorder = Recorder::create(opts.record.as_deref()).map_err(RunError::Record)?;
+    let accepted_ns = now_ns();
+    let mut rows = RowClock::new(accepted_ns, opts.interval_ns);
+    let mut buf = vec![0u8; READ_BYTES];
+    let (mut total, mut row_start_total) = (0u64, 0u64);
+    let (mut rtts_ms, mut windows) = (Vec::new(), Vec::new());
+    let mut eof = false;
+    while !eof {
+        let now = now_ns();
+        if clock::stop_requested() || end_ns.is_some_and(|e| now >= e) {
+            break;
+        }
+        let mut read_this_turn = 0u64;
+        for _ in 0..MAX_READS_PER_TURN {
+            match stream.read(&mut buf) {
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
+                Ok(n) => {
+                    if read_this_turn == 0 {
+                        // The kernel's RTT estimate as one full-size arrival.
+                        let info = socket::tcp_info(&stream).map_err(RunError::Socket)?;
+                        if info.rcv_rtt_us > 0 {
+                            let now = now_ns();
+                            ctrl.on_segment(&SegmentArrival {
+                                now_ns: now,
+                                payload_bytes: cfg.mss_bytes,
+                                ts_val_ns: None,
+                                ts_ecr_ns: Some(now.saturating_sub(info.rcv_rtt_us as u64 * 1000).max(1)),
+                            });
+                        }
+                    }
+                    read_this_turn += n as u64;
+                    ctrl.on_copied(now_ns(), n as u64);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(RunError::Socket(e)),
+            }
+        }
+        total += read_this_turn;
+        let w = ctrl.rwnd_bytes();
+        if w != applied {
+            socket::set_window_clamp(&stream, w).map_err(RunError::Socket)?;
+            applied = w;
+            summary.clamp_updates += 1;
+        }
+        let now = now_ns();
+        while let Some(t) = rows.take_due(now) {
+            let info = socket::tcp_info(&stream).map_err(RunError::Socket)?;
+            let rcv_rtt_ms = (info.rcv_rtt_us > 0).then(|| info.rcv_rtt_us as f64 / 1e3);
+            let row = RecvRow {
+                t_s: (t - accepted_ns) as f64 / 1e9,
+                goodput_bps: rate_bps(total - row_start_total, opts.interval_ns),
+                rcv_rtt_ms,
+                controller_rtt_ms: ctrl.rtt_ns().map(|r| r as f64 / 1e6),
+                rwnd_bytes: applied,
+                window_clamp_bytes: socket::window_clamp(&stream).map_err(RunError::Socket)?,
+                rcv_wnd_bytes: info.rcv_wnd_bytes as u64,
+                bytes_total: total,
+            };
+            row_start_total = total;
+            if let Some(r) = rcv_rtt_ms {
+                rtts_ms.push(r);
+            }
+            windows.push(applied as f64);
+            say(
+                opts.quiet,
+                format_args!(
+                    "{:8.2} s  {:9.3} Mb/s  rcv_rtt {:>8}  rwnd {:>9} B  clamp {:>9} B",
+                    row.t_s,
+                    row.goodput_bps / 1e6,
+                    row.rcv_rtt_ms.map_or("-".to_string(), |r| format!("{r:.2} ms")),
+                    row.rwnd_bytes,
+                    row.window_clamp_bytes
+                ),
+            );
+            recorder.row(&row).map_err(RunError::Record)?;
+        }
+        if eof {
+            break;
+        }
+        if read_this_turn == 0 {
+            let mut wake = rows.next_ns();
+            if let Some(e) = end_ns {
+                wake = wake.min(e);
+            }
+            clock::wait_readable_until(stream.as_raw_fd(), wake);
+        }
+    }
+    let span = now_ns().saturating_sub(accepted_ns);
+    summary.bytes_received = total;
+    summary.duration_s = span as f64 / 1e9;
+    summary.goodput_bps = rate_bps(total, span);
+    summary.rcv_rtt_ms = Distribution::of(&rtts_ms);
+    summary.rwnd_bytes = Distribution::of(&windows);
+    write_out(opts, &summary)?;
+    Ok(summary)
+}
+
+fn write_out(opts: &RecvOptions, summary: &RecvSummary) -> Result<(), RunError> {
+    if let Some(p) = summary_path(opts.summary.as_deref(), opts.record.as_deref()) {
+        write_summary(&p, summary).map_err(RunError::Record)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn free_port() -> SocketAddr {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    }
+
+    /// A loopback transfer through each controller: every byte arrives,
+    /// the kernel holds the controller's window as its clamp, and the
+    /// buffer the sink owns is at least the largest window.
+    #[test]
+    fn loopback_transfer_runs_the_controller_and_holds_its_clamp() {
+        for name in ["autotuning", "drwa", "rtac"] {
+            let addr = free_port();
+            let dir = std::env::temp_dir().join(format!("latlab-net-recv-{}-{name}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let record = dir.join("recv.csv");
+            let params = vec![("rmem_max_bytes".to_string(), 300_000.0)];
+            let opts = RecvOptions {
+                listen: addr,
+                controller: RwndSpec::parse(name, &params).unwrap(),
+                duration_ns: Some(20_000_000_000),
+                interval_ns: 20_000_000,
+                record: Some(record.clone()),
+                summary: None,
+                quiet: true,
+            };
+            let rx = std::thread::spawn(move || run(&opts).unwrap());
+            let sent: u64 = 40 << 20;
+            let mut conn = None;
+            for _ in 0..100 {
+                if let Ok(c) = TcpStream::connect(addr) {
+                    conn = Some(c);
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            let mut conn = conn.expect("connect to the sink");
+            let chunk = vec![7u8; 1 << 20];
+            // Paced, so the run spans several 20 ms rows.
+            for _ in 0..(sent >> 20) {
+                conn.write_all(&chunk).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            drop(conn);
+            let s = rx.join().unwrap();
+            assert_eq!(s.bytes_received, sent, "{name}");
+            assert_eq!(s.controller, name);
+            assert!(s.rcvbuf_bytes >= 300_000, "{name}: {s:?}");
+            let text = std::fs::read_to_string(&record).unwrap();
+            let mut lines = text.lines();
+            let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+            let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
+            let (rwnd, clamp) = (col("rwnd_bytes"), col("window_clamp_bytes"));
+            let rows: Vec<Vec<String>> = lines.map(|l| l.split(',').map(String::from).collect()).collect();
+            assert!(!rows.is_empty(), "{name}: no rows");
+            for r in &rows {
+                let (w, c): (u64, u64) = (r[rwnd].parse().unwrap(), r[clamp].parse().unwrap());
+                assert!(w <= 300_000, "{name}: window {w} above the cap");
+                assert_eq!(c, w, "{name}: the kernel's clamp is not the controller's window");
+            }
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
+    }
+}

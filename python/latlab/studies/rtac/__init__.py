@@ -1,0 +1,60 @@
+"""RTAC: receiver-side TCP adaptive queue control against bufferbloat, beside DRWA and Linux auto-tuning.
+
+The study (Im, Joo, Lee, Bahk) let the phone's receiver bound the data in
+flight by the window it advertises: Linux auto-tuning (the default, which
+only grows the window up to tcp_rmem_max), DRWA (Jiang et al., a Vegas-like
+receiver: λ·(RTT_min/RTT)·ŵ) and RTAC (the window a Reno sender would hold
+under an emulated AQM price, K·(Q̂ + 1)). It measured downloads over LTE and
+Wi-Fi: auto-tuning against tcp_rmem_max, one flow per receiver, two and three
+clients in competition, and five sender variants.
+
+The package splits the reproduction into :mod:`.cases` (the paths, the runs,
+the scenario of one run), :mod:`.metrics` (a run reduced to per-flow rows;
+the sweep), :mod:`.references` (the study's figures as data),
+:mod:`.verdicts`, :mod:`.report` and :mod:`.figures`. The receivers
+themselves are latlab's (docs/models/receiver-window.md).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from latlab.studies.rtac.cases import FULL, QUICK, Run, Settings, build, runs_of
+from latlab.studies.rtac.metrics import StudyData, run_study
+from latlab.studies.rtac.verdicts import verdicts
+
+NAME = "rtac"
+DESCRIPTION = ("RTAC vs DRWA vs Linux auto-tuning receivers on LTE and Wi-Fi: throughput, RTT, competition, "
+               "tcp_rmem_max, sender variants")  # fmt: skip
+
+__all__ = ["NAME", "DESCRIPTION", "reproduce", "reproduce_with", "verdicts", "Run", "Settings", "build", "runs_of",
+           "StudyData", "run_study", "FULL", "QUICK"]  # fmt: skip
+
+
+def reproduce(outdir: Path, quick: bool = False, jobs: int | None = None) -> Path:
+    """Run the study into ``outdir``: runs/ (the sweep), Parquet tables, PNG figures and report.md."""
+    return reproduce_with(QUICK if quick else FULL, Path(outdir), jobs=jobs, quick=quick)
+
+
+def reproduce_with(settings: Settings, outdir: Path, jobs: int | None = None, quick: bool = False,
+                   progress: bool = True) -> Path:  # fmt: skip
+    """:func:`reproduce` with explicit settings (tests use tiny ones)."""
+    from latlab import frames as frames_mod
+    from latlab._atomic import write_text
+    from latlab.studies.rtac import figures as figs
+    from latlab.studies.rtac.report import render
+    from latlab.sweep import default_jobs
+
+    outdir.mkdir(parents=True, exist_ok=True)
+    jobs = jobs or default_jobs()
+    runs = runs_of(settings)
+    t0 = time.monotonic()
+    data = run_study(runs, outdir, jobs, progress=progress)
+    elapsed_s = time.monotonic() - t0
+    for table, name in ((data.flows, "flows"), (data.rtt_samples, "rtt_samples"), (data.runs, "runs")):
+        frames_mod.write_parquet(table, outdir / f"{name}.parquet")
+    figures = figs.make_figures(data, settings, outdir)
+    report = outdir / "report.md"
+    write_text(report, render(data, settings, quick, jobs, elapsed_s, figures))
+    return report

@@ -1,0 +1,202 @@
+"""The RTAC study (latlab.studies.rtac): the scenario builders and their errors, the verdict rules on synthetic
+rows, the receivers' order on short simulations, and a tiny end-to-end reproduction."""
+
+from __future__ import annotations
+
+import importlib
+import re
+
+import pandas as pd
+import pytest
+
+from latlab.studies import rtac
+from latlab.studies.rtac import cases as C
+from latlab.studies.rtac.metrics import run_metrics
+from latlab.studies.rtac.references import REFERENCES, SINGLE
+
+# The package exports its verdicts() function under the module's name.
+V = importlib.import_module("latlab.studies.rtac.verdicts")
+
+# ----- cases ------------------------------------------------------------------------------------------
+
+
+def test_runs_cover_every_experiment_path_receiver_and_sender():
+    runs = rtac.runs_of(C.QUICK)
+    assert {r.experiment for r in runs} == set(C.EXPERIMENTS)
+    for path in C.PATHS:
+        mine = [r for r in runs if r.path == path and r.seed == 1]
+        assert {r.rmem_kb for r in mine if r.experiment == "rmem"} == set(C.QUICK.rmem_kb)
+        assert {r.receivers for r in mine if r.experiment == "single"} == {(x,) for x in C.RECEIVERS}
+        assert {r.receivers for r in mine if r.experiment == "pair"} == set(C.PAIRS)
+        assert {r.sender for r in mine if r.experiment == "senders"} == set(C.SENDERS)
+    assert len({r.seed for r in runs}) == len(C.QUICK.seeds)
+
+
+def test_every_run_is_a_valid_scenario(core):
+    from latlab import Scenario
+
+    for r in rtac.runs_of(C.QUICK):
+        Scenario.from_dict(r.scenario()).validate()
+
+
+def test_builder_details():
+    single = C.Run("single", "lte", ("rtac",)).scenario()
+    assert single["topology"]["kind"] == "cellular" and single["topology"]["users"] == 1
+    assert single["tcp"] == {"preset": "linux", "mss_bytes": 1448, "timestamps": True}
+    tcp = single["flows"][0]["tcp"]
+    assert tcp["rwnd_controller"] == "rtac"
+    p = tcp["rwnd_params"]
+    # tcp_rmem_max 2560 KB: a 1280 KB window (tcp_adv_win_scale = 1); the study's θ, α, β and Δ
+    assert p["rmem_max_bytes"] == 1280 * 1024 and p["theta"] == 1.38 and p["delta_ms"] == 18.0
+    assert p["alpha"] == p["beta"] == 0.125 and p["link_rate_bps"] == pytest.approx(C.PATHS["lte"].capacity_bps)
+    assert C.rwnd_table("drwa", "wifi")["rwnd_params"]["lambda"] == 3.0
+    assert C.rwnd_table("rtac", "wifi")["rwnd_params"]["delta_ms"] == 8.0
+    # a small tcp_rmem_max pulls the first window down with it
+    small = C.rwnd_table("autotuning", "lte", 32)["rwnd_params"]
+    assert small == {"rmem_max_bytes": 16384, "initial_rwnd_bytes": 16384}
+    # LTE competition: a custom network whose wired bottleneck a wired client shares with the phones
+    lte = C.Run("pair", "lte", ("autotuning", "rtac")).scenario()
+    assert lte["topology"]["kind"] == "custom"
+    assert [f["name"] for f in lte["flows"]] == ["c0-autotuning", "c1-rtac", "wired"]
+    assert lte["topology"]["links"][0]["rate_bps"] == C.LTE_WIRED_BOTTLENECK_BPS
+    assert [u["node"] for u in lte["topology"]["cells"][0]["users"]] == ["ue0", "ue1"]
+    wifi = C.Run("three", "wifi", tuple(C.RECEIVERS), sender="vegas").scenario()
+    assert wifi["topology"]["stations"] == 3 and wifi["topology"]["ap"]["queue"]["limit_packets"] == 400
+    assert {f["cc"] for f in wifi["flows"]} == {"vegas"} and len(wifi["flows"]) == 3
+    # the study's K is θ's rule at a BDP of about 236 (LTE) and 43 (Wi-Fi) packets
+    assert C.k_bdp_packets(3e-7) == pytest.approx(236, abs=1)
+    assert C.k_bdp_packets(5e-5) == pytest.approx(43, abs=1)
+    assert 0.4 < C.WIFI_MAC_EFFICIENCY < 0.5
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"receivers": ("rtacc",)}, "unknown receiver 'rtacc'"),
+    ({"receivers": ("autotuning", "fixed")}, "unknown receiver 'fixed'"),
+    ({"sender": "bbr"}, "unknown sender 'bbr'"),
+    ({"path": "5g"}, "path: expected one of"),
+    ({"experiment": "burst"}, "experiment: expected one of"),
+    ({"receivers": ()}, "at least one receiver"),
+    ({"rmem_kb": 0}, "rmem_kb"),
+    ({"measure_from_s": 70.0}, "measure_from_s"),
+])  # fmt: skip
+def test_bad_input_is_a_clear_error(kwargs, words):
+    args = {"experiment": "single", "path": "lte", "receivers": ("rtac",), **kwargs}
+    with pytest.raises(ValueError, match=re.escape(words)):
+        C.Run(**args)
+    with pytest.raises(ValueError, match="unknown receiver 'rtacc'"):
+        C.rwnd_table("rtacc", "lte")
+
+
+# ----- verdict rules on synthetic rows -------------------------------------------------------------------
+
+
+def _row(experiment, path, receivers, group, goodput_mbps, rtt_ms, seed=1, rmem_kb=2560, sender="cubic"):
+    receiver = group.split("-", 1)[1] if group != "wired" else "wired"
+    return {"experiment": experiment, "path": path, "receivers": receivers, "sender": sender, "rmem_kb": rmem_kb,
+            "seed": seed, "group": group, "receiver": receiver,
+            "client": int(group[1]) if group != "wired" else -1, "goodput_bps": goodput_mbps * 1e6,
+            "rtt_mean_ms": rtt_ms, "rtt_p25_ms": rtt_ms * 0.9, "rtt_p50_ms": rtt_ms, "rtt_p75_ms": rtt_ms * 1.1,
+            "rtt_min_ms": 10.0, "rwnd_mean_bytes": 1e5, "run_id": f"{experiment}{path}{receivers}{seed}{rmem_kb}"}  # fmt: skip
+
+
+def _synthetic(rtac_share: float, drwa_share: float, scale: float = 1.0) -> pd.DataFrame:
+    rows = []
+    for path in C.PATHS:
+        for r, (mbps, ms) in SINGLE[path].items():
+            for seed in (1, 2):
+                rows.append(_row("single", path, r, f"c0-{r}", mbps * scale, ms * scale, seed))
+        best = {"lte": 768, "wifi": 128}[path]
+        for kb in (32, 128, 256, 768, 2560):
+            good = 50.0 if kb >= best else 50.0 * kb / best / 2
+            rows.append(_row("rmem", path, "autotuning", "c0-autotuning", good, 20 + kb / 10, rmem_kb=kb))
+        for other, share in (("rtac", rtac_share), ("drwa", drwa_share)):
+            rows.append(_row("pair", path, f"autotuning+{other}", "c0-autotuning", 20.0, 100.0))
+            rows.append(_row("pair", path, f"autotuning+{other}", f"c1-{other}", 20.0 * share, 100.0))
+        rows += [_row("three", path, "autotuning+drwa+rtac", "c0-autotuning", 20.0, 100.0),
+                 _row("three", path, "autotuning+drwa+rtac", "c1-drwa", 20.0 * drwa_share, 100.0),
+                 _row("three", path, "autotuning+drwa+rtac", "c2-rtac", 20.0 * rtac_share, 100.0)]  # fmt: skip
+        if path == "lte":
+            rows.append(_row("pair", path, "autotuning+rtac", "wired", 40.0, 90.0))
+    return pd.DataFrame(rows)
+
+
+def test_verdicts_agree_on_the_study_own_numbers():
+    vs = V.verdicts(_synthetic(rtac_share=0.95, drwa_share=0.02))
+    assert set(vs) == set(REFERENCES)
+    assert all(v.outcome == "agrees" for v in vs.values()), {k: v.outcome for k, v in vs.items() if not v.agrees}
+
+
+def test_verdicts_differ_when_latlab_differs():
+    vs = V.verdicts(_synthetic(rtac_share=0.3, drwa_share=0.9, scale=2.0))
+    for key in ("single_lte_rtac_rtt", "single_wifi_autotuning_tput", "pair_wifi_rtac", "pair_lte_drwa",
+                "three_wifi_drwa"):  # fmt: skip
+        assert vs[key].outcome == "differs", key
+    # partly: a share within ±40 % of 95 %, DRWA between 20 and 50 %; throughput within 30 %
+    vs = V.verdicts(_synthetic(rtac_share=0.7, drwa_share=0.3, scale=1.2))
+    assert vs["pair_wifi_rtac"].outcome == vs["pair_wifi_drwa"].outcome == "partly"
+    assert vs["single_lte_drwa_tput"].outcome == "partly"
+    # every sentence names the study's figure and latlab's
+    s = vs["single_lte_rtac_rtt"].sentence()
+    assert "study ≈ 71 ms" in s and "latlab 85 ms" in s
+
+
+def test_rmem_verdicts_follow_the_grid():
+    flows = _synthetic(0.95, 0.02)
+    flows.loc[(flows["experiment"] == "rmem") & (flows["path"] == "lte") & (flows["rmem_kb"] == 768),
+              "goodput_bps"] = 20e6  # now only 2560 KB reaches the top  # fmt: skip
+    vs = V.verdicts(flows)
+    assert vs["rmem_lte"].outcome == "differs" and "2560 KB" in vs["rmem_lte"].measured
+
+
+# ----- short simulations ---------------------------------------------------------------------------------
+
+
+def _single(path: str, receiver: str) -> dict:
+    import latlab
+
+    run = C.Run("single", path, (receiver,), duration_s=8.0, measure_from_s=3.0)
+    rows, samples = run_metrics(latlab.run(latlab.Scenario.from_dict(run.scenario())), run)
+    assert len(samples) and (samples["receiver"] == receiver).all()
+    return rows[0]
+
+
+def test_rtac_keeps_the_rtt_lowest_at_the_same_throughput_on_lte(core):
+    auto, drwa, r = (_single("lte", x) for x in C.RECEIVERS)
+    assert r["rtt_mean_ms"] < drwa["rtt_mean_ms"] < auto["rtt_mean_ms"]
+    assert r["goodput_bps"] > 0.9 * auto["goodput_bps"]
+
+
+# ----- a tiny end-to-end reproduction ---------------------------------------------------------------------
+
+
+def test_tiny_reproduction(core, tmp_path):
+    tiny = C.Settings(duration_s=4.0, measure_from_s=1.0, seeds=(1,), rmem_kb=(32, 2560), senders=("cubic", "vegas"))
+    report = rtac.reproduce_with(tiny, tmp_path, jobs=1, progress=False)
+    text = report.read_text()
+    for name in ("flows", "rtt_samples", "runs"):
+        assert (tmp_path / f"{name}.parquet").is_file()
+    runs = pd.read_parquet(tmp_path / "runs.parquet")
+    assert (runs["status"] == "ok").all() and len(runs) == len(rtac.runs_of(tiny))
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+    assert {"fig_rmem.png", "fig_single.png", "fig_competition.png", "fig_senders.png"} <= set(links)
+    for link in links:
+        assert "/" not in link and (tmp_path / link).is_file()
+    assert "## Where and why latlab differs" in text and "**Verdicts**" in text
+    for ref in REFERENCES.values():
+        assert ref.quantity in text  # every reference is judged
+
+
+def test_report_from_synthetic_rows_prints_every_verdict():
+    from latlab.studies.rtac.metrics import StudyData
+    from latlab.studies.rtac.report import render
+
+    flows = _synthetic(rtac_share=0.5, drwa_share=0.02).assign(wall_s=0.1)
+    runs = flows.groupby("run_id").first().reset_index()[["run_id", "experiment", "path"]].assign(status="ok")
+    text = render(StudyData(flows, pd.DataFrame(), runs), C.QUICK, True, 2, 12.0, {})
+    vs = V.verdicts(flows)
+    for v in vs.values():
+        assert v.reference.quantity in text and v.measured in text
+    # the differing share is explained where latlab differs, with RTAC's fixed point at the loaded RTT
+    differs = text[text.index("## Where and why latlab differs"):]
+    assert "Wi-Fi direct competition: RTAC's throughput" in differs and "RTAC's rule settles at w³" in differs
+    assert "running and reducing them took **12 s**" in text and "The full run" in text
