@@ -19,7 +19,7 @@
 //! so on a bloated path the flow fills the buffer until `tcp_rmem_max` or
 //! a loss stops it: the bufferbloat DRWA and RTAC set out to remove.
 
-use super::rtt::ReceiverRtt;
+use super::rtt::{DeliveryPerRtt, ReceiverRtt};
 use super::{
     set_window_knob, validate_windows, RwndController, RwndParams, SegmentArrival,
     DEFAULT_INITIAL_RWND_BYTES, DEFAULT_RMEM_MAX_BYTES, INITIAL_RWND_ABOUT, RMEM_MAX_ABOUT,
@@ -82,9 +82,8 @@ pub struct Autotuning {
     rwnd_bytes: u64,
     /// ŵ*: the most bytes copied in one RTT so far (`rcvq_space.space`).
     space_bytes: u64,
-    /// Bytes copied since `window_start_ns` (`copied_seq − rcvq_space.seq`).
-    copied_bytes: u64,
-    window_start_ns: Option<TimeNs>,
+    /// Bytes copied in the current RTT (`copied_seq − rcvq_space.seq`).
+    delivered: DeliveryPerRtt,
 }
 
 impl Autotuning {
@@ -94,8 +93,7 @@ impl Autotuning {
             rtt: ReceiverRtt::new(LINUX_RCV_RTT_GAIN, mss_bytes),
             rwnd_bytes: p.initial_rwnd_bytes.min(p.rmem_max_bytes),
             space_bytes: 0,
-            copied_bytes: 0,
-            window_start_ns: None,
+            delivered: DeliveryPerRtt::default(),
         }
     }
 
@@ -111,26 +109,23 @@ impl RwndController for Autotuning {
     }
 
     fn on_segment(&mut self, a: &SegmentArrival) {
-        self.window_start_ns.get_or_insert(a.now_ns);
+        self.delivered.begin(a.now_ns);
         self.rtt.on_segment(a);
     }
 
     fn on_copied(&mut self, now_ns: TimeNs, bytes: u64) {
         self.rtt.on_copied(now_ns, bytes, self.rwnd_bytes);
-        let start = *self.window_start_ns.get_or_insert(now_ns);
-        self.copied_bytes += bytes;
+        self.delivered.add(now_ns, bytes);
         // Linux: no adjustment before the first RTT estimate, nor within one.
         let Some(rtt_ns) = self.rtt.rtt_ns() else { return };
-        if ((now_ns.saturating_sub(start)) as f64) < rtt_ns {
+        let Some(copied) = self.delivered.take_if_rtt_passed(now_ns, rtt_ns) else {
             return;
-        }
-        if self.copied_bytes > self.space_bytes {
-            self.space_bytes = self.copied_bytes;
+        };
+        if copied > self.space_bytes {
+            self.space_bytes = copied;
             let want = self.space_bytes.saturating_mul(2).max(self.p.initial_rwnd_bytes);
             self.rwnd_bytes = self.rwnd_bytes.max(want.min(self.p.rmem_max_bytes));
         }
-        self.copied_bytes = 0;
-        self.window_start_ns = Some(now_ns);
     }
 
     fn rwnd_bytes(&self) -> u64 {

@@ -18,7 +18,7 @@
 //! share its buffer. The window is capped by `tcp_rmem_max` (DRWA runs on
 //! top of Linux's buffer) and is at least two segments.
 
-use super::rtt::ReceiverRtt;
+use super::rtt::{DeliveryPerRtt, ReceiverRtt};
 use super::{
     set_window_knob, validate_windows, window_bytes, RwndController, RwndParams, SegmentArrival,
     DEFAULT_INITIAL_RWND_BYTES, DEFAULT_RMEM_MAX_BYTES, INITIAL_RWND_ABOUT, RMEM_MAX_ABOUT,
@@ -105,8 +105,8 @@ pub struct Drwa {
     rwnd_bytes: u64,
     /// ŵ, bytes per RTT (None before the first RTT's count).
     cwnd_est_bytes: Option<f64>,
-    copied_bytes: u64,
-    last_update_ns: Option<TimeNs>,
+    /// Bytes copied in the current RTT.
+    delivered: DeliveryPerRtt,
 }
 
 impl Drwa {
@@ -117,8 +117,7 @@ impl Drwa {
             rtt: ReceiverRtt::new(RTT_GAIN, mss_bytes),
             rwnd_bytes: p.initial_rwnd_bytes.min(p.rmem_max_bytes),
             cwnd_est_bytes: None,
-            copied_bytes: 0,
-            last_update_ns: None,
+            delivered: DeliveryPerRtt::default(),
         }
     }
 
@@ -134,21 +133,20 @@ impl RwndController for Drwa {
     }
 
     fn on_segment(&mut self, a: &SegmentArrival) {
-        self.last_update_ns.get_or_insert(a.now_ns);
+        self.delivered.begin(a.now_ns);
         self.rtt.on_segment(a);
     }
 
     fn on_copied(&mut self, now_ns: TimeNs, bytes: u64) {
         self.rtt.on_copied(now_ns, bytes, self.rwnd_bytes);
-        let last = *self.last_update_ns.get_or_insert(now_ns);
-        self.copied_bytes += bytes;
+        self.delivered.add(now_ns, bytes);
         let (Some(rtt_ns), Some(min_ns)) = (self.rtt.rtt_ns(), self.rtt.min_estimate_ns()) else {
             return;
         };
-        if ((now_ns.saturating_sub(last)) as f64) < rtt_ns {
+        let Some(copied) = self.delivered.take_if_rtt_passed(now_ns, rtt_ns) else {
             return;
-        }
-        let copied = self.copied_bytes as f64;
+        };
+        let copied = copied as f64;
         let est = match self.cwnd_est_bytes {
             None => copied,
             Some(w) => self.p.alpha * w + (1.0 - self.p.alpha) * copied,
@@ -156,8 +154,6 @@ impl RwndController for Drwa {
         self.cwnd_est_bytes = Some(est);
         let want = self.p.lambda * (min_ns as f64 / rtt_ns) * est;
         self.rwnd_bytes = window_bytes(want, self.mss_bytes, self.p.rmem_max_bytes);
-        self.copied_bytes = 0;
-        self.last_update_ns = Some(now_ns);
     }
 
     fn rwnd_bytes(&self) -> u64 {

@@ -31,7 +31,7 @@
 //! so the sender's own congestion control still reacts to a congested
 //! network.
 
-use super::rtt::ReceiverRtt;
+use super::rtt::{DeliveryPerRtt, ReceiverRtt};
 use super::{
     set_window_knob, validate_windows, window_bytes, RwndController, RwndParams, SegmentArrival,
     DEFAULT_INITIAL_RWND_BYTES, DEFAULT_RMEM_MAX_BYTES, INITIAL_RWND_ABOUT, RMEM_MAX_ABOUT,
@@ -180,8 +180,7 @@ pub struct Rtac {
     /// Q̂, packets, at the last update.
     queue_pkts: f64,
     /// Bytes copied since the last update.
-    copied_bytes: u64,
-    last_update_ns: Option<TimeNs>,
+    delivered: DeliveryPerRtt,
 }
 
 impl Rtac {
@@ -193,8 +192,7 @@ impl Rtac {
             rwnd_bytes: p.initial_rwnd_bytes.min(p.rmem_max_bytes),
             w_pkts: None,
             queue_pkts: 0.0,
-            copied_bytes: 0,
-            last_update_ns: None,
+            delivered: DeliveryPerRtt::default(),
         }
     }
 
@@ -227,21 +225,20 @@ impl RwndController for Rtac {
     }
 
     fn on_segment(&mut self, a: &SegmentArrival) {
-        self.last_update_ns.get_or_insert(a.now_ns);
+        self.delivered.begin(a.now_ns);
         self.rtt.on_segment(a);
     }
 
     fn on_copied(&mut self, now_ns: TimeNs, bytes: u64) {
         self.rtt.on_copied(now_ns, bytes, self.rwnd_bytes);
-        let last = *self.last_update_ns.get_or_insert(now_ns);
-        self.copied_bytes += bytes;
+        self.delivered.add(now_ns, bytes);
         let (Some(rtt_ns), Some(min_ns)) = (self.rtt.rtt_ns(), self.rtt.min_sample_ns()) else {
             return;
         };
-        if ((now_ns.saturating_sub(last)) as f64) < rtt_ns {
+        let Some(copied) = self.delivered.take_if_rtt_passed(now_ns, rtt_ns) else {
             return;
-        }
-        let pkts = self.copied_bytes as f64 / self.mss_bytes as f64;
+        };
+        let pkts = copied as f64 / self.mss_bytes as f64;
         let w = match self.w_pkts {
             None => pkts,
             Some(w) => self.p.alpha * w + (1.0 - self.p.alpha) * pkts,
@@ -256,8 +253,6 @@ impl RwndController for Rtac {
             self.mss_bytes,
             self.p.rmem_max_bytes,
         );
-        self.copied_bytes = 0;
-        self.last_update_ns = Some(now_ns);
     }
 
     fn rwnd_bytes(&self) -> u64 {

@@ -129,6 +129,38 @@ impl ReceiverRtt {
     }
 }
 
+/// Bytes copied to the application in the current measurement period, which
+/// ends once an RTT has passed since it began: Linux tcp_rcv_space_adjust's
+/// `rcvq_space`, and DRWA's and RTAC's once-per-RTT update.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DeliveryPerRtt {
+    start_ns: Option<TimeNs>,
+    bytes: u64,
+}
+
+impl DeliveryPerRtt {
+    /// The first period begins at the first segment or copy.
+    pub(crate) fn begin(&mut self, now_ns: TimeNs) {
+        self.start_ns.get_or_insert(now_ns);
+    }
+
+    pub(crate) fn add(&mut self, now_ns: TimeNs, bytes: u64) {
+        self.begin(now_ns);
+        self.bytes += bytes;
+    }
+
+    /// The period's bytes if at least `rtt_ns` has passed since it began;
+    /// the next period then begins now.
+    pub(crate) fn take_if_rtt_passed(&mut self, now_ns: TimeNs, rtt_ns: f64) -> Option<u64> {
+        let start = self.start_ns?;
+        if (now_ns.saturating_sub(start) as f64) < rtt_ns {
+            return None;
+        }
+        self.start_ns = Some(now_ns);
+        Some(std::mem::take(&mut self.bytes))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
