@@ -22,8 +22,8 @@
 //! `cwnd_total = cwnd_i`, so LIA is NewReno.
 
 use super::{
-    cong_avoid_ai, slow_start, AckSample, CcState, CongestionControl, CongestionEvent, ControllerParams,
-    Knob, SubflowCoupling,
+    cong_avoid_ai, halve_flight, slow_start, AckSample, CcState, CongestionControl, CongestionEvent,
+    ControllerParams, Knob, SubflowCoupling,
 };
 use crate::TimeNs;
 
@@ -160,7 +160,7 @@ impl CongestionControl for Lia {
     ) -> u64 {
         // RFC 6356 §3: "cwnd_i is halved", as in TCP (RFC 5681 eq. (4)).
         self.credit_bytes = 0;
-        (flight_bytes / 2).max(state.mss_bytes.saturating_mul(2))
+        halve_flight(state, flight_bytes)
     }
 
     fn on_idle_restart(&mut self, _state: &mut CcState, _now_ns: TimeNs) {

@@ -170,6 +170,12 @@ pub trait CongestionControl: Send {
     fn on_coupling(&mut self, _subflows: &[SubflowCoupling], _me: usize) {}
 }
 
+/// RFC 5681 §3.1 eq. (4): after a loss, ssthresh = max(FlightSize / 2,
+/// 2·SMSS). Reno's rule, also LIA's and OLIA's per subflow (RFC 6356 §3).
+pub fn halve_flight(state: &CcState, flight_bytes: u64) -> u64 {
+    (flight_bytes / 2).max(state.mss_bytes.saturating_mul(2))
+}
+
 /// RFC 5681 §3.1 slow start with appropriate byte counting limited to one
 /// SMSS per ACK (L = 1): `cwnd += min(N, SMSS)`. Returns bytes not used
 /// because cwnd reached ssthresh, so a controller can spend them in

@@ -4,7 +4,8 @@
 //! the window on ACKs and picks ssthresh after a congestion event.
 
 use super::{
-    cong_avoid_ai, slow_start, AckSample, CcState, CongestionControl, CongestionEvent, ControllerParams, Knob,
+    cong_avoid_ai, halve_flight, slow_start, AckSample, CcState, CongestionControl, CongestionEvent,
+    ControllerParams, Knob,
 };
 use crate::TimeNs;
 
@@ -92,7 +93,7 @@ impl CongestionControl for NewReno {
         // RFC 5681 §3.1 eq. (4) and §3.2 step 2: the same rule after a
         // timeout and after three duplicate ACKs.
         self.bytes_acked_ca = 0;
-        (flight_bytes / 2).max(state.mss_bytes.saturating_mul(2))
+        halve_flight(state, flight_bytes)
     }
 
     fn on_idle_restart(&mut self, _state: &mut CcState, _now_ns: TimeNs) {

@@ -21,7 +21,7 @@
 //! (one path: ε = 0 and the first term is 1/w).
 
 use super::{
-    slow_start, AckSample, CcState, CongestionControl, CongestionEvent, ControllerParams, Knob,
+    halve_flight, slow_start, AckSample, CcState, CongestionControl, CongestionEvent, ControllerParams, Knob,
     SubflowCoupling,
 };
 use crate::TimeNs;
@@ -198,7 +198,7 @@ impl CongestionControl for Olia {
     ) -> u64 {
         // Linux OLIA uses tcp_reno_ssthresh: halve.
         self.cnt_segments = 0.0;
-        (flight_bytes / 2).max(state.mss_bytes.saturating_mul(2))
+        halve_flight(state, flight_bytes)
     }
 
     fn on_idle_restart(&mut self, _state: &mut CcState, _now_ns: TimeNs) {

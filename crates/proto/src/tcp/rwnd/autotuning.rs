@@ -143,14 +143,7 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
-    fn ts(now_ns: u64, ecr: u64) -> SegmentArrival {
-        SegmentArrival {
-            now_ns,
-            payload_bytes: 1000,
-            ts_val_ns: Some(now_ns),
-            ts_ecr_ns: Some(ecr),
-        }
-    }
+    use super::super::timestamped_arrival as ts;
 
     #[test]
     fn twice_the_largest_delivery_per_rtt_capped_by_rmem_max() {

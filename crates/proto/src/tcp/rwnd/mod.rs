@@ -369,3 +369,14 @@ mod spec_tests {
         assert_eq!(window_bytes(12_345.4, 1000, 50_000), 12_345);
     }
 }
+
+/// A full-size data segment with timestamps, as the controllers' tests feed them.
+#[cfg(test)]
+pub(crate) fn timestamped_arrival(now_ns: TimeNs, ts_ecr_ns: TimeNs) -> SegmentArrival {
+    SegmentArrival {
+        now_ns,
+        payload_bytes: 1000,
+        ts_val_ns: Some(now_ns),
+        ts_ecr_ns: Some(ts_ecr_ns),
+    }
+}
