@@ -1,16 +1,18 @@
-"""`run_emulated()`: a scenario's TCP flows run by the Linux kernel over an emulated path.
+"""`run_emulated()`: a scenario's flows run by the Linux kernel over an emulated path.
 
 ``latlab run SCENARIO --emulate`` comes here. Three processes do the work:
 
 1. ``latlab-net flows SCENARIO --plan`` checks that one emulated path can
-   carry the scenario (TCP flows with a controller the kernel has, one
-   node pair or a uniform dumbbell; see crates/net/src/flows/plan.rs) and
+   carry the scenario (TCP flows with a controller the kernel has and UDP
+   sources, one node pair or a uniform dumbbell; see
+   crates/net/src/flows/plan.rs) and
    names every unsupported key otherwise (exit code 2, a UserError here);
 2. ``latlab-net emulate SCENARIO --stay`` builds the client and server
    namespaces and forwards between them through the scenario's own links
    (its first stdout line says where they are);
-3. ``latlab-net flows`` runs the flows with the kernel's TCP from the client
-   namespace to the server namespace for ``duration_s`` and samples TCP_INFO.
+3. ``latlab-net flows`` runs the flows with the kernel's TCP (UDP sources on
+   the simulator's own schedule) from the client namespace to the server
+   namespace for ``duration_s`` and samples TCP_INFO.
 
 The emulator is always stopped (SIGTERM, which deletes its namespaces; SIGKILL
 after a grace period) whatever happens. The tables are those of a simulated

@@ -227,3 +227,54 @@ def test_sim_vs_linux_one_reno_flow(tmp_path: Path) -> None:
     # every ~6 s (cwnd from 1 to 2 BDP at one packet per RTT): 15 s shows at least two.
     assert _sawtooth_cycles(q, bdp_pkts) >= 2, list(q)
     assert int(emu.flows["retransmitted_segments"].iloc[0]) > 0
+
+
+@needs_testbed
+def test_udp_sources_send_the_simulators_schedule(tmp_path: Path) -> None:
+    """Open-loop UDP over the emulated path against the same scenario simulated.
+
+    A CBR and a Poisson source together offer 24 Mbit/s to the 20 Mbit/s
+    link: both runs send the same datagrams (the same source, seeded alike),
+    the queue overflows in both, the link carries its rate, and the one-way
+    delay is the propagation delay plus a full queue.
+    """
+    from latlab import run
+    from latlab.emulated import run_emulated
+
+    flows = """
+[[flows]]
+name = "cbr"
+src = "client"
+dst = "server"
+kind = "udp"
+udp = { pattern = "cbr", rate_bps = 12e6, size_bytes = 1000 }
+[[flows]]
+name = "poisson"
+src = "client"
+dst = "server"
+kind = "udp"
+start_s = 0.5
+udp = { pattern = "poisson", rate_bps = 12e6, size_bytes = [500, 1400] }
+"""
+    path = _path_scenario(tmp_path, flows, 5, 40, extra="measure_from_s = 1")
+    before = _namespaces()
+    emu = run_emulated(path, tmp_path / "emu", quiet=True)
+    sim = run(path)
+    assert _namespaces() <= before, "the emulator left namespaces behind"
+    ef, sf = emu.flows.set_index("flow_id"), sim.flows.set_index("flow_id")
+    assert list(ef["kind"]) == ["udp", "udp"]
+    # The same schedule: the same datagrams sent (give or take one due at the very end of the run).
+    sent_gap = (ef["segments_sent"].astype(int) - sf["segments_sent"].astype(int)).abs()
+    assert (sent_gap <= 1).all(), (ef["segments_sent"], sf["segments_sent"])
+    assert (ef["local_drops"] == 0).all(), ef["local_drops"]
+    total_e, total_s = ef["goodput_bps"].sum(), sf["goodput_bps"].sum()
+    assert 19e6 < total_s <= 20e6 and abs(total_e - total_s) / total_s < 0.03, (total_e, total_s)
+    link = lambda r: r.links.set_index("name").loc["client->server"]  # noqa: E731
+    assert link(emu)["drops_pkts"] > 0 and link(sim)["drops_pkts"] > 0
+    drops_e, drops_s = link(emu)["drops_pkts"], link(sim)["drops_pkts"]
+    assert abs(drops_e - drops_s) / drops_s < 0.1, (drops_e, drops_s)
+    # 25 ms of propagation plus a full 40-packet queue (~20 ms at 20 Mbit/s).
+    for r in (emu, sim):
+        owd_ms = r.flows["owd_mean_ns"] / 1e6
+        assert ((owd_ms > 35) & (owd_ms < 50)).all(), owd_ms
+    assert abs(ef["owd_mean_ns"] - sf["owd_mean_ns"]).max() / 1e6 < 3, (ef["owd_mean_ns"], sf["owd_mean_ns"])

@@ -36,8 +36,9 @@ pub enum Command {
     /// network namespaces over TUN devices, and run a command across it.
     #[command(after_help = crate::emulate::args::EMULATE_EXAMPLE)]
     Emulate(crate::emulate::args::EmulateArgs),
-    /// Run a scenario's TCP flows with the kernel's TCP between two network
-    /// namespaces (an emulated path's ends), measured as the simulator does.
+    /// Run a scenario's TCP flows with the kernel's TCP, and its UDP sources
+    /// on the simulator's schedule, between two network namespaces (an
+    /// emulated path's ends), measured as the simulator does.
     #[command(after_help = crate::flows::args::FLOWS_EXAMPLE)]
     Flows(crate::flows::args::FlowsArgs),
     /// A TCP sink whose advertised window is set by a receiver-window

@@ -21,16 +21,21 @@
 //! `flow_samples` columns) and `flows_summary.json` (the start of the run on
 //! the wall clock, to align with the emulator's `link_samples`).
 //!
+//! UDP flows (`kind = "udp"`) send on the simulator's own source schedule
+//! and are measured at the sink: packets, bytes and one-way delay
+//! ([`udp`]).
+//!
 //! Modules: [`plan`] (scenario → flows, what fits), [`tcp_info`]
-//! (TCP_INFO), [`args`] (command line).
+//! (TCP_INFO), [`udp`] (UDP sources and sinks), [`args`] (command line).
 
 pub mod args;
 pub mod plan;
 pub mod tcp_info;
+pub mod udp;
 
 use std::fs::File;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -42,6 +47,7 @@ use crate::record::{write_summary, Recorder};
 use args::FlowsOptions;
 use plan::{FlowPlan, FlowSpec};
 use tcp_info::TcpInfo;
+use udp::UdpCounters;
 
 /// How often a blocked sender or sink looks at the stop flag.
 const POLL_MS: i32 = 20;
@@ -62,6 +68,8 @@ struct Shared {
     /// `bytes_received` is what the stack delivered in order, whether or not
     /// the sink thread has been scheduled to read it yet.
     sink_fd: AtomicI32,
+    /// A UDP flow's counters (unused for TCP).
+    udp: UdpCounters,
 }
 
 impl Shared {
@@ -73,16 +81,19 @@ impl Shared {
             handshake_ns: AtomicU64::new(NOT_YET),
             fd: AtomicI32::new(-1),
             sink_fd: AtomicI32::new(-1),
+            udp: UdpCounters::default(),
         }
     }
 }
 
 /// A `flows.csv` row: the simulator's `flows` columns (python/latlab/
-/// schema.py), plus what only a real socket knows.
+/// schema.py), plus what only a real socket knows. As in the simulator,
+/// TCP-only columns are empty for UDP flows and UDP-only ones for TCP.
 #[derive(Debug, Serialize)]
 pub struct FlowRow {
     pub flow_id: u32,
     pub group: String,
+    pub kind: String,
     pub src: String,
     pub dst: String,
     pub cc: String,
@@ -90,19 +101,26 @@ pub struct FlowRow {
     pub size_bytes: Option<u64>,
     pub completed: bool,
     pub fct_ns: Option<u64>,
-    pub bytes_acked: u64,
+    pub bytes_acked: Option<u64>,
     pub bytes_delivered: u64,
     pub goodput_bps: f64,
     pub throughput_bps: f64,
+    /// TCP data segments, or UDP datagrams sent.
     pub segments_sent: u64,
-    pub retransmitted_segments: u64,
+    pub retransmitted_segments: Option<u64>,
     /// RTOs (tcpi_total_rto, Linux ≥ 6.7).
-    pub timeouts: u64,
-    pub cwnd_bytes: u64,
-    pub srtt_ns: u64,
+    pub timeouts: Option<u64>,
+    pub cwnd_bytes: Option<u64>,
+    pub srtt_ns: Option<u64>,
+    /// UDP: datagrams received, and their one-way delay.
+    pub packets_received: Option<u64>,
+    pub owd_mean_ns: Option<u64>,
+    pub owd_max_ns: Option<u64>,
     pub handshake_ns: Option<u64>,
-    pub min_rtt_ns: u64,
+    pub min_rtt_ns: Option<u64>,
     pub linux_cc: String,
+    /// UDP: sends the client namespace's device queue refused.
+    pub local_drops: Option<u64>,
 }
 
 /// A `flow_samples.csv` row: the simulator's columns.
@@ -423,7 +441,10 @@ fn sink_read(
 /// what the sender has seen acknowledged (`bytes_acked`). The stack counts
 /// a FIN as one byte, hence the cap at the flow's size.
 fn delivered_now(s: &Shared, size_bytes: Option<u64>) -> u64 {
-    let mut n = s.delivered.load(Ordering::SeqCst);
+    let mut n = s
+        .delivered
+        .load(Ordering::SeqCst)
+        .max(s.udp.received_bytes.load(Ordering::SeqCst));
     for (fd, sink_side) in [
         (s.sink_fd.load(Ordering::SeqCst), true),
         (s.fd.load(Ordering::SeqCst), false),
@@ -469,7 +490,9 @@ fn snapshot(shared: &[Shared], flows: &[FlowSpec], t0: u64) -> Vec<Snapshot> {
             let fd = s.fd.load(Ordering::SeqCst);
             Snapshot {
                 delivered: delivered_now(s, f.size_bytes),
-                bytes_sent: if fd >= 0 {
+                bytes_sent: if f.is_udp() {
+                    s.udp.sent_bytes.load(Ordering::SeqCst)
+                } else if fd >= 0 {
                     TcpInfo::of(fd).map(|i| i.bytes_sent).unwrap_or(0)
                 } else {
                     0
@@ -484,6 +507,12 @@ fn kernel_release() -> String {
     std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
         .unwrap_or_default()
+}
+
+/// Where a flow's sink waits in the server namespace.
+enum Listener {
+    Tcp(TcpListener),
+    Udp(UdpSocket),
 }
 
 /// Run the plan's flows; Err on setup failure, Ok(false) if a flow failed.
@@ -504,16 +533,21 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
     let server_ns = open_ns(server_ns_name)?;
     std::fs::create_dir_all(&opts.out).map_err(|e| format!("--out {}: {e}", opts.out.display()))?;
 
-    // Listeners in the server namespace, then back to our own.
+    // Listeners (UDP: bound sockets) in the server namespace, then back to our own.
     let home =
         File::open("/proc/thread-self/ns/net").map_err(|e| format!("/proc/thread-self/ns/net: {e}"))?;
     enter(&server_ns)?;
-    let listeners: Result<Vec<TcpListener>, String> = plan
+    let listeners: Result<Vec<Listener>, String> = plan
         .flows
         .iter()
         .map(|f| {
             let addr = SocketAddrV4::new(opts.server_addr, opts.base_port + f.flow_id as u16);
-            TcpListener::bind(addr).map_err(|e| format!("listen on {addr} in {server_ns_name}: {e}"))
+            let bound = if f.is_udp() {
+                UdpSocket::bind(addr).map(Listener::Udp)
+            } else {
+                TcpListener::bind(addr).map(Listener::Tcp)
+            };
+            bound.map_err(|e| format!("listen on {addr} in {server_ns_name}: {e}"))
         })
         .collect();
     enter(&home)?;
@@ -536,8 +570,18 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
         for ((flow, listener), sh) in plan.flows.iter().zip(&listeners).zip(&shared) {
             let to = SocketAddrV4::new(opts.server_addr, opts.base_port + flow.flow_id as u16);
             let (client_ns, stop) = (&client_ns, &stop);
-            senders.push(scope.spawn(move || sender(flow, to, client_ns, t0, sh, stop)));
-            sinks.push(scope.spawn(move || sink(flow, listener, t0, sh, stop)));
+            match listener {
+                Listener::Tcp(l) => {
+                    senders.push(scope.spawn(move || sender(flow, to, client_ns, t0, sh, stop)));
+                    sinks.push(scope.spawn(move || sink(flow, l, t0, sh, stop)));
+                }
+                Listener::Udp(s) => {
+                    senders.push(
+                        scope.spawn(move || (None, udp::sender(flow, to, client_ns, t0, &sh.udp, stop))),
+                    );
+                    sinks.push(scope.spawn(move || (None, udp::sink(flow, s, t0, &sh.udp, stop))));
+                }
+            }
         }
         // The main thread: samples, the measurement window, the end.
         let interval = plan.sample_interval_ns;
@@ -651,9 +695,15 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
         let completed = done != NOT_YET;
         let window_ns = end[i].at_ns.saturating_sub(window_start[i].at_ns).max(1);
         let rate = |bytes: u64| bytes as f64 * 8.0 / (window_ns as f64 / 1e9);
+        let (tcp, udp) = if flow.is_udp() {
+            (None, Some(&sh.udp))
+        } else {
+            (Some(info), None)
+        };
         rows.row(&FlowRow {
             flow_id: flow.flow_id,
             group: flow.group.clone(),
+            kind: flow.kind.clone(),
             src: flow.src.clone(),
             dst: flow.dst.clone(),
             cc: flow.cc.clone(),
@@ -661,18 +711,25 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
             size_bytes: flow.size_bytes,
             completed,
             fct_ns: completed.then(|| done.saturating_sub(connect)),
-            bytes_acked: payload_acked(&info, flow.size_bytes),
+            bytes_acked: tcp.map(|i| payload_acked(&i, flow.size_bytes)),
             bytes_delivered: end[i].delivered,
             goodput_bps: rate(end[i].delivered.saturating_sub(window_start[i].delivered)),
             throughput_bps: rate(end[i].bytes_sent.saturating_sub(window_start[i].bytes_sent)),
-            segments_sent: u64::from(info.data_segs_out),
-            retransmitted_segments: u64::from(info.total_retrans),
-            timeouts: u64::from(info.total_rto),
-            cwnd_bytes: info.cwnd_bytes(),
-            srtt_ns: info.srtt_ns(),
+            segments_sent: match udp {
+                Some(u) => u.sent_pkts.load(Ordering::SeqCst),
+                None => u64::from(info.data_segs_out),
+            },
+            retransmitted_segments: tcp.map(|i| u64::from(i.total_retrans)),
+            timeouts: tcp.map(|i| u64::from(i.total_rto)),
+            cwnd_bytes: tcp.map(|i| i.cwnd_bytes()),
+            srtt_ns: tcp.map(|i| i.srtt_ns()),
+            packets_received: udp.map(|u| u.received_pkts.load(Ordering::SeqCst)),
+            owd_mean_ns: udp.map(UdpCounters::owd_mean_ns),
+            owd_max_ns: udp.map(|u| u.owd_max_ns.load(Ordering::SeqCst)),
             handshake_ns: (handshake != NOT_YET).then_some(handshake),
-            min_rtt_ns: u64::from(info.min_rtt_us) * 1000,
+            min_rtt_ns: tcp.map(|i| u64::from(i.min_rtt_us) * 1000),
             linux_cc: flow.linux_cc.clone(),
+            local_drops: udp.map(|u| u.local_drops.load(Ordering::SeqCst)),
         })
         .map_err(|e| e.to_string())?;
     }

@@ -5,7 +5,10 @@
 //! simulated one.
 //!
 //! What fits: TCP flows (bulk or `size_bytes`) whose congestion controller
-//! the kernel has (newreno → Linux "reno", reno, cubic, bbr), all from one
+//! the kernel has (newreno → Linux "reno", reno, cubic, bbr), and open-loop
+//! UDP sources (`kind = "udp"`: cbr, poisson, lrd), sent on the
+//! simulator's own schedule (the same `UdpSource`, seeded from the same
+//! stream, so packet times and sizes are those of the simulated run), all from one
 //! node to one other node (a two-node or chain topology), or in a dumbbell
 //! from s{i} to d{i} when every access link is the same and not slower than
 //! the core (then the N access links of each side are emulated as one; see
@@ -15,14 +18,29 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use latlab_sim::flow::Transport;
 use latlab_sim::scenario::{Range, Scenario, TcpSpec, Topology};
+use latlab_sim::traffic::UdpSource;
 use serde::Serialize;
 
+/// What a UDP flow sends: the simulator's source for this flow, before its
+/// start, plus the settings shown in the plan.
+#[derive(Clone, Debug, Serialize)]
+pub struct UdpPlan {
+    /// "cbr", "poisson" or "lrd".
+    pub pattern: String,
+    pub rate_bps: f64,
+    #[serde(skip)]
+    pub source: UdpSource,
+}
+
 /// One flow, as the simulator numbers it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct FlowSpec {
     pub flow_id: u32,
     pub group: String,
+    /// "tcp" or "udp" (the flows table's `kind`).
+    pub kind: String,
     pub src: String,
     pub dst: String,
     /// The scenario's name for the controller ("newreno", "cubic", ...).
@@ -35,10 +53,18 @@ pub struct FlowSpec {
     pub mss_bytes: Option<u32>,
     /// The simulator samples this flow's time series.
     pub sampled: bool,
+    /// The source of a UDP flow; None for TCP.
+    pub udp: Option<UdpPlan>,
+}
+
+impl FlowSpec {
+    pub fn is_udp(&self) -> bool {
+        self.udp.is_some()
+    }
 }
 
 /// Everything the traffic engine and its orchestrator need.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct FlowPlan {
     pub scenario_name: String,
     pub seed: u64,
@@ -126,9 +152,24 @@ pub fn from_text(text: &str, source: &str, available: &BTreeSet<String>) -> Resu
     unsupported_tcp_keys(&sc.tcp, "tcp", &mut unsupported);
     for (g, grp) in sc.flows.iter().enumerate() {
         let p = format!("flows[{g}]");
-        if grp.kind != "tcp" {
-            unsupported.push(format!("{p}.kind = {:?} (only TCP flows run emulated)", grp.kind));
-            continue;
+        match grp.kind.as_str() {
+            "tcp" => {}
+            // The source's settings are checked by the simulator's builder below.
+            "udp" => continue,
+            "tfrc" | "dflow" => {
+                unsupported.push(format!(
+                    "{p}.kind = {:?} (TFRC and DFlow run over real UDP with `latlab media send|recv`, \
+                     not in an emulated scenario run)",
+                    grp.kind
+                ));
+                continue;
+            }
+            other => {
+                unsupported.push(format!(
+                    "{p}.kind = {other:?} (emulated runs carry tcp and udp flows)"
+                ));
+                continue;
+            }
         }
         if grp.closed_loop.is_some() {
             unsupported.push(format!("{p}.closed_loop (closed-loop users)"));
@@ -167,17 +208,31 @@ pub fn from_text(text: &str, source: &str, available: &BTreeSet<String>) -> Resu
         .map(|(id, f)| {
             let grp = &sc.flows[f.group as usize];
             let tcp = sc.tcp.overlay(&grp.tcp);
+            let udp = match (&f.transport, &grp.udp) {
+                (Transport::Udp(u), Some(spec)) => Some(UdpPlan {
+                    pattern: spec.pattern.clone(),
+                    rate_bps: spec.rate_bps,
+                    source: u.source.clone(),
+                }),
+                _ => None,
+            };
             FlowSpec {
                 flow_id: id as u32,
                 group: grp.name.clone(),
+                kind: f.kind_name().to_string(),
                 src: names[f.src as usize].to_string(),
                 dst: names[f.dst as usize].to_string(),
-                cc: grp.cc.clone(),
-                linux_cc: linux_cc_name(&grp.cc).unwrap_or("reno").to_string(),
+                cc: f.cc_name.clone(),
+                linux_cc: if udp.is_some() {
+                    String::new()
+                } else {
+                    linux_cc_name(&grp.cc).unwrap_or("reno").to_string()
+                },
                 start_ns: f.start_ns,
                 size_bytes: f.size_bytes,
                 mss_bytes: tcp.mss_bytes,
                 sampled: f.sampled,
+                udp,
             }
         })
         .collect();
@@ -320,19 +375,59 @@ mod tests {
 
     #[test]
     fn unsupported_features_are_named_in_one_error() {
-        let text = PATH.replace("cc = \"cubic\"", "cc = \"vegas\"\nkind = \"tcp\"\ntcp = { pacing = true }")
-            + "\n[[flows]]\nsrc = \"a\"\ndst = \"b\"\nkind = \"udp\"\nudp = { pattern = \"cbr\", rate_bps = 1e6, size_bytes = 1000 }\n";
+        let text = PATH.replace(
+            "cc = \"cubic\"",
+            "cc = \"vegas\"\nkind = \"tcp\"\ntcp = { pacing = true }",
+        ) + "\n[[flows]]\nsrc = \"a\"\ndst = \"b\"\nkind = \"tfrc\"\n";
         let e = from_text(&text, "p.toml", &ccs()).unwrap_err();
         for key in [
             "flows[1].cc = \"vegas\"",
             "flows[1].tcp.pacing",
-            "flows[2].kind = \"udp\"",
+            "flows[2].kind = \"tfrc\" (TFRC and DFlow run over real UDP with `latlab media",
         ] {
             assert!(e.contains(key), "{key}: {e}");
         }
         let no_bbr: BTreeSet<String> = ["reno".to_string()].into();
         let e = from_text(&PATH.replace("\"newreno\"", "\"bbr\""), "p.toml", &no_bbr).unwrap_err();
         assert!(e.contains("no \"bbr\""), "{e}");
+    }
+
+    #[test]
+    fn a_udp_source_is_planned_with_the_simulators_schedule() {
+        let text = PATH.to_string()
+            + "\n[[flows]]\nname = \"media\"\nsrc = \"a\"\ndst = \"b\"\nkind = \"udp\"\nstart_s = 1\n\
+               udp = { pattern = \"poisson\", rate_bps = 1e6, size_bytes = [100, 300] }\n";
+        let p = from_text(&text, "p.toml", &ccs()).unwrap();
+        let f = &p.flows[4];
+        assert_eq!(
+            (f.kind.as_str(), f.cc.as_str(), f.linux_cc.as_str()),
+            ("udp", "udp", "")
+        );
+        assert!(p.flows[..4].iter().all(|f| f.kind == "tcp" && f.udp.is_none()));
+        let plan = f.udp.as_ref().unwrap();
+        assert_eq!((plan.pattern.as_str(), plan.rate_bps), ("poisson", 1e6));
+        // The same draws as the simulator's source for this flow: a second
+        // plan of the same scenario gives the same packet times and sizes,
+        // and another seed does not.
+        let schedule = |p: &FlowPlan| {
+            let mut s = p.flows[4].udp.as_ref().unwrap().source.clone();
+            s.start(1_000_000_000);
+            let mut out = Vec::new();
+            while out.len() < 50 {
+                let t = s.next_ns().unwrap();
+                while let Some(size) = s.poll(t) {
+                    out.push((t, size));
+                }
+            }
+            out
+        };
+        let again = from_text(&text, "p.toml", &ccs()).unwrap();
+        assert_eq!(schedule(&p), schedule(&again));
+        let other = from_text(&format!("seed = 9\n{text}"), "p.toml", &ccs()).unwrap();
+        assert_ne!(schedule(&p), schedule(&other));
+        assert!(schedule(&p)
+            .iter()
+            .all(|&(t, size)| t >= 1_000_000_000 && (100..=300).contains(&size)));
     }
 
     #[test]
