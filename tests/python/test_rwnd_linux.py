@@ -1,60 +1,83 @@
-"""Receiver-window controllers on real Linux TCP over the TUN emulator (benches/validation/rwnd_linux.py).
+"""Receiver-window controllers on real Linux TCP over the TUN emulator (latlab.studies.rtac.real).
 
-Needs root, /dev/net/tun, iproute2 and the built latlab-net; skips with the reason otherwise. About a minute.
+Needs root, /dev/net/tun, iproute2 and the built latlab-net; skips with the reason otherwise. About two minutes.
+Each real run has a simulated twin on the same scenario file with the same controller parameters.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benches" / "validation" / "rwnd_linux.py"
+from latlab.studies.rtac import real
 
-
-def _load():
-    spec = importlib.util.spec_from_file_location("rwnd_linux", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+SETTINGS = real.RealSettings(seconds=12.0, warmup_s=4.0)
 
 
 @pytest.fixture(scope="module")
-def mod():
-    m = _load()
-    reason = m.why_not()
+def exe() -> str:
+    reason = real.unavailable_reason()
     if reason:
         pytest.skip(reason)
-    if not (Path(m.ROOT) / "target/release/latlab-net").exists():
-        pytest.skip("latlab-net is not built (make build)")
-    return m
+    from latlab.cli import UserError
+
+    try:
+        return real.find_exe()
+    except UserError as e:
+        pytest.skip(f"latlab-net is not built (make build): {e}")
 
 
-def test_rtac_and_drwa_remove_the_bloat_that_autotuning_builds(mod, tmp_path):
-    args = mod.parse_args(["--seconds", "10", "--warmup", "4"])
-    exe = mod.binary(args)
+def test_rtac_and_drwa_remove_the_bloat_that_autotuning_builds(exe: str, tmp_path: Path) -> None:
     rows = {}
-    for c in ("autotuning", "drwa", "rtac"):
+    for c in ("autotuning", "drwa", "rtac@1.38"):
         (tmp_path / c).mkdir()
-        (r,) = mod.run_case(args, exe, [c], tmp_path / c)
+        (r,) = real.run_case(SETTINGS, exe, [c], tmp_path / c)
         rows[c] = r
     at = rows["autotuning"]
-    assert at["goodput_mbps"] > 0.85 * 30 * 0.96  # the link's payload rate, less header
+    assert at["goodput_mbps"] > 0.85 * 30 * 0.96, at  # the link's payload rate, less header
     assert at["rtt_mean_ms"] > 4 * 40, at  # the 1000-packet buffer fills: RTT far above 40 ms
-    for c in ("drwa", "rtac"):
+    for c in ("drwa", "rtac@1.38"):
         assert rows[c]["rtt_mean_ms"] < 0.5 * at["rtt_mean_ms"], rows[c]
         assert rows[c]["goodput_mbps"] >= 0.85 * at["goodput_mbps"], rows[c]
+    # The simulated twins settle where the real receivers do (both are window-limited, not loss-limited).
+    for c in ("drwa", "rtac@1.38"):
+        (sim,) = real.simulate_case(SETTINGS, [c])
+        assert abs(sim["rtt_mean_ms"] - rows[c]["rtt_mean_ms"]) < 0.1 * rows[c]["rtt_mean_ms"], (sim, rows[c])
 
 
-def test_in_direct_competition_drwa_starves_and_rtac_does_not(mod, tmp_path):
-    args = mod.parse_args(["--seconds", "10", "--warmup", "4"])
-    exe = mod.binary(args)
+def test_in_direct_competition_drwa_starves_and_rtac_does_not(exe: str, tmp_path: Path) -> None:
     share = {}
-    for c in ("rtac", "drwa"):
+    for c in ("rtac@1.38", "drwa"):
         (tmp_path / c).mkdir()
-        at, other = mod.run_case(args, exe, ["autotuning", c], tmp_path / c)
-        assert at["controller"] == "autotuning" and other["controller"] == c
+        at, other = real.run_case(SETTINGS, exe, ["autotuning", c], tmp_path / c)
+        assert at["receiver"] == "autotuning" and other["receiver"] == c
         share[c] = other["goodput_mbps"] / at["goodput_mbps"]
     assert share["drwa"] < 0.2, share
-    assert share["rtac"] > 2 * share["drwa"], share
+    assert share["rtac@1.38"] > 2 * share["drwa"], share
+
+
+def test_the_section_follows_from_the_rows() -> None:
+    rows = [
+        {"receiver": "autotuning", "with": "alone", "mode": m, "goodput_mbps": 29.0, "rtt_mean_ms": 370.0,
+         "rtt_p50_ms": 365.0} for m in ("real", "sim")
+    ] + [
+        {"receiver": "rtac@2", "with": "alone", "mode": m, "goodput_mbps": 28.9, "rtt_mean_ms": 84.0,
+         "rtt_p50_ms": 84.0} for m in ("real", "sim")
+    ] + [
+        {"receiver": "rtac@2", "with": "autotuning", "mode": "real", "goodput_mbps": 10.0, "rtt_mean_ms": 380.0,
+         "rtt_p50_ms": 380.0},
+        {"receiver": "autotuning", "with": "rtac@2", "mode": "real", "goodput_mbps": 20.0, "rtt_mean_ms": 380.0,
+         "rtt_p50_ms": 380.0},
+    ]  # fmt: skip
+    text = real.render(rows, real.RealSettings(thetas=(2.0,)), "cmd")
+    assert "| rtac (θ = 2) | 28.90 / 28.90 | 84 / 84 | 23%, at 100% of its goodput |" in text, text
+    assert "50% / nan%" in text, text  # the simulated twin of the competition run is missing here
+    assert "at θ = 2 RTAC keeps 50% of the auto-tuning receiver's goodput beside it and, alone, cuts the RTT by 77%" \
+        in text, text
+
+
+def test_the_fixed_point_grows_with_theta_and_the_rtt() -> None:
+    lo, hi = real.rtac_equilibrium_mbps(1.38, 0.37), real.rtac_equilibrium_mbps(2.0, 0.37)
+    assert 0 < lo < hi
+    assert real.rtac_equilibrium_mbps(2.0, 0.5) > real.rtac_equilibrium_mbps(2.0, 0.2) * 0.5

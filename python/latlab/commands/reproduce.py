@@ -15,13 +15,18 @@ def register(cli: click.Group) -> None:
     @click.option("-o", "--outdir", type=click.Path(file_okay=False, path_type=Path),
                   help="Where data, figures and the report go (default: out/reproduce/NAME).")
     @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Parallel runs (default: all cores).")
-    def reproduce(name: str | None, list_only: bool, quick: bool, outdir: Path | None, jobs: int | None) -> None:
+    @click.option("--real", is_flag=True,
+                  help="Also run the study's real-network experiments (real Linux TCP over emulated paths; root). "
+                       "Studies with a real part: rtac.")  # fmt: skip
+    def reproduce(name: str | None, list_only: bool, quick: bool, outdir: Path | None, jobs: int | None,
+                  real: bool) -> None:  # fmt: skip
         """Reproduce a published study: data (Parquet), figures (PNG) and a Markdown report.
 
         \b
         Example:
           latlab reproduce --list
           latlab reproduce efficiency --quick
+          sudo latlab reproduce rtac --quick --real
         """
         from latlab import studies
         from latlab.cli import UserError
@@ -37,7 +42,20 @@ def register(cli: click.Group) -> None:
             return
         if name not in found:
             raise UserError(f"unknown study {name!r}; expected one of: {', '.join(found) or '(none)'}")
+        module = found[name]
+        if real and not getattr(module, "SUPPORTS_REAL", False):
+            with_real = [k for k, m in found.items() if getattr(m, "SUPPORTS_REAL", False)]
+            raise UserError(f"--real: the {name} study has no real-network part; studies with one: "
+                            + (", ".join(with_real) or "(none)"))
         out = outdir or Path("out") / "reproduce" / name
         out.mkdir(parents=True, exist_ok=True)
-        report = found[name].reproduce(out, quick=quick, jobs=jobs)
+        if real:
+            from latlab.emulated import EmulationUnavailable
+
+            try:
+                report = module.reproduce(out, quick=quick, jobs=jobs, real=True)
+            except EmulationUnavailable as e:
+                raise UserError(f"--real: {e}") from None
+        else:
+            report = module.reproduce(out, quick=quick, jobs=jobs)
         click.echo(f"report: {report}")

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from latlab.studies.rtac.cases import FULL, QUICK, Run, Settings, build, runs_of
+from latlab.studies.rtac.real import RealSettings
 from latlab.studies.rtac.metrics import StudyData, run_study
 from latlab.studies.rtac.verdicts import verdicts
 
@@ -32,13 +33,24 @@ __all__ = ["NAME", "DESCRIPTION", "reproduce", "reproduce_with", "verdicts", "Ru
            "StudyData", "run_study", "FULL", "QUICK"]  # fmt: skip
 
 
-def reproduce(outdir: Path, quick: bool = False, jobs: int | None = None) -> Path:
-    """Run the study into ``outdir``: runs/ (the sweep), Parquet tables, PNG figures and report.md."""
-    return reproduce_with(QUICK if quick else FULL, Path(outdir), jobs=jobs, quick=quick)
+#: This study has a real-network part (``latlab reproduce rtac --real``).
+SUPPORTS_REAL = True
+
+
+def reproduce(outdir: Path, quick: bool = False, jobs: int | None = None, real: bool = False) -> Path:
+    """Run the study into ``outdir``: runs/ (the sweep), Parquet tables, PNG figures and report.md.
+
+    ``real`` also runs the receivers on real Linux TCP over an emulated path
+    (root; :mod:`latlab.studies.rtac.real`), each beside its simulated twin,
+    into report section 6 and ``real.jsonl``. Without root it raises
+    :class:`~latlab.emulated.EmulationUnavailable` before anything runs.
+    """
+    real_settings = (RealSettings(seconds=12.0, warmup_s=4.0) if quick else RealSettings()) if real else None
+    return reproduce_with(QUICK if quick else FULL, Path(outdir), jobs=jobs, quick=quick, real=real_settings)
 
 
 def reproduce_with(settings: Settings, outdir: Path, jobs: int | None = None, quick: bool = False,
-                   progress: bool = True) -> Path:  # fmt: skip
+                   progress: bool = True, real: RealSettings | None = None) -> Path:  # fmt: skip
     """:func:`reproduce` with explicit settings (tests use tiny ones)."""
     from latlab import frames as frames_mod
     from latlab._atomic import write_text
@@ -46,6 +58,14 @@ def reproduce_with(settings: Settings, outdir: Path, jobs: int | None = None, qu
     from latlab.studies.rtac.report import render
     from latlab.sweep import default_jobs
 
+    from latlab.studies.rtac import real as real_mod
+
+    if real is not None:
+        reason = real_mod.unavailable_reason()
+        if reason is not None:
+            from latlab.emulated import EmulationUnavailable
+
+            raise EmulationUnavailable(reason)
     outdir.mkdir(parents=True, exist_ok=True)
     jobs = jobs or default_jobs()
     runs = runs_of(settings)
@@ -55,6 +75,18 @@ def reproduce_with(settings: Settings, outdir: Path, jobs: int | None = None, qu
     for table, name in ((data.flows, "flows"), (data.rtt_samples, "rtt_samples"), (data.runs, "runs")):
         frames_mod.write_parquet(table, outdir / f"{name}.parquet")
     figures = figs.make_figures(data, settings, outdir)
+    real_section = None
+    if real is not None:
+        t1 = time.monotonic()
+        rows = real_mod.run_real(real, outdir, on_row=_print_real_row if progress else None)
+        command = "latlab reproduce rtac --real" + (" --quick" if quick else "")
+        real_section = (real_mod.render(rows, real, command)
+                        + f"\nThe real runs took {time.monotonic() - t1:.0f} s of wall time; rows in `real.jsonl`.\n")
     report = outdir / "report.md"
-    write_text(report, render(data, settings, quick, jobs, elapsed_s, figures))
+    write_text(report, render(data, settings, quick, jobs, elapsed_s, figures, real_section))
     return report
+
+
+def _print_real_row(row: dict) -> None:
+    print(f"real runs: {row['mode']:4s} {row['receiver']:10s} with {row['with']:12s} "
+          f"{row['goodput_mbps']:6.2f} Mbit/s, RTT {row['rtt_mean_ms']:5.0f} ms", flush=True)

@@ -207,7 +207,8 @@ def _setup(settings: C.Settings, data: StudyData, jobs: int, elapsed_s: float) -
 
 
 def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapsed_s: float,
-           figures: dict[str, str]) -> str:  # fmt: skip
+           figures: dict[str, str], real_section: str | None = None) -> str:  # fmt: skip
+    """The report; ``real_section`` is the Markdown of the real Linux runs (``--real``), if they ran."""
     flows = data.flows
     vs = verdicts(flows)
     vs = _with_why(vs, _why(vs, flows))
@@ -339,6 +340,15 @@ def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapse
             add("")
     if "senders" in figures:
         add(f"![Sender variants]({figures['senders']})\n")
+
+    # -- 6. real Linux receivers
+    add("## 6. Real Linux TCP: the receivers on a real socket, beside the simulator\n")
+    if real_section:
+        add(real_section)
+    else:
+        add("Not run here. `latlab reproduce rtac --real` (root, /dev/net/tun, iproute2) adds this section: the "
+            "same receivers as `latlab-net recv` on a real Linux TCP socket over an emulated bloated path, each "
+            "run beside its simulated twin.\n")
 
     # -- differences
     add("## Where and why latlab differs\n")
