@@ -52,7 +52,10 @@ def settings_of(args: argparse.Namespace) -> real.RealSettings:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     settings = settings_of(args)
-    words = sys.argv[1:] if argv is None else argv
+    words = list(sys.argv[1:] if argv is None else argv)
+    if "--from-jsonl" in words:  # the page names the command that ran, not the re-rendering
+        i = words.index("--from-jsonl")
+        del words[i:i + 2]
     command = "python benches/validation/rwnd_linux.py " + " ".join(words)
     if args.from_jsonl:
         rows = real.load_rows(Path(args.from_jsonl))
