@@ -200,3 +200,36 @@ def test_report_from_synthetic_rows_prints_every_verdict():
     differs = text[text.index("## Where and why latlab differs"):]
     assert "Wi-Fi direct competition: RTAC's throughput" in differs and "RTAC's rule settles at w³" in differs
     assert "running and reducing them took **12 s**" in text and "The full run" in text
+
+
+def test_report_section_6_holds_the_real_runs_or_says_how_to_get_them():
+    from latlab.studies.rtac.metrics import StudyData
+    from latlab.studies.rtac.report import render
+
+    flows = _synthetic(rtac_share=0.5, drwa_share=0.02).assign(wall_s=0.1)
+    runs = flows.groupby("run_id").first().reset_index()[["run_id", "experiment", "path"]].assign(status="ok")
+    data = StudyData(flows, pd.DataFrame(), runs)
+    without = render(data, C.QUICK, True, 2, 12.0, {})
+    assert "## 6. Real Linux TCP" in without and "latlab reproduce rtac --real" in without
+    with_real = render(data, C.QUICK, True, 2, 12.0, {}, real_section="| real table |")
+    assert "| real table |" in with_real and "Not run here" not in with_real
+
+
+def test_real_runs_are_refused_before_anything_runs_without_a_testbed(monkeypatch, tmp_path):
+    from latlab.emulated import EmulationUnavailable
+    from latlab.studies.rtac import real
+
+    monkeypatch.setattr(real, "unavailable_reason", lambda: "the real runs need root (test)")
+    with pytest.raises(EmulationUnavailable, match="need root"):
+        rtac.reproduce_with(C.QUICK, tmp_path / "out", jobs=1, progress=False, real=real.RealSettings())
+    assert not (tmp_path / "out").exists()
+
+
+def test_reproduce_real_on_a_study_without_a_real_part_exits_2():
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "latlab", "reproduce", "dflow", "--real", "--quick"],
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert res.returncode == 2, res
+    assert "no real-network part" in res.stderr and "rtac" in res.stderr, res.stderr
