@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -54,10 +55,13 @@ s = socket.socket()
 s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
 # SO_SNDBUFFORCE (32; root): a send buffer that never bounds the flight, so the receiver's window and the
 # path's losses do, as in the simulator (net.ipv4.tcp_wmem's 4 MB default caps a flight near 920 packets).
+# TCP_NOTSENT_LOWAT (25) keeps the unsent part of it small: the buffer holds the flight, not megabytes of
+# queued data, which would count against the machine-wide TCP memory (net.ipv4.tcp_mem).
 try:
-    s.setsockopt(socket.SOL_SOCKET, 32, 32 << 20)
+    s.setsockopt(socket.SOL_SOCKET, 32, 16 << 20)
 except OSError:
     pass
+s.setsockopt(socket.IPPROTO_TCP, 25, 256 << 10)
 for _ in range(50):
     try:
         s.connect((host, port)); break
@@ -76,6 +80,8 @@ while time.monotonic() - t0 < seconds:
         info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
         rtts.append((now - t0, struct.unpack_from("I", info, 68)[0] / 1000.0))
         nxt += 0.1
+# Abort (RST): an orderly close would leave an orphan socket pushing its queue into a path that is about to go.
+s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 s.close()
 print(json.dumps({"sent": sent, "rtt_ms": rtts}))
 """
@@ -160,9 +166,58 @@ class Emulator:
             self.proc.wait()
 
 
+def tcp_mem_pages() -> int | None:
+    """The machine's TCP memory in use, pages (/proc/net/sockstat; shared by every namespace)."""
+    try:
+        for line in Path("/proc/net/sockstat").read_text().splitlines():
+            if line.startswith("TCP:"):
+                words = line.split()
+                return int(words[words.index("mem") + 1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def tcp_mem_pressure_pages() -> int | None:
+    """net.ipv4.tcp_mem's pressure threshold, pages: above it Linux shrinks every receive window to 4 MSS."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/tcp_mem").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class MemoryWatch:
+    """The largest TCP memory seen while a run lasts (sampled every 0.2 s in a thread)."""
+
+    def __enter__(self) -> MemoryWatch:
+        self.max_pages = tcp_mem_pages() or 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(0.2):
+            self.max_pages = max(self.max_pages, tcp_mem_pages() or 0)
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def under_pressure(self) -> bool:
+        limit = tcp_mem_pressure_pages()
+        return limit is not None and self.max_pages >= limit
+
+
 def run_case(settings: RealSettings, exe: str, receivers: list[str], work: Path) -> list[dict[str, Any]]:
-    """Download to one receiver each at once through the emulated path; one row per flow."""
-    with Emulator(exe, work / "emu", settings.realtime) as emu:
+    """Download to one receiver each at once through the emulated path; one row per flow.
+
+    A row records ``tcp_mem_pressure``: whether the machine's TCP memory
+    passed net.ipv4.tcp_mem's pressure threshold during the run (other jobs'
+    sockets count too). Under pressure Linux shrinks every receive window to
+    four segments, so such a run does not measure the receivers.
+    """
+    with Emulator(exe, work / "emu", settings.realtime) as emu, MemoryWatch() as mem:
         ns_c, ns_s, addr = emu.ready["client_ns"], emu.ready["server_ns"], emu.ready["client_addr"]
         recvs, senders = [], []
         for i, r in enumerate(receivers):
@@ -193,6 +248,9 @@ def run_case(settings: RealSettings, exe: str, receivers: list[str], work: Path)
                          "goodput_mbps": sum(good) / len(good) / 1e6 if good else 0.0,
                          "rtt_mean_ms": sum(rtt) / len(rtt) if rtt else float("nan"),
                          "rtt_p50_ms": rtt[len(rtt) // 2] if rtt else float("nan")})  # fmt: skip
+    for row in rows:
+        row["tcp_mem_max_pages"] = mem.max_pages
+        row["tcp_mem_pressure"] = mem.under_pressure()
     return rows
 
 
@@ -238,13 +296,27 @@ def run_real(settings: RealSettings, outdir: Path, exe: str | None = None,
         for i, case in enumerate(cases(settings.thetas)):
             work = Path(tmp) / f"case{i}"
             work.mkdir()
-            for row in run_case(settings, exe, case, work) + simulate_case(settings, case):
+            measured = run_case(settings, exe, case, work)
+            if any(r["tcp_mem_pressure"] for r in measured):
+                # Another job's sockets pushed the machine into TCP memory pressure: wait for it to pass, run again.
+                _wait_for_tcp_memory(timeout_s=120.0)
+                shutil.rmtree(work)
+                work.mkdir()
+                measured = run_case(settings, exe, case, work)
+            for row in measured + simulate_case(settings, case):
                 rows.append(row)
                 with jsonl.open("a") as f:
                     f.write(json.dumps(row) + "\n")
                 if on_row:
                     on_row(row)
     return rows
+
+
+def _wait_for_tcp_memory(timeout_s: float) -> None:
+    limit = tcp_mem_pressure_pages()
+    deadline = time.monotonic() + timeout_s
+    while limit is not None and time.monotonic() < deadline and (tcp_mem_pages() or 0) > 0.8 * limit:
+        time.sleep(1.0)
 
 
 def load_rows(path: Path) -> list[dict[str, Any]]:
@@ -289,6 +361,7 @@ def render(rows: list[dict], settings: RealSettings, command: str) -> str:
                              else ""), "",
            "| receiver | goodput real / sim (Mbit/s) | RTT mean real / sim (ms) | RTT vs auto-tuning, real |",
            "|---|---|---|---|"]  # fmt: skip
+    pressured = [r for r in rows if r.get("tcp_mem_pressure")]
     at_real = _pick(rows, "real", "autotuning", "alone")
     for rc in receivers:
         real, sim = _pick(rows, "real", rc, "alone"), _pick(rows, "sim", rc, "alone")
@@ -307,6 +380,11 @@ def render(rows: list[dict], settings: RealSettings, command: str) -> str:
             me, at = _pick(rows, "real", rc, "autotuning"), _pick(rows, "real", "autotuning", rc)
             out.append(f"| {label(rc)} | {me['goodput_mbps']:.2f} vs {(at or {}).get('goodput_mbps', nan):.2f} | "
                        f"{_share(rows, 'real', rc):.0%} / {_share(rows, 'sim', rc):.0%} | {me['rtt_mean_ms']:.0f} |")
+    if pressured:
+        runs = sorted({f"{label(r['receiver'])} ({r['with']})" for r in pressured})
+        out += ["", f"**Not a measurement of the receivers:** {', '.join(runs)} ran while the machine's TCP memory was "
+                "above net.ipv4.tcp_mem's pressure threshold (other jobs' sockets count too), where Linux shrinks "
+                "every receive window to four segments; a second attempt was also under pressure."]  # fmt: skip
     rtacs = [rc for rc in comp if split(rc)[0] == "rtac"]
     if rtacs:
         out += ["", "RTAC's operating point. RTAC advertises the window a Reno sender would hold under an emulated "
