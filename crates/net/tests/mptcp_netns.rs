@@ -28,7 +28,7 @@ use latlab_net::mptcp::pm_events::{PmEvent, PmEventSocket};
 use latlab_net::mptcp::policy::Policy;
 use latlab_net::mptcp::sockopt::{self, SockoptError};
 use latlab_net::mptcp::steer::{Action, Steering};
-use latlab_net::mptcp::throttle::{egress_device, Throttler};
+use latlab_net::mptcp::throttle::{egress_device, ThrottleSet, Throttler};
 use latlab_net::mptcp::FourTuple;
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -506,7 +506,8 @@ fn mptcp_two_paths_events_subflow_stats_and_steering() {
     })
     .join()
     .unwrap();
-    let throttler_s2 = Throttler::new("s2", Some(&srv)).expect("HTB on s2");
+    let mut throttles = ThrottleSet::new(Some(&srv));
+    throttles.prepare("s2").expect("HTB on s2");
     let rate_bps = 5_000_000u64;
     let policy = Policy::from_flags(&[format!("client=10.233.2.0/24,rate={rate_bps}")], 0).unwrap();
     let mut steering = Steering::new(policy);
@@ -526,7 +527,6 @@ fn mptcp_two_paths_events_subflow_stats_and_steering() {
     let rx = std::thread::spawn(move || drain(client));
 
     let mut seen = Vec::new();
-    let mut handles = Vec::new();
     let mut latency_ms = None;
     let t_end = Instant::now() + Duration::from_secs(5);
     let srv2 = srv.clone();
@@ -542,18 +542,11 @@ fn mptcp_two_paths_events_subflow_stats_and_steering() {
             seen.push(ev.clone());
             assert!(steering.on_event(now_ns, &ev).is_empty());
             for action in steering.poll(now_ns, |t| egress_device(t, Some(&srv2)).ok()) {
-                let Action::Throttle { tuple, rate_bps, .. } = action else {
-                    panic!("unexpected {action:?}")
-                };
-                let t_request = Instant::now();
-                handles.push(throttler_s2.throttle(&tuple, rate_bps).expect("throttle"));
+                assert!(matches!(action, Action::Throttle { .. }), "unexpected {action:?}");
+                let install = throttles.apply(&action).expect("throttle").unwrap();
                 // From the event read (the policy's egress-device lookup
-                // included) and from the throttle request.
-                latency_ms = Some((
-                    t_event.elapsed().as_secs_f64() * 1e3,
-                    t_request.elapsed().as_secs_f64() * 1e3,
-                ));
-                assert_eq!(egress_device(&tuple, Some(&srv)).unwrap(), "s2");
+                // included), and from the request (its own lookup and tc).
+                latency_ms = Some((t_event.elapsed().as_secs_f64() * 1e3, install.as_secs_f64() * 1e3));
                 quiet_from = Some(Instant::now());
             }
         }
@@ -585,7 +578,15 @@ fn mptcp_two_paths_events_subflow_stats_and_steering() {
         seen.iter().all(|e| e.token().is_none_or(|t| t == token)),
         "{seen:?}"
     );
-    assert_eq!(handles.len(), 1, "one subflow throttled");
+    let active: Vec<_> = throttles
+        .active()
+        .map(|h| (*h.tuple(), h.device().to_string()))
+        .collect();
+    assert_eq!(
+        active,
+        vec![(sub.tuple, "s2".to_string())],
+        "one subflow throttled, on s2"
+    );
     let (latency_ms, install_ms) = latency_ms.unwrap();
 
     // The server socket lists both subflows, with the event's 4-tuples.
@@ -619,9 +620,10 @@ fn mptcp_two_paths_events_subflow_stats_and_steering() {
     // Throttled: the second subflow carries at most its rate.
     let (thr_second, thr_first) = phase(2.0);
     // Lifted: it carries more again.
-    for h in handles.drain(..) {
-        h.remove().unwrap();
+    for action in steering.on_event(0, &PmEvent::Closed { token }) {
+        throttles.apply(&action).expect("release");
     }
+    assert_eq!(throttles.active().count(), 0);
     let (free_second, free_first) = phase(2.0);
     stop.store(true, Ordering::Relaxed);
     tx.join().unwrap();
@@ -652,5 +654,63 @@ fn mptcp_two_paths_events_subflow_stats_and_steering() {
         free_second > 2.0 * rate_bps as f64,
         "lifting the throttle frees subflow 2"
     );
-    assert_eq!(throttler_s2.rule_counts().unwrap(), (0, 0));
+    assert_eq!(throttles.throttler("s2").unwrap().rule_counts().unwrap(), (0, 0));
+}
+
+#[test]
+fn mptcp_watch_prints_events_as_json_lines() {
+    skip_unless_available!();
+    let _lock = serial();
+    let ns = Namespaces::new("watch", &["x"]);
+    let x = ns.name(0).to_string();
+    let mut watcher = Command::new(env!("CARGO_BIN_EXE_latlab-net"))
+        .args(["mptcp-watch", "--netns", &x, "--count", "2", "--duration-s", "10"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run latlab-net mptcp-watch");
+    // The watcher subscribes at some point after it starts: open loopback
+    // MPTCP connections until it has printed its two events.
+    let lines = std::thread::spawn({
+        let stdout = watcher.stdout.take().unwrap();
+        move || {
+            use std::io::BufRead;
+            std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+                .collect::<Vec<_>>()
+        }
+    });
+    let done = Arc::new(AtomicBool::new(false));
+    let done2 = Arc::clone(&done);
+    let connector = in_ns(&x, move || {
+        let addr = SocketAddrV4::new([127, 0, 0, 1].into(), 5004);
+        let lfd = listen(addr, libc::IPPROTO_MPTCP);
+        let mut kept = Vec::new();
+        let t_end = Instant::now() + Duration::from_secs(8);
+        while !done2.load(Ordering::Relaxed) && Instant::now() < t_end {
+            let c = connect(addr, libc::IPPROTO_MPTCP);
+            kept.push((c, accept(lfd)));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // SAFETY: closing our listener.
+        unsafe { libc::close(lfd) };
+    });
+    let status = watcher.wait().unwrap();
+    done.store(true, Ordering::Relaxed);
+    connector.join().unwrap();
+    let lines = lines.join().unwrap();
+    assert!(status.success(), "mptcp-watch exited with {status}");
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    for line in &lines {
+        let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        assert!(v["time_unix_ns"].as_u64().is_some(), "{line}");
+        assert!(v["event"].is_string(), "{line}");
+    }
+    // A loopback connection: its CREATED event has a token and a 4-tuple.
+    let created: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains(r#""event":"created""#))
+        .collect();
+    assert!(!created.is_empty(), "{lines:?}");
+    assert!(created[0].contains(r#""local":"127.0.0.1:"#), "{}", created[0]);
 }

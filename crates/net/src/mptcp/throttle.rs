@@ -22,11 +22,14 @@
 //! Dropping a [`ThrottleHandle`] removes its rule; dropping the last of
 //! the [`Throttler`] and its handles deletes the root qdisc.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::IpAddr;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
+use super::steer::Action;
 use super::FourTuple;
 
 /// Class minors / filter priorities handed out, 1..=MAX_RULES.
@@ -378,6 +381,68 @@ impl Drop for ThrottleHandle {
     fn drop(&mut self) {
         if !self.removed {
             let _ = self.device.remove_rule(self.id, self.protocol);
+        }
+    }
+}
+
+/// The throttles of a whole proxy: one [`Throttler`] per egress device
+/// (found with [`egress_device`]), one handle per throttled subflow; it
+/// carries out [`Action`]s from [`super::steer::Steering`].
+#[derive(Debug, Default)]
+pub struct ThrottleSet {
+    netns: Option<String>,
+    devices: BTreeMap<String, Throttler>,
+    active: BTreeMap<FourTuple, ThrottleHandle>,
+}
+
+impl ThrottleSet {
+    /// Devices and routes of namespace `netns` (None: this process's).
+    pub fn new(netns: Option<&str>) -> ThrottleSet {
+        ThrottleSet {
+            netns: netns.map(str::to_string),
+            ..ThrottleSet::default()
+        }
+    }
+
+    /// Install the HTB root on `dev` now rather than at its first rule
+    /// (which would then wait for one more `tc`).
+    pub fn prepare(&mut self, dev: &str) -> Result<&Throttler, ThrottleError> {
+        if !self.devices.contains_key(dev) {
+            let t = Throttler::new(dev, self.netns.as_deref())?;
+            self.devices.insert(dev.to_string(), t);
+        }
+        Ok(&self.devices[dev])
+    }
+
+    pub fn throttler(&self, dev: &str) -> Option<&Throttler> {
+        self.devices.get(dev)
+    }
+
+    /// Subflows throttled now.
+    pub fn active(&self) -> impl Iterator<Item = &ThrottleHandle> {
+        self.active.values()
+    }
+
+    /// Carry out one action; for a throttle, the time from this call to the
+    /// rule being active (route lookup and `tc` included).
+    pub fn apply(&mut self, action: &Action) -> Result<Option<Duration>, ThrottleError> {
+        let t0 = Instant::now();
+        match action {
+            Action::Throttle { tuple, rate_bps, .. } => {
+                if let Some(old) = self.active.remove(tuple) {
+                    old.remove()?;
+                }
+                let dev = egress_device(tuple, self.netns.as_deref())?;
+                let handle = self.prepare(&dev)?.throttle(tuple, *rate_bps)?;
+                self.active.insert(*tuple, handle);
+                Ok(Some(t0.elapsed()))
+            }
+            Action::Release { tuple, .. } => {
+                if let Some(handle) = self.active.remove(tuple) {
+                    handle.remove()?;
+                }
+                Ok(None)
+            }
         }
     }
 }
