@@ -566,7 +566,6 @@ fn mptcp_two_paths_events_subflow_stats_and_steering() {
     let mut seen = Vec::new();
     let mut latency_ms = None;
     let t_end = Instant::now() + Duration::from_secs(5);
-    let srv2 = srv.clone();
     let clock = Instant::now();
     // Until the throttle is in, then 300 ms more for late events.
     let mut quiet_from = None;
@@ -578,7 +577,8 @@ fn mptcp_two_paths_events_subflow_stats_and_steering() {
             let now_ns = clock.elapsed().as_nanos() as u64;
             seen.push(ev.clone());
             assert!(steering.on_event(now_ns, &ev).is_empty());
-            for action in steering.poll(now_ns, |t| egress_device(t, Some(&srv2)).ok()) {
+            let actions = steering.poll(now_ns, |t| throttles.egress_device(t).ok());
+            for action in actions {
                 assert!(matches!(action, Action::Throttle { .. }), "unexpected {action:?}");
                 let install = throttles.apply(&action).expect("throttle").unwrap();
                 // From the event read (the policy's egress-device lookup

@@ -393,6 +393,10 @@ pub struct ThrottleSet {
     netns: Option<String>,
     devices: BTreeMap<String, Throttler>,
     active: BTreeMap<FourTuple, ThrottleHandle>,
+    /// (local, remote) address → egress device: a subflow's second lookup
+    /// (policy, then rule) and later subflows between the same addresses
+    /// cost no `ip` process.
+    routes: BTreeMap<(IpAddr, IpAddr), String>,
 }
 
 impl ThrottleSet {
@@ -414,6 +418,22 @@ impl ThrottleSet {
         Ok(&self.devices[dev])
     }
 
+    /// [`egress_device`], remembered per address pair. Call
+    /// [`Self::forget_routes`] when routes change.
+    pub fn egress_device(&mut self, tuple: &FourTuple) -> Result<String, ThrottleError> {
+        let key = (tuple.local.ip().to_canonical(), tuple.remote.ip().to_canonical());
+        if let Some(dev) = self.routes.get(&key) {
+            return Ok(dev.clone());
+        }
+        let dev = egress_device(tuple, self.netns.as_deref())?;
+        self.routes.insert(key, dev.clone());
+        Ok(dev)
+    }
+
+    pub fn forget_routes(&mut self) {
+        self.routes.clear();
+    }
+
     pub fn throttler(&self, dev: &str) -> Option<&Throttler> {
         self.devices.get(dev)
     }
@@ -432,7 +452,7 @@ impl ThrottleSet {
                 if let Some(old) = self.active.remove(tuple) {
                     old.remove()?;
                 }
-                let dev = egress_device(tuple, self.netns.as_deref())?;
+                let dev = self.egress_device(tuple)?;
                 let handle = self.prepare(&dev)?.throttle(tuple, *rate_bps)?;
                 self.active.insert(*tuple, handle);
                 Ok(Some(t0.elapsed()))
