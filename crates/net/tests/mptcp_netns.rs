@@ -305,7 +305,7 @@ fn throttle_rules_install_and_remove_without_leaks() {
     let mut rounds = 0u32;
     while rounds < 10_000 && started.elapsed() < budget {
         let port = 10_000 + (rounds % 50_000) as u16;
-        let tuple = if rounds % 2 == 0 {
+        let tuple = if rounds.is_multiple_of(2) {
             FourTuple {
                 local: format!("10.231.0.1:{port}").parse().unwrap(),
                 remote: "10.231.0.2:5001".parse().unwrap(),

@@ -267,6 +267,8 @@ impl PmEventSocket {
             ));
         }
         sock.set_nonblocking(true)?;
+        // The default (~200 KiB) holds about a thousand events.
+        sock.set_recv_buffer_bytes(1 << 20)?;
         Ok(sock)
     }
 
@@ -291,6 +293,29 @@ impl PmEventSocket {
             return Err(os_error("fcntl(F_SETFL)"));
         }
         Ok(())
+    }
+
+    /// Make room for bursts of events (many connections opening at once)
+    /// before [`PmError::Overrun`]: SO_RCVBUFFORCE (root), else SO_RCVBUF
+    /// (capped by net.core.rmem_max).
+    pub fn set_recv_buffer_bytes(&self, bytes: usize) -> Result<(), PmError> {
+        let v = bytes.min(i32::MAX as usize) as libc::c_int;
+        for opt in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
+            // SAFETY: setsockopt with a c_int of the right size.
+            let rc = unsafe {
+                libc::setsockopt(
+                    self.fd.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    opt,
+                    &v as *const libc::c_int as *const libc::c_void,
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            };
+            if rc == 0 {
+                return Ok(());
+            }
+        }
+        Err(os_error("setsockopt(SO_RCVBUF) on the event socket"))
     }
 
     fn set_recv_timeout(&self, timeout: Duration) -> Result<(), PmError> {
@@ -428,7 +453,7 @@ fn put_attr(out: &mut Vec<u8>, kind: u16, value: &[u8]) {
     out.extend_from_slice(&((NLA_HDR_LEN + value.len()) as u16).to_ne_bytes());
     out.extend_from_slice(&kind.to_ne_bytes());
     out.extend_from_slice(value);
-    while out.len() % 4 != 0 {
+    while !out.len().is_multiple_of(4) {
         out.push(0);
     }
 }
@@ -569,12 +594,8 @@ fn c_string(v: &[u8]) -> String {
     String::from_utf8_lossy(&v[..end]).into_owned()
 }
 
-fn exact<'a, const N: usize>(v: &'a [u8], what: &str) -> Result<[u8; N], PmError> {
-    v.try_into()
-        .map_err(|_: std::array::TryFromSliceError| {
-            malformed(format!("{what}: {} bytes, expected {N}", v.len()))
-        })
-        .map(|a: &'a [u8; N]| *a)
+fn exact<const N: usize>(v: &[u8], what: &str) -> Result<[u8; N], PmError> {
+    <[u8; N]>::try_from(v).map_err(|_| malformed(format!("{what}: {} bytes, expected {N}", v.len())))
 }
 
 fn u16_ne(v: &[u8], what: &str) -> Result<u16, PmError> {

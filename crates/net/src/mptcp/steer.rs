@@ -156,7 +156,7 @@ impl Steering {
     ) -> Vec<Action> {
         let mut out = Vec::new();
         for (&token, conn) in &mut self.conns {
-            if !conn.eligible_at_ns.is_some_and(|t| t <= now_ns) {
+            if conn.eligible_at_ns.is_none_or(|t| t > now_ns) {
                 continue;
             }
             for sf in conn.subflows.iter_mut().filter(|s| !s.decided) {
