@@ -46,6 +46,10 @@ pub enum Command {
     /// goodput, RTT and window.
     #[command(after_help = TCP_RECV_EXAMPLE)]
     Recv(TcpRecvArgs),
+    /// Print the MPTCP path manager's events (connections, subflows,
+    /// announced addresses) as JSON lines.
+    #[command(name = "mptcp-watch", after_help = crate::mptcp::watch::WATCH_EXAMPLE)]
+    MptcpWatch(crate::mptcp::watch::WatchArgs),
 }
 
 const TCP_RECV_EXAMPLE: &str = "Example:\n  latlab-net recv --listen 0.0.0.0:5001 --controller rtac \
@@ -242,7 +246,7 @@ fn non_negative_finite(s: &str) -> Result<f64, String> {
     }
 }
 
-fn positive_finite(s: &str) -> Result<f64, String> {
+pub(crate) fn positive_finite(s: &str) -> Result<f64, String> {
     let v: f64 = s.trim().parse().map_err(|_| format!("'{s}' is not a number"))?;
     if v.is_finite() && v > 0.0 {
         Ok(v)
@@ -505,7 +509,9 @@ mod tests {
                 Ok(cli) => match cli.command {
                     Command::Media(MediaCommand::Send(a)) => a.options().unwrap_err(),
                     Command::Media(MediaCommand::Recv(a)) => a.options().map(|_| ()).unwrap_err(),
-                    Command::Emulate(_) | Command::Flows(_) => panic!("not a media command: {args}"),
+                    Command::Emulate(_) | Command::Flows(_) | Command::MptcpWatch(_) => {
+                        panic!("not a media command: {args}")
+                    }
                     Command::Recv(a) => a.options().map(|_| ()).unwrap_err(),
                 },
             };

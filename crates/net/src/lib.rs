@@ -15,6 +15,9 @@
 //!   two namespaces (usually the emulator's), with TCP_INFO samples.
 //! - [`recv`]: a TCP sink whose window is set by a receiver-window
 //!   controller (`latlab-net recv`).
+//! - [`mptcp`]: the kernel's MPTCP path-manager events, per-subflow
+//!   statistics (SOL_MPTCP) and per-subflow throttling (HTB + u32), for the
+//!   MPTCP proxy; `latlab-net mptcp-watch`.
 //! - [`record`]: per-interval CSV rows and the JSON summary.
 //! - [`cli`]: the command line.
 
@@ -23,6 +26,7 @@ pub mod clock;
 pub mod emulate;
 pub mod flows;
 pub mod media;
+pub mod mptcp;
 pub mod record;
 pub mod recv;
 pub mod wire;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use latlab_net::cli::{Cli, Command, MediaCommand};
-use latlab_net::{clock, emulate, flows, media, recv};
+use latlab_net::{clock, emulate, flows, media, mptcp, recv};
 
 fn main() -> ExitCode {
     // clap prints its own message and exits with 2 on bad input (0 for
@@ -74,6 +74,16 @@ fn main() -> ExitCode {
             }
             Err(msg) => return usage_error(&msg),
         },
+        Command::MptcpWatch(args) => {
+            clock::install_stop_handlers();
+            return match mptcp::watch::run(&args) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(msg) => {
+                    eprintln!("error: {msg}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
