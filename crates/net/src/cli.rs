@@ -45,6 +45,11 @@ pub enum Command {
     /// goodput, RTT and window.
     #[command(after_help = TCP_RECV_EXAMPLE)]
     Recv(TcpRecvArgs),
+    /// The MPTCP-to-TCP converter: accept MPTCP (and plain TCP) clients,
+    /// relay each to a TCP upstream (fixed, HTTP forward proxy or SOCKS 5)
+    /// with splice(2).
+    #[command(after_help = crate::proxy::args::PROXY_EXAMPLE)]
+    Proxy(crate::proxy::args::ProxyArgs),
 }
 
 const TCP_RECV_EXAMPLE: &str = "Example:\n  latlab-net recv --listen 0.0.0.0:5001 --controller rtac \
@@ -504,7 +509,9 @@ mod tests {
                 Ok(cli) => match cli.command {
                     Command::Media(MediaCommand::Send(a)) => a.options().unwrap_err(),
                     Command::Media(MediaCommand::Recv(a)) => a.options().map(|_| ()).unwrap_err(),
-                    Command::Emulate(_) | Command::Flows(_) => panic!("not a media command: {args}"),
+                    Command::Emulate(_) | Command::Flows(_) | Command::Proxy(_) => {
+                        panic!("not a media command: {args}")
+                    }
                     Command::Recv(a) => a.options().map(|_| ()).unwrap_err(),
                 },
             };

@@ -15,6 +15,8 @@
 //!   two namespaces (usually the emulator's), with TCP_INFO samples.
 //! - [`recv`]: a TCP sink whose window is set by a receiver-window
 //!   controller (`latlab-net recv`).
+//! - [`proxy`]: the MPTCP-to-TCP converter (`latlab-net proxy`): fixed,
+//!   HTTP forward or SOCKS 5 upstream, splice(2) relay, event log, metrics.
 //! - [`record`]: per-interval CSV rows and the JSON summary.
 //! - [`cli`]: the command line.
 
@@ -23,6 +25,7 @@ pub mod clock;
 pub mod emulate;
 pub mod flows;
 pub mod media;
+pub mod proxy;
 pub mod record;
 pub mod recv;
 pub mod wire;
