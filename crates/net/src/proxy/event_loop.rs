@@ -236,7 +236,7 @@ impl<'o> Proxy<'o> {
             let now = clock::now_ns();
             for ev in events.iter() {
                 match ev.token() {
-                    LISTENER => self.accept(now),
+                    LISTENER => self.accept(),
                     METRICS_LISTENER => self.accept_metrics(),
                     WAKER => self.resolved(now),
                     Token(t) if t >= METRICS_CLIENT_BASE => self.serve_metrics(t - METRICS_CLIENT_BASE),
@@ -286,7 +286,7 @@ impl<'o> Proxy<'o> {
         }
     }
 
-    fn accept(&mut self, now: u64) {
+    fn accept(&mut self) {
         loop {
             let Some(listener) = &self.listener else { return };
             let (mut stream, client_addr) = match listener.accept() {
@@ -306,6 +306,8 @@ impl<'o> Proxy<'o> {
                     continue;
                 }
             };
+            // Each accept gets its own clock reading: a turn may accept many.
+            let now = clock::now_ns();
             let id = self.next_id;
             self.next_id += 1;
             let client_mptcp = sock::is_mptcp(stream.as_raw_fd());
@@ -388,7 +390,7 @@ impl<'o> Proxy<'o> {
                 conn.target = Some(addr.to_string());
                 conn.candidates = vec![addr];
                 conn.deadline_ns = now + self.opts.connect_timeout_ns;
-                if let Err(ending) = self.try_connect(key, now) {
+                if let Err(ending) = self.try_connect(key) {
                     self.close(key, ending, now);
                     continue;
                 }
@@ -444,7 +446,7 @@ impl<'o> Proxy<'o> {
                 }
                 Ok(n) => {
                     if conn.inbuf.is_empty() {
-                        conn.up.first_in_ns = Some(now);
+                        conn.up.first_in_ns = Some(clock::now_ns());
                     }
                     conn.inbuf.extend_from_slice(&buf[..n]);
                     conn.last_activity_ns = now;
@@ -560,11 +562,11 @@ impl<'o> Proxy<'o> {
             format!("{host}:{port}")
         });
         conn.deadline_ns = now + self.opts.connect_timeout_ns;
-        conn.connect_start_ns = Some(now);
+        conn.connect_start_ns = Some(clock::now_ns());
         match resolve::literal(&host, port) {
             Some(addr) => {
                 conn.candidates = vec![addr];
-                self.try_connect(key, now)
+                self.try_connect(key)
             }
             None => {
                 conn.phase = Phase::Resolving;
@@ -587,7 +589,7 @@ impl<'o> Proxy<'o> {
                 Ok(addrs) if !addrs.is_empty() => {
                     conn.candidates = addrs;
                     conn.candidates.reverse();
-                    self.try_connect(answer.key, now)
+                    self.try_connect(answer.key)
                 }
                 Ok(_) => {
                     let e = io::Error::new(io::ErrorKind::NotFound, "no address for the name");
@@ -606,7 +608,7 @@ impl<'o> Proxy<'o> {
     }
 
     /// Start a non-blocking connect to the next candidate address.
-    fn try_connect(&mut self, key: usize, now: u64) -> Result<(), Ending> {
+    fn try_connect(&mut self, key: usize) -> Result<(), Ending> {
         loop {
             let conn = &mut self.conns[key];
             let Some(addr) = conn.candidates.pop() else {
@@ -617,7 +619,7 @@ impl<'o> Proxy<'o> {
                 let kind = connect_error_kind(&e);
                 return self.connect_failed(key, kind, e);
             };
-            conn.connect_start_ns.get_or_insert(now);
+            conn.connect_start_ns.get_or_insert_with(clock::now_ns);
             match TcpStream::connect(addr) {
                 Ok(mut stream) => {
                     if let Err(e) = self.poll.registry().register(
@@ -645,7 +647,7 @@ impl<'o> Proxy<'o> {
             let _ = self.poll.registry().deregister(stream);
             conn.upstream = None;
             conn.connect_error = Some(e);
-            self.try_connect(key, now)?;
+            self.try_connect(key)?;
             return Ok(true);
         }
         match stream.peer_addr() {
@@ -655,12 +657,12 @@ impl<'o> Proxy<'o> {
                 let _ = self.poll.registry().deregister(stream);
                 conn.upstream = None;
                 conn.connect_error = Some(e);
-                self.try_connect(key, now)?;
+                self.try_connect(key)?;
                 return Ok(true);
             }
         }
+        conn.established_ns = Some(clock::now_ns());
         let _ = stream.set_nodelay(true);
-        conn.established_ns = Some(now);
         conn.last_activity_ns = now;
         let upstream_fd = stream.as_raw_fd();
         let bound = stream.local_addr().ok();
@@ -677,8 +679,8 @@ impl<'o> Proxy<'o> {
             Request::Fixed | Request::HttpForward => {}
         }
         conn.phase = Phase::Relaying;
-        if let Some(start) = conn.connect_start_ns {
-            self.metrics.connect_time.observe_ns(now.saturating_sub(start));
+        if let (Some(start), Some(up)) = (conn.connect_start_ns, conn.established_ns) {
+            self.metrics.connect_time.observe_ns(up.saturating_sub(start));
         }
         self.observer
             .on_established(conn.id, conn.client.as_raw_fd(), upstream_fd);
@@ -833,7 +835,7 @@ impl<'o> Proxy<'o> {
         }
         if self.accept_blocked {
             self.accept_blocked = false;
-            self.accept(now);
+            self.accept();
         }
         self.observer.on_tick(now);
         let _ = self.events.flush();

@@ -104,7 +104,7 @@ impl Pump {
             }
             self.prelude_sent += n as usize;
             self.bytes_out += n as u64;
-            self.first_out_ns.get_or_insert(now_ns);
+            self.first_out_ns.get_or_insert_with(|| stamp(now_ns));
             moved = true;
         }
         if !self.prelude.is_empty() {
@@ -135,7 +135,7 @@ impl Pump {
                     Ok(n) => {
                         self.in_pipe_bytes += n;
                         self.bytes_in += n as u64;
-                        self.first_in_ns.get_or_insert(now_ns);
+                        self.first_in_ns.get_or_insert_with(|| stamp(now_ns));
                         progress = true;
                     }
                     Err(e) if would_block(&e) => {}
@@ -148,7 +148,7 @@ impl Pump {
                     Ok(n) => {
                         self.in_pipe_bytes -= n;
                         self.bytes_out += n as u64;
-                        self.first_out_ns.get_or_insert(now_ns);
+                        self.first_out_ns.get_or_insert_with(|| stamp(now_ns));
                         progress = n > 0;
                     }
                     Err(e) if would_block(&e) => {}
@@ -170,6 +170,17 @@ impl Pump {
             }
             moved = true;
         }
+    }
+}
+
+/// The clock at a first byte: read afresh (a vDSO call, once per
+/// direction), since `now_ns` is the time the loop woke up; 0 in tests
+/// means "use `now_ns`".
+fn stamp(now_ns: u64) -> u64 {
+    if cfg!(test) {
+        now_ns
+    } else {
+        crate::clock::now_ns().max(now_ns)
     }
 }
 
