@@ -24,7 +24,7 @@ use slab::Slab;
 use super::events::{ConnectionRecord, EventLog};
 use super::metrics::Metrics;
 use super::observer::{AcceptedConnection, ConnectionObserver};
-use super::relay::{is_reset, Pump, PumpError};
+use super::relay::{is_reset, PipePool, Pump, PumpError};
 use super::resolve::{self, Resolver};
 use super::sock::{self, ListenProtocol};
 use super::{http, socks5, ProxyMode, ProxyOptions};
@@ -40,6 +40,8 @@ pub const TICK_NS: u64 = 50_000_000;
 /// How long a refused client may take to read the refusal and close.
 const LINGER_NS: u64 = 1_000_000_000;
 const LISTEN_BACKLOG: i32 = 4096;
+/// Empty pipes kept for reuse (two fds each).
+const SPARE_PIPES: usize = 64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -144,6 +146,7 @@ pub struct Proxy<'o> {
     resolver: Resolver,
     events: EventLog,
     metrics: Metrics,
+    pipes: PipePool,
     next_id: u64,
     /// Accepting stopped on EMFILE/ENFILE: retry at the next tick.
     accept_blocked: bool,
@@ -214,6 +217,7 @@ impl<'o> Proxy<'o> {
             resolver,
             events,
             metrics: Metrics::default(),
+            pipes: PipePool::new(opts.buffer_bytes, SPARE_PIPES),
             next_id: 1,
             accept_blocked: false,
             draining_until_ns: None,
@@ -368,8 +372,8 @@ impl<'o> Proxy<'o> {
                 target: None,
                 candidates: Vec::new(),
                 connect_error: None,
-                up: Pump::new(self.opts.buffer_bytes, Vec::new()),
-                down: Pump::new(self.opts.buffer_bytes, Vec::new()),
+                up: Pump::new(Vec::new()),
+                down: Pump::new(Vec::new()),
                 refusal: Vec::new(),
                 refusal_sent: 0,
                 refusal_shut: false,
@@ -489,14 +493,14 @@ impl<'o> Proxy<'o> {
             http::Parsed::Tunnel { host, port, rest } => {
                 conn.request = Request::HttpConnect;
                 let first_in = conn.up.first_in_ns;
-                conn.up = Pump::new(self.opts.buffer_bytes, rest);
+                conn.up = Pump::new(rest);
                 conn.up.first_in_ns = first_in;
                 self.start_connect(key, host, port, now)?;
                 Ok(true)
             }
             http::Parsed::Forward { host, port, head } => {
                 let first_in = conn.up.first_in_ns;
-                conn.up = Pump::new(self.opts.buffer_bytes, head);
+                conn.up = Pump::new(head);
                 conn.up.first_in_ns = first_in;
                 conn.down.hold_fin_until_data = true;
                 self.start_connect(key, host, port, now)?;
@@ -541,7 +545,7 @@ impl<'o> Proxy<'o> {
             socks5::Parsed::Connect { target, rest } => {
                 conn.send_method_reply()?;
                 let first_in = conn.up.first_in_ns;
-                conn.up = Pump::new(self.opts.buffer_bytes, rest);
+                conn.up = Pump::new(rest);
                 conn.up.first_in_ns = first_in;
                 let (host, port) = match target {
                     socks5::Target::Addr(a) => (a.ip().to_string(), a.port()),
@@ -667,15 +671,8 @@ impl<'o> Proxy<'o> {
         let upstream_fd = stream.as_raw_fd();
         let bound = stream.local_addr().ok();
         match conn.request {
-            Request::HttpConnect => {
-                conn.down = Pump::new(self.opts.buffer_bytes, http::CONNECT_ESTABLISHED.to_vec())
-            }
-            Request::Socks => {
-                conn.down = Pump::new(
-                    self.opts.buffer_bytes,
-                    socks5::reply(socks5::REP_SUCCEEDED, bound),
-                )
-            }
+            Request::HttpConnect => conn.down = Pump::new(http::CONNECT_ESTABLISHED.to_vec()),
+            Request::Socks => conn.down = Pump::new(socks5::reply(socks5::REP_SUCCEEDED, bound)),
             Request::Fixed | Request::HttpForward => {}
         }
         conn.phase = Phase::Relaying;
@@ -714,8 +711,8 @@ impl<'o> Proxy<'o> {
             .expect("relaying has an upstream")
             .as_raw_fd();
         let before = (conn.up.bytes_out, conn.down.bytes_out);
-        let up = conn.up.run(client_fd, upstream_fd, now);
-        let down = conn.down.run(upstream_fd, client_fd, now);
+        let up = conn.up.run(client_fd, upstream_fd, now, &mut self.pipes);
+        let down = conn.down.run(upstream_fd, client_fd, now, &mut self.pipes);
         if (conn.up.bytes_out, conn.down.bytes_out) != before || up.as_ref().is_ok_and(|&m| m) {
             conn.last_activity_ns = now;
         }

@@ -2,7 +2,7 @@
 //! proxy. Clients reach it over MPTCP (plain TCP clients fall back on the
 //! same listener); it opens a plain TCP connection to the server and
 //! relays both directions with splice(2), so MPTCP clients get multipath
-//! in front of a legacy server (docs/models/mptcp-proxy.md).
+//! in front of a legacy server (crates/net/README.md, "latlab-net proxy").
 //!
 //! Upstream choice: a fixed `--to` address (HAProxy's tcp mode), an HTTP
 //! forward proxy (`--mode http`: absolute-URI requests and CONNECT), or

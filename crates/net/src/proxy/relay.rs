@@ -9,6 +9,10 @@
 //! the sender. So a connection never holds more than the two pipes' bytes
 //! in the proxy, whatever its peers do.
 //!
+//! Pipes are lent from a [`PipePool`] while bytes are in them and given
+//! back once empty (HAProxy does the same), so an idle connection holds
+//! only its two sockets, and a busy one costs no pipe(2)/close(2) per burst.
+//!
 //! Half-close: when the source's read returns 0 (its FIN) and the pipe is
 //! empty, the pump shuts the destination's sending side (our FIN), and the
 //! other direction carries on.
@@ -29,10 +33,41 @@ pub enum PumpError {
     Pipe(io::Error),
 }
 
+/// Empty pipes of one capacity, kept for reuse.
+pub struct PipePool {
+    capacity_bytes: usize,
+    spare: Vec<Pipe>,
+    max_spare: usize,
+}
+
+impl PipePool {
+    /// Pipes asking for `capacity_bytes`; at most `max_spare` kept idle.
+    pub fn new(capacity_bytes: usize, max_spare: usize) -> PipePool {
+        PipePool {
+            capacity_bytes,
+            spare: Vec::new(),
+            max_spare,
+        }
+    }
+
+    fn take(&mut self) -> io::Result<Pipe> {
+        match self.spare.pop() {
+            Some(p) => Ok(p),
+            None => Pipe::new(self.capacity_bytes),
+        }
+    }
+
+    /// Give back an empty pipe (closed if enough are spare).
+    fn give(&mut self, pipe: Pipe) {
+        if self.spare.len() < self.max_spare {
+            self.spare.push(pipe);
+        }
+    }
+}
+
 /// One direction's state.
 pub struct Pump {
     pipe: Option<Pipe>,
-    capacity_bytes: usize,
     in_pipe_bytes: usize,
     /// Bytes to write before splicing (a rewritten HTTP request head, a
     /// SOCKS reply, bytes read while parsing), and how many are written.
@@ -56,12 +91,10 @@ pub struct Pump {
 }
 
 impl Pump {
-    /// A pump whose pipe (created on first use, so idle connections hold no
-    /// pipe) asks for `capacity_bytes`.
-    pub fn new(capacity_bytes: usize, prelude: Vec<u8>) -> Pump {
+    /// A pump that writes `prelude` first.
+    pub fn new(prelude: Vec<u8>) -> Pump {
         Pump {
             pipe: None,
-            capacity_bytes,
             in_pipe_bytes: 0,
             prelude,
             prelude_sent: 0,
@@ -87,7 +120,29 @@ impl Pump {
 
     /// Move what can be moved now without blocking. Returns whether any
     /// byte moved (or the FIN was forwarded).
-    pub fn run(&mut self, src: RawFd, dst: RawFd, now_ns: u64) -> Result<bool, PumpError> {
+    pub fn run(
+        &mut self,
+        src: RawFd,
+        dst: RawFd,
+        now_ns: u64,
+        pool: &mut PipePool,
+    ) -> Result<bool, PumpError> {
+        let result = self.run_inner(src, dst, now_ns, pool);
+        if self.in_pipe_bytes == 0 {
+            if let Some(pipe) = self.pipe.take() {
+                pool.give(pipe);
+            }
+        }
+        result
+    }
+
+    fn run_inner(
+        &mut self,
+        src: RawFd,
+        dst: RawFd,
+        now_ns: u64,
+        pool: &mut PipePool,
+    ) -> Result<bool, PumpError> {
         let mut moved = false;
         // The prelude goes first, from user space.
         while self.prelude_sent < self.prelude.len() {
@@ -116,17 +171,19 @@ impl Pump {
         }
         loop {
             let mut progress = false;
-            if !self.source_eof && self.in_pipe_bytes < self.capacity_bytes {
+            let room = self
+                .pipe
+                .as_ref()
+                .map_or(usize::MAX, |p| p.capacity_bytes - self.in_pipe_bytes);
+            if !self.source_eof && room > 0 {
                 if self.pipe.is_none() {
-                    let pipe = Pipe::new(self.capacity_bytes).map_err(PumpError::Pipe)?;
-                    self.capacity_bytes = pipe.capacity_bytes;
-                    self.pipe = Some(pipe);
+                    self.pipe = Some(pool.take().map_err(PumpError::Pipe)?);
                 }
-                let pipe = self.pipe.as_ref().expect("created above");
+                let pipe = self.pipe.as_ref().expect("taken above");
                 match sock::splice(
                     src,
                     pipe.write.as_raw_fd(),
-                    self.capacity_bytes - self.in_pipe_bytes,
+                    pipe.capacity_bytes - self.in_pipe_bytes,
                 ) {
                     Ok(0) => {
                         self.source_eof = true;
@@ -161,8 +218,6 @@ impl Pump {
                 }
                 sock::shutdown_write(dst);
                 self.destination_shut = true;
-                // The pipe's two fds are no longer needed.
-                self.pipe = None;
                 return Ok(true);
             }
             if !progress {
@@ -216,12 +271,14 @@ mod tests {
         let (server_w, mut server_r) = pair();
         client_r.set_nonblocking(true).unwrap();
         server_w.set_nonblocking(true).unwrap();
-        let mut pump = Pump::new(4096, b"HEAD ".to_vec());
+        let mut pool = PipePool::new(4096, 1);
+        let mut pump = Pump::new(b"HEAD ".to_vec());
         client_w.write_all(b"payload").unwrap();
         client_w.shutdown(Shutdown::Write).unwrap();
         let mut out = Vec::new();
         for _ in 0..1000 {
-            pump.run(client_r.as_raw_fd(), server_w.as_raw_fd(), 7).unwrap();
+            pump.run(client_r.as_raw_fd(), server_w.as_raw_fd(), 7, &mut pool)
+                .unwrap();
             if pump.finished() {
                 break;
             }
@@ -233,6 +290,8 @@ mod tests {
         assert_eq!((pump.bytes_in, pump.bytes_out), (7, 12));
         assert_eq!((pump.first_in_ns, pump.first_out_ns), (Some(7), Some(7)));
         assert_eq!(pump.buffered_bytes(), 0);
+        // The empty pipe went back to the pool.
+        assert!(pump.pipe.is_none() && pool.spare.len() == 1);
     }
 
     #[test]
@@ -243,7 +302,8 @@ mod tests {
         client_r.set_nonblocking(true).unwrap();
         server_w.set_nonblocking(true).unwrap();
         client_w.set_nonblocking(true).unwrap();
-        let mut pump = Pump::new(4096, Vec::new());
+        let mut pool = PipePool::new(4096, 1);
+        let mut pump = Pump::new(Vec::new());
         let chunk = vec![7u8; 65536];
         for _ in 0..400 {
             let _ = client_w.write(&chunk);

@@ -57,6 +57,24 @@ impl Proxy {
             .count()
     }
 
+    /// Open (sockets, pipe ends) of the proxy.
+    pub fn sockets_and_pipes(&self) -> (usize, usize) {
+        let mut counts = (0, 0);
+        for e in std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
+            .unwrap()
+            .flatten()
+        {
+            let target = std::fs::read_link(e.path()).unwrap_or_default();
+            let t = target.to_string_lossy();
+            if t.starts_with("socket:") {
+                counts.0 += 1;
+            } else if t.starts_with("pipe:") {
+                counts.1 += 1;
+            }
+        }
+        counts
+    }
+
     /// Resident set size of the proxy, KiB.
     pub fn rss_kib(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
