@@ -50,6 +50,11 @@ pub enum Command {
     /// announced addresses) as JSON lines.
     #[command(name = "mptcp-watch", after_help = crate::mptcp::watch::WATCH_EXAMPLE)]
     MptcpWatch(crate::mptcp::watch::WatchArgs),
+    /// The MPTCP-to-TCP converter: accept MPTCP (and plain TCP) clients,
+    /// relay each to a TCP upstream (fixed, HTTP forward proxy or SOCKS 5)
+    /// with splice(2).
+    #[command(after_help = crate::proxy::args::PROXY_EXAMPLE)]
+    Proxy(crate::proxy::args::ProxyArgs),
 }
 
 const TCP_RECV_EXAMPLE: &str = "Example:\n  latlab-net recv --listen 0.0.0.0:5001 --controller rtac \
@@ -509,7 +514,7 @@ mod tests {
                 Ok(cli) => match cli.command {
                     Command::Media(MediaCommand::Send(a)) => a.options().unwrap_err(),
                     Command::Media(MediaCommand::Recv(a)) => a.options().map(|_| ()).unwrap_err(),
-                    Command::Emulate(_) | Command::Flows(_) | Command::MptcpWatch(_) => {
+                    Command::Emulate(_) | Command::Flows(_) | Command::MptcpWatch(_) | Command::Proxy(_) => {
                         panic!("not a media command: {args}")
                     }
                     Command::Recv(a) => a.options().map(|_| ()).unwrap_err(),

@@ -18,6 +18,8 @@
 //! - [`mptcp`]: the kernel's MPTCP path-manager events, per-subflow
 //!   statistics (SOL_MPTCP) and per-subflow throttling (HTB + u32), for the
 //!   MPTCP proxy; `latlab-net mptcp-watch`.
+//! - [`proxy`]: the MPTCP-to-TCP converter (`latlab-net proxy`): fixed,
+//!   HTTP forward or SOCKS 5 upstream, splice(2) relay, event log, metrics.
 //! - [`record`]: per-interval CSV rows and the JSON summary.
 //! - [`cli`]: the command line.
 
@@ -27,6 +29,7 @@ pub mod emulate;
 pub mod flows;
 pub mod media;
 pub mod mptcp;
+pub mod proxy;
 pub mod record;
 pub mod recv;
 pub mod wire;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use latlab_net::cli::{Cli, Command, MediaCommand};
-use latlab_net::{clock, emulate, flows, media, mptcp, recv};
+use latlab_net::{clock, emulate, flows, media, mptcp, proxy, recv};
 
 fn main() -> ExitCode {
     // clap prints its own message and exits with 2 on bad input (0 for
@@ -59,6 +59,19 @@ fn main() -> ExitCode {
                 return match flows::run(&opts) {
                     Ok(true) => ExitCode::SUCCESS,
                     Ok(false) => ExitCode::FAILURE,
+                    Err(msg) => {
+                        eprintln!("error: {msg}");
+                        ExitCode::FAILURE
+                    }
+                };
+            }
+            Err(msg) => return usage_error(&msg),
+        },
+        Command::Proxy(args) => match args.options() {
+            Ok(opts) => {
+                clock::install_stop_handlers();
+                return match proxy::run(&opts) {
+                    Ok(()) => ExitCode::SUCCESS,
                     Err(msg) => {
                         eprintln!("error: {msg}");
                         ExitCode::FAILURE

@@ -1,0 +1,579 @@
+#!/usr/bin/env python3
+"""Benchmark of ``latlab-net proxy`` (the MPTCP-to-TCP converter) on a namespace testbed.
+
+Three network namespaces in a line, joined by veth pairs::
+
+    client 10.78.1.1 ── 10.78.1.2  proxy  10.78.2.1 ── 10.78.2.2 server
+
+The proxy namespace forwards IP, so "direct" connections (client → 10.78.2.2)
+take the same veth path through the same kernel as proxied ones (client →
+10.78.1.2, the proxy connects on to 10.78.2.2). Clients use MPTCP sockets
+(``socket(AF_INET, SOCK_STREAM, 262)``); the server is plain TCP. The same
+runs go through socat (``SOCKET-LISTEN:2:262:...,fork`` so it also listens
+with MPTCP) when socat is installed.
+
+What is measured, for direct, latlab-net proxy and socat:
+
+- connect: connect() start to the first byte of a server that speaks first
+  (so the proxy's upstream connect is inside), p50/p99; added = proxied − direct.
+- data: 64-byte request/response ping-pong on one connection, RTT p50/p99.
+- throughput: server → client bulk for ``--seconds``, 1 and 100 connections,
+  unshaped (CPU-bound: every process shares the machine's cores) and with a
+  ``--rate-mbit`` tbf on the server's egress (the path is the bottleneck).
+- CPU: the proxy's utime + stime (+ children's, for socat's forks) from
+  /proc/PID/stat during the bulk runs, per Gbit relayed (= cores per Gbit/s).
+- memory: VmRSS growth with ``--idle`` idle connections open, per connection
+  (socat: the sum over its forked children).
+- latlab's own conversion delays from its event log: accept → upstream
+  connect started (SYN), first byte in → first byte out (data).
+
+Needs root and iproute2; the namespaces are deleted on exit. Usage::
+
+    sudo python3 benches/proxy_bench.py --markdown proxy_bench.md --json proxy_bench.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import selectors
+import shutil
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+IPPROTO_MPTCP = 262
+CLIENT_ADDR, PROXY_C_ADDR, PROXY_S_ADDR, SERVER_ADDR = "10.78.1.1", "10.78.1.2", "10.78.2.1", "10.78.2.2"
+# Server ports: banner (speaks first), echo, bulk source, idle holder.
+BANNER, ECHO, BULK, IDLE = 5001, 5002, 5003, 5004
+PROXY_PORT_OFFSET = {"latlab": 2000, "socat": 3000}
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ---------------------------------------------------------------- roles run inside namespaces
+
+
+def serve() -> None:
+    """The server namespace's four services, until killed."""
+    resource.setrlimit(resource.RLIMIT_NOFILE, (20000, 20000))
+    held: list[socket.socket] = []
+    block = memoryview(b"\x5a" * (4 << 20))
+
+    def banner(c: socket.socket) -> None:
+        c.sendall(b"!")
+        while c.recv(4096):
+            pass
+        c.close()
+
+    def echo(c: socket.socket) -> None:
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        while True:
+            d = c.recv(65536)
+            if not d:
+                break
+            c.sendall(d)
+        c.close()
+
+    def bulk(c: socket.socket) -> None:
+        try:
+            while True:
+                c.sendall(block)
+        except OSError:
+            pass
+        c.close()
+
+    def listen(port: int, handler) -> None:  # noqa: ANN001
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((SERVER_ADDR, port))
+        s.listen(4096)
+        while True:
+            c, _ = s.accept()
+            if handler is None:
+                held.append(c)
+            else:
+                threading.Thread(target=handler, args=(c,), daemon=True).start()
+
+    for port, handler in ((BANNER, banner), (ECHO, echo), (BULK, bulk)):
+        threading.Thread(target=listen, args=(port, handler), daemon=True).start()
+    print("ready", flush=True)
+    listen(IDLE, None)
+
+
+def mptcp_socket() -> socket.socket:
+    return socket.socket(socket.AF_INET, socket.SOCK_STREAM, IPPROTO_MPTCP)
+
+
+def task_connect(addr: str, port: int, n: int) -> list[int]:
+    out = []
+    for _ in range(n):
+        s = mptcp_socket()
+        t0 = time.perf_counter_ns()
+        s.connect((addr, port))
+        if s.recv(1) != b"!":
+            raise RuntimeError("no banner")
+        out.append(time.perf_counter_ns() - t0)
+        s.close()
+    return out
+
+
+def task_pingpong(addr: str, port: int, n: int, size: int = 64) -> list[int]:
+    s = mptcp_socket()
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    s.connect((addr, port))
+    msg = b"p" * size
+    buf = bytearray(size)
+    view = memoryview(buf)
+    out = []
+    for i in range(n + 50):
+        t0 = time.perf_counter_ns()
+        s.sendall(msg)
+        got = 0
+        while got < size:
+            k = s.recv_into(view[got:])
+            if k == 0:
+                raise RuntimeError("echo closed")
+            got += k
+        if i >= 50:  # the first ones warm caches and the proxy's pipes
+            out.append(time.perf_counter_ns() - t0)
+    s.close()
+    return out
+
+
+def task_bulk(addr: str, port: int, conns: int, seconds: float, warmup: float = 1.0) -> dict:
+    socks = []
+    for _ in range(conns):
+        s = mptcp_socket()
+        s.connect((addr, port))
+        s.setblocking(False)
+        socks.append(s)
+    sel = selectors.DefaultSelector()
+    for s in socks:
+        sel.register(s, selectors.EVENT_READ)
+    buf = bytearray(1 << 20)
+    t_start = time.monotonic()
+    t_measure, t_end = t_start + warmup, t_start + warmup + seconds
+    counted = 0
+    while True:
+        now = time.monotonic()
+        if now >= t_end:
+            break
+        for key, _ in sel.select(timeout=0.1):
+            try:
+                k = key.fileobj.recv_into(buf)
+            except BlockingIOError:
+                continue
+            if k == 0:
+                raise RuntimeError("bulk source closed")
+            if now >= t_measure:
+                counted += k
+    # Abort (SO_LINGER 0): a plain close of an MPTCP socket with unread data
+    # left the connection orphaned but alive in the client's kernel (6.18),
+    # still acknowledging data, so the sources kept sending into the next run.
+    for s in socks:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()
+    return {"bytes": counted, "seconds": seconds, "gbps": counted * 8 / seconds / 1e9}
+
+
+def task_idle(addr: str, port: int, n: int) -> None:
+    """Open n idle connections, say so, hold them until stdin closes."""
+    resource.setrlimit(resource.RLIMIT_NOFILE, (20000, 20000))
+    socks = []
+    for _ in range(n):
+        s = mptcp_socket()
+        s.connect((addr, port))
+        socks.append(s)
+    print("open", flush=True)
+    sys.stdin.readline()
+    for s in socks:
+        s.close()
+
+
+def client_role(spec: dict) -> None:
+    kind = spec.pop("task")
+    if kind == "idle":
+        task_idle(**spec)
+        return
+    fn = {"connect": task_connect, "pingpong": task_pingpong, "bulk": task_bulk}[kind]
+    print(json.dumps(fn(**spec)), flush=True)
+
+
+# ---------------------------------------------------------------- the testbed, from the root namespace
+
+
+def run(cmd: list[str]) -> None:
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    if res.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {res.stderr.strip()}")
+
+
+class Testbed:
+    def __init__(self) -> None:
+        pid = os.getpid()
+        self.ns = {k: f"llprx-{k}-{pid}" for k in ("cli", "prx", "srv")}
+        self.created: list[str] = []
+
+    def __enter__(self) -> Testbed:
+        ns = self.ns
+        pid = os.getpid()
+        try:
+            for n in ns.values():
+                run(["ip", "netns", "add", n])
+                self.created.append(n)
+            a, b, c, d = (f"lp{pid}{x}"[:15] for x in "abcd")
+            self.server_dev = d
+            for cmd in (
+                ["ip", "link", "add", a, "netns", ns["cli"], "type", "veth", "peer", "name", b, "netns", ns["prx"]],
+                ["ip", "link", "add", c, "netns", ns["prx"], "type", "veth", "peer", "name", d, "netns", ns["srv"]],
+                ["ip", "-n", ns["cli"], "addr", "add", f"{CLIENT_ADDR}/24", "dev", a],
+                ["ip", "-n", ns["prx"], "addr", "add", f"{PROXY_C_ADDR}/24", "dev", b],
+                ["ip", "-n", ns["prx"], "addr", "add", f"{PROXY_S_ADDR}/24", "dev", c],
+                ["ip", "-n", ns["srv"], "addr", "add", f"{SERVER_ADDR}/24", "dev", d],
+                *[["ip", "-n", n, "link", "set", "lo", "up"] for n in ns.values()],
+                ["ip", "-n", ns["cli"], "link", "set", a, "up"],
+                ["ip", "-n", ns["prx"], "link", "set", b, "up"],
+                ["ip", "-n", ns["prx"], "link", "set", c, "up"],
+                ["ip", "-n", ns["srv"], "link", "set", d, "up"],
+                ["ip", "-n", ns["cli"], "route", "add", "default", "via", PROXY_C_ADDR],
+                ["ip", "-n", ns["srv"], "route", "add", "default", "via", PROXY_S_ADDR],
+                ["ip", "netns", "exec", ns["prx"], "sysctl", "-qw", "net.ipv4.ip_forward=1"],
+            ):  # fmt: skip
+                run(cmd)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for n in self.created:
+            subprocess.run(["ip", "netns", "del", n], capture_output=True)
+
+    def exec(self, where: str, cmd: list[str]) -> list[str]:
+        return ["ip", "netns", "exec", self.ns[where], *cmd]
+
+
+def client(tb: Testbed, spec: dict, timeout: float = 300) -> object:
+    cmd = tb.exec("cli", [sys.executable, __file__, "--role", "client", "--spec", json.dumps(spec)])
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if res.returncode != 0:
+        raise RuntimeError(f"client {spec}: {res.stderr.strip()}")
+    return json.loads(res.stdout)
+
+
+def cpu_seconds(pid: int, children: bool) -> float:
+    """utime + stime of pid (+ its waited-for children, and live children when asked)."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def stat(p: int) -> list[str]:
+        text = Path(f"/proc/{p}/stat").read_text()
+        return text[text.rindex(")") + 2 :].split()
+
+    f = stat(pid)
+    # utime, stime, cutime, cstime (proc(5) fields 14-17).
+    total = sum(int(x) for x in f[11:15]) if children else int(f[11]) + int(f[12])
+    if children:
+        for p in child_pids(pid):
+            try:
+                g = stat(p)
+                total += int(g[11]) + int(g[12])
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+    return total / tick
+
+
+def child_pids(pid: int) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                text = (d / "stat").read_text()
+                if int(text[text.rindex(")") + 2 :].split()[1]) == pid:
+                    out.append(int(d.name))
+            except (FileNotFoundError, ProcessLookupError, ValueError):
+                pass
+    return out
+
+
+def rss_kib(pid: int, children: bool) -> int:
+    def one(p: int) -> int:
+        for line in Path(f"/proc/{p}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        return 0
+
+    total = one(pid)
+    if children:
+        for p in child_pids(pid):
+            try:
+                total += one(p)
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+    return total
+
+
+def start_proxies(tb: Testbed, kind: str, binary: str, events_dir: Path) -> dict[int, subprocess.Popen]:
+    """One proxy process per server port; returns port → process."""
+    procs = {}
+    for port in (BANNER, ECHO, BULK, IDLE):
+        lport = port + PROXY_PORT_OFFSET[kind]
+        if kind == "latlab":
+            cmd = [binary, "proxy", "--listen", f"{PROXY_C_ADDR}:{lport}", "--to", f"{SERVER_ADDR}:{port}",
+                   "--events", str(events_dir / f"events-{port}.jsonl"), "--quiet", "--grace-s", "0.5"]  # fmt: skip
+        else:
+            hexaddr = "x" + (struct.pack("!H", lport) + socket.inet_aton(PROXY_C_ADDR) + b"\0" * 8).hex()
+            cmd = ["socat", f"SOCKET-LISTEN:2:{IPPROTO_MPTCP}:{hexaddr},reuseaddr,fork,backlog=4096",
+                   f"TCP:{SERVER_ADDR}:{port}"]  # fmt: skip
+        p = subprocess.Popen(tb.exec("prx", cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if kind == "latlab":
+            line = p.stdout.readline()
+            if not line.startswith("{"):
+                raise RuntimeError(f"latlab-net proxy did not start: {p.stderr.read()}")
+        procs[port] = p
+    if kind == "socat":
+        time.sleep(0.3)
+    return procs
+
+
+def stop(procs: dict[int, subprocess.Popen]) -> None:
+    for p in procs.values():
+        p.terminate()
+    for p in procs.values():
+        try:
+            p.wait(5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def pct(values: list[int], q: float) -> float:
+    v = sorted(values)
+    return v[min(len(v) - 1, int(q * len(v)))] / 1e3  # µs
+
+
+def measure(tb: Testbed, kind: str, args: argparse.Namespace, events_dir: Path) -> dict:
+    procs = start_proxies(tb, kind, args.binary, events_dir) if kind != "direct" else {}
+    addr = SERVER_ADDR if kind == "direct" else PROXY_C_ADDR
+    off = 0 if kind == "direct" else PROXY_PORT_OFFSET[kind]
+    children = kind == "socat"
+    r: dict = {}
+    try:
+        c = client(tb, {"task": "connect", "addr": addr, "port": BANNER + off, "n": args.connects})
+        r["connect_us"] = {"p50": pct(c, 0.5), "p99": pct(c, 0.99)}
+        p = client(tb, {"task": "pingpong", "addr": addr, "port": ECHO + off, "n": args.pings})
+        r["pingpong_us"] = {"p50": pct(p, 0.5), "p99": pct(p, 0.99)}
+        for shaped in (False, True) if args.rate_mbit > 0 else (False,):
+            if shaped:
+                run(tb.exec("srv", ["tc", "qdisc", "replace", "dev", tb.server_dev, "root", "tbf", "rate",
+                                    f"{args.rate_mbit}mbit", "burst", "256kb", "limit", "2mb"]))  # fmt: skip
+            try:
+                for conns in (1, 100):
+                    cpu0 = cpu_seconds(procs[BULK].pid, children) if procs else 0.0
+                    spec = {"task": "bulk", "addr": addr, "port": BULK + off, "conns": conns, "seconds": args.seconds}
+                    b = client(tb, spec)
+                    time.sleep(0.3)  # socat's children exit and are reaped into cutime
+                    cpu = (cpu_seconds(procs[BULK].pid, children) - cpu0) if procs else None
+                    # CPU over the whole run (warm-up included) per Gbit relayed in it.
+                    gbit_total = b["gbps"] * (args.seconds + 1.0)
+                    r[f"bulk_{conns}{'_shaped' if shaped else ''}"] = {
+                        "gbps": b["gbps"],
+                        "cpu_s": cpu,
+                        "cpu_s_per_gbit": (cpu / gbit_total) if cpu is not None and gbit_total > 0 else None,
+                    }
+            finally:
+                if shaped:
+                    run(tb.exec("srv", ["tc", "qdisc", "del", "dev", tb.server_dev, "root"]))
+        if procs:
+            pid = procs[IDLE].pid
+            rss0 = rss_kib(pid, children)
+            holder = subprocess.Popen(
+                tb.exec("cli", [sys.executable, __file__, "--role", "client", "--spec",
+                                json.dumps({"task": "idle", "addr": addr, "port": IDLE + off, "n": args.idle})]),
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+            if holder.stdout.readline().strip() != "open":
+                raise RuntimeError("idle connections did not open")
+            time.sleep(1.0)
+            rss1 = rss_kib(pid, children)
+            holder.stdin.close()
+            holder.wait(30)
+            r["idle"] = {"n": args.idle, "rss_before_kib": rss0, "rss_open_kib": rss1,
+                         "kib_per_connection": (rss1 - rss0) / args.idle}  # fmt: skip
+    finally:
+        stop(procs)
+    return r
+
+
+def event_log_delays(events_dir: Path) -> dict:
+    syn, c2s, s2c = [], [], []
+    for f in events_dir.glob("events-*.jsonl"):
+        for line in f.read_text().splitlines():
+            e = json.loads(line)
+            if e.get("upstream_connect_start_ns") is not None:
+                syn.append(e["upstream_connect_start_ns"])
+            for lst, a, b in ((c2s, "c2s_first_in_ns", "c2s_first_out_ns"), (s2c, "s2c_first_in_ns", "s2c_first_out_ns")):
+                if e.get(a) is not None and e.get(b) is not None:
+                    lst.append(e[b] - e[a])
+    return {name: {"n": len(v), "p50": pct(v, 0.5), "p99": pct(v, 0.99)}
+            for name, v in (("syn", syn), ("data_c2s", c2s), ("data_s2c", s2c)) if v}  # fmt: skip
+
+
+def markdown(res: dict, args: argparse.Namespace) -> str:
+    kinds = [k for k in ("direct", "latlab", "socat") if k in res["runs"]]
+    d = res["runs"]["direct"]
+    lines = [
+        "# latlab-net proxy benchmark",
+        "",
+        f"Namespace testbed client — proxy — server over veth (kernel {os.uname().release}, "
+        f"{os.cpu_count()} cores, load average {res['loadavg']} at the start). Clients MPTCP, server TCP. "
+        f"Command: `{res['command']}`",
+        "",
+        "Latency (µs; added = through the proxy − direct, p50 and p99 each):",
+        "",
+        "| | connect to first byte p50 / p99 | added | ping-pong RTT p50 / p99 | added | RSS per idle conn KiB |",
+        "|---|---|---|---|---|---|",
+    ]
+    for k in kinds:
+        r = res["runs"][k]
+        row = [k]
+        for key in ("connect_us", "pingpong_us"):
+            row.append(f"{r[key]['p50']:.0f} / {r[key]['p99']:.0f}")
+            added = f"{r[key]['p50'] - d[key]['p50']:+.0f} / {r[key]['p99'] - d[key]['p99']:+.0f}"
+            row.append("" if k == "direct" else added)
+        row.append(f"{r['idle']['kib_per_connection']:.1f}" if "idle" in r else "")
+        lines.append("| " + " | ".join(row) + " |")
+    variants = [v for v in ("bulk_1", "bulk_100", "bulk_1_shaped", "bulk_100_shaped") if v in d]
+    names = {"bulk_1": "1 conn", "bulk_100": "100 conns", "bulk_1_shaped": f"1 conn, {args.rate_mbit} Mbit/s tbf",
+             "bulk_100_shaped": f"100 conns, {args.rate_mbit} Mbit/s tbf"}  # fmt: skip
+    lines += [
+        "",
+        "Throughput server → client, Gbit/s (% of direct) and the proxy's CPU seconds per Gbit relayed:",
+        "",
+        "| | " + " | ".join(names[v] for v in variants) + " |",
+        "|---|" + "---|" * len(variants),
+    ]
+    for k in kinds:
+        r = res["runs"][k]
+        cells = []
+        for v in variants:
+            g = r[v]["gbps"]
+            cell = f"{g:.2f} ({100 * g / d[v]['gbps']:.0f}%)"
+            if r[v]["cpu_s_per_gbit"] is not None:
+                cell += f", {r[v]['cpu_s_per_gbit']:.3f} CPU s/Gbit"
+            cells.append(cell)
+        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    ev = res.get("latlab_event_log", {})
+    if ev:
+        lines += ["", "latlab-net proxy's own conversion delays (its event log, all runs above):", ""]
+        for name, v in ev.items():
+            lines.append(f"- {name}: p50 {v['p50']:.1f} µs, p99 {v['p99']:.1f} µs (n = {v['n']})")
+    lines += ["", "Goals (issue 15):", ""]
+    for g in res["goals"]:
+        lines.append(f"- {g['goal']}: {'met' if g['met'] else 'NOT met'} ({g['measured']})")
+    return "\n".join(lines) + "\n"
+
+
+def goals(res: dict) -> list[dict]:
+    runs = res["runs"]
+    d, lat = runs["direct"], runs["latlab"]
+    out = []
+    ev = res.get("latlab_event_log", {})
+    if "syn" in ev:
+        out.append({"goal": "conversion p50 ≤ 0.1 ms (SYN, event log)", "met": ev["syn"]["p50"] <= 100,
+                    "measured": f"{ev['syn']['p50']:.1f} µs"})  # fmt: skip
+    for key, what in (("connect_us", "added connect latency p50 ≤ 0.1 ms"), ("pingpong_us", "added data latency p50 ≤ 0.1 ms")):
+        added = lat[key]["p50"] - d[key]["p50"]
+        out.append({"goal": what, "met": added <= 100, "measured": f"{added:+.0f} µs"})
+    for v in ("bulk_1", "bulk_100", "bulk_1_shaped", "bulk_100_shaped"):
+        if v in d:
+            ratio = lat[v]["gbps"] / d[v]["gbps"]
+            what = f"throughput ≥ 90% of direct, {v.replace('bulk_', '').replace('_', ' conn(s), ')}"
+            out.append({"goal": what, "met": ratio >= 0.9, "measured": f"{100 * ratio:.0f}%"})
+    if "socat" in runs:
+        s = runs["socat"]
+        beats = [
+            ("connect p50", lat["connect_us"]["p50"] <= s["connect_us"]["p50"]),
+            ("ping-pong p50", lat["pingpong_us"]["p50"] <= s["pingpong_us"]["p50"]),
+            ("1-conn throughput", lat["bulk_1"]["gbps"] >= s["bulk_1"]["gbps"]),
+            ("100-conn throughput", lat["bulk_100"]["gbps"] >= s["bulk_100"]["gbps"]),
+            ("RSS per idle conn", lat["idle"]["kib_per_connection"] <= s["idle"]["kib_per_connection"]),
+        ]
+        out.append({"goal": "beat socat", "met": all(b for _, b in beats),
+                    "measured": ", ".join(f"{n} {'yes' if b else 'no'}" for n, b in beats)})  # fmt: skip
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--role", choices=["server", "client"], help=argparse.SUPPRESS)
+    ap.add_argument("--spec", help=argparse.SUPPRESS)
+    ap.add_argument("--binary", default=os.environ.get("LATLAB_NET_BIN", str(ROOT / "target/release/latlab-net")))
+    ap.add_argument("--seconds", type=float, default=5.0, help="measured bulk seconds per run (after 1 s warm-up)")
+    ap.add_argument("--connects", type=int, default=1000, help="connections timed")
+    ap.add_argument("--pings", type=int, default=5000, help="ping-pong round trips timed")
+    ap.add_argument("--idle", type=int, default=1000, help="idle connections for the RSS figure")
+    ap.add_argument("--rate-mbit", type=int, default=1000,
+                    help="also run the bulk tests with a tbf of this rate on the server's egress (0: not)")  # fmt: skip
+    ap.add_argument("--no-socat", action="store_true")
+    ap.add_argument("--markdown", type=Path)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    if args.role == "server":
+        serve()
+        return 0
+    if args.role == "client":
+        client_role(json.loads(args.spec))
+        return 0
+    if os.geteuid() != 0:
+        print("skipped: the namespace testbed needs root", file=sys.stderr)
+        return 0
+    if shutil.which("ip") is None:
+        print("skipped: iproute2 (ip) is not installed", file=sys.stderr)
+        return 0
+    if not os.access(args.binary, os.X_OK):
+        print(f"{args.binary} not found: cargo build --release -p latlab-net", file=sys.stderr)
+        return 1
+    kinds = ["direct", "latlab"]
+    if args.no_socat:
+        pass
+    elif shutil.which("socat") is None:
+        print("socat is not installed (apt-get install -y socat): skipping its runs", file=sys.stderr)
+    else:
+        kinds.append("socat")
+    res: dict = {"command": "python3 benches/proxy_bench.py " + " ".join(sys.argv[1:]), "runs": {},
+                 "loadavg": " ".join(f"{x:.2f}" for x in os.getloadavg())}  # fmt: skip
+    events_dir = Path(f"/tmp/latlab-proxy-bench-{os.getpid()}")
+    events_dir.mkdir(exist_ok=True)
+    with Testbed() as tb:
+        server = subprocess.Popen(tb.exec("srv", [sys.executable, __file__, "--role", "server"]),
+                                  stdout=subprocess.PIPE, text=True)  # fmt: skip
+        try:
+            if server.stdout.readline().strip() != "ready":
+                raise RuntimeError("server did not start")
+            for kind in kinds:
+                print(f"{kind} ...", file=sys.stderr, flush=True)
+                res["runs"][kind] = measure(tb, kind, args, events_dir)
+                print(json.dumps(res["runs"][kind]), file=sys.stderr, flush=True)
+        finally:
+            server.kill()
+            server.wait()
+    res["latlab_event_log"] = event_log_delays(events_dir)
+    shutil.rmtree(events_dir, ignore_errors=True)
+    res["goals"] = goals(res)
+    text = markdown(res, args)
+    print(text)
+    if args.markdown:
+        args.markdown.write_text(text)
+    if args.json:
+        args.json.write_text(json.dumps(res, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
