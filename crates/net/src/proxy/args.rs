@@ -77,6 +77,25 @@ pub struct ProxyArgs {
     /// Serve Prometheus metrics (text format) on this address.
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics: Option<String>,
+    /// Throttle a subflow once its connection has two or more: a rule
+    /// `client=CIDR,interface=DEV,port=N,rate=RATE` (keys optional but
+    /// rate, e.g. `interface=eth1,rate=5mbit`); repeat for more rules, the
+    /// first match wins. Needs root (HTB class + u32 filter per subflow).
+    #[arg(long, value_name = "RULE")]
+    pub throttle: Vec<String>,
+    /// Apply the throttle rules this long after a connection's second
+    /// subflow is established, ms [default: 0].
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub throttle_delay_ms: u64,
+    /// Write MPTCP per-subflow samples (bytes, srtt, cwnd, retransmissions)
+    /// and the steering log (path-manager events, throttles with their
+    /// install latency) to this JSON-lines file.
+    #[arg(long, value_name = "FILE")]
+    pub mptcp_log: Option<PathBuf>,
+    /// Per-subflow sampling interval for --mptcp-log, ms.
+    #[arg(long, value_name = "MS", default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
+    pub stats_interval_ms: u64,
     /// Print nothing but the ready line.
     #[arg(long, short)]
     pub quiet: bool,
@@ -210,6 +229,16 @@ impl ProxyArgs {
             events: pick!(events, "events").map(|(p, _)| p),
             metrics,
             quiet: self.quiet,
+            mptcp_observer: {
+                // Checked here so a bad rule is a usage error (exit 2), not a failure after start.
+                crate::mptcp::policy::Policy::from_flags(&self.throttle, self.throttle_delay_ms)?;
+                super::mptcp_observer::MptcpOptions {
+                    throttle: self.throttle.clone(),
+                    throttle_delay_ms: self.throttle_delay_ms,
+                    log: self.mptcp_log.clone(),
+                    stats_interval_ms: self.stats_interval_ms,
+                }
+            },
         })
     }
 }

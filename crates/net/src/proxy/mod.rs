@@ -16,6 +16,8 @@
 //! - [`resolve`]: getaddrinfo on its own thread.
 //! - [`event_loop`]: accept, connect, relay, timers, drain on SIGTERM.
 //! - [`events`], [`metrics`]: the JSON-lines log and the Prometheus text.
+//! - [`mptcp_observer`]: per-subflow statistics and throttling driven by
+//!   the kernel's path-manager events (`--throttle`, `--mptcp-log`)
 //! - [`observer`]: the per-connection hook for MPTCP subflow statistics
 //!   and throttling.
 
@@ -24,6 +26,7 @@ pub mod event_loop;
 pub mod events;
 pub mod http;
 pub mod metrics;
+pub mod mptcp_observer;
 pub mod observer;
 pub mod relay;
 pub mod resolve;
@@ -68,11 +71,20 @@ pub struct ProxyOptions {
     pub events: Option<PathBuf>,
     pub metrics: Option<SocketAddr>,
     pub quiet: bool,
+    /// Per-subflow statistics and throttling ([`mptcp_observer`]).
+    pub mptcp_observer: mptcp_observer::MptcpOptions,
 }
 
 /// Run until SIGINT/SIGTERM and the drain that follows.
 pub fn run(opts: &ProxyOptions) -> Result<(), String> {
-    run_with_observer(opts, &mut NoObserver)
+    if !opts.mptcp_observer.is_active() {
+        return run_with_observer(opts, &mut NoObserver);
+    }
+    let mut observer = mptcp_observer::MptcpObserver::start(&opts.mptcp_observer)?;
+    let ran = run_with_observer(opts, &mut observer);
+    // Stopping removes every throttle rule, also when the proxy failed.
+    let stopped = observer.stop();
+    ran.and(stopped)
 }
 
 /// [`run`], calling `observer` on every connection's accept, upstream
