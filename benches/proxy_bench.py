@@ -12,7 +12,8 @@ take the same veth path through the same kernel as proxied ones (client →
 runs go through socat (``SOCKET-LISTEN:2:262:...,fork`` so it also listens
 with MPTCP) when socat is installed.
 
-What is measured, for direct, latlab-net proxy and socat:
+What is measured, for direct, latlab-net proxy and socat (connect and
+ping-pong interleaved in rounds, so all three see the same background load):
 
 - connect: connect() start to the first byte of a server that speaks first
   (so the proxy's upstream connect is inside), p50/p99; added = proxied − direct.
@@ -319,14 +320,14 @@ def rss_kib(pid: int, children: bool) -> int:
     return total
 
 
-def start_proxies(tb: Testbed, kind: str, binary: str, events_dir: Path) -> dict[int, subprocess.Popen]:
+def start_proxies(tb: Testbed, kind: str, binary: str, events_dir: Path, tag: str) -> dict[int, subprocess.Popen]:
     """One proxy process per server port; returns port → process."""
     procs = {}
     for port in (BANNER, ECHO, BULK, IDLE):
         lport = port + PROXY_PORT_OFFSET[kind]
         if kind == "latlab":
             cmd = [binary, "proxy", "--listen", f"{PROXY_C_ADDR}:{lport}", "--to", f"{SERVER_ADDR}:{port}",
-                   "--events", str(events_dir / f"events-{port}.jsonl"), "--quiet", "--grace-s", "0.5"]  # fmt: skip
+                   "--events", str(events_dir / f"events-{tag}-{port}.jsonl"), "--quiet", "--grace-s", "0.5"]  # fmt: skip
         else:
             hexaddr = "x" + (struct.pack("!H", lport) + socket.inet_aton(PROXY_C_ADDR) + b"\0" * 8).hex()
             cmd = ["socat", f"SOCKET-LISTEN:2:{IPPROTO_MPTCP}:{hexaddr},reuseaddr,fork,backlog=4096",
@@ -358,17 +359,35 @@ def pct(values: list[int], q: float) -> float:
     return v[min(len(v) - 1, int(q * len(v)))] / 1e3  # µs
 
 
+def latency(tb: Testbed, kinds: list[str], args: argparse.Namespace, events_dir: Path, rounds: int = 5) -> dict:
+    """Connect and ping-pong times, the kinds interleaved in rounds so that all
+    see the same background load (the machine is shared)."""
+    procs = {k: start_proxies(tb, k, args.binary, events_dir, "latency") for k in kinds if k != "direct"}
+    samples: dict = {k: {"connect_us": [], "pingpong_us": []} for k in kinds}
+    try:
+        for _ in range(rounds):
+            for k in kinds:
+                addr = SERVER_ADDR if k == "direct" else PROXY_C_ADDR
+                off = 0 if k == "direct" else PROXY_PORT_OFFSET[k]
+                samples[k]["connect_us"] += client(
+                    tb, {"task": "connect", "addr": addr, "port": BANNER + off, "n": max(1, args.connects // rounds)})
+                samples[k]["pingpong_us"] += client(
+                    tb, {"task": "pingpong", "addr": addr, "port": ECHO + off, "n": max(1, args.pings // rounds)})
+    finally:
+        for p in procs.values():
+            stop(p)
+    return {k: {key: {"p50": pct(v, 0.5), "p99": pct(v, 0.99), "n": len(v)} for key, v in s.items()}
+            for k, s in samples.items()}  # fmt: skip
+
+
 def measure(tb: Testbed, kind: str, args: argparse.Namespace, events_dir: Path) -> dict:
-    procs = start_proxies(tb, kind, args.binary, events_dir) if kind != "direct" else {}
+    """Throughput, CPU and idle memory of one kind."""
+    procs = start_proxies(tb, kind, args.binary, events_dir, "bulk") if kind != "direct" else {}
     addr = SERVER_ADDR if kind == "direct" else PROXY_C_ADDR
     off = 0 if kind == "direct" else PROXY_PORT_OFFSET[kind]
     children = kind == "socat"
     r: dict = {}
     try:
-        c = client(tb, {"task": "connect", "addr": addr, "port": BANNER + off, "n": args.connects})
-        r["connect_us"] = {"p50": pct(c, 0.5), "p99": pct(c, 0.99)}
-        p = client(tb, {"task": "pingpong", "addr": addr, "port": ECHO + off, "n": args.pings})
-        r["pingpong_us"] = {"p50": pct(p, 0.5), "p99": pct(p, 0.99)}
         for shaped in (False, True) if args.rate_mbit > 0 else (False,):
             if shaped:
                 run(tb.exec("srv", ["tc", "qdisc", "replace", "dev", tb.server_dev, "root", "tbf", "rate",
@@ -556,9 +575,12 @@ def main() -> int:
         try:
             if server.stdout.readline().strip() != "ready":
                 raise RuntimeError("server did not start")
+            print("latency ...", file=sys.stderr, flush=True)
+            lat = latency(tb, kinds, args, events_dir)
+            print(json.dumps(lat), file=sys.stderr, flush=True)
             for kind in kinds:
                 print(f"{kind} ...", file=sys.stderr, flush=True)
-                res["runs"][kind] = measure(tb, kind, args, events_dir)
+                res["runs"][kind] = {**lat[kind], **measure(tb, kind, args, events_dir)}
                 print(json.dumps(res["runs"][kind]), file=sys.stderr, flush=True)
         finally:
             server.kill()

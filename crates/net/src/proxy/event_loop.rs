@@ -675,6 +675,8 @@ impl<'o> Proxy<'o> {
             Request::Socks => conn.down = Pump::new(socks5::reply(socks5::REP_SUCCEEDED, bound)),
             Request::Fixed | Request::HttpForward => {}
         }
+        // recv(2), not splice(2), from a live MPTCP client (relay.rs says why).
+        conn.up.copy_source = conn.client_mptcp;
         conn.phase = Phase::Relaying;
         if let (Some(start), Some(up)) = (conn.connect_start_ns, conn.established_ns) {
             self.metrics.connect_time.observe_ns(up.saturating_sub(start));

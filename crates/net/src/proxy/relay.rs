@@ -9,6 +9,14 @@
 //! the sender. So a connection never holds more than the two pipes' bytes
 //! in the proxy, whatever its peers do.
 //!
+//! Reading an MPTCP socket is the exception: splice(2) from it added about
+//! 50 µs to every small request/response exchange through the proxy
+//! (loopback, kernel 6.18: 64-byte ping-pong p50 110 µs vs 56 µs with
+//! recv(2)), so a pump whose source is a live MPTCP connection copies
+//! through a user buffer of at most [`COPY_CHUNK_BYTES`] instead. Writing
+//! to MPTCP with splice costs nothing extra, and the download direction
+//! (server → client), where bulk goes, stays zero-copy.
+//!
 //! Pipes are lent from a [`PipePool`] while bytes are in them and given
 //! back once empty (HAProxy does the same), so an idle connection holds
 //! only its two sockets, and a busy one costs no pipe(2)/close(2) per burst.
@@ -21,6 +29,9 @@ use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 
 use super::sock::{self, Pipe};
+
+/// The user buffer of a copying pump (and the most it holds), bytes.
+pub const COPY_CHUNK_BYTES: usize = 65_536;
 
 /// Why a pump stopped with an error.
 #[derive(Debug)]
@@ -77,6 +88,9 @@ pub struct Pump {
     pub source_eof: bool,
     /// Our FIN was sent to the destination.
     pub destination_shut: bool,
+    /// Read the source with recv(2) into a user buffer, not splice (an
+    /// MPTCP source, see the module notes).
+    pub copy_source: bool,
     /// Keep the source's FIN while no byte came before it (an HTTP origin
     /// that closes before any response gets a 502, not an empty reply).
     pub hold_fin_until_data: bool,
@@ -100,6 +114,7 @@ impl Pump {
             prelude_sent: 0,
             source_eof: false,
             destination_shut: false,
+            copy_source: false,
             hold_fin_until_data: false,
             bytes_in: 0,
             bytes_out: 0,
@@ -143,31 +158,17 @@ impl Pump {
         now_ns: u64,
         pool: &mut PipePool,
     ) -> Result<bool, PumpError> {
-        let mut moved = false;
         // The prelude goes first, from user space.
-        while self.prelude_sent < self.prelude.len() {
-            let rest = &self.prelude[self.prelude_sent..];
-            // SAFETY: writes from a live slice of `rest.len()` bytes.
-            let n = unsafe { libc::send(dst, rest.as_ptr().cast(), rest.len(), libc::MSG_NOSIGNAL) };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                return match e.kind() {
-                    io::ErrorKind::WouldBlock => Ok(moved),
-                    io::ErrorKind::Interrupted => continue,
-                    _ => Err(PumpError::Destination(e)),
-                };
-            }
-            self.prelude_sent += n as usize;
-            self.bytes_out += n as u64;
-            self.first_out_ns.get_or_insert_with(|| stamp(now_ns));
-            moved = true;
+        let had_prelude = !self.prelude.is_empty();
+        if !self.write_prelude(dst, now_ns)? {
+            return Ok(self.prelude_sent > 0);
         }
-        if !self.prelude.is_empty() {
-            self.prelude = Vec::new();
-            self.prelude_sent = 0;
-        }
+        let mut moved = had_prelude;
         if self.destination_shut {
             return Ok(moved);
+        }
+        if self.copy_source {
+            return self.copy(src, dst, now_ns).map(|m| m || moved);
         }
         loop {
             let mut progress = false;
@@ -225,6 +226,72 @@ impl Pump {
             }
             moved = true;
         }
+    }
+}
+
+impl Pump {
+    /// The copying variant of the fill/drain loop: the prelude buffer is
+    /// the user buffer (written out in full before the next read).
+    fn copy(&mut self, src: RawFd, dst: RawFd, now_ns: u64) -> Result<bool, PumpError> {
+        let mut moved = false;
+        loop {
+            if self.source_eof {
+                if self.hold_fin_until_data && self.bytes_in == 0 {
+                    return Ok(moved);
+                }
+                sock::shutdown_write(dst);
+                self.destination_shut = true;
+                return Ok(true);
+            }
+            let mut buf = std::mem::take(&mut self.prelude);
+            buf.resize(COPY_CHUNK_BYTES, 0);
+            // SAFETY: reads into a live buffer of `buf.len()` bytes.
+            let n = unsafe { libc::recv(src, buf.as_mut_ptr().cast(), buf.len(), 0) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if would_block(&e) {
+                    return Ok(moved);
+                }
+                return Err(PumpError::Source(e));
+            }
+            moved = true;
+            if n == 0 {
+                self.source_eof = true;
+                continue;
+            }
+            buf.truncate(n as usize);
+            self.bytes_in += n as u64;
+            self.first_in_ns.get_or_insert_with(|| stamp(now_ns));
+            self.prelude = buf;
+            self.prelude_sent = 0;
+            if !self.write_prelude(dst, now_ns)? {
+                return Ok(true);
+            }
+        }
+    }
+
+    /// Write the prelude; Ok(false) if the destination is full.
+    fn write_prelude(&mut self, dst: RawFd, now_ns: u64) -> Result<bool, PumpError> {
+        while self.prelude_sent < self.prelude.len() {
+            let rest = &self.prelude[self.prelude_sent..];
+            // SAFETY: writes from a live slice of `rest.len()` bytes.
+            let n = unsafe { libc::send(dst, rest.as_ptr().cast(), rest.len(), libc::MSG_NOSIGNAL) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                match e.kind() {
+                    io::ErrorKind::WouldBlock => return Ok(false),
+                    io::ErrorKind::Interrupted => continue,
+                    _ => return Err(PumpError::Destination(e)),
+                }
+            }
+            self.prelude_sent += n as usize;
+            self.bytes_out += n as u64;
+            self.first_out_ns.get_or_insert_with(|| stamp(now_ns));
+        }
+        // Written out: free the buffer (an idle connection holds none).
+        self.prelude = Vec::new();
+        self.prelude_sent = 0;
+        Ok(true)
     }
 }
 
