@@ -25,6 +25,7 @@ from pathlib import Path
 
 import latlab
 from latlab.emulated import run_emulated, unavailable_reason
+from latlab.hostload import RunWatch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import sim_vs_linux as svl  # noqa: E402
@@ -50,9 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[tuple[str, str, dict]] = []
 
     def linux(case: str, cc: str, bdp: float, tag: str) -> None:
-        r = run_emulated(svl.scenario(cc, 1, bdp, d, m), args.out / f"{case}-{tag}", quiet=True,
-                         realtime=args.realtime or None)  # fmt: skip
-        rows.append((case, f"Linux {tag}", svl.metrics(r, m)))
+        with RunWatch() as watch:
+            r = run_emulated(svl.scenario(cc, 1, bdp, d, m), args.out / f"{case}-{tag}", quiet=True,
+                             realtime=args.realtime or None)  # fmt: skip
+        rows.append((case, f"Linux {tag}", {**svl.metrics(r, m), **watch.record()}))
         print(case, tag, rows[-1][2], flush=True)
 
     def sim(case: str, cc: str, bdp: float, tag: str, params: dict | None = None) -> None:
@@ -88,11 +90,15 @@ def main(argv: list[str] | None = None) -> int:
              f"25 ms each way, DropTail), one flow, measured over [{m:g} s, {d:g} s]. Linux runs repeat; the "
              "simulator is deterministic. The last rows turn one Linux CUBIC module switch off at a time "
              "(/sys/module/tcp_cubic/parameters, restored after) and the matching simulator `cc_params`.\n",
-             "| case | run | goodput Mbit/s | srtt ms | queue mean pkts | queue max pkts | retrans pkts |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
+             "Each Linux run records the machine's largest 1-minute load average and whether its TCP memory passed "
+             "net.ipv4.tcp_mem's pressure threshold (then Linux shrinks receive windows to four segments).\n",
+             "| case | run | goodput Mbit/s | srtt ms | queue mean pkts | queue max pkts | retrans pkts | "
+             "load (1 min, max) | TCP memory pressure |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for case, run, x in rows:
+        host = (f"{x['load_max_1m']:.1f} | {'**yes**' if x['tcp_mem_pressure'] else 'no'}" if "load_max_1m" in x
+                else "– | –")  # fmt: skip
         lines.append(f"| {case} | {run} | {x['goodput_mbps']:.2f} | {x['srtt_ms']:.1f} | {x['queue_mean_pkts']:.1f} | "
-                     f"{x['queue_max_pkts']:.0f} | {x['retrans_pkts']:.0f} |")  # fmt: skip
+                     f"{x['queue_max_pkts']:.0f} | {x['retrans_pkts']:.0f} | {host} |")  # fmt: skip
     args.doc.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {args.doc}")
     return 0

@@ -28,12 +28,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from latlab.hostload import RunWatch, tcp_mem_pages, tcp_mem_pressure_pages
 
 ROOT = Path(__file__).resolve().parents[4]
 #: Scenario files ship with the repository; an installed package finds them beside the sources.
@@ -166,49 +167,6 @@ class Emulator:
             self.proc.wait()
 
 
-def tcp_mem_pages() -> int | None:
-    """The machine's TCP memory in use, pages (/proc/net/sockstat; shared by every namespace)."""
-    try:
-        for line in Path("/proc/net/sockstat").read_text().splitlines():
-            if line.startswith("TCP:"):
-                words = line.split()
-                return int(words[words.index("mem") + 1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def tcp_mem_pressure_pages() -> int | None:
-    """net.ipv4.tcp_mem's pressure threshold, pages: above it Linux shrinks every receive window to 4 MSS."""
-    try:
-        return int(Path("/proc/sys/net/ipv4/tcp_mem").read_text().split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-class MemoryWatch:
-    """The largest TCP memory seen while a run lasts (sampled every 0.2 s in a thread)."""
-
-    def __enter__(self) -> MemoryWatch:
-        self.max_pages = tcp_mem_pages() or 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._thread.start()
-        return self
-
-    def _loop(self) -> None:
-        while not self._stop.wait(0.2):
-            self.max_pages = max(self.max_pages, tcp_mem_pages() or 0)
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def under_pressure(self) -> bool:
-        limit = tcp_mem_pressure_pages()
-        return limit is not None and self.max_pages >= limit
-
-
 def run_case(settings: RealSettings, exe: str, receivers: list[str], work: Path) -> list[dict[str, Any]]:
     """Download to one receiver each at once through the emulated path; one row per flow.
 
@@ -217,7 +175,7 @@ def run_case(settings: RealSettings, exe: str, receivers: list[str], work: Path)
     sockets count too). Under pressure Linux shrinks every receive window to
     four segments, so such a run does not measure the receivers.
     """
-    with Emulator(exe, work / "emu", settings.realtime) as emu, MemoryWatch() as mem:
+    with Emulator(exe, work / "emu", settings.realtime) as emu, RunWatch() as watch:
         ns_c, ns_s, addr = emu.ready["client_ns"], emu.ready["server_ns"], emu.ready["client_addr"]
         recvs, senders = [], []
         for i, r in enumerate(receivers):
@@ -249,8 +207,7 @@ def run_case(settings: RealSettings, exe: str, receivers: list[str], work: Path)
                          "rtt_mean_ms": sum(rtt) / len(rtt) if rtt else float("nan"),
                          "rtt_p50_ms": rtt[len(rtt) // 2] if rtt else float("nan")})  # fmt: skip
     for row in rows:
-        row["tcp_mem_max_pages"] = mem.max_pages
-        row["tcp_mem_pressure"] = mem.under_pressure()
+        row.update(watch.record())
     return rows
 
 
