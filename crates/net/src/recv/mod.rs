@@ -96,6 +96,9 @@ pub struct RecvSummary {
     pub rwnd_bytes: Option<Distribution>,
     /// Window changes applied with `TCP_WINDOW_CLAMP`.
     pub clamp_updates: u64,
+    /// How the transfer ended: "eof" (the sender's FIN), "reset" (the
+    /// sender aborted), "duration" (--duration-s) or "signal".
+    pub end: &'static str,
 }
 
 /// Run the sink until the sender closes, the duration passes or a signal.
@@ -121,6 +124,7 @@ pub fn run(opts: &RecvOptions) -> Result<RecvSummary, RunError> {
         rcv_rtt_ms: None,
         rwnd_bytes: None,
         clamp_updates: 0,
+        end: "eof",
     };
     let past_end = |now: u64| end_ns.is_some_and(|e| now >= e);
     // Wait for the one connection.
@@ -170,7 +174,12 @@ fn session(
     let mut eof = false;
     while !eof {
         let now = now_ns();
-        if clock::stop_requested() || end_ns.is_some_and(|e| now >= e) {
+        if clock::stop_requested() {
+            summary.end = "signal";
+            break;
+        }
+        if end_ns.is_some_and(|e| now >= e) {
+            summary.end = "duration";
             break;
         }
         let mut read_this_turn = 0u64;
@@ -199,12 +208,24 @@ fn session(
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // The sender aborted (RST): the transfer is over, as at EOF;
+                // what arrived is measured and the summary says how it ended.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted
+                    ) =>
+                {
+                    eof = true;
+                    summary.end = "reset";
+                    break;
+                }
                 Err(e) => return Err(RunError::Socket(e)),
             }
         }
         total += read_this_turn;
         let w = ctrl.rwnd_bytes();
-        if w != applied {
+        if w != applied && !eof {
             socket::set_window_clamp(&stream, w).map_err(RunError::Socket)?;
             applied = w;
             summary.clamp_updates += 1;
@@ -335,5 +356,63 @@ mod tests {
             }
             std::fs::remove_dir_all(&dir).unwrap();
         }
+    }
+
+    /// A sender that aborts (RST, SO_LINGER 0) ends the transfer like a FIN:
+    /// the sink measures what arrived, writes its summary and says "reset".
+    #[test]
+    fn a_sender_that_resets_ends_the_run_cleanly() {
+        let addr = free_port();
+        let dir = std::env::temp_dir().join(format!("latlab-net-recv-reset-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let record = dir.join("recv.csv");
+        let opts = RecvOptions {
+            listen: addr,
+            controller: RwndSpec::parse("autotuning", &[]).unwrap(),
+            duration_ns: Some(20_000_000_000),
+            interval_ns: 20_000_000,
+            record: Some(record.clone()),
+            summary: None,
+            quiet: true,
+        };
+        let rx = std::thread::spawn(move || run(&opts));
+        let mut conn = (0..100)
+            .find_map(|_| {
+                TcpStream::connect(addr).ok().or_else(|| {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                    None
+                })
+            })
+            .expect("connect to the sink");
+        conn.write_all(&vec![1u8; 1 << 20]).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        // Unread data in our receive queue is not needed: SO_LINGER 0 makes close send RST.
+        let linger = libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
+        // SAFETY: setsockopt on our own socket with a live linger struct of its size.
+        let rc = unsafe {
+            libc::setsockopt(
+                std::os::fd::AsRawFd::as_raw_fd(&conn),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                (&linger as *const libc::linger).cast(),
+                std::mem::size_of::<libc::linger>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(rc, 0);
+        drop(conn);
+        let s = rx
+            .join()
+            .unwrap()
+            .expect("a reset is the end of the transfer, not an error");
+        assert_eq!(s.end, "reset");
+        assert!(s.bytes_received > 0 && s.bytes_received <= 1 << 20, "{s:?}");
+        assert!(
+            dir.join("recv.summary.json").exists()
+                || summary_path(None, Some(&record)).is_some_and(|p| p.exists())
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
