@@ -46,15 +46,22 @@ def test_rtac_and_drwa_remove_the_bloat_that_autotuning_builds(exe: str, tmp_pat
         assert abs(sim["rtt_mean_ms"] - rows[c]["rtt_mean_ms"]) < 0.1 * rows[c]["rtt_mean_ms"], (sim, rows[c])
 
 
-def test_in_direct_competition_drwa_starves_and_rtac_does_not(exe: str, tmp_path: Path) -> None:
+def test_in_direct_competition_drwa_starves_and_rtac_holds_its_share(exe: str, tmp_path: Path) -> None:
+    """Beside an auto-tuning receiver through the same 1000-packet buffer: DRWA starves; RTAC at θ = 2.5 keeps
+    at least 80 % of the other's goodput (at the study's θ = 1.38 it keeps about half on this ten-BDP buffer, see
+    docs/validation/rwnd-linux.md). 40 s runs: a CUBIC sawtooth here lasts about 10 s."""
+    settings = real.RealSettings(seconds=40.0, warmup_s=10.0)
     share = {}
-    for c in ("rtac@1.38", "drwa"):
+    for c in ("rtac@2.5", "drwa"):
         (tmp_path / c).mkdir()
-        at, other = real.run_case(SETTINGS, exe, ["autotuning", c], tmp_path / c)
+        at, other = real.run_case(settings, exe, ["autotuning", c], tmp_path / c)
         assert at["receiver"] == "autotuning" and other["receiver"] == c
+        if at["tcp_mem_pressure"]:
+            pytest.skip("the machine's TCP memory passed net.ipv4.tcp_mem's pressure threshold during the run "
+                        "(other jobs' sockets): Linux then shrinks every receive window, so nothing is measured")
         share[c] = other["goodput_mbps"] / at["goodput_mbps"]
     assert share["drwa"] < 0.2, share
-    assert share["rtac@1.38"] > 2 * share["drwa"], share
+    assert share["rtac@2.5"] >= 0.8, share
 
 
 def test_the_section_follows_from_the_rows() -> None:
