@@ -26,6 +26,7 @@ OVERRIDES = {
     "limited_transmit": "TcpSocketBase::LimitedTransmit (off here: latlab has no RFC 3042)",
     "hystart": "TcpCubic::HyStart (off here: latlab's CUBIC has no HyStart)",
     "core_extra_pkts": "add this many packets to the core device queue",
+    "core_fifo_qdisc": "hold the core buffer in a FifoQueueDisc (B - 1 packets) over a 1-packet device queue",
 }
 
 # Counting in C++: a Python callback per packet would dominate the run time.
@@ -140,6 +141,14 @@ def build_and_run(p: dict) -> dict:
     # ACK direction: deep, as latlab's default queue on r2->r1.
     core_devs.Get(1).GetObject[ns.PointToPointNetDevice]().GetQueue().SetMaxSize(ns.QueueSize("100000p"))
     core_q = core_devs.Get(0).GetObject[ns.PointToPointNetDevice]().GetQueue()
+    fifo = None
+    if ov.get("core_fifo_qdisc"):
+        core_q.SetMaxSize(ns.QueueSize("1p"))
+        # the device queue holds one waiting packet, so the queue disc holds the rest of the B
+        cfg("ns3::FifoQueueDisc::MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{max(1, core_pkts - 1)}p")))
+        fifo_tch = ns.TrafficControlHelper()
+        fifo_tch.SetRootQueueDisc("ns3::FifoQueueDisc")
+        fifo = fifo_tch.Install(core_devs.Get(0)).Get(0)
     # r1's other devices carry only ACKs into 100000-packet queues: every drop r1 makes is the core's.
     g.HookTc(r1)
     sink_addrs = []
@@ -169,15 +178,22 @@ def build_and_run(p: dict) -> dict:
     marks = {}
     samples = []
 
+    def fifo_counts():
+        if fifo is None:
+            return 0, 0
+        st = fifo.GetStats()
+        return int(st.nTotalReceivedPackets), int(st.nTotalDroppedPackets)
+
     def mark():
         marks["rx"] = [s.GetTotalRx() for s in sinks]
         marks["recv"] = int(core_q.GetTotalReceivedPackets())
         marks["drop"] = int(core_q.GetTotalDroppedPackets()) + int(g.g_tc_drops)
+        marks["fifo"] = fifo_counts()
 
     interval_ns = int(p["sample_interval_ms"] * 1e6)
 
     def sample():
-        samples.append(int(core_q.GetNPackets()))
+        samples.append(int(core_q.GetNPackets()) + (int(fifo.GetNPackets()) if fifo is not None else 0))
         if ns.Simulator.Now().GetNanoSeconds() + interval_ns < int(p["duration_s"] * 1e9):
             ns.Simulator.Schedule(ns.NanoSeconds(interval_ns), g.PyEvent(sample_cb))
 
@@ -192,6 +208,9 @@ def build_and_run(p: dict) -> dict:
     per_flow = [(s.GetTotalRx() - r0) * 8 / span for s, r0 in zip(sinks, marks["rx"])]
     recv = int(core_q.GetTotalReceivedPackets()) - marks["recv"]
     drop = int(core_q.GetTotalDroppedPackets()) + int(g.g_tc_drops) - marks["drop"]
+    if fifo is not None:  # arrivals and drops are the queue disc's (every packet passes through it)
+        (r0, d0), (r1_, d1) = marks["fifo"], fifo_counts()
+        recv, drop = r1_ - r0 - (d1 - d0), d1 - d0
     out = {
         "simulator": "ns-3",
         "version": "ns-3 " + ns3_version,
