@@ -429,10 +429,17 @@ def main(argv=None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     command = "python benches/validation/ns3_grid.py " + " ".join(words)
     if args.from_jsonl:
-        if not args.markdown:
-            print("--from-jsonl needs --markdown PATH", file=sys.stderr)
+        if not (args.markdown or args.write_reference):
+            print("--from-jsonl needs --markdown PATH or --write-reference PATH", file=sys.stderr)
             return 2
-        Path(args.markdown).write_text(render(read_rows(args.from_jsonl), command_of(args.from_jsonl, command)))
+        rows = read_rows(args.from_jsonl)
+        if args.markdown:
+            Path(args.markdown).write_text(render(rows, command_of(args.from_jsonl, command)))
+        if args.write_reference:
+            # the stored rows of the chosen points, with both commands: the one that simulated, this one
+            keys = {pt.key() for pt in points(args)}
+            chosen = [r for r in rows if Point(**{f.name: r[f.name] for f in dataclasses.fields(Point)}).key() in keys]
+            write_reference(args.write_reference, chosen, command_of(args.from_jsonl, "?") + "; then " + command)
         return 0
     try:
         pts = points(args)
@@ -479,17 +486,24 @@ def main(argv=None) -> int:
             except RuntimeError as e:
                 print(e, file=sys.stderr)
     if args.write_reference:
-        ref = {"ns3_version": next((r["version"] for r in rows if r.get("version")), None), "command": command,
-               "tolerance": {"goodput_rel": 0.05, "loss_rel": 0.10},
-               "points": [{k: r[k] for k in ("flows", "buffer", "cc", "qdisc", "seed", "duration_s", "measure_from_s",
-                                             "buffer_pkts", "goodput_mbps", "loss_rate", "retransmitted_segments",
-                                             "timeouts", "queue_mean_pkts", "jain")}
-                          for r in rows if r["simulator"] == "ns-3"]}  # fmt: skip
-        Path(args.write_reference).write_text(json.dumps(ref, indent=1) + "\n")
+        write_reference(args.write_reference, rows, command)
     if args.markdown:
         all_rows = read_rows(args.jsonl) if args.jsonl else rows
         Path(args.markdown).write_text(render(all_rows, command_of(args.jsonl, command) if args.jsonl else command))
     return 0
+
+
+def write_reference(path: str, rows: list[dict], command: str) -> None:
+    """The ns-3 base rows as the reference tests/python/test_ns3_reference.py checks latlab against."""
+    ns = [r for r in rows if r["simulator"] == "ns-3" and r["experiment"] == "base"]
+    if not ns:
+        raise SystemExit("--write-reference: no ns-3 rows to write (is ns-3 available? do the points match?)")
+    ref = {"ns3_version": ns[0].get("version"), "command": command,
+           "tolerance": {"goodput_rel": 0.05, "loss_rel": 0.10},
+           "points": [{k: r[k] for k in ("flows", "buffer", "cc", "qdisc", "seed", "duration_s", "measure_from_s",
+                                         "buffer_pkts", "goodput_mbps", "loss_rate", "retransmitted_segments",
+                                         "timeouts", "queue_mean_pkts", "jain")} for r in ns]}  # fmt: skip
+    Path(path).write_text(json.dumps(ref, indent=1) + "\n")
 
 
 def command_of(jsonl: str, fallback: str) -> str:

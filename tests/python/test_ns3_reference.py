@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ REFERENCE = Path(__file__).resolve().parent / "data" / "ns3_reference.json"
 def _grid():
     spec = importlib.util.spec_from_file_location("ns3_grid", SCRIPT)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up while the class is built
     spec.loader.exec_module(mod)
     return mod
 
