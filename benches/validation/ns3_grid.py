@@ -76,6 +76,9 @@ SETTINGS = [
      "never binds"),
     ("core queue", "droptail limit_packets B on r1->r2", "DropTailQueue MaxSize Bp on r1's device, "
      "traffic-control layer uninstalled", "the packet being serialised is outside the queue on both"),
+    ("core drops", "links table / link_samples drops_pkts", "device queue drops + r1's TrafficControlLayer TcDrop",
+     "with no queue disc ns-3 drops at the TC layer once the device stops its full queue; a FifoQueueDisc twin "
+     "gives identical rows (experiment fifo-qdisc)"),
     ("other queues", "latlab's default (deep)", "100000p device queues, no queue disc", "never drop"),
     ("IPv4", "", "StrongEndSystemModel true", "same results, faster"),
     ("measurement", "goodput, core loss, queue samples over [measure_from, duration)", "same window",
