@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""ns-3 side of the latlab-vs-ns-3 grid: one point as JSON on stdin, its metrics as one JSON line on stdout.
+
+Run by benches/validation/ns3_grid.py with the interpreter that has the PyPI package `ns3` (3.44):
+
+    echo '{...point...}' | /tmp/ns3venv/bin/python benches/validation/ns3_twin.py
+
+The point carries everything both simulators need, already drawn (access delays and start times come
+from the harness's seed, so both sides use literally the same numbers); this module only builds the
+ns-3 twin of latlab's dumbbell and measures it. The settings and why each is set are listed in the
+table at the top of ns3_grid.py; keys of `ns3_overrides` in the point change one ns-3 setting for the
+"change one setting on one side" experiments (see OVERRIDES below).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+PORT = 9
+
+# One ns-3 setting changed, for an experiment: name -> what it does (applied in build()).
+OVERRIDES = {
+    "recovery": "TcpClassicRecovery (default here) or TcpPrrRecovery (ns-3's own default)",
+    "limited_transmit": "TcpSocketBase::LimitedTransmit (off here: latlab has no RFC 3042)",
+    "hystart": "TcpCubic::HyStart (off here: latlab's CUBIC has no HyStart)",
+    "core_extra_pkts": "add this many packets to the core device queue",
+    "core_fifo_qdisc": "hold the core buffer in a FifoQueueDisc (B - 1 packets) over a 1-packet device queue",
+}
+
+# Counting in C++: a Python callback per packet would dominate the run time.
+CPP = r"""
+#include <map>
+namespace latlab_grid {
+using namespace ns3;
+uint64_t g_data_segments = 0;      // data segments handed to IP by the senders, whole run
+uint64_t g_retransmitted = 0;      // of which at or below the socket's highest sequence sent
+uint64_t g_loss_entries = 0;       // congestion-state transitions into CA_LOSS (RTO fired)
+uint64_t g_tc_drops = 0;           // packets r1's traffic-control layer dropped (device queue stopped)
+std::map<const TcpSocketBase*, SequenceNumber32> g_high;
+
+void OnTx(Ptr<const Packet> p, const TcpHeader& h, Ptr<const TcpSocketBase> s) {
+    if (p->GetSize() == 0) return;  // pure ACK / SYN / FIN
+    g_data_segments++;
+    SequenceNumber32 end = h.GetSequenceNumber() + p->GetSize();
+    auto it = g_high.find(PeekPointer(s));
+    if (it != g_high.end() && end <= it->second) { g_retransmitted++; return; }
+    g_high[PeekPointer(s)] = end;
+}
+void OnCong(TcpSocketState::TcpCongState_t from, TcpSocketState::TcpCongState_t to) {
+    if (to == TcpSocketState::CA_LOSS && from != TcpSocketState::CA_LOSS) g_loss_entries++;
+}
+void Hook(Ptr<Application> app) {
+    Ptr<Socket> s = DynamicCast<BulkSendApplication>(app)->GetSocket();
+    s->TraceConnectWithoutContext("Tx", MakeCallback(&OnTx));
+    s->TraceConnectWithoutContext("CongState", MakeCallback(&OnCong));
+}
+// The socket exists once the application has started: hook it just after.
+void HookAfter(Ptr<Application> app, double start_s) {
+    Simulator::Schedule(Seconds(start_s) + NanoSeconds(1), &Hook, app);
+}
+// With no queue disc, TrafficControlLayer::Send drops a packet itself when the device has stopped its
+// transmit queue (the device stops it when one more packet would overflow the DropTail queue), so the
+// core's overflow drops are counted here, not by the device queue.
+void OnTcDrop(Ptr<const Packet> p) { g_tc_drops++; }
+void HookTc(Ptr<Node> router) {
+    bool ok = router->GetObject<TrafficControlLayer>()->TraceConnectWithoutContext("TcDrop", MakeCallback(&OnTcDrop));
+    NS_ABORT_MSG_IF(!ok, "TrafficControlLayer has no TcDrop trace source with this signature");
+}
+EventImpl* PyEvent(void (*f)()) { return MakeEvent(f); }
+}
+"""
+
+
+def build_and_run(p: dict) -> dict:
+    from ns import ns
+
+    try:
+        from importlib.metadata import version
+
+        ns3_version = version("ns3")
+    except Exception:
+        ns3_version = "unknown"
+    ns.cppyy.cppdef(CPP)
+    g = ns.cppyy.gbl.latlab_grid
+    ov = p.get("ns3_overrides", {})
+    unknown = set(ov) - set(OVERRIDES)
+    if unknown:
+        raise SystemExit(f"ns3_overrides: unknown keys {sorted(unknown)}; expected some of {sorted(OVERRIDES)}")
+    ns.RngSeedManager.SetSeed(max(1, int(p["seed"])))
+
+    cfg = ns.Config.SetDefault
+    cc = {"newreno": ns.TcpNewReno, "cubic": ns.TcpCubic}[p["cc"]]
+    cfg("ns3::TcpL4Protocol::SocketType", ns.TypeIdValue(cc.GetTypeId()))
+    recovery = {"classic": ns.TcpClassicRecovery, "prr": ns.TcpPrrRecovery}[ov.get("recovery", "classic")]
+    cfg("ns3::TcpL4Protocol::RecoveryType", ns.TypeIdValue(recovery.GetTypeId()))
+    cfg("ns3::TcpSocket::SegmentSize", ns.UintegerValue(p["mss_bytes"]))
+    cfg("ns3::TcpSocket::InitialCwnd", ns.UintegerValue(p["initial_window_segments"]))
+    cfg("ns3::TcpSocket::DelAckCount", ns.UintegerValue(1))
+    cfg("ns3::TcpSocket::SndBufSize", ns.UintegerValue(p["socket_buffer_bytes"]))
+    cfg("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(p["socket_buffer_bytes"]))
+    cfg("ns3::TcpSocketBase::MinRto", ns.TimeValue(ns.MilliSeconds(p["min_rto_ms"])))
+    cfg("ns3::TcpSocketBase::ClockGranularity", ns.TimeValue(ns.MilliSeconds(1)))
+    cfg("ns3::RttEstimator::InitialEstimation", ns.TimeValue(ns.Seconds(1)))
+    cfg("ns3::TcpSocketBase::Timestamp", ns.BooleanValue(False))
+    cfg("ns3::TcpSocketBase::Sack", ns.BooleanValue(False))
+    cfg("ns3::TcpSocketBase::LimitedTransmit", ns.BooleanValue(bool(ov.get("limited_transmit", False))))
+    cfg("ns3::TcpCubic::HyStart", ns.BooleanValue(bool(ov.get("hystart", False))))
+    cfg("ns3::TcpCubic::FastConvergence", ns.BooleanValue(True))
+    cfg("ns3::TcpCubic::Beta", ns.DoubleValue(0.7))
+    cfg("ns3::TcpCubic::C", ns.DoubleValue(0.4))
+    cfg("ns3::Ipv4::StrongEndSystemModel", ns.BooleanValue(True))
+
+    n = p["flows"]
+    senders, receivers, routers = ns.NodeContainer(), ns.NodeContainer(), ns.NodeContainer()
+    senders.Create(n)
+    receivers.Create(n)
+    routers.Create(2)
+    r1, r2 = routers.Get(0), routers.Get(1)
+    stack = ns.InternetStackHelper()
+    for c in (senders, receivers, routers):
+        stack.Install(c)
+    addr = ns.Ipv4AddressHelper()
+    addr.SetBase(ns.Ipv4Address("10.0.0.0"), ns.Ipv4Mask("255.255.255.252"))
+    tch = ns.TrafficControlHelper()
+
+    def link(a, b, rate_bps, delay_ms, queue):
+        p2p = ns.PointToPointHelper()
+        p2p.SetDeviceAttribute("DataRate", ns.DataRateValue(ns.DataRate(int(rate_bps))))
+        p2p.SetChannelAttribute("Delay", ns.TimeValue(ns.NanoSeconds(round(delay_ms * 1e6))))
+        p2p.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", ns.StringValue(queue))
+        devs = p2p.Install(a, b)
+        ifaces = addr.Assign(devs)
+        addr.NewNetwork()
+        tch.Uninstall(devs)  # no traffic-control layer: the device queue is the only queue
+        return devs, ifaces
+
+    core_pkts = int(p["buffer_pkts"]) + int(ov.get("core_extra_pkts", 0))
+    core_devs, _ = link(r1, r2, p["core_rate_bps"], p["core_delay_ms"], f"{core_pkts}p")
+    # ACK direction: deep, as latlab's default queue on r2->r1.
+    core_devs.Get(1).GetObject[ns.PointToPointNetDevice]().GetQueue().SetMaxSize(ns.QueueSize("100000p"))
+    core_q = core_devs.Get(0).GetObject[ns.PointToPointNetDevice]().GetQueue()
+    fifo = None
+    if ov.get("core_fifo_qdisc"):
+        core_q.SetMaxSize(ns.QueueSize("1p"))
+        # the device queue holds one waiting packet, so the queue disc holds the rest of the B
+        cfg("ns3::FifoQueueDisc::MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{max(1, core_pkts - 1)}p")))
+        fifo_tch = ns.TrafficControlHelper()
+        fifo_tch.SetRootQueueDisc("ns3::FifoQueueDisc")
+        fifo = fifo_tch.Install(core_devs.Get(0)).Get(0)
+    # r1's other devices carry only ACKs into 100000-packet queues: every drop r1 makes is the core's.
+    g.HookTc(r1)
+    sink_addrs = []
+    for a_ms, b_ms, _ in p["draws"]:
+        link(senders.Get(len(sink_addrs)), r1, p["access_rate_bps"], a_ms, "100000p")
+        _, ifaces = link(r2, receivers.Get(len(sink_addrs)), p["access_rate_bps"], b_ms, "100000p")
+        sink_addrs.append(ifaces.GetAddress(1))
+    ns.Ipv4GlobalRoutingHelper.PopulateRoutingTables()
+
+    stop = ns.Seconds(p["duration_s"])
+    sink_apps = ns.PacketSinkHelper(
+        "ns3::TcpSocketFactory", ns.InetSocketAddress(ns.Ipv4Address.GetAny(), PORT).ConvertTo()
+    ).Install(receivers)
+    sink_apps.Start(ns.Seconds(0))
+    sink_apps.Stop(stop)
+    sinks = [sink_apps.Get(i).GetObject[ns.PacketSink]() for i in range(n)]
+    for i, (_, _, start_s) in enumerate(p["draws"]):
+        bulk = ns.BulkSendHelper("ns3::TcpSocketFactory", ns.InetSocketAddress(sink_addrs[i], PORT).ConvertTo())
+        bulk.SetAttribute("MaxBytes", ns.UintegerValue(0))
+        bulk.SetAttribute("SendSize", ns.UintegerValue(p["mss_bytes"]))
+        app = bulk.Install(senders.Get(i)).Get(0)
+        app.SetStartTime(ns.NanoSeconds(round(start_s * 1e9)))
+        app.SetStopTime(stop)
+        g.HookAfter(app, float(round(start_s * 1e9)) / 1e9)
+
+    # Measurement: per-sink bytes and core queue counters at the window start; queue length every interval.
+    marks = {}
+    samples = []
+
+    def fifo_counts():
+        if fifo is None:
+            return 0, 0
+        st = fifo.GetStats()
+        return int(st.nTotalReceivedPackets), int(st.nTotalDroppedPackets)
+
+    def mark():
+        marks["rx"] = [s.GetTotalRx() for s in sinks]
+        marks["recv"] = int(core_q.GetTotalReceivedPackets())
+        marks["drop"] = int(core_q.GetTotalDroppedPackets()) + int(g.g_tc_drops)
+        marks["fifo"] = fifo_counts()
+
+    interval_ns = int(p["sample_interval_ms"] * 1e6)
+
+    def sample():
+        samples.append(int(core_q.GetNPackets()) + (int(fifo.GetNPackets()) if fifo is not None else 0))
+        if ns.Simulator.Now().GetNanoSeconds() + interval_ns < int(p["duration_s"] * 1e9):
+            ns.Simulator.Schedule(ns.NanoSeconds(interval_ns), g.PyEvent(sample_cb))
+
+    mark_cb, sample_cb = mark, sample  # cppyy needs the callables alive
+    ns.Simulator.Schedule(ns.NanoSeconds(int(p["measure_from_s"] * 1e9)), g.PyEvent(mark_cb))
+    ns.Simulator.Schedule(ns.NanoSeconds(int(p["measure_from_s"] * 1e9)), g.PyEvent(sample_cb))
+    ns.Simulator.Stop(stop)
+    t0 = time.perf_counter()
+    ns.Simulator.Run()
+    wall = time.perf_counter() - t0
+    span = p["duration_s"] - p["measure_from_s"]
+    per_flow = [(s.GetTotalRx() - r0) * 8 / span for s, r0 in zip(sinks, marks["rx"])]
+    recv = int(core_q.GetTotalReceivedPackets()) - marks["recv"]
+    drop = int(core_q.GetTotalDroppedPackets()) + int(g.g_tc_drops) - marks["drop"]
+    if fifo is not None:  # arrivals and drops are the queue disc's (every packet passes through it)
+        (r0, d0), (r1_, d1) = marks["fifo"], fifo_counts()
+        recv, drop = r1_ - r0 - (d1 - d0), d1 - d0
+    out = {
+        "simulator": "ns-3",
+        "version": "ns-3 " + ns3_version,
+        "wall_s": round(wall, 3),
+        "per_flow_goodput_bps": [round(x, 1) for x in per_flow],
+        "core_arrivals_pkts": recv + drop,
+        "core_drops_pkts": drop,
+        "queue_samples_pkts": samples,
+        "segments_sent": int(g.g_data_segments),
+        "retransmitted_segments": int(g.g_retransmitted),
+        "timeouts": int(g.g_loss_entries),
+    }
+    ns.Simulator.Destroy()
+    return out
+
+
+def main() -> int:
+    point = json.loads(sys.stdin.read())
+    print(json.dumps(build_and_run(point)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
