@@ -47,9 +47,11 @@ def test_rtac_and_drwa_remove_the_bloat_that_autotuning_builds(exe: str, tmp_pat
 
 
 def test_in_direct_competition_drwa_starves_and_rtac_holds_its_share(exe: str, tmp_path: Path) -> None:
-    """Beside an auto-tuning receiver through the same 1000-packet buffer: DRWA starves; RTAC at θ = 2.5 keeps
-    at least 80 % of the other's goodput (at the study's θ = 1.38 it keeps about half on this ten-BDP buffer, see
-    docs/validation/rwnd-linux.md). 40 s runs: a CUBIC sawtooth here lasts about 10 s."""
+    """Beside an auto-tuning receiver through the same 1000-packet buffer: DRWA starves (≈ 1 %); RTAC at θ = 2.5
+    does not. How much RTAC keeps varies from run to run on real Linux: 53–106 % of the auto-tuning receiver's
+    goodput over three clean 40–60 s runs (its simulated twin: 101 %), about half at the study's θ = 1.38 (see
+    docs/validation/rwnd-linux.md), so only the robust part is asserted. 40 s runs: a CUBIC sawtooth here lasts
+    about 10 s."""
     settings = real.RealSettings(seconds=40.0, warmup_s=10.0)
     share = {}
     for c in ("rtac@2.5", "drwa"):
@@ -61,7 +63,7 @@ def test_in_direct_competition_drwa_starves_and_rtac_holds_its_share(exe: str, t
                         "(other jobs' sockets): Linux then shrinks every receive window, so nothing is measured")
         share[c] = other["goodput_mbps"] / at["goodput_mbps"]
     assert share["drwa"] < 0.2, share
-    assert share["rtac@2.5"] >= 0.8, share
+    assert share["rtac@2.5"] > 0.3 and share["rtac@2.5"] > 10 * share["drwa"], share
 
 
 def test_the_section_follows_from_the_rows() -> None:
