@@ -36,6 +36,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--markdown", default=None, help="write the results as a Markdown page here")
     p.add_argument("--jsonl", default=None, help="write every row (real and simulated) to this JSON-lines file")
     p.add_argument("--from-jsonl", default=None, help="render --markdown from rows written before; run nothing")
+    p.add_argument("--produced-by", default=None,
+                   help="with --from-jsonl: the command that wrote those rows, if not this script "
+                        "(e.g. 'latlab reproduce rtac --real', whose real.jsonl has the same rows)")
     args = p.parse_args(argv)
     if args.seconds <= args.warmup + 2:
         p.error("--seconds must exceed --warmup by more than 2 s")
@@ -53,10 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     settings = settings_of(args)
     words = list(sys.argv[1:] if argv is None else argv)
-    if "--from-jsonl" in words:  # the page names the command that ran, not the re-rendering
-        i = words.index("--from-jsonl")
-        del words[i:i + 2]
-    command = "python benches/validation/rwnd_linux.py " + " ".join(words)
+    for flag in ("--from-jsonl", "--produced-by"):  # the page names the command that ran, not the re-rendering
+        if flag in words:
+            i = words.index(flag)
+            del words[i:i + 2]
+    command = args.produced_by or "python benches/validation/rwnd_linux.py " + " ".join(words)
     if args.from_jsonl:
         rows = real.load_rows(Path(args.from_jsonl))
     else:
