@@ -446,14 +446,16 @@ impl Simulation {
         let route_pos = if forward { f.fwd_route } else { f.rev_route };
         let first = self.routes.link_at(route_pos);
         let wire_bytes = f.header_bytes + payload_bytes;
-        let r = self.packets.insert(Packet {
-            payload,
-            conn: f.conn,
-            flow,
-            forward,
+        let r = self.packets.insert(
+            Packet {
+                payload,
+                conn: f.conn,
+                flow,
+                forward,
+                wire_bytes,
+            },
             route_pos,
-            wire_bytes,
-        });
+        );
         self.link_enqueue(first, r);
     }
 
@@ -466,7 +468,7 @@ impl Simulation {
         l.counters.arrivals_bytes += r.wire_bytes as u64;
         if l.loss_prob > 0.0 && l.loss_rng.random::<f64>() < l.loss_prob {
             l.counters.lost_pkts += 1;
-            self.packets.remove(r);
+            self.packets.free(r);
             return;
         }
         if let Service::Shared { medium, member } = l.service {
@@ -474,7 +476,7 @@ impl Simulation {
             return;
         }
         if let Enqueue::Dropped(p) = l.qdisc.enqueue(now, r) {
-            self.packets.remove(p);
+            self.packets.free(p);
             return;
         }
         if !l.tx_scheduled {
@@ -530,7 +532,7 @@ impl Simulation {
             }
         }
         for p in self.drop_scratch.drain(..) {
-            self.packets.remove(p);
+            self.packets.free(p);
         }
     }
 
@@ -567,7 +569,7 @@ impl Simulation {
                     let Some(end) = tx.transmit(now, pkt.wire_bytes) else {
                         // The rate fell to zero for ever mid-packet.
                         l.counters.lost_pkts += 1;
-                        self.packets.remove(pkt);
+                        self.packets.free(pkt);
                         continue;
                     };
                     l.busy_until_ns = end;
@@ -584,7 +586,7 @@ impl Simulation {
             }
         }
         for p in self.drop_scratch.drain(..) {
-            self.packets.remove(p);
+            self.packets.free(p);
         }
     }
 
@@ -624,7 +626,7 @@ impl Simulation {
             MediumKind::Ap(ap) => ap.enqueue(now, member, r),
         };
         if let Enqueue::Dropped(p) = res {
-            self.packets.remove(p);
+            self.packets.free(p);
             return;
         }
         self.arm_medium(medium);
@@ -661,7 +663,7 @@ impl Simulation {
             MediumKind::Ap(ap) => ap.poll(now, &mut out, &mut dropped),
         }
         for (_, p) in dropped.drain(..) {
-            self.packets.remove(p);
+            self.packets.free(p);
         }
         for d in out.drain(..) {
             let link = self.media[medium as usize].links[d.dest as usize];
@@ -671,7 +673,7 @@ impl Simulation {
             c.sojourn_max_ns = c.sojourn_max_ns.max(d.sojourn_ns);
             if d.lost {
                 c.lost_pkts += 1;
-                self.packets.remove(d.pkt);
+                self.packets.free(d.pkt);
                 continue;
             }
             self.depart(link, d.pkt, d.leave_ns, d.deliver_ns, d.enqueued_ns);
@@ -683,19 +685,20 @@ impl Simulation {
 
     fn on_arrive(&mut self, link: u32) {
         let l = &mut self.links[link as usize];
-        let Some((_, r)) = l.wire.pop_front() else { return };
+        let Some((_, mut r)) = l.wire.pop_front() else {
+            return;
+        };
         if let Some(&(next, _)) = l.wire.front() {
             self.queue.schedule(next, Event::Arrive { link });
         }
-        let pkt = self.packets.get_mut(r);
-        pkt.route_pos += 1;
-        let (flow, forward) = (pkt.flow, pkt.forward);
-        let next = self.routes.link_at(pkt.route_pos);
+        r.route_pos += 1;
+        let next = self.routes.link_at(r.route_pos);
         if next != RouteTable::END {
             self.link_enqueue(next, r);
             return;
         }
         let p = self.packets.remove(r);
+        let (flow, forward) = (p.flow, p.forward);
         let now = self.now_ns;
         let f = &mut self.flows[flow as usize];
         if p.conn != f.conn {
