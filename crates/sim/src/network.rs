@@ -14,7 +14,7 @@
 use crate::packet::PacketRef;
 use crate::pcap::PcapWriter;
 use latlab_link::{LteCell, Transmitter, WifiAp};
-use latlab_qdisc::{Qdisc, QdiscStats};
+use latlab_qdisc::{Dequeue, DropTail, Enqueue, Qdisc, QdiscStats, TimeNs};
 use rand_pcg::Pcg64Mcg;
 use std::collections::VecDeque;
 
@@ -46,6 +46,57 @@ impl LinkRate {
         match *self {
             LinkRate::Fixed { rate_bps } => rate_bps,
         }
+    }
+}
+
+/// A link's queue discipline. DropTail, by far the most common, sits
+/// inline in the link: no pointer to chase and no virtual call per packet
+/// (at 10k flows the boxed queue was a cache miss of its own on every hop).
+pub enum LinkQueue {
+    DropTail(DropTail<PacketRef>),
+    Other(Box<dyn Qdisc<PacketRef>>),
+}
+
+impl LinkQueue {
+    pub fn as_dyn(&self) -> &dyn Qdisc<PacketRef> {
+        match self {
+            LinkQueue::DropTail(q) => q,
+            LinkQueue::Other(q) => q.as_ref(),
+        }
+    }
+
+    #[inline]
+    pub fn enqueue(&mut self, now_ns: TimeNs, pkt: PacketRef) -> Enqueue<PacketRef> {
+        match self {
+            LinkQueue::DropTail(q) => q.enqueue(now_ns, pkt),
+            LinkQueue::Other(q) => q.enqueue(now_ns, pkt),
+        }
+    }
+
+    #[inline]
+    pub fn dequeue(&mut self, now_ns: TimeNs, dropped: &mut Vec<PacketRef>) -> Dequeue<PacketRef> {
+        match self {
+            LinkQueue::DropTail(q) => q.dequeue(now_ns, dropped),
+            LinkQueue::Other(q) => q.dequeue(now_ns, dropped),
+        }
+    }
+
+    #[inline]
+    pub fn len_pkts(&self) -> usize {
+        match self {
+            LinkQueue::DropTail(q) => q.len_pkts(),
+            LinkQueue::Other(q) => q.len_pkts(),
+        }
+    }
+
+    pub fn stats(&self) -> &QdiscStats {
+        self.as_dyn().stats()
+    }
+}
+
+impl From<Box<dyn Qdisc<PacketRef>>> for LinkQueue {
+    fn from(q: Box<dyn Qdisc<PacketRef>>) -> Self {
+        LinkQueue::Other(q)
     }
 }
 
@@ -128,7 +179,7 @@ pub fn queue_view(link: &Link, media: &[SharedMedium]) -> QueueView {
                 }
             }
         },
-        _ => own(link.qdisc.as_ref(), 0),
+        _ => own(link.qdisc.as_dyn(), 0),
     }
 }
 
@@ -148,7 +199,7 @@ pub struct Link {
     pub service: Service,
     pub access: AccessCounters,
     pub delay_ns: u64,
-    pub qdisc: Box<dyn Qdisc<PacketRef>>,
+    pub qdisc: LinkQueue,
     /// Random independent loss probability, and its stream.
     pub loss_prob: f64,
     pub loss_rng: Pcg64Mcg,

@@ -501,28 +501,7 @@ impl Simulation {
             return;
         }
         match l.qdisc.dequeue(now, &mut self.drop_scratch) {
-            Dequeue::Packet { pkt, sojourn_ns } => {
-                let c = &mut l.counters;
-                c.sojourn_sum_ns += sojourn_ns;
-                c.sojourn_count += 1;
-                c.sojourn_max_ns = c.sojourn_max_ns.max(sojourn_ns);
-                c.departures_pkts += 1;
-                c.departures_bytes += pkt.wire_bytes as u64;
-                let end = now + l.rate.tx_time_ns(now, pkt.wire_bytes);
-                l.busy_until_ns = end;
-                let arrival = end + l.delay_ns;
-                if l.wire.is_empty() {
-                    self.queue.schedule(arrival, Event::Arrive { link });
-                }
-                l.wire.push_back((arrival, pkt));
-                if l.qdisc.len_pkts() > 0 {
-                    l.tx_scheduled = true;
-                    self.queue.schedule(end, Event::TxDone { link });
-                }
-                if l.pcap.is_some() {
-                    self.capture(link, pkt, end);
-                }
-            }
+            Dequeue::Packet { pkt, sojourn_ns } => self.start_tx(link, pkt, sojourn_ns),
             Dequeue::Empty => {}
             Dequeue::Wait(t) => {
                 if l.wake_at.is_none_or(|w| t < w) {
@@ -533,6 +512,35 @@ impl Simulation {
         }
         for p in self.drop_scratch.drain(..) {
             self.packets.free(p);
+        }
+    }
+
+    /// A fixed-rate link's transmitter takes `pkt` (just dequeued after
+    /// `sojourn_ns`): it goes on the wire, and a `TxDone` is armed if more
+    /// packets wait.
+    #[inline]
+    fn start_tx(&mut self, link: u32, pkt: PacketRef, sojourn_ns: u64) {
+        let now = self.now_ns;
+        let l = &mut self.links[link as usize];
+        let c = &mut l.counters;
+        c.sojourn_sum_ns += sojourn_ns;
+        c.sojourn_count += 1;
+        c.sojourn_max_ns = c.sojourn_max_ns.max(sojourn_ns);
+        c.departures_pkts += 1;
+        c.departures_bytes += pkt.wire_bytes as u64;
+        let end = now + l.rate.tx_time_ns(now, pkt.wire_bytes);
+        l.busy_until_ns = end;
+        let arrival = end + l.delay_ns;
+        if l.wire.is_empty() {
+            self.queue.schedule(arrival, Event::Arrive { link });
+        }
+        l.wire.push_back((arrival, pkt));
+        if l.qdisc.len_pkts() > 0 {
+            l.tx_scheduled = true;
+            self.queue.schedule(end, Event::TxDone { link });
+        }
+        if l.pcap.is_some() {
+            self.capture(link, pkt, end);
         }
     }
 
