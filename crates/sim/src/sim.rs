@@ -10,13 +10,13 @@
 use crate::engine::{Event, EventQueue};
 use crate::flow::{Flow, TcpFlow, TfrcFlow, TimerSlot, Transfer, Transport};
 use crate::measure::Samples;
-use crate::network::{queue_view, Link, MediumKind, Node, Service, SharedMedium};
+use crate::network::{queue_view, Link, LinkQueue, MediumKind, Node, Service, SharedMedium};
 use crate::packet::{Packet, PacketRef, PacketSlab, Payload};
 use crate::routing::RouteTable;
 use latlab_link::Departure;
 use latlab_proto::tcp::{TcpReceiver, TcpSender};
 use latlab_proto::tfrc::TfrcSender;
-use latlab_qdisc::{Dequeue, Enqueue};
+use latlab_qdisc::{Dequeue, Enqueue, Qdisc};
 use rand::Rng;
 
 /// Per-link conservation at the end of a run: packets offered to the link
@@ -474,6 +474,18 @@ impl Simulation {
         if let Service::Shared { medium, member } = l.service {
             self.medium_enqueue(medium, member, r);
             return;
+        }
+        // An idle fixed-rate DropTail link (most hops at scale: the path
+        // has one bottleneck): the packet starts serialisation at once.
+        // Exactly what enqueue + `service` would do, without the queue's storage.
+        if let (Service::Fixed, LinkQueue::DropTail(q)) = (&l.service, &mut l.qdisc) {
+            if !l.tx_scheduled && l.busy_until_ns <= now && q.len_pkts() == 0 {
+                match q.enqueue_and_dequeue_empty(now, r) {
+                    Dequeue::Packet { pkt, sojourn_ns } => self.start_tx(link, pkt, sojourn_ns),
+                    _ => self.packets.free(r),
+                }
+                return;
+            }
         }
         if let Enqueue::Dropped(p) = l.qdisc.enqueue(now, r) {
             self.packets.free(p);
