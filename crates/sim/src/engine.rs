@@ -31,9 +31,7 @@ pub enum Event {
 
 #[derive(Clone, Copy, Debug)]
 struct Entry {
-    /// (time, insertion sequence) packed as `time << 64 | seq`: one integer
-    /// comparison orders by time, then by insertion.
-    key: u128,
+    time_ns: u64,
     event: Event,
 }
 
@@ -44,42 +42,58 @@ struct Entry {
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(std::mem::size_of::<Event>() == 8);
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<Entry>() == 32);
+const _: () = assert!(std::mem::size_of::<Entry>() == 16);
 
-const BUCKETS: usize = 129;
+/// Bits of the time compared per level: a redistribution moves an entry
+/// down at least one level, so an entry moves at most `LEVELS - 1` times.
+const DIGIT_BITS: u32 = 6;
+const DIGITS: usize = 1 << DIGIT_BITS;
+const LEVELS: usize = 64usize.div_ceil(DIGIT_BITS as usize);
 
 /// The simulator's agenda: a radix heap (Ahuja, Mehlhorn, Orlin & Tarjan
-/// 1990) on the 128-bit key (time, insertion sequence).
+/// 1990) with `DIGITS`-way buckets per level (the multi-level form of
+/// Denardo & Fox 1979) on the event time, FIFO among equal times.
 ///
 /// A radix heap needs a monotone workload: nothing may be scheduled before
 /// the last event taken off. A discrete-event simulator is exactly that
-/// (events are only scheduled while handling one, never in its past), and
-/// for it the radix heap beats a binary heap: a push is O(1) (the bucket is
-/// the bit length of `key XOR last`), and a pop redistributes one bucket,
-/// each entry moving down at most 128 times over its life.
+/// (events are only scheduled while handling one, never in its past). A
+/// push is O(1): relative to `last` (the time of the latest minimum), an
+/// entry goes to the level of the highest `DIGIT_BITS`-bit digit in which
+/// its time differs from `last`, into the bucket of its own digit there.
+/// Taking the minimum redistributes the lowest non-empty bucket, each entry
+/// moving at least one level down; at level 0 a bucket holds one exact time.
+///
+/// Ties need no sequence number in the key: every bucket holds its entries
+/// in insertion order. A push appends the newest entry; a redistribution
+/// empties one bucket into buckets that are all empty at that moment (every
+/// bucket below the minimum one is), keeping its order. So a level-0 bucket,
+/// one time, is a FIFO of the events scheduled at that time, and popping
+/// from its front orders events by (time, insertion sequence).
 #[derive(Debug)]
 pub struct EventQueue {
-    /// Bucket 0 holds entries whose key equals `last` (at most one: keys are
-    /// unique); bucket i > 0 holds keys whose highest bit differing from
-    /// `last` is bit i − 1.
+    /// `LEVELS * DIGITS` buckets, level-major.
     buckets: Vec<Vec<Entry>>,
-    /// Bit i set when bucket i is non-empty.
-    occupied: u128,
-    occupied_top: bool,
-    last: u128,
+    /// Per level, bit d set when that level's bucket d is non-empty.
+    occupied: [u64; LEVELS],
+    /// Bit l set when level l has a non-empty bucket.
+    levels: u32,
+    /// Per level-0 bucket: index of its first entry not yet taken.
+    heads: [u32; DIGITS],
+    last: u64,
     len: usize,
-    next_seq: u64,
 }
+
+const _: () = assert!(DIGITS <= 64 && LEVELS <= 32);
 
 impl Default for EventQueue {
     fn default() -> Self {
         EventQueue {
-            buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
-            occupied: 0,
-            occupied_top: false,
+            buckets: (0..LEVELS * DIGITS).map(|_| Vec::new()).collect(),
+            occupied: [0; LEVELS],
+            levels: 0,
+            heads: [0; DIGITS],
             last: 0,
             len: 0,
-            next_seq: 0,
         }
     }
 }
@@ -90,71 +104,95 @@ impl EventQueue {
     }
 
     #[inline(always)]
-    fn bucket_of(&self, key: u128) -> usize {
-        (128 - (key ^ self.last).leading_zeros()) as usize
-    }
-
-    #[inline(always)]
     fn put(&mut self, e: Entry) {
-        let b = self.bucket_of(e.key);
-        self.buckets[b].push(e);
-        if b < 128 {
-            self.occupied |= 1 << b;
+        let diff = e.time_ns ^ self.last;
+        let level = if diff == 0 {
+            0
         } else {
-            self.occupied_top = true;
-        }
+            (63 - diff.leading_zeros()) / DIGIT_BITS
+        };
+        let digit = (e.time_ns >> (level * DIGIT_BITS)) as usize & (DIGITS - 1);
+        let level = level as usize;
+        // SAFETY-free indexing: level < LEVELS and digit < DIGITS by construction.
+        self.buckets[level * DIGITS + digit].push(e);
+        self.occupied[level] |= 1 << digit;
+        self.levels |= 1 << level;
     }
 
     /// Schedule `event` at `time_ns`. Times before the last event taken off
     /// would break the agenda's order; the engine never asks for one, and
     /// in a release build such a time is treated as that event's time.
+    #[inline]
     pub fn schedule(&mut self, time_ns: u64, event: Event) {
-        let last_time = (self.last >> 64) as u64;
-        debug_assert!(time_ns >= last_time, "event scheduled in the past");
-        let time_ns = time_ns.max(last_time);
-        let key = ((time_ns as u128) << 64) | self.next_seq as u128;
-        self.next_seq += 1;
+        debug_assert!(time_ns >= self.last, "event scheduled in the past");
+        let time_ns = time_ns.max(self.last);
         self.len += 1;
-        self.put(Entry { key, event });
+        self.put(Entry { time_ns, event });
     }
 
-    /// Make bucket 0 hold the minimum entry (if any).
-    fn settle(&mut self) {
-        if self.occupied & 1 != 0 || self.len == 0 {
-            return;
+    /// Make the minimum entry (if any) the front of a level-0 bucket, and
+    /// return that bucket's digit.
+    #[inline]
+    fn settle(&mut self) -> Option<usize> {
+        if self.levels & 1 == 0 {
+            if self.levels == 0 {
+                return None;
+            }
+            self.redistribute();
         }
-        let b = if self.occupied != 0 {
-            self.occupied.trailing_zeros() as usize
-        } else {
-            128
-        };
+        Some(self.occupied[0].trailing_zeros() as usize)
+    }
+
+    /// Empty the lowest non-empty bucket (above level 0) into lower levels,
+    /// relative to its minimum time.
+    #[cold]
+    #[inline(never)]
+    fn redistribute(&mut self) {
+        let level = self.levels.trailing_zeros() as usize;
+        let digit = self.occupied[level].trailing_zeros() as usize;
+        let b = level * DIGITS + digit;
         let mut bucket = std::mem::take(&mut self.buckets[b]);
-        if b < 128 {
-            self.occupied &= !(1 << b);
-        } else {
-            self.occupied_top = false;
+        self.occupied[level] &= !(1 << digit);
+        if self.occupied[level] == 0 {
+            self.levels &= !(1 << level);
         }
-        self.last = bucket.iter().map(|e| e.key).min().unwrap_or(self.last);
-        for e in bucket.drain(..) {
+        self.last = bucket.iter().map(|e| e.time_ns).min().unwrap_or(self.last);
+        for &e in &bucket {
             self.put(e);
         }
         // Give the emptied vector back so its capacity is reused.
+        bucket.clear();
         self.buckets[b] = bucket;
     }
 
     /// Time of the earliest event.
     #[inline]
     pub fn peek_time(&mut self) -> Option<u64> {
-        self.settle();
-        self.buckets[0].last().map(|e| (e.key >> 64) as u64)
+        let d = self.settle()?;
+        Some(self.buckets[d][self.heads[d] as usize].time_ns)
     }
 
+    #[inline]
     pub fn pop(&mut self) -> Option<(u64, Event)> {
-        self.settle();
-        let e = self.buckets[0].pop()?;
-        self.occupied &= !1;
+        let d = self.settle()?;
+        let bucket = &mut self.buckets[d];
+        let head = self.heads[d] as usize;
+        let e = bucket[head];
+        if head + 1 == bucket.len() {
+            bucket.clear();
+            self.heads[d] = 0;
+            self.occupied[0] &= !(1 << d);
+            if self.occupied[0] == 0 {
+                self.levels &= !1;
+            }
+        } else {
+            self.heads[d] = head as u32 + 1;
+        }
+        // Later pushes at this time must land in this bucket: `last` moves
+        // within level 0, which leaves every other entry's bucket unchanged.
+        self.last = e.time_ns;
         self.len -= 1;
-        Some(((e.key >> 64) as u64, e.event))
+        Some((e.time_ns, e.event))
     }
 
     pub fn len(&self) -> usize {
@@ -208,10 +246,13 @@ mod tests {
         let mut now = 0u64;
         for _ in 0..50_000 {
             if rnd() % 3 != 0 || reference.is_empty() {
-                let t = match rnd() % 4 {
+                let t = match rnd() % 5 {
                     0 => now,
                     1 => now + rnd() % 50,
                     2 => now + rnd() % 1_000_000_000,
+                    // Equal future times scheduled from different instants:
+                    // ties whose entries meet only after redistributions.
+                    3 => (now / 1_000_000 + 1 + rnd() % 3) * 1_000_000,
                     _ => now + (rnd() % 1000) * 1_000_000_000,
                 };
                 q.schedule(t, Event::FlowStart { flow: id as u32 });

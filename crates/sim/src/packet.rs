@@ -31,28 +31,33 @@ pub struct Packet {
     pub flow: u32,
     /// True for sender→receiver (data), false for receiver→sender (ACKs).
     pub forward: bool,
-    /// Position in the route table of the link the packet is on or next enters.
-    pub route_pos: u32,
     pub wire_bytes: u32,
 }
 
-/// The handle queues hold: slab index plus what a discipline needs.
+/// The handle queues and wires hold: slab index plus what a discipline
+/// needs and where the packet is on its path. Forwarding reads only the
+/// handle: the slab entry is touched when the packet is sent and when it is
+/// delivered, not at every hop (at 10k flows the slab does not fit in cache).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PacketRef {
     pub idx: u32,
     pub wire_bytes: u32,
     pub flow: u32,
+    /// Position in the route table of the link the packet is on or next enters.
+    pub route_pos: u32,
 }
 
 // The hot path copies packets into and out of the slab, and queues hold
 // `PacketRef`s: a field added to `Segment`, a TFRC header or `Packet` must
 // not grow them silently. If one of these fails, the change costs memory
 // traffic on every hop: measure (`latlab bench`) and update the figure on
-// purpose, saying why in the commit.
+// purpose, saying why in the commit. (A `PacketRef` of 16 bytes costs
+// nothing over 12: queues and wires pair it with a u64 time, 24 bytes
+// either way.)
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<Packet>() == 136);
+const _: () = assert!(std::mem::size_of::<Packet>() == 128);
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<PacketRef>() == 12);
+const _: () = assert!(std::mem::size_of::<PacketRef>() == 16);
 
 impl QueuedPacket for PacketRef {
     fn size_bytes(&self) -> u32 {
@@ -70,11 +75,13 @@ pub struct PacketSlab {
 }
 
 impl PacketSlab {
-    pub fn insert(&mut self, pkt: Packet) -> PacketRef {
+    /// Store `pkt`; its handle starts at `route_pos`.
+    pub fn insert(&mut self, pkt: Packet, route_pos: u32) -> PacketRef {
         let r = |idx| PacketRef {
             idx,
             wire_bytes: pkt.wire_bytes,
             flow: pkt.flow,
+            route_pos,
         };
         match self.free.pop() {
             Some(idx) => {
@@ -99,6 +106,12 @@ impl PacketSlab {
     pub fn remove(&mut self, r: PacketRef) -> Packet {
         self.free.push(r.idx);
         self.slots[r.idx as usize]
+    }
+
+    /// Release a packet without reading it (a drop): its slot is not touched.
+    #[inline]
+    pub fn free(&mut self, r: PacketRef) {
+        self.free.push(r.idx);
     }
 
     /// Packets currently allocated.

@@ -10,13 +10,13 @@
 use crate::engine::{Event, EventQueue};
 use crate::flow::{Flow, TcpFlow, TfrcFlow, TimerSlot, Transfer, Transport};
 use crate::measure::Samples;
-use crate::network::{queue_view, Link, MediumKind, Node, Service, SharedMedium};
+use crate::network::{queue_view, Link, LinkQueue, MediumKind, Node, Service, SharedMedium};
 use crate::packet::{Packet, PacketRef, PacketSlab, Payload};
 use crate::routing::RouteTable;
 use latlab_link::Departure;
 use latlab_proto::tcp::{TcpReceiver, TcpSender};
 use latlab_proto::tfrc::TfrcSender;
-use latlab_qdisc::{Dequeue, Enqueue};
+use latlab_qdisc::{Dequeue, Enqueue, Qdisc};
 use rand::Rng;
 
 /// Per-link conservation at the end of a run: packets offered to the link
@@ -446,14 +446,16 @@ impl Simulation {
         let route_pos = if forward { f.fwd_route } else { f.rev_route };
         let first = self.routes.link_at(route_pos);
         let wire_bytes = f.header_bytes + payload_bytes;
-        let r = self.packets.insert(Packet {
-            payload,
-            conn: f.conn,
-            flow,
-            forward,
+        let r = self.packets.insert(
+            Packet {
+                payload,
+                conn: f.conn,
+                flow,
+                forward,
+                wire_bytes,
+            },
             route_pos,
-            wire_bytes,
-        });
+        );
         self.link_enqueue(first, r);
     }
 
@@ -466,15 +468,27 @@ impl Simulation {
         l.counters.arrivals_bytes += r.wire_bytes as u64;
         if l.loss_prob > 0.0 && l.loss_rng.random::<f64>() < l.loss_prob {
             l.counters.lost_pkts += 1;
-            self.packets.remove(r);
+            self.packets.free(r);
             return;
         }
         if let Service::Shared { medium, member } = l.service {
             self.medium_enqueue(medium, member, r);
             return;
         }
+        // An idle fixed-rate DropTail link (most hops at scale: the path
+        // has one bottleneck): the packet starts serialisation at once.
+        // Exactly what enqueue + `service` would do, without the queue's storage.
+        if let (Service::Fixed, LinkQueue::DropTail(q)) = (&l.service, &mut l.qdisc) {
+            if !l.tx_scheduled && l.busy_until_ns <= now && q.len_pkts() == 0 {
+                match q.enqueue_and_dequeue_empty(now, r) {
+                    Dequeue::Packet { pkt, sojourn_ns } => self.start_tx(link, pkt, sojourn_ns),
+                    _ => self.packets.free(r),
+                }
+                return;
+            }
+        }
         if let Enqueue::Dropped(p) = l.qdisc.enqueue(now, r) {
-            self.packets.remove(p);
+            self.packets.free(p);
             return;
         }
         if !l.tx_scheduled {
@@ -499,28 +513,7 @@ impl Simulation {
             return;
         }
         match l.qdisc.dequeue(now, &mut self.drop_scratch) {
-            Dequeue::Packet { pkt, sojourn_ns } => {
-                let c = &mut l.counters;
-                c.sojourn_sum_ns += sojourn_ns;
-                c.sojourn_count += 1;
-                c.sojourn_max_ns = c.sojourn_max_ns.max(sojourn_ns);
-                c.departures_pkts += 1;
-                c.departures_bytes += pkt.wire_bytes as u64;
-                let end = now + l.rate.tx_time_ns(now, pkt.wire_bytes);
-                l.busy_until_ns = end;
-                let arrival = end + l.delay_ns;
-                if l.wire.is_empty() {
-                    self.queue.schedule(arrival, Event::Arrive { link });
-                }
-                l.wire.push_back((arrival, pkt));
-                if l.qdisc.len_pkts() > 0 {
-                    l.tx_scheduled = true;
-                    self.queue.schedule(end, Event::TxDone { link });
-                }
-                if l.pcap.is_some() {
-                    self.capture(link, pkt, end);
-                }
-            }
+            Dequeue::Packet { pkt, sojourn_ns } => self.start_tx(link, pkt, sojourn_ns),
             Dequeue::Empty => {}
             Dequeue::Wait(t) => {
                 if l.wake_at.is_none_or(|w| t < w) {
@@ -530,7 +523,36 @@ impl Simulation {
             }
         }
         for p in self.drop_scratch.drain(..) {
-            self.packets.remove(p);
+            self.packets.free(p);
+        }
+    }
+
+    /// A fixed-rate link's transmitter takes `pkt` (just dequeued after
+    /// `sojourn_ns`): it goes on the wire, and a `TxDone` is armed if more
+    /// packets wait.
+    #[inline]
+    fn start_tx(&mut self, link: u32, pkt: PacketRef, sojourn_ns: u64) {
+        let now = self.now_ns;
+        let l = &mut self.links[link as usize];
+        let c = &mut l.counters;
+        c.sojourn_sum_ns += sojourn_ns;
+        c.sojourn_count += 1;
+        c.sojourn_max_ns = c.sojourn_max_ns.max(sojourn_ns);
+        c.departures_pkts += 1;
+        c.departures_bytes += pkt.wire_bytes as u64;
+        let end = now + l.rate.tx_time_ns(now, pkt.wire_bytes);
+        l.busy_until_ns = end;
+        let arrival = end + l.delay_ns;
+        if l.wire.is_empty() {
+            self.queue.schedule(arrival, Event::Arrive { link });
+        }
+        l.wire.push_back((arrival, pkt));
+        if l.qdisc.len_pkts() > 0 {
+            l.tx_scheduled = true;
+            self.queue.schedule(end, Event::TxDone { link });
+        }
+        if l.pcap.is_some() {
+            self.capture(link, pkt, end);
         }
     }
 
@@ -567,7 +589,7 @@ impl Simulation {
                     let Some(end) = tx.transmit(now, pkt.wire_bytes) else {
                         // The rate fell to zero for ever mid-packet.
                         l.counters.lost_pkts += 1;
-                        self.packets.remove(pkt);
+                        self.packets.free(pkt);
                         continue;
                     };
                     l.busy_until_ns = end;
@@ -584,7 +606,7 @@ impl Simulation {
             }
         }
         for p in self.drop_scratch.drain(..) {
-            self.packets.remove(p);
+            self.packets.free(p);
         }
     }
 
@@ -624,7 +646,7 @@ impl Simulation {
             MediumKind::Ap(ap) => ap.enqueue(now, member, r),
         };
         if let Enqueue::Dropped(p) = res {
-            self.packets.remove(p);
+            self.packets.free(p);
             return;
         }
         self.arm_medium(medium);
@@ -661,7 +683,7 @@ impl Simulation {
             MediumKind::Ap(ap) => ap.poll(now, &mut out, &mut dropped),
         }
         for (_, p) in dropped.drain(..) {
-            self.packets.remove(p);
+            self.packets.free(p);
         }
         for d in out.drain(..) {
             let link = self.media[medium as usize].links[d.dest as usize];
@@ -671,7 +693,7 @@ impl Simulation {
             c.sojourn_max_ns = c.sojourn_max_ns.max(d.sojourn_ns);
             if d.lost {
                 c.lost_pkts += 1;
-                self.packets.remove(d.pkt);
+                self.packets.free(d.pkt);
                 continue;
             }
             self.depart(link, d.pkt, d.leave_ns, d.deliver_ns, d.enqueued_ns);
@@ -683,19 +705,20 @@ impl Simulation {
 
     fn on_arrive(&mut self, link: u32) {
         let l = &mut self.links[link as usize];
-        let Some((_, r)) = l.wire.pop_front() else { return };
+        let Some((_, mut r)) = l.wire.pop_front() else {
+            return;
+        };
         if let Some(&(next, _)) = l.wire.front() {
             self.queue.schedule(next, Event::Arrive { link });
         }
-        let pkt = self.packets.get_mut(r);
-        pkt.route_pos += 1;
-        let (flow, forward) = (pkt.flow, pkt.forward);
-        let next = self.routes.link_at(pkt.route_pos);
+        r.route_pos += 1;
+        let next = self.routes.link_at(r.route_pos);
         if next != RouteTable::END {
             self.link_enqueue(next, r);
             return;
         }
         let p = self.packets.remove(r);
+        let (flow, forward) = (p.flow, p.forward);
         let now = self.now_ns;
         let f = &mut self.flows[flow as usize];
         if p.conn != f.conn {

@@ -4,7 +4,7 @@
 use crate::budget::{self, MemoryLimit};
 use crate::fgn;
 use crate::flow::{ClosedLoop, Flow, TcpFlow, TfrcFlow, TimerSlot, Transport, UdpFlow};
-use crate::network::{Link, LinkCounters, LinkRate, Node, Service};
+use crate::network::{Link, LinkCounters, LinkQueue, LinkRate, Node, Service};
 use crate::pcap::PcapWriter;
 use crate::rng::{stream, stream_seed, Stream};
 use crate::routing::{RouteTable, Router};
@@ -391,10 +391,10 @@ fn make_link(
     };
     // A medium member's own queue is a placeholder that never holds a
     // packet; its time series are always kept (they are the member's).
-    let (qdisc, sampled): (Box<dyn Qdisc<_>>, bool) = if lp.medium.is_some() {
-        (Box::new(DropTail::new(Limit::Packets(1))), true)
+    let (qdisc, sampled) = if lp.medium.is_some() {
+        (LinkQueue::DropTail(DropTail::new(Limit::Packets(1))), true)
     } else {
-        let q = make_qdisc(
+        let q = make_link_queue(
             cx,
             &lp.queue,
             &lp.key_path,
@@ -451,5 +451,5 @@ mod queues;
 mod tcp;
 
 use groups::{group_kind, start_times, GroupKind};
-use queues::make_qdisc;
+use queues::{make_link_queue, make_qdisc};
 use tcp::{rwnd_spec, tcp_config};

@@ -27,6 +27,30 @@ pub(super) fn limit(
     }
 }
 
+/// A simulated link's queue: DropTail inline (the hot path's common case),
+/// any other discipline boxed.
+pub(super) fn make_link_queue(
+    cx: &Ctx,
+    q: &QueueSpec,
+    path: &str,
+    link_rate_bps: u64,
+    seed: u64,
+) -> Result<LinkQueue, ScenarioError> {
+    Ok(match q {
+        QueueSpec::Droptail(DropTailSpec {
+            limit_bytes,
+            limit_packets,
+        }) => LinkQueue::DropTail(DropTail::new(limit(
+            cx,
+            path,
+            *limit_bytes,
+            *limit_packets,
+            None,
+        )?)),
+        _ => make_qdisc(cx, q, path, link_rate_bps, seed)?.into(),
+    })
+}
+
 /// A queue discipline for any packet handle (the simulator's `PacketRef`,
 /// or a Wi-Fi AP's station-tagged one).
 pub(super) fn make_qdisc<P: QueuedPacket + Send + 'static>(
