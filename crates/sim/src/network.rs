@@ -58,6 +58,15 @@ pub enum LinkQueue {
 }
 
 impl LinkQueue {
+    /// The queue as a trait object, for users outside the simulator's hot
+    /// loop (the real-time emulator drives any discipline the same way).
+    pub fn into_boxed(self) -> Box<dyn Qdisc<PacketRef>> {
+        match self {
+            LinkQueue::DropTail(q) => Box::new(q),
+            LinkQueue::Other(q) => q,
+        }
+    }
+
     pub fn as_dyn(&self) -> &dyn Qdisc<PacketRef> {
         match self {
             LinkQueue::DropTail(q) => q,

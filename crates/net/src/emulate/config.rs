@@ -136,7 +136,7 @@ pub fn from_text(
                 l.name,
                 service,
                 l.delay_ns,
-                l.qdisc,
+                l.qdisc.into_boxed(),
                 l.loss_prob,
                 l.loss_rng,
             ));

@@ -132,6 +132,9 @@ impl Pool {
             idx,
             wire_bytes: bytes.len() as u32,
             flow: flow_hash(bytes),
+            // The emulator forwards along its own line of hops; the
+            // simulator's route table is not used.
+            route_pos: 0,
         })
     }
 
