@@ -247,10 +247,12 @@ fn a_thousand_concurrent_clients_leave_no_fds_and_little_memory() {
         (rss_open as f64 - rss0 as f64) / N as f64
     );
     // Two sockets per connection; pipes only while bytes are in flight (and
-    // at most 64 spare ones, two fds each).
+    // at most 64 spare ones, two fds each). A few fds of slack below: a
+    // metrics request (wait_metric) may be open in one reading and not the
+    // other, and a warm-up pipe may have been returned in between.
     assert!(
-        fds_open >= fds0 + 2 * N && fds_open <= fds0 + 2 * N + 2 * 64,
-        "{fds_open}"
+        fds_open + 4 >= fds0 + 2 * N && fds_open <= fds0 + 2 * N + 2 * 64,
+        "fds {fds0} before, {fds_open} with {N} connections open"
     );
     drop(clients);
     proxy.wait_metric(
