@@ -13,119 +13,16 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddrV4, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::FromRawFd;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod mptcp_util;
+use mptcp_util::{in_ns, sh, sh_out, unavailable, veth, Namespaces};
+
 const BIN: &str = env!("CARGO_BIN_EXE_latlab-net");
-
-fn unavailable() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("not root".into());
-    }
-    for tool in ["ip", "tc"] {
-        match Command::new(tool).arg("-V").output() {
-            Ok(o) if o.status.success() => {}
-            _ => return Some(format!("no iproute2 '{tool}' command")),
-        }
-    }
-    match std::fs::read_to_string("/proc/sys/net/mptcp/enabled") {
-        Ok(s) if s.trim() == "1" => None,
-        _ => Some("MPTCP is not enabled (net.mptcp.enabled)".into()),
-    }
-}
-
-fn sh(args: &[&str]) {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .expect("run iproute2");
-    assert!(
-        out.status.success(),
-        "'{}' failed: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr).trim()
-    );
-}
-
-fn sh_out(args: &[&str]) -> String {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .expect("run iproute2");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// `llpxm-<pid>-<role>` namespaces, deleted on drop.
-struct Namespaces(Vec<String>);
-
-impl Namespaces {
-    fn new(roles: &[&str]) -> Namespaces {
-        let mut made = Namespaces(Vec::new());
-        for role in roles {
-            let name = format!("llpxm-{}-{role}", std::process::id());
-            let _ = Command::new("ip").args(["netns", "delete", &name]).output();
-            sh(&["ip", "netns", "add", &name]);
-            made.0.push(name.clone());
-            sh(&["ip", "-n", &name, "link", "set", "lo", "up"]);
-        }
-        made
-    }
-}
-
-impl Drop for Namespaces {
-    fn drop(&mut self) {
-        for ns in &self.0 {
-            let _ = Command::new("ip").args(["netns", "delete", ns]).output();
-        }
-    }
-}
-
-fn veth(ns_a: &str, dev_a: &str, addr_a: &str, ns_b: &str, dev_b: &str, addr_b: &str) {
-    sh(&[
-        "ip", "-n", ns_a, "link", "add", dev_a, "type", "veth", "peer", "name", dev_b, "netns", ns_b,
-    ]);
-    sh(&[
-        "ip",
-        "-n",
-        ns_a,
-        "addr",
-        "add",
-        &format!("{addr_a}/24"),
-        "dev",
-        dev_a,
-    ]);
-    sh(&[
-        "ip",
-        "-n",
-        ns_b,
-        "addr",
-        "add",
-        &format!("{addr_b}/24"),
-        "dev",
-        dev_b,
-    ]);
-    sh(&["ip", "-n", ns_a, "link", "set", dev_a, "up"]);
-    sh(&["ip", "-n", ns_b, "link", "set", dev_b, "up"]);
-}
-
-/// Run `f` on a thread inside namespace `ns`.
-fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> std::thread::JoinHandle<T> {
-    let path = format!("/var/run/netns/{ns}");
-    std::thread::spawn(move || {
-        let file = std::fs::File::open(&path).expect("namespace file");
-        // SAFETY: setns on a namespace file we opened; only this thread moves.
-        assert_eq!(
-            unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) },
-            0,
-            "setns {path}"
-        );
-        f()
-    })
-}
 
 /// An MPTCP client socket connected to `to`.
 fn mptcp_connect(to: SocketAddrV4) -> TcpStream {
@@ -172,7 +69,7 @@ fn the_proxy_samples_subflows_and_throttles_the_second_path() {
         eprintln!("skipped: {why}");
         return;
     }
-    let ns = Namespaces::new(&["cli", "prx", "srv"]);
+    let ns = Namespaces::new("proxy", &["cli", "prx", "srv"]);
     let (cli, prx, srv) = (ns.0[0].clone(), ns.0[1].clone(), ns.0[2].clone());
     veth(&cli, "c1", "10.234.1.1", &prx, "p1", "10.234.1.2");
     veth(&cli, "c2", "10.234.2.1", &prx, "p2", "10.234.2.2");
