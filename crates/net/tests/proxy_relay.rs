@@ -263,7 +263,13 @@ fn a_thousand_concurrent_clients_leave_no_fds_and_little_memory() {
     let (fds1, rss1) = (proxy.fds(), proxy.rss_kib());
     let (sockets1, pipe_ends1) = proxy.sockets_and_pipes();
     eprintln!("after close: fds {fds1} ({sockets1} sockets, {pipe_ends1} pipe ends), RSS {rss1} KiB");
-    assert_eq!(sockets1, sockets0, "sockets leaked");
+    // A leak is more sockets than before; fewer happens when the baseline
+    // caught a transient one (the metrics request of wait_metric, or the
+    // warm-up connection still closing).
+    assert!(
+        sockets1 <= sockets0,
+        "sockets leaked: {sockets0} before, {sockets1} after"
+    );
     assert!(pipe_ends1 <= 2 * 64, "{pipe_ends1} pipe ends kept");
     // Everything else (epoll, the waker, the event log, stdio) unchanged.
     assert_eq!(
