@@ -158,8 +158,11 @@ fn flows_run_over_the_emulated_path_and_are_measured() {
     assert!(num(short, "fct_ns") >= 100e6, "{short:?}");
     assert!(num(bulk, "handshake_ns") >= 50e6);
     // 1448 of every 1500 bytes are payload: 19.31 Mbit/s at most together.
+    // The window's ends are two TCP_INFO reads taken by a thread a busy
+    // machine may delay, so a few per cent of slack above (a fresh-clone CI
+    // run measured 19.56 Mbit/s over this short window).
     let total = num(bulk, "goodput_bps") + num(short, "goodput_bps");
-    assert!(total > 12e6 && total < 19.5e6, "{total}");
+    assert!(total > 12e6 && total < 19.31e6 * 1.04, "{total}");
     assert!(num(bulk, "srtt_ns") >= 50e6 && num(bulk, "cwnd_bytes") > 0.0);
     let samples = read_csv(&out.join("flow_samples.csv"));
     assert!(samples.iter().filter(|r| r["flow_id"] == "0").count() >= 50);
