@@ -32,4 +32,5 @@ pub mod mptcp;
 pub mod proxy;
 pub mod record;
 pub mod recv;
+mod sockaddr;
 pub mod wire;
