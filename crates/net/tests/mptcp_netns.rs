@@ -563,11 +563,10 @@ fn mptcp_two_paths_events_subflow_stats_and_steering() {
         "throttled subflow at {:.2} Mbit/s",
         thr_second / 1e6
     );
-    // Most of the traffic goes to subflow 1. (Not all the capacity: with
-    // the throttled subflow's RTT at hundreds of ms behind HTB's queue,
-    // data-level head-of-line blocking bounds the whole connection by the
-    // receive window; on these zero-delay paths the total falls from Gbit/s
-    // to tens-hundreds of Mbit/s. The figures are printed.)
+    // Most of the traffic goes to subflow 1. Not all the capacity: the
+    // throttled subflow's RTT grows by its leaf queue (up to 50 ms or three
+    // GSO packets), and data it holds blocks the data-level window for
+    // that long; the figures are printed.
     assert!(thr_first > 2.0 * thr_second, "the traffic moved to subflow 1");
     assert!(
         free_second > 2.0 * rate_bps as f64,

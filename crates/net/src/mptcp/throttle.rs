@@ -5,14 +5,23 @@
 //! classified and leaves through HTB's direct queue, unshaped (HTB's
 //! "default 0"): the default is unlimited by construction.
 //!
+//! Each class has its own byte-limited FIFO (bfifo) as its leaf queue,
+//! sized to [`LEAF_QUEUE_DELAY_NS`] of the class rate: without it HTB gives
+//! the class a pfifo of the device's txqueuelen (1000 packets on a veth,
+//! 2.4 s at 5 Mbit/s), the throttled subflow's RTT grows to seconds, and
+//! the data-level receive window stalls the whole MPTCP connection behind
+//! it (head-of-line blocking) instead of steering traffic to the other
+//! subflows. Deleting the class deletes its leaf with it.
+//!
 //! Each rule uses one number N for its class (1:N, written in hex as tc
 //! reads class minors) and its filter priority (prio N, its own u32
 //! instance), so removing a rule needs no kernel-assigned filter handle:
 //! `tc filter del ... prio N` drops exactly that filter.
 //!
 //! The rules go through iproute2's `tc` (one `tc -batch` process per
-//! install or removal, two commands each): `tc` returns after the kernel
-//! acknowledged both netlink requests, so the rule is active when
+//! install or removal: class, leaf FIFO and filter in; filter and class
+//! out): `tc` returns after the kernel acknowledged every netlink
+//! request, so the rule is active when
 //! [`Throttler::throttle`] returns. iproute2 is on every machine the
 //! namespace testbed runs on, and its command syntax for HTB and u32 has
 //! been stable for twenty years; hand-built TCA_U32_SEL structures over
@@ -31,6 +40,21 @@ use std::time::{Duration, Instant};
 
 use super::steer::Action;
 use super::FourTuple;
+
+/// Queueing delay a throttled subflow's leaf FIFO holds at the class rate.
+pub const LEAF_QUEUE_DELAY_NS: u64 = 50_000_000;
+
+/// The leaf FIFO never holds fewer bytes than this: the kernel queues TCP
+/// segments as GSO super-packets of up to 64 KiB, and a FIFO that cannot
+/// hold a few of them drops every one (at 10 Mbit/s, 50 ms is 62,500
+/// bytes, less than one super-packet).
+pub const LEAF_QUEUE_MIN_BYTES: u64 = 3 * 65_536;
+
+/// Byte limit of the leaf FIFO of a class shaped to `rate_bps`.
+pub fn leaf_queue_bytes(rate_bps: u64) -> u64 {
+    let bytes = (rate_bps as u128 * LEAF_QUEUE_DELAY_NS as u128 / 8_000_000_000) as u64;
+    bytes.max(LEAF_QUEUE_MIN_BYTES)
+}
 
 /// Class minors / filter priorities handed out, 1..=MAX_RULES.
 pub const MAX_RULES: u16 = 0xfff0;
@@ -300,7 +324,12 @@ impl Throttler {
             tuple.local.port(),
             tuple.remote.port()
         );
-        match self.device.tc_batch(&[class, filter]) {
+        // No handle: the kernel picks one (ours, 1:N, are class ids).
+        let leaf = format!(
+            "qdisc add dev {dev} parent 1:{id:x} bfifo limit {}",
+            leaf_queue_bytes(rate_bps)
+        );
+        match self.device.tc_batch(&[class, leaf, filter]) {
             Ok(()) => Ok(ThrottleHandle {
                 device: Arc::clone(&self.device),
                 id,
@@ -483,5 +512,14 @@ mod tests {
         p.next = MAX_RULES;
         assert_eq!(p.take(), Some(MAX_RULES));
         assert_eq!(p.take(), None);
+    }
+
+    #[test]
+    fn the_leaf_fifo_holds_fifty_ms_at_the_rate_and_at_least_three_gso_packets() {
+        // 100 Mbit/s · 50 ms = 5 Mbit = 625,000 bytes.
+        assert_eq!(leaf_queue_bytes(100_000_000), 625_000);
+        assert_eq!(leaf_queue_bytes(1_000_000_000), 6_250_000);
+        // 5 Mbit/s · 50 ms = 31,250 bytes: less than three GSO packets.
+        assert_eq!(leaf_queue_bytes(5_000_000), 3 * 65_536);
     }
 }
