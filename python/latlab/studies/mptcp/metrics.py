@@ -1,0 +1,242 @@
+"""One MPTCP-study run reduced to a connection row (goodput, completion, per-path shares, receive buffer, losses)
+and per-subflow throughput over time; the study's runs through latlab's sweep runner; selections over runs for
+the verdicts, the figures and the report."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from latlab.studies.mptcp import cases as C
+
+#: "Stable": goodput at least this fraction of the best in the receive-buffer sweep.
+STABLE_FRACTION = 0.95
+#: Experiments whose per-subflow time series are kept (the figures' data), at the figure seed.
+KEEP_SERIES = ("baseline", "mptcp", "rbuf", "mtu", "throttle")
+
+
+def _floats(column: pd.Series) -> np.ndarray:
+    """A (possibly nullable-integer) column as float64 with NaN for missing values."""
+    return pd.to_numeric(column, errors="coerce").astype("float64").to_numpy()
+
+
+def _table(res: Any, name: str) -> pd.DataFrame:
+    t = res.tables.get(name)
+    return t if t is not None else pd.DataFrame()
+
+
+def _rate_series(time_ns: np.ndarray, cum_bytes: np.ndarray, window_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """Throughput (Mbit/s) over consecutive windows of ``window_s`` from cumulative byte samples."""
+    if time_ns.size < 2:
+        return np.array([]), np.array([])
+    t_s = time_ns / 1e9
+    edges = np.arange(0.0, t_s[-1] + window_s, window_s)
+    at = np.interp(edges, np.concatenate([[0.0], t_s]), np.concatenate([[0.0], cum_bytes]))
+    mbps = np.diff(at) * 8 / window_s / 1e6
+    return edges[1:], mbps
+
+
+def series_window_s(run: C.Run) -> float:
+    """The figures' averaging window: 50 ms for a short download, 0.5 s for a long one."""
+    return 0.05 if run.size_bytes <= 10 * C.MB else 0.5
+
+
+def run_metrics(res: Any, run: C.Run) -> tuple[dict[str, Any], pd.DataFrame]:
+    """One run reduced to its connection row and its throughput series (per subflow, and the total)."""
+    flows = res.flows
+    f = flows.iloc[0]
+    size = float(run.size_bytes)
+    completed = bool(f["completed"]) if pd.notna(f["completed"]) else False
+    fct_s = float(pd.to_numeric(f["fct_ns"], errors="coerce")) / 1e9 if completed else np.nan
+    delivered = float(pd.to_numeric(f["bytes_delivered"], errors="coerce"))
+    goodput = size * 8 / fct_s if completed and fct_s > 0 else delivered * 8 / run.duration_s
+    row: dict[str, Any] = {
+        **run.params, "completed": completed, "fct_s": fct_s, "goodput_bps": goodput,
+        "bytes_delivered": delivered,
+        "retransmits": int(pd.to_numeric(f["retransmitted_segments"], errors="coerce") or 0),
+        "timeouts": int(pd.to_numeric(f["timeouts"], errors="coerce") or 0),
+        "wall_s": float(res.run_info.get("wall_s", np.nan)),
+    }  # fmt: skip
+    window_s = series_window_s(run)
+    parts: list[pd.DataFrame] = []
+    if run.transport == "tcp":
+        fs = res.flow_samples
+        busy = _floats(fs["time_ns"]) / 1e9 <= (fct_s if np.isfinite(fct_s) else run.duration_s)
+        srtt = _floats(fs["srtt_ns"])[busy] / 1e6
+        row.update({f"{run.path}_share": 1.0, f"srtt_{run.path}_ms": float(np.nanmean(srtt[srtt > 0]))
+                    if np.any(srtt > 0) else np.nan})  # fmt: skip
+        t, mbps = _rate_series(_floats(fs["time_ns"]), _floats(fs["bytes_acked"]), window_s)
+        parts.append(pd.DataFrame({"time_s": t, "mbps": mbps, "subflow": run.path}))
+    else:
+        row.update(_mptcp_row(res, run))
+        parts += _subflow_series(res, window_s)
+    series = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    if len(series):
+        # Only the transfer (and one window after it), not the idle tail of the run.
+        end = (fct_s if np.isfinite(fct_s) else run.duration_s) + window_s
+        series = series[series["time_s"] <= end]
+    return row, series
+
+
+def _mptcp_row(res: Any, run: C.Run) -> dict[str, Any]:
+    """Per-path shares of the bytes, per-subflow RTTs, and the data-level receive buffer's measurements."""
+    out: dict[str, Any] = {}
+    sub = _table(res, "subflows")
+    acked = {str(r["path"]): float(r["bytes_acked"]) for _, r in sub.iterrows()} if len(sub) else {}
+    total = sum(acked.values())
+    for p in C.PATHS:
+        out[f"{p}_share"] = acked.get(p, 0.0) / total if total > 0 else np.nan
+        out[f"{p}_bytes"] = acked.get(p, 0.0)
+    for _, r in sub.iterrows():
+        out[f"srtt_{r['path']}_ms"] = float(pd.to_numeric(r["srtt_mean_ns"], errors="coerce")) / 1e6
+        out[f"retransmits_{r['path']}"] = int(pd.to_numeric(r["retransmitted_segments"], errors="coerce") or 0)
+    m = _table(res, "mptcp")
+    if len(m):
+        r = m.iloc[0]
+        out.update({
+            "recv_drops": int(r["recv_drops"]), "reinjections": int(r["reinjected_segments"]),
+            "buffer_mean_bytes": float(r["recv_buffer_mean_bytes"]),
+            "buffer_max_bytes": float(r["recv_buffer_max_bytes"]),
+            "hol_s": float(r["hol_blocked_ns"]) / 1e9,
+        })  # fmt: skip
+        span = out["hol_s"]
+        busy = float(pd.to_numeric(res.flows.iloc[0]["fct_ns"], errors="coerce")) / 1e9
+        out["hol_fraction"] = span / busy if np.isfinite(busy) and busy > 0 else np.nan
+    return out
+
+
+def _subflow_series(res: Any, window_s: float) -> list[pd.DataFrame]:
+    ss = _table(res, "subflow_samples")
+    sub = _table(res, "subflows")
+    if not len(ss) or not len(sub):
+        return []
+    names = {int(r["subflow"]): str(r["path"]) for _, r in sub.iterrows()}
+    parts = []
+    total = None
+    for sf, d in ss.groupby("subflow"):
+        d = d.sort_values("time_ns")
+        t, mbps = _rate_series(_floats(d["time_ns"]), _floats(d["bytes_acked"]), window_s)
+        parts.append(pd.DataFrame({"time_s": t, "mbps": mbps, "subflow": names.get(int(sf), f"path{sf}")}))
+        total = mbps if total is None else total[: len(mbps)] + mbps[: len(total)]
+    if total is not None:
+        parts.append(pd.DataFrame({"time_s": parts[0]["time_s"].to_numpy()[: len(total)], "mbps": total,
+                                   "subflow": "total"}))  # fmt: skip
+    return parts
+
+
+@dataclass
+class StudyData:
+    """Everything a reproduction measured: one row per run (connection), and the figure runs' throughput series."""
+
+    conns: pd.DataFrame
+    series: pd.DataFrame
+    runs: pd.DataFrame  # one row per run: params, run id, status
+    proxy: bool  # whether the MPTCP runs went through the proxy node
+
+
+def run_study(runs: Sequence[C.Run], outdir: Path, jobs: int | None, figure_seed: int = 1,
+              progress: bool = True, proxy: bool = True) -> StudyData:  # fmt: skip
+    """Run the distinct scenarios of ``runs`` once (sweep runner, resumable) and reduce each run."""
+    from latlab import Scenario
+    from latlab.sweep import load_run, run_distinct
+
+    pairs = [(r.params, Scenario.from_dict(r.scenario(), source=f"<{C.run_name(r)} seed {r.seed}>")) for r in runs]
+    sweep_dir = outdir / "runs"
+    ids, catalog = run_distinct(pairs, sweep_dir, jobs=jobs, progress=progress, name="mptcp")
+    status = dict(zip(catalog["run_id"], catalog["status"]))
+    rows: list[dict[str, Any]] = []
+    series: list[pd.DataFrame] = []
+    summaries: list[dict[str, Any]] = []
+    for r, rid in zip(runs, ids):
+        summaries.append({**r.params, "run_id": rid, "status": status.get(rid)})
+        if status.get(rid) != "ok":
+            continue
+        row, s = run_metrics(load_run(sweep_dir, rid), r)
+        rows.append({**row, "run_id": rid})
+        if r.seed == figure_seed and r.experiment in KEEP_SERIES and len(s):
+            series.append(s.assign(run_id=rid, **{k: v for k, v in r.params.items() if k != "seed"}))
+    return StudyData(pd.DataFrame(rows), pd.concat(series, ignore_index=True) if series else pd.DataFrame(),
+                     pd.DataFrame(summaries), proxy)  # fmt: skip
+
+
+# ----- selections over runs ----------------------------------------------------------------------------
+
+def pick(conns: pd.DataFrame, experiment: str, **where: Any) -> pd.DataFrame:
+    """The connection rows of one experiment, filtered further by column values."""
+    if not len(conns):
+        return conns
+    d = conns[conns["experiment"] == experiment]
+    for k, v in where.items():
+        d = d[np.isclose(d[k], v)] if isinstance(v, float) else d[d[k] == v]
+    return d
+
+
+def mean_of(d: pd.DataFrame, column: str) -> float:
+    """Mean over seeds (NaN without rows or without the column)."""
+    if not len(d) or column not in d:
+        return float("nan")
+    return float(pd.to_numeric(d[column], errors="coerce").mean())
+
+
+def buffer_curve(conns: pd.DataFrame) -> pd.DataFrame:
+    """The receive-buffer sweep: goodput, losses and head-of-line blocking per max TCP memory (MB), mean over seeds."""
+    d = pick(conns, "rbuf")
+    if not len(d):
+        return pd.DataFrame()
+    cols = {c: "mean" for c in ("goodput_bps", "recv_drops", "retransmits", "reinjections", "hol_fraction",
+                                "wifi_share", "buffer_max_bytes", "fct_s") if c in d}  # fmt: skip
+    out = d.groupby("buffer_mb").agg(cols)
+    out["goodput_lo"] = d.groupby("buffer_mb")["goodput_bps"].min()
+    out["goodput_hi"] = d.groupby("buffer_mb")["goodput_bps"].max()
+    for c in ("recv_drops", "retransmits", "reinjections", "hol_fraction"):
+        if c not in out:
+            out[c] = np.nan
+    return out.sort_index()
+
+
+def smallest_stable_mb(curve: pd.DataFrame, fraction: float = STABLE_FRACTION) -> float:
+    """The smallest max TCP memory whose goodput reaches ``fraction`` of the sweep's best (NaN without data)."""
+    if not len(curve):
+        return float("nan")
+    ok = curve[curve["goodput_bps"] >= fraction * curve["goodput_bps"].max()]
+    return float(ok.index.min())
+
+
+def guidance_parts(conns: pd.DataFrame) -> dict[str, float]:
+    """The NSDI'12 guidance from latlab's own measurements: ΣBW = single-path TCP goodput on each path (the long
+    downloads), RTT_max = the larger of the subflows' mean smoothed RTTs in the sweep's largest-buffer run; the
+    window 2·ΣBW·RTT_max, and the max TCP memory that advertises it (÷ WINDOW_FRACTION)."""
+    base = pick(conns, "baseline")
+    if not len(base):
+        return {}
+    big = base["size_bytes"].max()
+    bw = {p: mean_of(pick(conns, "baseline", path=p, size_bytes=big), "goodput_bps") for p in C.PATHS}
+    sweep = pick(conns, "rbuf")
+    if not len(sweep):
+        return {}
+    top = sweep[sweep["buffer_mb"] == sweep["buffer_mb"].max()]
+    rtts = {p: mean_of(top, f"srtt_{p}_ms") for p in C.PATHS}
+    rtt_max_ms = max((v for v in rtts.values() if np.isfinite(v)), default=float("nan"))
+    window = 2 * sum(bw.values()) / 8 * rtt_max_ms / 1e3
+    return {"bw_wired_bps": bw["wired"], "bw_wifi_bps": bw["wifi"], "rtt_wired_ms": rtts["wired"],
+            "rtt_wifi_ms": rtts["wifi"], "rtt_max_ms": rtt_max_ms, "window_bytes": window,
+            "memory_mb": window / C.WINDOW_FRACTION / C.MB}  # fmt: skip
+
+
+def guidance_mb(conns: pd.DataFrame) -> float:
+    return guidance_parts(conns).get("memory_mb", float("nan"))
+
+
+def value_range(values: pd.Series, fmt: str = "{:.1f}", scale: float = 1.0) -> str:
+    """Mean over seeds, with the range when there are several."""
+    v = pd.Series(values).dropna().astype(float) * scale
+    if not len(v):
+        return "–"
+    if len(v) == 1 or v.min() == v.max():
+        return fmt.format(v.mean())
+    return f"{fmt.format(v.mean())} ({fmt.format(v.min())}–{fmt.format(v.max())})"

@@ -1,0 +1,188 @@
+"""The MPTCP-proxy study's references judged against latlab's runs (mean over seeds).
+
+Each rule is stated in its verdict and is the same whatever the runs gave,
+so a verdict says "differs" as readily as "agrees".
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from latlab.studies._verdict import Verdict, within
+from latlab.studies.mptcp import cases as C
+from latlab.studies.mptcp.metrics import (buffer_curve, guidance_mb, mean_of, pick, smallest_stable_mb,
+                                          STABLE_FRACTION)  # fmt: skip
+from latlab.studies.mptcp.references import REFERENCES
+
+#: "Most of the traffic": the wired subflow's share of the bytes (agrees above the first, partly above the second).
+MOST, MOST_PARTLY = 0.75, 0.5
+#: "Little used": the Wi-Fi subflow's share (agrees below the first, partly below the second).
+LITTLE, LITTLE_PARTLY = 0.10, 0.25
+#: "Degraded": goodput at least this much below the reference case.
+DEGRADED = 0.05
+#: "Shifts to Wi-Fi": the Wi-Fi subflow's share rises by at least this many points (partly: by half of it).
+SHIFT_POINTS = 0.15
+#: "Slightly below": the throttled total within this fraction below the unthrottled one (partly: any amount below).
+SLIGHTLY = 0.25
+#: The smallest stable buffer against the study's 0.48 MB (the sweep's grid bounds it).
+NEEDED_AGREE, NEEDED_PARTLY = 0.25, 0.60
+#: The guidance "suffices" when the smallest stable buffer is at most this multiple of it (partly: twice that).
+GUIDANCE_SLACK = 1.25
+#: The conversion delay a small download pays, against the study's SYN + data delays.
+CONV_AGREE, CONV_PARTLY = 0.15, 0.40
+
+
+def _mbps(x: float) -> str:
+    return f"{x / 1e6:.1f} Mbit/s"
+
+
+def mptcp_split(conns: pd.DataFrame, large_bytes: int) -> dict[str, Verdict]:
+    out: dict[str, Verdict] = {}
+    d = pick(conns, "mptcp", size_bytes=large_bytes)
+    if not len(d):
+        return out
+    wired, wifi = mean_of(d, "wired_share"), mean_of(d, "wifi_share")
+    where = f"{large_bytes / C.MB:g} MB download, total {_mbps(mean_of(d, 'goodput_bps'))}"
+    ref = REFERENCES["mptcp_wired_share"]
+    out[ref.key] = Verdict(ref, f"{100 * wired:.0f} % ({where})",
+                           "agrees" if wired > MOST else "partly" if wired > MOST_PARTLY else "differs",
+                           f"agrees above {100 * MOST:g} %, partly above {100 * MOST_PARTLY:g} %")  # fmt: skip
+    ref = REFERENCES["mptcp_wifi_share"]
+    out[ref.key] = Verdict(ref, f"{100 * wifi:.0f} %",
+                           "agrees" if wifi < LITTLE else "partly" if wifi < LITTLE_PARTLY else "differs",
+                           f"agrees below {100 * LITTLE:g} %, partly below {100 * LITTLE_PARTLY:g} %")  # fmt: skip
+    return out
+
+
+def receive_buffer(conns: pd.DataFrame) -> dict[str, Verdict]:
+    out: dict[str, Verdict] = {}
+    curve = buffer_curve(conns)
+    if not len(curve) or not all(mb in curve.index for mb in C.STUDY_BUFFERS_MB):
+        return out
+    small, large = curve.loc[min(C.STUDY_BUFFERS_MB)], curve.loc[max(C.STUDY_BUFFERS_MB)]
+    best = float(curve["goodput_bps"].max())
+    # 0.18 MB: degraded download, and the study's mechanism (drops at the receiver, retransmissions)
+    degraded = small["goodput_bps"] < (1 - DEGRADED) * large["goodput_bps"]
+    losses = (small["recv_drops"] + small["retransmits"]) > (large["recv_drops"] + large["retransmits"])
+    ref = REFERENCES["rbuf_small"]
+    out[ref.key] = Verdict(
+        ref, f"{_mbps(small['goodput_bps'])} ({100 * small['goodput_bps'] / large['goodput_bps']:.0f} % of 0.72 MB's); "
+             f"receiver drops {small['recv_drops']:.0f}, retransmitted segments {small['retransmits']:.0f} "
+             f"(0.72 MB: {large['recv_drops']:.0f}, {large['retransmits']:.0f}); head-of-line blocked "
+             f"{100 * small['hol_fraction']:.0f} % of the transfer",
+        "agrees" if degraded and losses else "partly" if degraded or losses else "differs",
+        f"agrees if goodput falls more than {100 * DEGRADED:g} % below 0.72 MB's and receiver drops plus "
+        "retransmissions exceed 0.72 MB's; partly if one holds")  # fmt: skip
+    stable = large["goodput_bps"] >= STABLE_FRACTION * best and large["recv_drops"] == 0
+    ref = REFERENCES["rbuf_large"]
+    out[ref.key] = Verdict(
+        ref, f"{_mbps(large['goodput_bps'])} ({100 * large['goodput_bps'] / best:.0f} % of the sweep's best), "
+             f"receiver drops {large['recv_drops']:.0f}",
+        "agrees" if stable else "partly" if large["goodput_bps"] >= STABLE_FRACTION * best else "differs",
+        f"agrees if goodput reaches {100 * STABLE_FRACTION:g} % of the sweep's best with no receiver drops; partly "
+        "if only the goodput does")  # fmt: skip
+    found = smallest_stable_mb(curve)
+    grid = ", ".join(f"{mb:g}" for mb in curve.index)
+    ref = REFERENCES["rbuf_needed"]
+    outcome, rule = within(found, ref, NEEDED_AGREE, NEEDED_PARTLY)
+    out[ref.key] = Verdict(ref, f"{found:g} MB (the smallest on the grid {grid} MB with ≥ "
+                                f"{100 * STABLE_FRACTION:g} % of the best goodput)", outcome,
+                           rule + "; the grid bounds the answer")  # fmt: skip
+    g = guidance_mb(conns)
+    if math.isfinite(g):
+        ref = REFERENCES["rbuf_guidance"]
+        outcome = "agrees" if found <= GUIDANCE_SLACK * g else "partly" if found <= 2 * GUIDANCE_SLACK * g \
+            else "differs"
+        out[ref.key] = Verdict(ref, f"smallest stable {found:g} MB; guidance {g:.2f} MB from latlab's own paths "
+                                    f"({100 * found / g:.0f} % of it)", outcome,
+                               f"agrees if the smallest stable buffer is at most {GUIDANCE_SLACK:g}× the guidance, "
+                               f"partly within {2 * GUIDANCE_SLACK:g}×")  # fmt: skip
+    return out
+
+
+def mtu(conns: pd.DataFrame, sweep_bytes: int) -> dict[str, Verdict]:
+    out: dict[str, Verdict] = {}
+    small = pick(conns, "mtu", transport="mptcp")
+    base = pick(conns, "rbuf", buffer_mb=C.DEFAULT_BUFFER_MB, size_bytes=sweep_bytes)
+    if not len(small) or not len(base):
+        return out
+    g1000, g1500 = mean_of(small, "goodput_bps"), mean_of(base, "goodput_bps")
+    h1000, h1500 = mean_of(small, "hol_fraction"), mean_of(base, "hol_fraction")
+    drop = 1 - g1000 / g1500
+    ref = REFERENCES["mtu_small"]
+    out[ref.key] = Verdict(
+        ref, f"{_mbps(g1000)} at MTU 1000 against {_mbps(g1500)} at 1500 ({-100 * drop:+.0f} %); head-of-line blocked "
+             f"{100 * h1000:.0f} % against {100 * h1500:.0f} % of the transfer",
+        "agrees" if drop > DEGRADED else "partly" if drop > 0 else "differs",
+        f"agrees if goodput falls more than {100 * DEGRADED:g} %, partly if it falls at all")  # fmt: skip
+    return out
+
+
+def _shift(ref_key: str, throttled: pd.DataFrame, free: pd.DataFrame) -> Verdict:
+    ref = REFERENCES[ref_key]
+    before, after = mean_of(free, "wifi_share"), mean_of(throttled, "wifi_share")
+    up = after - before
+    return Verdict(ref, f"Wi-Fi share {100 * before:.0f} % unthrottled → {100 * after:.0f} % throttled",
+                   "agrees" if up >= SHIFT_POINTS else "partly" if up >= SHIFT_POINTS / 2 else "differs",
+                   f"agrees if the Wi-Fi subflow's share rises by ≥ {100 * SHIFT_POINTS:g} points, partly by "
+                   f"≥ {50 * SHIFT_POINTS:g}")  # fmt: skip
+
+
+def throttle(conns: pd.DataFrame, settings: C.Settings) -> dict[str, Verdict]:
+    out: dict[str, Verdict] = {}
+    rate = settings.throttle_bps[0]
+    rep = pick(conns, "throttle", label="repeated")
+    free_small = pick(conns, "mptcp", size_bytes=settings.small_bytes)
+    if len(rep) and len(free_small):
+        out["throttle_small_shift"] = _shift("throttle_small_shift", rep, free_small)
+    long = pick(conns, "throttle", label="long", throttle_bps=rate)
+    free = pick(conns, "mptcp", size_bytes=settings.large_bytes)
+    if not len(long) or not len(free):
+        return out
+    out["throttle_long_shift"] = _shift("throttle_long_shift", long, free)
+    total, unthrottled = mean_of(long, "goodput_bps"), mean_of(free, "goodput_bps")
+    ratio = total / unthrottled
+    ref = REFERENCES["throttle_long_total"]
+    out[ref.key] = Verdict(ref, f"{_mbps(total)} against {_mbps(unthrottled)} ({100 * ratio:.0f} %), wired throttled "
+                                f"to {rate / 1e6:g} Mbit/s",
+                           "agrees" if 1 - SLIGHTLY <= ratio < 1 else "partly" if ratio < 1 else "differs",
+                           f"agrees within {100 * SLIGHTLY:g} % below the unthrottled total, partly if further "
+                           "below")  # fmt: skip
+    tcp = {p: mean_of(pick(conns, "baseline", path=p, size_bytes=settings.large_bytes), "goodput_bps")
+           for p in C.PATHS}  # fmt: skip
+    ref = REFERENCES["throttle_long_vs_tcp"]
+    best_tcp = max(tcp.values())
+    out[ref.key] = Verdict(
+        ref, f"{_mbps(total)}; single-path TCP {_mbps(tcp['wifi'])} on Wi-Fi, {_mbps(tcp['wired'])} on the wired path",
+        "agrees" if total > best_tcp else "partly" if total > tcp["wifi"] else "differs",
+        "agrees if above single-path TCP on either path; partly if above it on the Wi-Fi path (the one traffic moves "
+        "to) only")  # fmt: skip
+    return out
+
+
+def conversion(conns: pd.DataFrame, settings: C.Settings) -> dict[str, Verdict]:
+    out: dict[str, Verdict] = {}
+    d = pick(conns, "conversion", size_bytes=settings.object_bytes)
+    if not len(d):
+        return out
+    on, off = d[d["conversion"].astype(bool)], d[~d["conversion"].astype(bool)]
+    if not len(on) or not len(off):
+        return out
+    added_ms = 1e3 * (mean_of(on, "fct_s") - mean_of(off, "fct_s"))
+    ref = REFERENCES["conversion"]
+    outcome, rule = within(added_ms, ref, CONV_AGREE, CONV_PARTLY)
+    out[ref.key] = Verdict(ref, f"{added_ms:.1f} ms added to a {settings.object_bytes / 1e3:g} KB download "
+                                f"({1e3 * mean_of(off, 'fct_s'):.1f} → {1e3 * mean_of(on, 'fct_s'):.1f} ms)",
+                           outcome, rule)  # fmt: skip
+    return out
+
+
+def verdicts(conns: pd.DataFrame, settings: C.Settings) -> dict[str, Verdict]:
+    """Every reference judged on the finished runs (by key of REFERENCES, in the report's order)."""
+    if not len(conns):
+        return {}
+    found = {**mptcp_split(conns, settings.large_bytes), **receive_buffer(conns), **mtu(conns, settings.sweep_bytes),
+             **throttle(conns, settings), **conversion(conns, settings)}  # fmt: skip
+    return {k: found[k] for k in REFERENCES if k in found}
