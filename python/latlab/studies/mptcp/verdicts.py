@@ -157,7 +157,7 @@ def throttle(conns: pd.DataFrame, settings: C.Settings) -> dict[str, Verdict]:
     out[ref.key] = Verdict(
         ref, f"{_mbps(total)}; single-path TCP {_mbps(tcp['wifi'])} on Wi-Fi, {_mbps(tcp['wired'])} on the wired path",
         "agrees" if total > best_tcp else "partly" if total > tcp["wifi"] else "differs",
-        "agrees if above single-path TCP on either path; partly if above it on the Wi-Fi path (the one traffic moves "
+        "agrees if above single-path TCP on both paths; partly if above it on the Wi-Fi path (the one traffic moves "
         "to) only")  # fmt: skip
     return out
 
