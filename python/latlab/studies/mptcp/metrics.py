@@ -49,6 +49,10 @@ def series_window_s(run: C.Run) -> float:
 def run_metrics(res: Any, run: C.Run) -> tuple[dict[str, Any], pd.DataFrame]:
     """One run reduced to its connection row and its throughput series (per subflow, and the total)."""
     flows = res.flows
+    m = _table(res, "mptcp")
+    if len(m):
+        # Through the proxy the server's plain TCP leg is a flow too: the download is the MPTCP connection.
+        flows = flows[flows["flow_id"] == m.iloc[0]["flow_id"]]
     f = flows.iloc[0]
     size = float(run.size_bytes)
     completed = bool(f["completed"]) if pd.notna(f["completed"]) else False
@@ -73,7 +77,7 @@ def run_metrics(res: Any, run: C.Run) -> tuple[dict[str, Any], pd.DataFrame]:
         t, mbps = _rate_series(_floats(fs["time_ns"]), _floats(fs["bytes_acked"]), window_s)
         parts.append(pd.DataFrame({"time_s": t, "mbps": mbps, "subflow": run.path}))
     else:
-        row.update(_mptcp_row(res, run))
+        row.update(_mptcp_row(res, run, fct_s))
         parts += _subflow_series(res, window_s)
     series = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     if len(series):
@@ -83,8 +87,8 @@ def run_metrics(res: Any, run: C.Run) -> tuple[dict[str, Any], pd.DataFrame]:
     return row, series
 
 
-def _mptcp_row(res: Any, run: C.Run) -> dict[str, Any]:
-    """Per-path shares of the bytes, per-subflow RTTs, and the data-level receive buffer's measurements."""
+def _mptcp_row(res: Any, run: C.Run, fct_s: float) -> dict[str, Any]:
+    """Per-path shares of the bytes, per-subflow RTTs over the transfer, and the data-level receive buffer."""
     out: dict[str, Any] = {}
     sub = _table(res, "subflows")
     acked = {str(r["path"]): float(r["bytes_acked"]) for _, r in sub.iterrows()} if len(sub) else {}
@@ -92,21 +96,27 @@ def _mptcp_row(res: Any, run: C.Run) -> dict[str, Any]:
     for p in C.PATHS:
         out[f"{p}_share"] = acked.get(p, 0.0) / total if total > 0 else np.nan
         out[f"{p}_bytes"] = acked.get(p, 0.0)
+    end_ns = (fct_s if np.isfinite(fct_s) else run.duration_s) * 1e9
+    ss = _table(res, "subflow_samples")
+    names = {int(r["subflow"]): str(r["path"]) for _, r in sub.iterrows()} if len(sub) else {}
     for _, r in sub.iterrows():
-        out[f"srtt_{r['path']}_ms"] = float(pd.to_numeric(r["srtt_mean_ns"], errors="coerce")) / 1e6
         out[f"retransmits_{r['path']}"] = int(pd.to_numeric(r["retransmitted_segments"], errors="coerce") or 0)
+    if len(ss):
+        busy = ss[_floats(ss["time_ns"]) <= end_ns]
+        for sf, d in busy.groupby("subflow"):
+            srtt = _floats(d["srtt_ns"])
+            srtt = srtt[srtt > 0]
+            out[f"srtt_{names.get(int(sf), f'path{sf}')}_ms"] = float(srtt.mean()) / 1e6 if srtt.size else np.nan
     m = _table(res, "mptcp")
     if len(m):
         r = m.iloc[0]
         out.update({
-            "recv_drops": int(r["recv_drops"]), "reinjections": int(r["reinjected_segments"]),
-            "buffer_mean_bytes": float(r["recv_buffer_mean_bytes"]),
-            "buffer_max_bytes": float(r["recv_buffer_max_bytes"]),
+            "recv_drops": int(r["buffer_drops_segments"]), "reinjections": int(r["reinjected_segments"]),
+            "buffer_mean_bytes": float(r["buffer_occupancy_mean_bytes"]),
+            "buffer_max_bytes": float(r["buffer_occupancy_max_bytes"]),
             "hol_s": float(r["hol_blocked_ns"]) / 1e9,
         })  # fmt: skip
-        span = out["hol_s"]
-        busy = float(pd.to_numeric(res.flows.iloc[0]["fct_ns"], errors="coerce")) / 1e9
-        out["hol_fraction"] = span / busy if np.isfinite(busy) and busy > 0 else np.nan
+        out["hol_fraction"] = out["hol_s"] / (end_ns / 1e9) if end_ns > 0 else np.nan
     return out
 
 
