@@ -9,6 +9,7 @@
 
 use crate::traffic::{UdpSource, UserDraws};
 use latlab_proto::cc::CcSpec;
+use latlab_proto::mptcp::{MptcpReceiver, MptcpSender};
 use latlab_proto::tcp::{RwndSpec, SenderStats, TcpConfig, TcpReceiver, TcpSender};
 use latlab_proto::tfrc::{TfrcMode, TfrcReceiver, TfrcSender};
 
@@ -126,10 +127,83 @@ impl TfrcFlow {
     }
 }
 
+/// One path of an MPTCP connection: where its subflow runs and when it opens.
+pub struct MptcpPath {
+    pub name: String,
+    pub backup: bool,
+    /// When the subflow opens, ns after the flow's start.
+    pub join_after_ns: u64,
+    /// Positions in the route table of the path's two directions.
+    pub fwd_route: u32,
+    pub rev_route: u32,
+    /// The subflow's index in the sender and receiver once it has joined
+    /// (subflows are numbered in the order they join).
+    pub subflow: Option<u8>,
+    /// The subflow's bytes acknowledged when the measurement window opened.
+    pub window_start_acked: u64,
+}
+
+/// A Multipath TCP connection (RFC 8684): the sans-IO sender and receiver
+/// of `latlab_proto::mptcp`, one subflow per path, a timer slot each.
+pub struct MptcpFlow {
+    pub sender: MptcpSender,
+    pub receiver: MptcpReceiver,
+    pub sender_timer: TimerSlot,
+    pub receiver_timer: TimerSlot,
+    /// Every subflow's TCP settings and controller.
+    pub cfg: TcpConfig,
+    pub cc: CcSpec,
+    /// In the scenario's order.
+    pub paths: Vec<MptcpPath>,
+    /// Path index of each joined subflow (inverse of `MptcpPath::subflow`).
+    pub path_of: Vec<u8>,
+    /// The receive buffer's occupancy integral (byte·ns) when the
+    /// measurement window opened, for the window's mean occupancy.
+    pub window_start_occupancy_byte_ns: u128,
+}
+
+impl MptcpFlow {
+    /// Earliest pending join, absolute ns, for a flow that started at `start_ns`.
+    pub fn next_join_ns(&self, start_ns: u64) -> Option<u64> {
+        self.paths
+            .iter()
+            .filter(|p| p.subflow.is_none())
+            .map(|p| start_ns + p.join_after_ns)
+            .min()
+    }
+
+    /// Open the subflows whose join time has come (in scenario order among
+    /// equal times): each gets the next index in sender and receiver.
+    pub fn join_due(&mut self, now_ns: u64, start_ns: u64) {
+        for k in 0..self.paths.len() {
+            let p = &self.paths[k];
+            if p.subflow.is_some() || start_ns + p.join_after_ns > now_ns {
+                continue;
+            }
+            let cc = self.cc.build(self.cfg.mss_bytes as u64);
+            let i = self.sender.add_subflow(now_ns, self.cfg.clone(), cc, p.backup);
+            let j = self.receiver.add_subflow(self.cfg.clone());
+            debug_assert_eq!(i, j, "sender and receiver number subflows alike");
+            self.paths[k].subflow = Some(i as u8);
+            self.path_of.push(k as u8);
+        }
+    }
+
+    /// Sum of the subflows' sender counters.
+    pub fn sender_totals(&self) -> SenderStats {
+        let mut s = SenderStats::default();
+        for sf in self.sender.subflows() {
+            s.accumulate(&sf.tcp().stats());
+        }
+        s
+    }
+}
+
 pub enum Transport {
     Tcp(TcpFlow),
     Udp(UdpFlow),
     Tfrc(TfrcFlow),
+    Mptcp(MptcpFlow),
 }
 
 pub struct Flow {
@@ -166,6 +240,7 @@ impl Flow {
             }
             Transport::Udp(u) => u.received_bytes,
             Transport::Tfrc(t) => t.receiver.stats().bytes_received,
+            Transport::Mptcp(m) => m.receiver.bytes_delivered(),
         }
     }
 
@@ -178,11 +253,15 @@ impl Flow {
             }
             Transport::Udp(u) => u.source.sent_bytes,
             Transport::Tfrc(t) => t.sender.stats().bytes_sent,
+            Transport::Mptcp(m) => m.sender_totals().bytes_sent,
         }
     }
 
     /// Sender counters over all of the flow's connections.
     pub fn sender_totals(&self) -> Option<SenderStats> {
+        if let Transport::Mptcp(m) = &self.transport {
+            return Some(m.sender_totals());
+        }
         let t = self.tcp()?;
         let mut s = t.sender.stats();
         if let Some(c) = &t.closed_loop {
@@ -205,6 +284,13 @@ impl Flow {
         }
     }
 
+    pub fn mptcp(&self) -> Option<&MptcpFlow> {
+        match &self.transport {
+            Transport::Mptcp(m) => Some(m),
+            _ => None,
+        }
+    }
+
     pub fn tfrc(&self) -> Option<&TfrcFlow> {
         match &self.transport {
             Transport::Tfrc(t) => Some(t),
@@ -212,12 +298,13 @@ impl Flow {
         }
     }
 
-    /// "tcp", "udp", "tfrc" or "dflow" (the scenario's flow kind).
+    /// "tcp", "udp", "tfrc", "dflow" or "mptcp" (the scenario's flow kind).
     pub fn kind_name(&self) -> &'static str {
         match &self.transport {
             Transport::Tcp(_) => "tcp",
             Transport::Udp(_) => "udp",
             Transport::Tfrc(t) => t.kind_name(),
+            Transport::Mptcp(_) => "mptcp",
         }
     }
 }

@@ -71,12 +71,38 @@ pub struct AccessFlowSamples {
     pub access_packets: Vec<u64>,
 }
 
+/// One row per joined subflow of a sampled MPTCP connection and sample
+/// time (the `subflow_samples` table). `subflow` is the path's index in the
+/// scenario; bytes acknowledged are cumulative (rate = difference).
+#[derive(Debug, Default)]
+pub struct SubflowSamples {
+    pub time_ns: Vec<u64>,
+    pub flow_id: Vec<u32>,
+    pub subflow: Vec<u32>,
+    pub bytes_acked: Vec<u64>,
+    pub cwnd_bytes: Vec<u64>,
+    pub srtt_ns: Vec<u64>,
+}
+
+/// One row per sampled MPTCP connection and sample time (the
+/// `mptcp_samples` table): the data-level receive buffer's out-of-order
+/// occupancy and the bytes delivered in data order (cumulative).
+#[derive(Debug, Default)]
+pub struct MptcpSamples {
+    pub time_ns: Vec<u64>,
+    pub flow_id: Vec<u32>,
+    pub buffer_occupancy_bytes: Vec<u64>,
+    pub bytes_delivered: Vec<u64>,
+}
+
 #[derive(Debug, Default)]
 pub struct Samples {
     pub flows: FlowSamples,
     pub links: LinkSamples,
     pub access: AccessSamples,
     pub access_flows: AccessFlowSamples,
+    pub subflows: SubflowSamples,
+    pub mptcp: MptcpSamples,
 }
 
 impl Samples {
@@ -123,6 +149,58 @@ impl Samples {
         }
     }
 
+    /// An MPTCP connection: a `flow_samples` row for the connection
+    /// (windows, acknowledged bytes and retransmissions summed over the
+    /// subflows, the lowest subflow srtt), a row per joined subflow, and the
+    /// data-level buffer.
+    #[allow(clippy::too_many_arguments)]
+    fn record_mptcp(
+        fs: &mut FlowSamples,
+        ss: &mut SubflowSamples,
+        ms: &mut MptcpSamples,
+        now_ns: u64,
+        flow_id: u32,
+        f: &Flow,
+        m: &crate::flow::MptcpFlow,
+    ) {
+        let subs = m.sender.subflows();
+        let tot = m.sender_totals();
+        fs.time_ns.push(now_ns);
+        fs.flow_id.push(flow_id);
+        fs.cwnd_bytes
+            .push(Some(subs.iter().map(|s| s.tcp().cwnd_bytes()).sum()));
+        fs.ssthresh_bytes.push(None);
+        fs.srtt_ns.push(
+            subs.iter()
+                .map(|s| s.tcp().srtt_ns())
+                .filter(|&r| r > 0)
+                .min()
+                .unwrap_or(0),
+        );
+        fs.rwnd_bytes.push(None);
+        fs.flight_bytes
+            .push(Some(subs.iter().map(|s| s.tcp().flight_bytes()).sum()));
+        fs.bytes_acked.push(Some(tot.bytes_acked));
+        fs.bytes_delivered.push(f.bytes_delivered());
+        fs.retransmitted_segments.push(Some(tot.retransmitted_segments));
+        fs.rate_bps.push(None);
+        fs.queueing_delay_ns.push(None);
+        for (i, sf) in subs.iter().enumerate() {
+            let tcp = sf.tcp();
+            ss.time_ns.push(now_ns);
+            ss.flow_id.push(flow_id);
+            ss.subflow.push(m.path_of[i] as u32);
+            ss.bytes_acked.push(tcp.stats().bytes_acked);
+            ss.cwnd_bytes.push(tcp.cwnd_bytes());
+            ss.srtt_ns.push(tcp.srtt_ns());
+        }
+        ms.time_ns.push(now_ns);
+        ms.flow_id.push(flow_id);
+        ms.buffer_occupancy_bytes
+            .push(m.receiver.buffer().occupancy_bytes());
+        ms.bytes_delivered.push(m.receiver.bytes_delivered());
+    }
+
     pub fn record(&mut self, now_ns: u64, flows: &[Flow], links: &mut [Link], media: &[SharedMedium]) {
         let fs = &mut self.flows;
         for (i, f) in flows.iter().enumerate() {
@@ -147,6 +225,8 @@ impl Samples {
                 fs.retransmitted_segments.push(Some(st.retransmitted_segments));
                 fs.rate_bps.push(None);
                 fs.queueing_delay_ns.push(None);
+            } else if let Some(m) = f.mptcp() {
+                Self::record_mptcp(fs, &mut self.subflows, &mut self.mptcp, now_ns, i as u32, f, m);
             } else if let Some(t) = f.tfrc() {
                 fs.time_ns.push(now_ns);
                 fs.flow_id.push(i as u32);

@@ -31,6 +31,9 @@ pub struct Packet {
     pub flow: u32,
     /// True for sender→receiver (data), false for receiver→sender (ACKs).
     pub forward: bool,
+    /// MPTCP: the subflow the segment belongs to (0 for other transports).
+    /// It fits in the struct's padding: the size stays 128 bytes.
+    pub subflow: u8,
     pub wire_bytes: u32,
 }
 

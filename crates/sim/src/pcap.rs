@@ -165,12 +165,40 @@ impl PcapWriter {
         seg: &Segment,
         wire_bytes: u32,
     ) -> io::Result<()> {
+        self.write_tcp_subflow(
+            time_ns,
+            src_node,
+            dst_node,
+            flow_id,
+            0,
+            from_sender,
+            seg,
+            wire_bytes,
+        )
+    }
+
+    /// [`Self::write_tcp`] for subflow `subflow` of an MPTCP connection: its
+    /// receiver port is `RECEIVER_PORT + subflow`, so each subflow is a TCP
+    /// connection of its own in Wireshark (the DSS option is not written).
+    #[allow(clippy::too_many_arguments)]
+    pub fn write_tcp_subflow(
+        &mut self,
+        time_ns: u64,
+        src_node: u32,
+        dst_node: u32,
+        flow_id: u32,
+        subflow: u8,
+        from_sender: bool,
+        seg: &Segment,
+        wire_bytes: u32,
+    ) -> io::Result<()> {
         let src_ip = node_ipv4(src_node);
         let dst_ip = node_ipv4(dst_node);
+        let receiver_port = RECEIVER_PORT + subflow as u16;
         let (src_port, dst_port) = if from_sender {
-            (sender_port(flow_id), RECEIVER_PORT)
+            (sender_port(flow_id), receiver_port)
         } else {
-            (RECEIVER_PORT, sender_port(flow_id))
+            (receiver_port, sender_port(flow_id))
         };
         let syn = seg.is_syn();
 

@@ -703,6 +703,8 @@ pub struct FlowGroup {
     pub tfrc: Option<TfrcSpec>,
     /// TCP closed-loop users: each repeatedly transfers a file, then thinks.
     pub closed_loop: Option<ClosedLoopSpec>,
+    /// Multipath TCP settings and paths (kind = "mptcp").
+    pub mptcp: Option<MptcpSpec>,
     #[serde(default)]
     pub start_s: StartSpec,
     /// Finite flow size in bytes; absent means a long-lived bulk flow.
@@ -773,6 +775,85 @@ pub struct TfrcSpec {
     /// Receiver clock minus simulation clock, ms (default 0; ≥ 0). DFlow
     /// must behave identically under any offset.
     pub receiver_clock_offset_ms: Option<f64>,
+}
+
+/// A Multipath TCP connection (kind = "mptcp"; docs/models/mptcp.md): the
+/// data-level options and one path per subflow. The group's `cc` is every
+/// subflow's controller ("lia" and "olia" couple them); its `tcp` table
+/// applies to every subflow.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MptcpSpec {
+    /// "minrtt" (default: lowest SRTT with room, Linux's default) or "roundrobin".
+    pub scheduler: Option<String>,
+    /// The shared data-level receive buffer, bytes (default: the TCP
+    /// table's rwnd_bytes).
+    pub recv_buffer_bytes: Option<u64>,
+    /// Send new data only inside the connection-level window (RFC 8684
+    /// §3.3.4; default true). false: each subflow applies the advertised
+    /// window only in its own sequence space, and the receiver drops what
+    /// does not fit its buffer.
+    pub enforce_data_window: Option<bool>,
+    /// NSDI'12 opportunistic retransmission (default false).
+    #[serde(default)]
+    pub opportunistic_retransmit: bool,
+    /// NSDI'12 penalisation of the subflow holding the window (default false).
+    #[serde(default)]
+    pub penalise_slow_subflows: bool,
+    /// One subflow per path, at least one.
+    #[serde(default)]
+    pub paths: Vec<MptcpPathSpec>,
+    /// Reserved: the MPTCP-to-TCP proxy (split connection).
+    pub proxy: Option<MptcpProxySpec>,
+}
+
+/// One subflow's path: the shortest route from the source through the
+/// `via` waypoints to the destination (the reverse route back through them).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MptcpPathSpec {
+    /// A label for the results (default "path0", "path1", ...).
+    pub name: Option<String>,
+    #[serde(default)]
+    pub via: Vec<String>,
+    /// Seconds after the flow's start that the subflow opens (default 0).
+    #[serde(default)]
+    pub join_s: f64,
+    /// RFC 8684 §3.3.8 backup subflow: used only when no regular one is.
+    #[serde(default)]
+    pub backup: bool,
+}
+
+/// The MPTCP-to-TCP proxy at `node` (split connection). Parsed so that
+/// scenarios can be written; the simulator does not run it yet.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MptcpProxySpec {
+    pub node: String,
+    pub relay_bytes: Option<u64>,
+    pub syn_delay_ms: Option<f64>,
+    pub data_delay_ms: Option<f64>,
+    pub upstream_cc: Option<String>,
+    pub throttle: Option<MptcpThrottleSpec>,
+}
+
+/// A per-subflow rate limit installed by the proxy.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MptcpThrottleSpec {
+    /// The path's name or index.
+    pub path: PathRef,
+    pub rate_bps: f64,
+    pub after_s: Option<f64>,
+    pub queue_bytes: Option<u64>,
+}
+
+/// A path named by its label or its index.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged, expecting = "a path name or index")]
+pub enum PathRef {
+    Index(u32),
+    Name(String),
 }
 
 /// Closed-loop users (docs/models/workloads.md, after Schroeder et al., "Open versus closed").

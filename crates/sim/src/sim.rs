@@ -8,7 +8,7 @@
 //! index increment.
 
 use crate::engine::{Event, EventQueue};
-use crate::flow::{Flow, TcpFlow, TfrcFlow, TimerSlot, Transfer, Transport};
+use crate::flow::{Flow, MptcpFlow, TcpFlow, TfrcFlow, TimerSlot, Transfer, Transport};
 use crate::measure::Samples;
 use crate::network::{queue_view, Link, LinkQueue, MediumKind, Node, Service, SharedMedium};
 use crate::packet::{Packet, PacketRef, PacketSlab, Payload};
@@ -203,6 +203,13 @@ impl Simulation {
                         t.sender = TfrcSender::new(*t.sender.config(), now);
                         self.poll_tfrc_sender(flow);
                     }
+                    Transport::Mptcp(m) => {
+                        // Subflows joining now open at connect; later ones
+                        // when the sender's timer reaches their join time.
+                        m.sender.connect(now);
+                        m.join_due(now, now);
+                        self.poll_mptcp_sender(flow);
+                    }
                 }
             }
             Event::SenderTimer { flow } => {
@@ -225,6 +232,15 @@ impl Simulation {
                             self.poll_tfrc_sender(flow);
                         }
                     }
+                    Transport::Mptcp(m) => {
+                        if m.sender_timer.fire(now) {
+                            let start = self.flows[flow as usize].start_ns;
+                            let m = self.mptcp_mut(flow);
+                            m.join_due(now, start);
+                            m.sender.on_timeout(now);
+                            self.poll_mptcp_sender(flow);
+                        }
+                    }
                 }
             }
             Event::ReceiverTimer { flow } => {
@@ -240,6 +256,12 @@ impl Simulation {
                         if t.receiver_timer.fire(now) {
                             t.receiver.on_timeout(now + t.receiver_clock_offset_ns);
                             self.poll_tfrc_receiver(flow);
+                        }
+                    }
+                    Transport::Mptcp(m) => {
+                        if m.receiver_timer.fire(now) {
+                            m.receiver.on_timeout(now);
+                            self.poll_mptcp_receiver(flow);
                         }
                     }
                     Transport::Udp(_) => {}
@@ -264,9 +286,19 @@ impl Simulation {
                 }
             }
             Event::MeasureStart => {
+                let now = self.now_ns;
                 for f in &mut self.flows {
                     f.window_start_delivered = f.bytes_delivered();
                     f.window_start_sent = f.bytes_sent();
+                    if let Transport::Mptcp(m) = &mut f.transport {
+                        m.window_start_occupancy_byte_ns = m.receiver.buffer_stats(now).occupancy_byte_ns;
+                        for p in &mut m.paths {
+                            p.window_start_acked = p
+                                .subflow
+                                .and_then(|i| m.sender.subflow(i as usize))
+                                .map_or(0, |s| s.tcp().stats().bytes_acked);
+                        }
+                    }
                 }
                 for l in &mut self.links {
                     l.window_start_departures_bytes = l.counters.departures_bytes;
@@ -283,6 +315,59 @@ impl Simulation {
             Transport::Tcp(t) => t,
             _ => unreachable!("TCP event for a non-TCP flow"),
         }
+    }
+
+    fn mptcp_mut(&mut self, flow: u32) -> &mut MptcpFlow {
+        match &mut self.flows[flow as usize].transport {
+            Transport::Mptcp(m) => m,
+            _ => unreachable!("MPTCP event for a non-MPTCP flow"),
+        }
+    }
+
+    /// Send every segment the MPTCP sender wants to send now, each on its
+    /// subflow's path, then arm its timer for the earliest of the
+    /// subflows' deadlines and the next subflow's join time.
+    fn poll_mptcp_sender(&mut self, flow: u32) {
+        let now = self.now_ns;
+        while let Some((i, seg)) = self.mptcp_mut(flow).sender.poll_transmit(now) {
+            self.send_mptcp(flow, true, i, seg);
+        }
+        let start = self.flows[flow as usize].start_ns;
+        let m = self.mptcp_mut(flow);
+        let deadline = match (m.sender.next_timeout(), m.next_join_ns(start)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(d) = m.sender_timer.needs_schedule(deadline.map(|d| d.max(now))) {
+            self.queue.schedule(d, Event::SenderTimer { flow });
+        }
+    }
+
+    fn poll_mptcp_receiver(&mut self, flow: u32) {
+        let now = self.now_ns;
+        while let Some((i, seg)) = self.mptcp_mut(flow).receiver.poll_transmit(now) {
+            self.send_mptcp(flow, false, i, seg);
+        }
+        let m = self.mptcp_mut(flow);
+        let deadline = m.receiver.next_timeout().map(|d| d.max(now));
+        if let Some(d) = m.receiver_timer.needs_schedule(deadline) {
+            self.queue.schedule(d, Event::ReceiverTimer { flow });
+        }
+    }
+
+    /// Put an MPTCP segment of subflow `i` onto the first link of its path.
+    fn send_mptcp(&mut self, flow: u32, forward: bool, i: usize, seg: latlab_proto::Segment) {
+        let m = self.mptcp_mut(flow);
+        let path = &m.paths[m.path_of[i] as usize];
+        let route_pos = if forward { path.fwd_route } else { path.rev_route };
+        self.send_at(
+            flow,
+            forward,
+            Payload::Tcp(seg),
+            seg.payload_bytes,
+            route_pos,
+            i as u8,
+        );
     }
 
     fn tfrc_mut(&mut self, flow: u32) -> &mut TfrcFlow {
@@ -444,6 +529,21 @@ impl Simulation {
     fn send_sized(&mut self, flow: u32, forward: bool, payload: Payload, payload_bytes: u32) {
         let f = &self.flows[flow as usize];
         let route_pos = if forward { f.fwd_route } else { f.rev_route };
+        self.send_at(flow, forward, payload, payload_bytes, route_pos, 0);
+    }
+
+    /// Put a packet onto the first link of the route at `route_pos`.
+    #[inline]
+    fn send_at(
+        &mut self,
+        flow: u32,
+        forward: bool,
+        payload: Payload,
+        payload_bytes: u32,
+        route_pos: u32,
+        subflow: u8,
+    ) {
+        let f = &self.flows[flow as usize];
         let first = self.routes.link_at(route_pos);
         let wire_bytes = f.header_bytes + payload_bytes;
         let r = self.packets.insert(
@@ -452,6 +552,7 @@ impl Simulation {
                 conn: f.conn,
                 flow,
                 forward,
+                subflow,
                 wire_bytes,
             },
             route_pos,
@@ -745,6 +846,16 @@ impl Simulation {
                 t.sender.on_feedback(now, &fb);
                 self.poll_tfrc_sender(flow);
             }
+            (Transport::Mptcp(m), Payload::Tcp(seg)) => {
+                let i = p.subflow as usize;
+                if forward {
+                    m.receiver.on_segment(now, i, &seg);
+                    self.poll_mptcp_receiver(flow);
+                } else {
+                    m.sender.on_segment(now, i, &seg);
+                    self.poll_mptcp_sender(flow);
+                }
+            }
             (Transport::Udp(u), Payload::Udp { sent_ns, .. }) => {
                 let owd = now.saturating_sub(sent_ns);
                 u.received_pkts += 1;
@@ -764,7 +875,17 @@ impl Simulation {
         let (src, dst) = if p.forward { (f.src, f.dst) } else { (f.dst, f.src) };
         let l = &mut self.links[link as usize];
         if let Some(w) = l.pcap.as_mut() {
-            if let Err(e) = w.write_tcp(time_ns, src, dst, p.flow, p.forward, &seg, p.wire_bytes) {
+            let res = w.write_tcp_subflow(
+                time_ns,
+                src,
+                dst,
+                p.flow,
+                p.subflow,
+                p.forward,
+                &seg,
+                p.wire_bytes,
+            );
+            if let Err(e) = res {
                 self.pcap_error
                     .get_or_insert_with(|| format!("pcap for link {}: {e}", l.name));
                 l.pcap = None;

@@ -1,13 +1,16 @@
 //! Results as Arrow record batches, serialised as Arrow IPC streams.
 //!
 //! Tables: `flows` (one row per flow), `flow_samples`, `links` (one row per
-//! link), `link_samples`, and `run` (one row describing the run).
+//! link), `link_samples`, and `run` (one row describing the run). Scenarios
+//! with MPTCP flows add `subflows`, `subflow_samples`, `mptcp` and
+//! `mptcp_samples`.
 
-use crate::flow::{TcpFlow, TfrcFlow, Transfer, Transport, UdpFlow};
+use crate::flow::{Flow, MptcpFlow, MptcpPath, TcpFlow, TfrcFlow, Transfer, Transport, UdpFlow};
 use crate::network::{queue_view, MediumKind, QueueView, Service};
 use crate::sim::Simulation;
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
 use arrow_ipc::writer::StreamWriter;
+use latlab_proto::mptcp::{MptcpSenderStats, RecvBufferStats};
 use latlab_proto::tcp::SenderStats;
 use std::sync::Arc;
 
@@ -69,19 +72,21 @@ impl Simulation {
             ("size_bytes", opt_u64s(f.iter().map(|x| x.size_bytes))),
             (
                 "completed",
-                bools(
-                    f.iter()
-                        .map(|x| x.size_bytes.is_some() && x.tcp().is_some_and(|t| t.sender.is_complete())),
-                ),
+                bools(f.iter().map(|x| {
+                    x.size_bytes.is_some()
+                        && (x.tcp().is_some_and(|t| t.sender.is_complete())
+                            || x.mptcp().is_some_and(|m| m.sender.is_complete()))
+                })),
             ),
             (
                 "fct_ns",
                 opt_u64s(f.iter().map(|x| {
                     x.size_bytes?;
-                    x.tcp()?
-                        .sender
-                        .completed_at_ns()
-                        .map(|t| t.saturating_sub(x.start_ns))
+                    let done = match &x.transport {
+                        Transport::Mptcp(m) => m.sender.completed_at_ns(),
+                        _ => x.tcp()?.sender.completed_at_ns(),
+                    };
+                    done.map(|t| t.saturating_sub(x.start_ns))
                 })),
             ),
             ("handshake_rtt_ns", tcp(|t| t.sender.handshake_rtt_ns())),
@@ -104,7 +109,9 @@ impl Simulation {
             (
                 "segments_sent",
                 u64s(f.iter().map(|x| match &x.transport {
-                    Transport::Tcp(_) => x.sender_totals().map_or(0, |s| s.segments_sent),
+                    Transport::Tcp(_) | Transport::Mptcp(_) => {
+                        x.sender_totals().map_or(0, |s| s.segments_sent)
+                    }
                     Transport::Udp(u) => u.source.sent_pkts,
                     Transport::Tfrc(t) => t.sender.stats().packets_sent,
                 })),
@@ -112,14 +119,25 @@ impl Simulation {
             ("retransmitted_segments", sent(|s| s.retransmitted_segments)),
             ("timeouts", sent(|s| s.timeouts)),
             ("fast_recoveries", sent(|s| s.fast_retransmits)),
-            ("cwnd_bytes", tcp(|t| Some(t.sender.cwnd_bytes()))),
+            // MPTCP: the sum of the subflows' windows.
+            (
+                "cwnd_bytes",
+                opt_u64s(f.iter().map(|x| match &x.transport {
+                    Transport::Tcp(t) => Some(t.sender.cwnd_bytes()),
+                    Transport::Mptcp(m) => {
+                        Some(m.sender.subflows().iter().map(|s| s.tcp().cwnd_bytes()).sum())
+                    }
+                    _ => None,
+                })),
+            ),
             // TCP's srtt, or TFRC's smoothed RTT estimate R (RFC 5348 §4.3).
             (
                 "srtt_ns",
                 opt_u64s(f.iter().map(|x| match &x.transport {
                     Transport::Tcp(t) => Some(t.sender.srtt_ns()),
                     Transport::Tfrc(t) => Some(t.sender.rtt_ns()),
-                    Transport::Udp(_) => None,
+                    // Per subflow in the `subflows` table.
+                    Transport::Udp(_) | Transport::Mptcp(_) => None,
                 })),
             ),
             (
@@ -131,7 +149,7 @@ impl Simulation {
                 opt_u64s(f.iter().map(|x| match &x.transport {
                     Transport::Udp(u) => Some(u.received_pkts),
                     Transport::Tfrc(t) => Some(t.receiver.stats().packets_received),
-                    Transport::Tcp(_) => None,
+                    Transport::Tcp(_) | Transport::Mptcp(_) => None,
                 })),
             ),
             (
@@ -379,6 +397,154 @@ impl Simulation {
         ])
     }
 
+    /// One row per MPTCP path (subflow) of every MPTCP connection; `subflow`
+    /// is the path's index in the scenario. A path whose join time was not
+    /// reached has `joined` false and zero counters.
+    pub fn subflows_table(&self) -> RecordBatch {
+        let w = self.window_s();
+        let rows: Vec<(u32, u32, &MptcpFlow, &MptcpPath)> = self
+            .flows
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| Some((i as u32, f.mptcp()?)))
+            .flat_map(|(i, m)| m.paths.iter().enumerate().map(move |(k, p)| (i, k as u32, m, p)))
+            .collect();
+        fn tcp<'a>(m: &'a MptcpFlow, p: &MptcpPath) -> Option<&'a latlab_proto::tcp::TcpSender> {
+            p.subflow
+                .and_then(|i| m.sender.subflow(i as usize))
+                .map(|s| s.tcp())
+        }
+        let stat = |g: fn(&SenderStats) -> u64| {
+            u64s(
+                rows.iter()
+                    .map(move |r| tcp(r.2, r.3).map_or(0, |t| g(&t.stats()))),
+            )
+        };
+        batch(vec![
+            ("flow_id", u32s(rows.iter().map(|r| r.0))),
+            ("subflow", u32s(rows.iter().map(|r| r.1))),
+            ("path", strs(rows.iter().map(|r| r.3.name.as_str()))),
+            ("backup", bools(rows.iter().map(|r| r.3.backup))),
+            ("joined", bools(rows.iter().map(|r| r.3.subflow.is_some()))),
+            ("join_after_ns", u64s(rows.iter().map(|r| r.3.join_after_ns))),
+            ("bytes_sent", stat(|s| s.bytes_sent)),
+            ("bytes_acked", stat(|s| s.bytes_acked)),
+            (
+                "goodput_bps",
+                f64s(rows.iter().map(|r| {
+                    let acked = tcp(r.2, r.3).map_or(0, |t| t.stats().bytes_acked);
+                    acked.saturating_sub(r.3.window_start_acked) as f64 * 8.0 / w
+                })),
+            ),
+            ("segments_sent", stat(|s| s.segments_sent)),
+            ("retransmitted_segments", stat(|s| s.retransmitted_segments)),
+            ("timeouts", stat(|s| s.timeouts)),
+            ("fast_recoveries", stat(|s| s.fast_retransmits)),
+            (
+                "cwnd_bytes",
+                u64s(rows.iter().map(|r| tcp(r.2, r.3).map_or(0, |t| t.cwnd_bytes()))),
+            ),
+            (
+                "srtt_ns",
+                u64s(rows.iter().map(|r| tcp(r.2, r.3).map_or(0, |t| t.srtt_ns()))),
+            ),
+        ])
+    }
+
+    pub fn subflow_samples_table(&self) -> RecordBatch {
+        let s = &self.samples.subflows;
+        batch(vec![
+            ("time_ns", u64s(s.time_ns.iter().copied())),
+            ("flow_id", u32s(s.flow_id.iter().copied())),
+            ("subflow", u32s(s.subflow.iter().copied())),
+            ("bytes_acked", u64s(s.bytes_acked.iter().copied())),
+            ("cwnd_bytes", u64s(s.cwnd_bytes.iter().copied())),
+            ("srtt_ns", u64s(s.srtt_ns.iter().copied())),
+        ])
+    }
+
+    /// One row per MPTCP connection: data-level delivery, the shared
+    /// receive buffer (occupancy is data held out of order behind a hole:
+    /// mean over the measurement window, max and blocked time over the
+    /// run), and the sender's data-level counters.
+    pub fn mptcp_table(&self) -> RecordBatch {
+        let w = self.window_s();
+        let end = self.now_ns;
+        let rows: Vec<(u32, &Flow, &MptcpFlow)> = self
+            .flows
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| Some((i as u32, f, f.mptcp()?)))
+            .collect();
+        let buf: Vec<RecvBufferStats> = rows.iter().map(|r| r.2.receiver.buffer_stats(end)).collect();
+        let snd = |g: fn(&MptcpSenderStats) -> u64| u64s(rows.iter().map(move |r| g(&r.2.sender.stats())));
+        let window_ns = (self.duration_ns.saturating_sub(self.measure_from_ns)).max(1) as f64;
+        batch(vec![
+            ("flow_id", u32s(rows.iter().map(|r| r.0))),
+            ("paths", u32s(rows.iter().map(|r| r.2.paths.len() as u32))),
+            (
+                "subflows_joined",
+                u32s(rows.iter().map(|r| r.2.path_of.len() as u32)),
+            ),
+            (
+                "scheduler",
+                strs(rows.iter().map(|r| r.2.sender.config().scheduler.name())),
+            ),
+            (
+                "recv_buffer_bytes",
+                u64s(rows.iter().map(|r| r.2.receiver.buffer().capacity_bytes())),
+            ),
+            (
+                "bytes_delivered",
+                u64s(rows.iter().map(|r| r.2.receiver.bytes_delivered())),
+            ),
+            (
+                "goodput_bps",
+                f64s(
+                    rows.iter()
+                        .map(|r| (r.1.bytes_delivered() - r.1.window_start_delivered) as f64 * 8.0 / w),
+                ),
+            ),
+            (
+                "buffer_occupancy_mean_bytes",
+                f64s(rows.iter().zip(&buf).map(|(r, b)| {
+                    b.occupancy_byte_ns
+                        .saturating_sub(r.2.window_start_occupancy_byte_ns) as f64
+                        / window_ns
+                })),
+            ),
+            (
+                "buffer_occupancy_max_bytes",
+                u64s(buf.iter().map(|b| b.max_occupancy_bytes)),
+            ),
+            ("hol_blocked_ns", u64s(buf.iter().map(|b| b.blocked_ns))),
+            (
+                "buffer_drops_segments",
+                u64s(buf.iter().map(|b| b.segments_dropped)),
+            ),
+            ("buffer_drops_bytes", u64s(buf.iter().map(|b| b.bytes_dropped))),
+            ("duplicate_bytes", u64s(buf.iter().map(|b| b.duplicate_bytes))),
+            ("reinjected_segments", snd(|s| s.reinjected_segments)),
+            ("reinjected_bytes", snd(|s| s.reinjected_bytes)),
+            ("opportunistic_retransmits", snd(|s| s.opportunistic_retransmits)),
+            ("penalisations", snd(|s| s.penalisations)),
+            ("window_limited", snd(|s| s.window_limited)),
+        ])
+    }
+
+    pub fn mptcp_samples_table(&self) -> RecordBatch {
+        let s = &self.samples.mptcp;
+        batch(vec![
+            ("time_ns", u64s(s.time_ns.iter().copied())),
+            ("flow_id", u32s(s.flow_id.iter().copied())),
+            (
+                "buffer_occupancy_bytes",
+                u64s(s.buffer_occupancy_bytes.iter().copied()),
+            ),
+            ("bytes_delivered", u64s(s.bytes_delivered.iter().copied())),
+        ])
+    }
+
     /// All result tables, by name. Scenarios with time-varying or shared
     /// links add `access_links`, `access_samples` and `access_flow_samples`.
     pub fn tables(&self) -> Vec<(&'static str, RecordBatch)> {
@@ -394,6 +560,12 @@ impl Simulation {
             t.push(("access_links", self.access_links_table()));
             t.push(("access_samples", self.access_samples_table()));
             t.push(("access_flow_samples", self.access_flow_samples_table()));
+        }
+        if self.flows.iter().any(|f| f.mptcp().is_some()) {
+            t.push(("subflows", self.subflows_table()));
+            t.push(("subflow_samples", self.subflow_samples_table()));
+            t.push(("mptcp", self.mptcp_table()));
+            t.push(("mptcp_samples", self.mptcp_samples_table()));
         }
         t
     }

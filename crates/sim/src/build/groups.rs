@@ -74,6 +74,9 @@ pub(super) enum GroupKind {
         lrd: Option<LrdParams>,
         header_bytes: u32,
     },
+    /// Multipath TCP: every subflow's controller (the `mptcp` table is
+    /// checked by [`super::mptcp::mptcp_group`]).
+    Mptcp { cc: CcSpec },
     /// TFRC or DFlow (the mode in `cfg`).
     Tfrc {
         cfg: TfrcConfig,
@@ -122,8 +125,14 @@ pub(super) fn group_kind(
             "a tfrc table needs kind = \"tfrc\" or \"dflow\"",
         ));
     }
+    if grp.mptcp.is_some() && grp.kind != "mptcp" {
+        return Err(cx.err(format!("{p}.mptcp"), "an mptcp table needs kind = \"mptcp\""));
+    }
     match grp.kind.as_str() {
         "tfrc" | "dflow" => tfrc_kind(cx, grp, p),
+        "mptcp" => Ok(GroupKind::Mptcp {
+            cc: cc_spec(cx, grp, p)?,
+        }),
         "tcp" => {
             if grp.udp.is_some() {
                 return Err(cx.err(format!("{p}.udp"), "a udp table needs kind = \"udp\""));
@@ -177,17 +186,7 @@ pub(super) fn group_kind(
                     Some((size, c.think_mean_s))
                 }
             };
-            let params: Vec<(String, f64)> = grp.cc_params.iter().map(|(k, v)| (k.clone(), *v)).collect();
-            let cc = CcSpec::parse(&grp.cc, &params).map_err(|e| match e {
-                CcSpecError::UnknownController(name) => cx.err(
-                    format!("{p}.cc"),
-                    format!(
-                        "unknown congestion control {name:?}; expected one of {}",
-                        CcSpec::NAMES.join(", ")
-                    ),
-                ),
-                CcSpecError::Param(msg) => cx.err(format!("{p}.cc_params"), msg),
-            })?;
+            let cc = cc_spec(cx, grp, p)?;
             Ok(GroupKind::Tcp { cc, closed_loop })
         }
         "udp" => {
@@ -278,9 +277,26 @@ pub(super) fn group_kind(
         }
         other => Err(cx.err(
             format!("{p}.kind"),
-            format!("unknown flow kind {other:?}; expected \"tcp\", \"udp\", \"tfrc\" or \"dflow\""),
+            format!(
+                "unknown flow kind {other:?}; expected \"tcp\", \"udp\", \"tfrc\", \"dflow\" or \"mptcp\""
+            ),
         )),
     }
+}
+
+/// The group's congestion controller and its constants, checked once.
+fn cc_spec(cx: &Ctx, grp: &FlowGroup, p: &str) -> Result<CcSpec, ScenarioError> {
+    let params: Vec<(String, f64)> = grp.cc_params.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    CcSpec::parse(&grp.cc, &params).map_err(|e| match e {
+        CcSpecError::UnknownController(name) => cx.err(
+            format!("{p}.cc"),
+            format!(
+                "unknown congestion control {name:?}; expected one of {}",
+                CcSpec::NAMES.join(", ")
+            ),
+        ),
+        CcSpecError::Param(msg) => cx.err(format!("{p}.cc_params"), msg),
+    })
 }
 
 /// A TFRC or DFlow group: its config from the optional `tfrc` table over

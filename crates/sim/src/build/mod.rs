@@ -194,6 +194,10 @@ pub fn build_with_limit(
         let cfg = tcp_config(&cx, &tcp_spec, &format!("{p}.tcp"))?;
         let rwnd = rwnd_spec(&cx, &tcp_spec, &format!("{p}.tcp"))?;
         let kind = group_kind(&cx, grp, &p, sc.duration_s)?;
+        let mptcp_group = match &kind {
+            GroupKind::Mptcp { .. } => Some(mptcp::mptcp_group(&cx, grp, &p, &cfg)?),
+            _ => None,
+        };
         if grp.size_bytes == Some(0) {
             return Err(cx.err(
                 format!("{p}.size_bytes"),
@@ -238,8 +242,44 @@ pub fn build_with_limit(
                     ),
                 )
             };
-            let fwd = route(src, dst).ok_or_else(|| unroutable(src, dst))?;
             let flow_id = flows.len() as u32;
+            if let (GroupKind::Mptcp { cc }, Some(mg)) = (&kind, &mptcp_group) {
+                let m = mptcp::mptcp_flow(
+                    &cx,
+                    mg,
+                    &p,
+                    &cfg,
+                    cc,
+                    grp.size_bytes,
+                    (src, dst),
+                    &resolve,
+                    &nodes,
+                    &mut route,
+                    &mut routes,
+                )?;
+                // The flow's own routes are its first path's (subflow
+                // packets carry their path's routes).
+                let (fwd_route, rev_route) = (m.paths[0].fwd_route, m.paths[0].rev_route);
+                flows.push(Flow {
+                    group: g as u32,
+                    src,
+                    dst,
+                    cc_name: grp.cc.clone(),
+                    start_ns: starts[i as usize],
+                    size_bytes: grp.size_bytes,
+                    transport: Transport::Mptcp(m),
+                    fwd_route,
+                    rev_route,
+                    header_bytes: cfg.header_bytes,
+                    conn: 0,
+                    started: false,
+                    window_start_delivered: 0,
+                    window_start_sent: 0,
+                    sampled: flow_id < max_sampled,
+                });
+                continue;
+            }
+            let fwd = route(src, dst).ok_or_else(|| unroutable(src, dst))?;
             let (transport, header_bytes, rev_path) = match &kind {
                 GroupKind::Tcp {
                     cc: spec,
@@ -332,6 +372,7 @@ pub fn build_with_limit(
                     let rev = route(dst, src).ok_or_else(|| unroutable(dst, src))?;
                     (Transport::Tfrc(tfrc), *header_bytes, rev)
                 }
+                GroupKind::Mptcp { .. } => unreachable!("MPTCP groups are built above"),
             };
             flows.push(Flow {
                 group: g as u32,
@@ -341,7 +382,7 @@ pub fn build_with_limit(
                     GroupKind::Udp { .. } => "udp".to_string(),
                     // "tfrc" or "dflow": the rate law is the kind.
                     GroupKind::Tfrc { .. } => grp.kind.clone(),
-                    GroupKind::Tcp { .. } => grp.cc.clone(),
+                    GroupKind::Tcp { .. } | GroupKind::Mptcp { .. } => grp.cc.clone(),
                 },
                 start_ns: starts[i as usize],
                 size_bytes: grp.size_bytes,
@@ -447,6 +488,7 @@ pub fn validate(sc: &Scenario, source: &str) -> Result<(), ScenarioError> {
 
 mod groups;
 mod links;
+pub mod mptcp;
 mod queues;
 mod tcp;
 
