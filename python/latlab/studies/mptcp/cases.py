@@ -116,6 +116,13 @@ THROTTLE_QUEUE_MS = 50.0
 
 PATHS: dict[str, str] = {"wired": "wired (Ethernet)", "wifi": "Wi-Fi"}
 
+#: The two MPTCP senders of the receive-buffer and MTU experiments, by whether they keep new data inside the
+#: connection-level window (RFC 8684 §3.3.4: Data ACK + window, over all subflows together). latlab's sender does;
+#: one that applies the advertised window only in each subflow's own sequence space lets its subflows together
+#: overrun the shared buffer, so the receiver drops what does not fit: what the study's receiver drops at 0.18 MB
+#: point to. Every other experiment uses the RFC sender.
+SENDERS: dict[bool, str] = {True: "data-level window (RFC 8684)", False: "per-subflow window"}
+
 
 def path_rtt_ms(path: str) -> float:
     """Unloaded round-trip propagation delay server → client on one path (serialisation and queues excluded)."""
@@ -174,6 +181,9 @@ class Run:
     ``throttle_bps`` (0: none) limits the wired subflow at the proxy,
     ``throttle_after_s`` after the connection has two subflows. ``conversion``
     puts the study's SYN and data conversion delays into the proxy.
+    ``data_window`` False: the MPTCP sender applies the receiver's window
+    per subflow only, so its subflows together can overrun the buffer (see
+    SENDERS).
     """
 
     experiment: str
@@ -186,6 +196,7 @@ class Run:
     throttle_after_s: float = 0.0
     proxy: bool = True
     conversion: bool = True
+    data_window: bool = True
     seed: int = 1
     label: str = ""
 
@@ -209,7 +220,8 @@ class Run:
         return {"experiment": self.experiment, "transport": self.transport, "path": self.path,
                 "size_bytes": self.size_bytes, "buffer_mb": self.buffer_mb, "mtu_bytes": self.mtu_bytes,
                 "throttle_bps": self.throttle_bps, "throttle_after_s": self.throttle_after_s,
-                "proxy": self.proxy, "conversion": self.conversion, "seed": self.seed, "label": self.label}  # fmt: skip
+                "proxy": self.proxy, "conversion": self.conversion, "data_window": self.data_window,
+                "seed": self.seed, "label": self.label}  # fmt: skip
 
     def scenario(self) -> dict[str, Any]:
         return build(self)
@@ -265,9 +277,11 @@ def runs_of(settings: Settings, proxy: bool = True) -> list[Run]:
         for size in (big, small):
             out += [Run("baseline", "tcp", size, path=p, seed=seed) for p in PATHS]
             out.append(Run("mptcp", "mptcp", size, seed=seed, **mp))
-        for mb in sorted(set(settings.buffers_mb) | set(STUDY_BUFFERS_MB)):
-            out.append(Run("rbuf", "mptcp", sweep, buffer_mb=mb, seed=seed, **mp))
-        out.append(Run("mtu", "mptcp", sweep, mtu_bytes=SMALL_MTU_BYTES, seed=seed, **mp))
+        for data_window in SENDERS:
+            for mb in sorted(set(settings.buffers_mb) | set(STUDY_BUFFERS_MB)):
+                out.append(Run("rbuf", "mptcp", sweep, buffer_mb=mb, data_window=data_window, seed=seed, **mp))
+            out.append(Run("mtu", "mptcp", sweep, mtu_bytes=SMALL_MTU_BYTES, data_window=data_window, seed=seed,
+                           **mp))  # fmt: skip
         out += [Run("mtu", "tcp", sweep, path=p, mtu_bytes=SMALL_MTU_BYTES, seed=seed) for p in PATHS]
         if proxy:
             out.append(Run("throttle", "mptcp", small, throttle_bps=settings.throttle_bps[0],
@@ -320,6 +334,7 @@ def mptcp_table(run: Run) -> dict[str, Any]:
     """The flow's [flows.mptcp] table: scheduler, receive buffer, the two paths, and the proxy if any."""
     table: dict[str, Any] = {
         "scheduler": MPTCP_SCHEDULER, "recv_buffer_bytes": window_bytes(run.buffer_mb),
+        "enforce_data_window": run.data_window,
         "opportunistic_retransmit": False, "penalise_slow_subflows": False,
         "paths": [{"name": "wired", "via": [SWITCH], "join_s": 0.0, "backup": False},
                   {"name": "wifi", "via": [AP], "join_s": WIFI_JOIN_S, "backup": False}],
@@ -342,6 +357,8 @@ def run_name(run: Run) -> str:
         parts.append(f"thr{run.throttle_bps / 1e6:g}M@{run.throttle_after_s:g}s")
     if run.transport == "mptcp":
         parts.append("proxy" if run.proxy else "e2e")
+        if not run.data_window:
+            parts.append("sfwin")
         if run.proxy and not run.conversion:
             parts.append("noconv")
     return "mptcp-study-" + "-".join(parts)

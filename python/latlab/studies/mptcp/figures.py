@@ -75,61 +75,63 @@ def paths_figure(data: StudyData, settings: C.Settings, out: Path) -> Path | Non
     return _save(fig, out)
 
 
+SENDER_STYLE = {True: ("o-", "RFC 8684 sender"), False: ("s--", "per-subflow-window sender")}
+
+
 def buffer_figure(data: StudyData, settings: C.Settings, out: Path) -> Path | None:
-    curve = buffer_curve(data.conns)
-    if not len(curve):
+    curves = {dw: buffer_curve(data.conns, dw) for dw in C.SENDERS}
+    if not any(len(c) for c in curves.values()):
         return None
-    fig = Figure(figsize=(10, 6.5))
-    axes = fig.subplots(2, 2)
-    mb = curve.index.to_numpy(dtype=float)
-    ax = axes[0, 0]
-    ax.plot(mb, curve["goodput_bps"] / 1e6, "o-", color="k", label="MPTCP goodput")
-    ax.fill_between(mb, curve["goodput_lo"] / 1e6, curve["goodput_hi"] / 1e6, color="0.6", alpha=0.3, lw=0)
+    fig = Figure(figsize=(13, 7))
+    axes = fig.subplots(2, 3)
+    top = axes[0]
     g = guidance_mb(data.conns)
-    if np.isfinite(g):
-        ax.axvline(g, color="tab:green", ls="--", lw=1, label=f"2·ΣBW·RTT_max guidance ({g:.2f} MB)")
-    ax.axvline(NEEDED_BUFFER_MB, color="tab:red", ls=":", lw=1.2, label=f"study: ≈ {NEEDED_BUFFER_MB:g} MB needed")
-    for b in C.STUDY_BUFFERS_MB:
-        ax.axvspan(b * 0.97, b * 1.03, color="0.8", zorder=0)
-    ax.set_xscale("log")
-    ax.set_xticks(mb, [f"{x:g}" for x in mb], rotation=45, fontsize=7)
-    ax.set_xlabel("max TCP memory (MB); window = half of it")
-    ax.set_ylabel("goodput (Mbit/s)")
-    ax.set_ylim(bottom=0)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
-    ax.set_title(f"Receive buffer sweep ({settings.sweep_bytes / C.MB:g} MB downloads)", fontsize=9)
-    ax = axes[0, 1]
-    ax.plot(mb, 100 * curve["hol_fraction"], "s-", color="tab:purple", label="head-of-line blocked (% of time)")
-    ax.plot(mb, 100 * curve["wifi_share"], "^-", color=COLORS["wifi"], label="Wi-Fi subflow's share (%)")
-    ax.set_ylabel("%")
-    ax.set_ylim(bottom=0)
-    ax2 = ax.twinx()
-    ax2.plot(mb, curve["retransmits"], "x--", color="tab:red", label="retransmitted segments")
-    ax2.plot(mb, curve["recv_drops"], "+--", color="tab:brown", label="receiver drops")
-    ax2.set_ylabel("segments")
-    ax2.set_ylim(bottom=0)
-    ax.set_xscale("log")
-    ax.set_xticks(mb, [f"{x:g}" for x in mb], rotation=45, fontsize=7)
-    ax.set_xlabel("max TCP memory (MB)")
-    h1, l1 = ax.get_legend_handles_labels()
-    h2, l2 = ax2.get_legend_handles_labels()
-    ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="upper right")
-    ax.grid(True, alpha=0.3)
-    for axis, b in zip(axes[1], sorted(C.STUDY_BUFFERS_MB)):
-        _plot_subflows(axis, _series(data.series, "rbuf", buffer_mb=b), f"max TCP memory {b:g} MB")
+    for dw, curve in curves.items():
+        if not len(curve):
+            continue
+        mb = curve.index.to_numpy(dtype=float)
+        style, name = SENDER_STYLE[dw]
+        top[0].plot(mb, curve["goodput_bps"] / 1e6, style, color="k", label=name)
+        top[0].fill_between(mb, curve["goodput_lo"] / 1e6, curve["goodput_hi"] / 1e6, color="0.6", alpha=0.25, lw=0)
+        top[1].plot(mb, curve["recv_drops"], style, color="tab:brown", label=f"receiver drops, {name}")
+        top[1].plot(mb, curve["retransmits"], style, color="tab:red", alpha=0.6,
+                    label=f"retransmitted segments, {name}")  # fmt: skip
+        top[2].plot(mb, 100 * curve["hol_fraction"], style, color="tab:purple", label=f"head-of-line blocked, {name}")
+        top[2].plot(mb, 100 * curve["wifi_share"], style, color=COLORS["wifi"], label=f"Wi-Fi share, {name}")
+    for ax in top:
+        if np.isfinite(g):
+            ax.axvline(g, color="tab:green", ls="--", lw=1, label=f"2·ΣBW·RTT_max on latlab's paths ({g:.2f} MB)")
+        ax.axvline(NEEDED_BUFFER_MB, color="tab:red", ls=":", lw=1.2, label=f"study: ≈ {NEEDED_BUFFER_MB:g} MB")
+        for b in C.STUDY_BUFFERS_MB:
+            ax.axvspan(b * 0.97, b * 1.03, color="0.8", zorder=0)
+        ax.set_xscale("log")
+        grid = sorted(set().union(*(set(c.index) for c in curves.values())))
+        ax.set_xticks(grid, [f"{x:g}" for x in grid], rotation=45, fontsize=7)
+        ax.set_xlabel("max TCP memory (MB); window = half of it")
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=6, loc="best")
+    top[0].set_ylabel("goodput (Mbit/s)")
+    top[0].set_title(f"Receive buffer sweep ({settings.sweep_bytes / C.MB:g} MB downloads)", fontsize=9)
+    top[1].set_ylabel("segments")
+    top[2].set_ylabel("% (of the download's time; of its bytes)")
+    small, large = sorted(C.STUDY_BUFFERS_MB)
+    for ax, (dw, b) in zip(axes[1], ((True, small), (False, small), (False, large))):
+        _plot_subflows(ax, _series(data.series, "rbuf", buffer_mb=b, data_window=dw),
+                       f"max TCP memory {b:g} MB, {SENDER_STYLE[dw][1]}")  # fmt: skip
     return _save(fig, out)
 
 
 def mtu_figure(data: StudyData, settings: C.Settings, out: Path) -> Path | None:
-    small = _series(data.series, "mtu", transport="mptcp")
-    if not len(small):
+    if not len(_series(data.series, "mtu", transport="mptcp")):
         return None
-    fig = Figure(figsize=(10, 3.4))
-    axes = fig.subplots(1, 2, sharey=True)
-    _plot_subflows(axes[0], _series(data.series, "rbuf", buffer_mb=C.DEFAULT_BUFFER_MB),
-                   f"MTU {C.MTU_BYTES}, {C.DEFAULT_BUFFER_MB:g} MB")  # fmt: skip
-    _plot_subflows(axes[1], small, f"MTU {C.SMALL_MTU_BYTES}, {C.DEFAULT_BUFFER_MB:g} MB")
+    fig = Figure(figsize=(10, 6.5))
+    axes = fig.subplots(2, 2, sharey=True)
+    for row, dw in zip(axes, C.SENDERS):
+        _plot_subflows(row[0], _series(data.series, "rbuf", buffer_mb=C.DEFAULT_BUFFER_MB, data_window=dw),
+                       f"MTU {C.MTU_BYTES}, {C.DEFAULT_BUFFER_MB:g} MB, {SENDER_STYLE[dw][1]}")  # fmt: skip
+        _plot_subflows(row[1], _series(data.series, "mtu", transport="mptcp", data_window=dw),
+                       f"MTU {C.SMALL_MTU_BYTES}, {C.DEFAULT_BUFFER_MB:g} MB, {SENDER_STYLE[dw][1]}")  # fmt: skip
     return _save(fig, out)
 
 

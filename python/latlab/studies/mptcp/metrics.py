@@ -193,9 +193,10 @@ def mean_of(d: pd.DataFrame, column: str) -> float:
     return float(pd.to_numeric(d[column], errors="coerce").mean())
 
 
-def buffer_curve(conns: pd.DataFrame) -> pd.DataFrame:
-    """The receive-buffer sweep: goodput, losses and head-of-line blocking per max TCP memory (MB), mean over seeds."""
-    d = pick(conns, "rbuf")
+def buffer_curve(conns: pd.DataFrame, data_window: bool = True) -> pd.DataFrame:
+    """The receive-buffer sweep of one sender (cases.SENDERS): goodput, losses and head-of-line blocking per max TCP
+    memory (MB), mean over seeds."""
+    d = pick(conns, "rbuf", data_window=data_window)
     if not len(d):
         return pd.DataFrame()
     cols = {c: "mean" for c in ("goodput_bps", "recv_drops", "retransmits", "reinjections", "hol_fraction",
@@ -219,27 +220,27 @@ def smallest_stable_mb(curve: pd.DataFrame, fraction: float = STABLE_FRACTION) -
 
 def guidance_parts(conns: pd.DataFrame) -> dict[str, float]:
     """The NSDI'12 guidance from latlab's own measurements: ΣBW = single-path TCP goodput on each path (the long
-    downloads), RTT_max = the larger of the subflows' mean smoothed RTTs in the sweep's largest-buffer run; the
-    window 2·ΣBW·RTT_max, and the max TCP memory that advertises it (÷ WINDOW_FRACTION)."""
+    downloads), RTT_max = the larger of the subflows' mean smoothed RTTs in the RFC sender's largest-buffer run;
+    the buffer 2·ΣBW·RTT_max, compared with the max TCP memory as the study compares it."""
     base = pick(conns, "baseline")
     if not len(base):
         return {}
     big = base["size_bytes"].max()
     bw = {p: mean_of(pick(conns, "baseline", path=p, size_bytes=big), "goodput_bps") for p in C.PATHS}
-    sweep = pick(conns, "rbuf")
+    sweep = pick(conns, "rbuf", data_window=True)
     if not len(sweep):
         return {}
     top = sweep[sweep["buffer_mb"] == sweep["buffer_mb"].max()]
     rtts = {p: mean_of(top, f"srtt_{p}_ms") for p in C.PATHS}
     rtt_max_ms = max((v for v in rtts.values() if np.isfinite(v)), default=float("nan"))
-    window = 2 * sum(bw.values()) / 8 * rtt_max_ms / 1e3
+    buffer_bytes = 2 * sum(bw.values()) / 8 * rtt_max_ms / 1e3
     return {"bw_wired_bps": bw["wired"], "bw_wifi_bps": bw["wifi"], "rtt_wired_ms": rtts["wired"],
-            "rtt_wifi_ms": rtts["wifi"], "rtt_max_ms": rtt_max_ms, "window_bytes": window,
-            "memory_mb": window / C.WINDOW_FRACTION / C.MB}  # fmt: skip
+            "rtt_wifi_ms": rtts["wifi"], "rtt_max_ms": rtt_max_ms, "buffer_bytes": buffer_bytes,
+            "buffer_mb": buffer_bytes / C.MB}  # fmt: skip
 
 
 def guidance_mb(conns: pd.DataFrame) -> float:
-    return guidance_parts(conns).get("memory_mb", float("nan"))
+    return guidance_parts(conns).get("buffer_mb", float("nan"))
 
 
 def value_range(values: pd.Series, fmt: str = "{:.1f}", scale: float = 1.0) -> str:

@@ -15,9 +15,9 @@ from latlab.studies._markdown import pct as _pct
 from latlab.studies._markdown import table as _table
 from latlab.studies._verdict import Verdict, count_outcomes
 from latlab.studies.mptcp import cases as C
-from latlab.studies.mptcp.metrics import (StudyData, buffer_curve, guidance_parts, mean_of, pick,
-                                          smallest_stable_mb, value_range)  # fmt: skip
-from latlab.studies.mptcp.references import NEEDED_BUFFER_MB, PAPER
+from latlab.studies.mptcp.metrics import (StudyData, buffer_curve, guidance_parts, mean_of, pick, smallest_stable_mb,
+                                          value_range)  # fmt: skip
+from latlab.studies.mptcp.references import PAPER, SFWIN
 from latlab.studies.mptcp.verdicts import verdicts
 
 
@@ -41,21 +41,27 @@ def _why(vs: dict[str, Verdict], data: StudyData, settings: C.Settings) -> dict[
                         f"and the Wi-Fi one's {_ms(mean_of(big, 'srtt_wifi_ms'))} ms, and the server's "
                         f"{C.ETHERNET_BPS / 1e6:g} Mbit/s link caps what the proxy has to send")  # fmt: skip
     if "rbuf_small" in vs:
-        why["rbuf_small"] = ("latlab's sender respects the connection-level window (RFC 8684 §3.3.4), so nothing "
-                             "arrives that the buffer cannot hold and the receiver drops nothing; a small buffer "
-                             "shows as head-of-line blocking and a lower rate instead")  # fmt: skip
-    if "rbuf_needed" in vs or "rbuf_guidance" in vs:
-        g = guidance_parts(conns)
-        if g:
-            text = (f"the buffer a path set needs scales with ΣBW·RTT_max; latlab's paths give ΣBW = "
-                    f"{_mbps(g['bw_wired_bps'] + g['bw_wifi_bps'])} Mbit/s and RTT_max = {_ms(g['rtt_max_ms'])} ms "
-                    "(the Wi-Fi subflow's RTT with its queue), a testbed choice, not the study's measurement")
-            for key in ("rbuf_needed", "rbuf_guidance"):
-                if key in vs:
-                    why[key] = text
-    if "mtu_small" in vs:
-        why["mtu_small"] = ("in latlab a smaller MTU costs header bytes and Wi-Fi airtime per frame; the reordering "
-                            "between paths is set by their RTTs, which the MTU hardly changes")
+        why["rbuf_small"] = ("latlab's RFC sender keeps new data inside the connection-level window, so nothing "
+                             "arrives that the buffer cannot hold and the receiver drops nothing; and the wired path "
+                             "alone fills the server's link with a small window (its bandwidth-delay product is a "
+                             "few tens of KB), so a small buffer only keeps the Wi-Fi subflow out. The per-subflow-"
+                             "window sender shows the study's drops")  # fmt: skip
+    g = guidance_parts(conns)
+    for key in ("rbuf_needed", "rbuf_needed" + SFWIN, "rbuf_guidance", "rbuf_suffices", "rbuf_suffices" + SFWIN):
+        if key in vs and g:
+            why[key] = (f"the buffer a path set needs scales with ΣBW·RTT_max; latlab's paths give ΣBW = "
+                        f"{_mbps(g['bw_wired_bps'] + g['bw_wifi_bps'])} Mbit/s and RTT_max = {_ms(g['rtt_max_ms'])} ms "
+                        "(the Wi-Fi subflow's RTT with its queue), a testbed choice, not the study's measurement")
+    rfc = buffer_curve(conns, True)
+    if "rbuf_needed" in vs and len(rfc) and smallest_stable_mb(rfc) == rfc.index.min():
+        why["rbuf_needed"] += ("; with the RFC sender no buffer on the grid degrades the download, so the smallest "
+                               "on the grid counts as stable")
+    for key in ("mtu_small", "mtu_small" + SFWIN):
+        if key in vs:
+            why[key] = ("in latlab a smaller MTU costs header bytes and Wi-Fi airtime per frame; the reordering "
+                        "between paths is set by their RTTs, which the MTU hardly changes, and latlab's receive "
+                        "buffer counts payload bytes, not the per-packet memory overhead that grows with the "
+                        "number of segments in Linux")  # fmt: skip
     if "throttle_long_vs_tcp" in vs:
         tcp_wired = mean_of(pick(conns, "baseline", path="wired", size_bytes=settings.large_bytes), "goodput_bps")
         why["throttle_long_vs_tcp"] = (
@@ -195,11 +201,18 @@ def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapse
 
     # -- 3: receive buffer
     add("## 3. Receive buffer\n")
-    curve = buffer_curve(conns)
-    if len(curve):
-        add(f"MPTCP downloads of {settings.sweep_bytes / C.MB:g} MB against the client's max TCP memory (window = "
-            f"{C.WINDOW_FRACTION:g} × it). Head-of-line blocked: the share of the download during which data waited "
-            "in the receive buffer behind a hole.\n")
+    add(f"MPTCP downloads of {settings.sweep_bytes / C.MB:g} MB against the client's max TCP memory (window = "
+        f"{C.WINDOW_FRACTION:g} × it), with each of two senders: latlab's, which keeps new data inside the "
+        "connection-level window (RFC 8684 §3.3.4: Data ACK + window over all subflows), and one that applies the "
+        "advertised window only in each subflow's own sequence space, so that its subflows together can overrun "
+        "the shared buffer and the receiver drops what does not fit (the study's receiver drops point to a stack "
+        "that did). Head-of-line blocked: the share of the download's time during which data waited in the "
+        "receive buffer behind a hole.\n")
+    for dw, name in C.SENDERS.items():
+        curve = buffer_curve(conns, dw)
+        if not len(curve):
+            continue
+        add(f"**{name[:1].upper() + name[1:]} sender**\n")
         add(_table(["max TCP memory (MB)", "window (KB)", "goodput (Mbit/s)", "Wi-Fi share", "head-of-line blocked",
                     "retransmitted segments", "receiver drops", "reinjected segments"],
                    [[f"{mb:g}", f"{C.window_bytes(mb) / 1e3:g}",
@@ -208,45 +221,51 @@ def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapse
                      _f(r["retransmits"], "{:.0f}"), _f(r["recv_drops"], "{:.0f}"), _f(r["reinjections"], "{:.0f}")]
                     for mb, r in curve.iterrows()]))  # fmt: skip
         add("")
-        g = guidance_parts(conns)
-        if g:
-            add(f"The guidance (Linux, NSDI'12): a window of at least 2·ΣBW·RTT_max. From latlab's own runs: "
-                f"single-path TCP reaches {_mbps(g['bw_wired_bps'])} Mbit/s wired and {_mbps(g['bw_wifi_bps'])} "
-                f"Mbit/s on Wi-Fi; in the largest-buffer run the subflows' mean smoothed RTTs are "
-                f"{_ms(g['rtt_wired_ms'])} ms (wired) and {_ms(g['rtt_wifi_ms'])} ms (Wi-Fi). So the window is "
-                f"2 × {_mbps(g['bw_wired_bps'] + g['bw_wifi_bps'])} Mbit/s × {_ms(g['rtt_max_ms'])} ms = "
-                f"{g['window_bytes'] / 1e3:.0f} KB, a max TCP memory of **{g['memory_mb']:.2f} MB**. The smallest "
-                f"stable buffer of the sweep is **{smallest_stable_mb(curve):g} MB**; the study cites "
-                f"{NEEDED_BUFFER_MB:g} MB.\n")  # fmt: skip
-        for key in ("rbuf_small", "rbuf_large", "rbuf_needed", "rbuf_guidance"):
-            if key in vs:
-                add(f"- {vs[key].sentence()}")
+        sfx = "" if dw else SFWIN
+        for key in ("rbuf_small", "rbuf_large", "rbuf_needed", "rbuf_suffices"):
+            if key + sfx in vs:
+                add(f"- {vs[key + sfx].sentence()}")
         add("")
+    g = guidance_parts(conns)
+    if g:
+        add(f"The guidance (Linux, NSDI'12): a receive buffer of at least 2·ΣBW·RTT_max. From latlab's own runs: "
+            f"single-path TCP reaches {_mbps(g['bw_wired_bps'])} Mbit/s wired and {_mbps(g['bw_wifi_bps'])} "
+            f"Mbit/s on Wi-Fi; in the RFC sender's largest-buffer run the subflows' mean smoothed RTTs are "
+            f"{_ms(g['rtt_wired_ms'])} ms (wired) and {_ms(g['rtt_wifi_ms'])} ms (Wi-Fi, its queue included). So "
+            f"2 × {_mbps(g['bw_wired_bps'] + g['bw_wifi_bps'])} Mbit/s × {_ms(g['rtt_max_ms'])} ms = "
+            f"**{g['buffer_mb']:.2f} MB**, compared with the max TCP memory as the study compares it.\n")  # fmt: skip
+        if "rbuf_guidance" in vs:
+            add(f"- {vs['rbuf_guidance'].sentence()}\n")
     if "buffer" in figures:
         add(f"![Receive buffer]({figures['buffer']})\n")
 
     # -- 4: MTU
     add("## 4. MTU 1000 bytes at 0.72 MB\n")
     rows = []
-    for mtu in (C.MTU_BYTES, C.SMALL_MTU_BYTES):
-        for p in C.PATHS:
-            d = pick(conns, "mtu", transport="tcp", path=p) if mtu == C.SMALL_MTU_BYTES else \
-                pick(conns, "baseline", path=p, size_bytes=settings.sweep_bytes)
-            if len(d):
-                rows.append([f"TCP, {C.PATHS[p]} only", f"{mtu}", value_range(d["goodput_bps"], "{:.1f}", 1e-6),
-                             "–", "–"])  # fmt: skip
-        d = pick(conns, "mtu", transport="mptcp") if mtu == C.SMALL_MTU_BYTES else \
-            pick(conns, "rbuf", buffer_mb=C.DEFAULT_BUFFER_MB)
+    for p in C.PATHS:
+        d = pick(conns, "mtu", transport="tcp", path=p)
         if len(d):
-            rows.append(["MPTCP", f"{mtu}", value_range(d["goodput_bps"], "{:.1f}", 1e-6),
-                         _pct(mean_of(d, "wifi_share"), "{:.0f} %"), _pct(mean_of(d, "hol_fraction"), "{:.0f} %")])
+            rows.append([f"TCP, {C.PATHS[p]} only", f"{C.SMALL_MTU_BYTES}",
+                         value_range(d["goodput_bps"], "{:.1f}", 1e-6), "–", "–", "–"])  # fmt: skip
+    for dw, name in C.SENDERS.items():
+        for mtu in (C.MTU_BYTES, C.SMALL_MTU_BYTES):
+            d = pick(conns, "mtu", transport="mptcp", data_window=dw) if mtu == C.SMALL_MTU_BYTES else \
+                pick(conns, "rbuf", buffer_mb=C.DEFAULT_BUFFER_MB, data_window=dw)
+            if len(d):
+                rows.append([f"MPTCP, {name} sender", f"{mtu}", value_range(d["goodput_bps"], "{:.1f}", 1e-6),
+                             _pct(mean_of(d, "wifi_share"), "{:.0f} %"), _pct(mean_of(d, "hol_fraction"), "{:.0f} %"),
+                             _f(mean_of(d, "recv_drops"), "{:.0f}")])  # fmt: skip
     if rows:
-        add(f"{settings.sweep_bytes / C.MB:g} MB downloads (TCP at MTU {C.MTU_BYTES} only where that size was "
-            "run).\n")
-        add(_table(["connection", "MTU (bytes)", "goodput (Mbit/s)", "Wi-Fi share", "head-of-line blocked"], rows))
+        add(f"{settings.sweep_bytes / C.MB:g} MB downloads. At MTU {C.SMALL_MTU_BYTES} the Wi-Fi AP's rate is "
+            f"{C.wifi_rate_bps(C.SMALL_MTU_BYTES) / 1e6:.1f} Mbit/s instead of {C.wifi_rate_bps(C.MTU_BYTES) / 1e6:.1f} "
+            "(its per-frame costs weigh more on smaller frames).\n")
+        add(_table(["connection", "MTU (bytes)", "goodput (Mbit/s)", "Wi-Fi share", "head-of-line blocked",
+                    "receiver drops"], rows))  # fmt: skip
         add("")
-    if "mtu_small" in vs:
-        add(f"- {vs['mtu_small'].sentence()}\n")
+    for key in ("mtu_small", "mtu_small" + SFWIN):
+        if key in vs:
+            add(f"- {vs[key].sentence()}")
+    add("")
     if "mtu" in figures:
         add(f"![MTU 1000 against 1500]({figures['mtu']})\n")
 
