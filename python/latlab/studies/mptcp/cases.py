@@ -206,7 +206,7 @@ class Run:
     @property
     def sample_interval_ms(self) -> float:
         """Fine samples for short transfers (a 5 MB download takes about half a second)."""
-        return 5.0 if self.size_bytes <= 10 * MB else 50.0
+        return 5.0 if self.size_bytes <= 10 * MB else 20.0 if self.size_bytes <= 50 * MB else 50.0
 
     @property
     def duration_s(self) -> float:

@@ -107,6 +107,7 @@ def buffer_figure(data: StudyData, settings: C.Settings, out: Path) -> Path | No
         ax.set_xscale("log")
         grid = sorted(set().union(*(set(c.index) for c in curves.values())))
         ax.set_xticks(grid, [f"{x:g}" for x in grid], rotation=45, fontsize=7)
+        ax.minorticks_off()
         ax.set_xlabel("max TCP memory (MB); window = half of it")
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
