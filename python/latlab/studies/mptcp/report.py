@@ -125,7 +125,8 @@ def _setup(settings: C.Settings, data: StudyData, jobs: int, elapsed_s: float) -
                            f"{C.WINDOW_FRACTION:g} as window (tcp_adv_win_scale = 1); latlab's MPTCP buffer is the "
                            f"data-level window, so it is set to {C.WINDOW_FRACTION:g} × the study's figure "
                            f"(0.72 MB → {C.window_bytes(0.72) / 1e3:g} KB). Default {C.DEFAULT_BUFFER_MB:g} MB"],
-        ["throttle", f"an HTB-like token bucket at the proxy on the wired subflow, {settings.throttle_bps[0] / 1e6:g} "
+        ["throttle", "not run (no proxy node in this build)" if not data.proxy else
+                     f"an HTB-like token bucket at the proxy on the wired subflow, {settings.throttle_bps[0] / 1e6:g} "
                      f"Mbit/s for the verdicts (the study names no rate; "
                      + ", ".join(f"{r / 1e6:g}" for r in settings.throttle_bps)
                      + f" Mbit/s run), leaf queue {C.THROTTLE_QUEUE_MS:g} ms at its rate. First transfer: the rules "

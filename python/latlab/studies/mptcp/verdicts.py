@@ -44,7 +44,8 @@ def mptcp_split(conns: pd.DataFrame, large_bytes: int) -> dict[str, Verdict]:
     if not len(d):
         return out
     wired, wifi = mean_of(d, "wired_share"), mean_of(d, "wifi_share")
-    where = f"{large_bytes / C.MB:g} MB download, total {_mbps(mean_of(d, 'goodput_bps'))}"
+    how = "through the proxy" if bool(d["proxy"].iloc[0]) else "end to end, no proxy"
+    where = f"{large_bytes / C.MB:g} MB download {how}, total {_mbps(mean_of(d, 'goodput_bps'))}"
     ref = REFERENCES["mptcp_wired_share"]
     out[ref.key] = Verdict(ref, f"{100 * wired:.0f} % ({where})",
                            "agrees" if wired > MOST else "partly" if wired > MOST_PARTLY else "differs",
