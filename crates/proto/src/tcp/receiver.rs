@@ -527,16 +527,30 @@ mod app_read_tests {
 
     #[test]
     fn the_window_never_moves_its_right_edge_left() {
-        // Buffer 4 MSS, one segment unread: window 3 MSS, edge at 1 + 4 MSS.
-        // A probe beyond it is accepted (as in the default mode); the edge
-        // the sender knows stays where it was.
+        // Buffer 4 MSS, nothing read: the edge stays at 1 + 4 MSS while the
+        // window closes; a probe beyond it is accepted (as in the default
+        // mode) and ACKed with window 0.
         let mss = MSS as u64;
         let mut r = receiver(true, 4);
+        let mut edges = Vec::new();
         for k in 0..5 {
             r.on_segment(k, &data(k));
             let ack = r.poll_transmit(k).unwrap();
-            assert!(ack.ack + ack.rwnd_bytes >= 1 + 4 * mss);
+            edges.push(ack.ack + ack.rwnd_bytes);
         }
         assert_eq!(r.unread_bytes(), 5 * mss);
+        // Half a segment read leaves 3.5 MSS unread, a window of half an
+        // MSS (silly): still window 0 at the probe's end, 1 + 5 MSS.
+        assert_eq!(r.read(5, 3 * mss / 2), 3 * mss / 2);
+        r.on_segment(6, &data(0)); // a duplicate: ACKed at once
+        let ack = r.poll_transmit(6).unwrap();
+        edges.push(ack.ack + ack.rwnd_bytes);
+        let edge = 1 + 4 * mss;
+        assert_eq!(edges, [edge, edge, edge, edge, edge + mss, edge + mss]);
+        // A full segment of room: the edge moves to where reading put it.
+        r.read(7, mss);
+        r.on_segment(8, &data(0));
+        let ack = r.poll_transmit(8).unwrap();
+        assert_eq!(ack.ack + ack.rwnd_bytes, 1 + 4 * mss + 5 * mss / 2);
     }
 }
