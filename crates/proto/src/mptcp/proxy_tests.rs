@@ -76,6 +76,10 @@ struct Net {
     server_max_flight: u64,
     server_min_rwnd: u64,
     relay_max_seen: u64,
+    /// ∫ relay occupancy dt as the harness sees it: the occupancy after
+    /// each batch of events, held until the next.
+    relay_integral: u128,
+    relay_last: (u64, u64),
     first_client_byte_at: Option<u64>,
 }
 
@@ -132,6 +136,8 @@ impl Setup {
             server_max_flight: 0,
             server_min_rwnd: u64::MAX,
             relay_max_seen: 0,
+            relay_integral: 0,
+            relay_last: (0, 0),
             first_client_byte_at: None,
         }
     }
@@ -166,7 +172,11 @@ impl Net {
                 .max(self.server.snd_max() - self.server.snd_una());
             self.server_min_rwnd = self.server_min_rwnd.min(self.server.peer_rwnd_bytes());
         }
-        self.relay_max_seen = self.relay_max_seen.max(self.proxy.relay_occupancy_bytes());
+        let occ = self.proxy.relay_occupancy_bytes();
+        self.relay_max_seen = self.relay_max_seen.max(occ);
+        let (t, last) = self.relay_last;
+        self.relay_integral += u128::from(last) * u128::from(now - t);
+        self.relay_last = (now, occ);
         if self.first_client_byte_at.is_none() && self.client.bytes_delivered() > 0 {
             self.first_client_byte_at = Some(now);
         }
@@ -278,6 +288,9 @@ fn every_byte_crosses_the_proxy_in_order_over_both_subflows() {
         "{s:?}"
     );
     assert_eq!(s.relay_max_bytes, n.relay_max_seen);
+    assert_eq!(s.relay_occupancy_byte_ns, n.relay_integral);
+    let mean = n.relay_integral as f64 / n.now as f64;
+    assert!((s.relay_mean_bytes - mean).abs() < 1e-6 * mean, "{s:?}");
     assert!(s.relay_mean_bytes > 0.0 && s.relay_mean_bytes < s.relay_max_bytes as f64);
     assert_eq!(s.throttle_installed_at_ns, None);
 }
