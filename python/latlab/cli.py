@@ -248,11 +248,13 @@ def run_cmd(scenario: str | None, use_default: bool, outdir: Path | None, seed: 
             results = latlab.run(sc, outdir=outdir, progress=not quiet, seed=seed,
                                  max_memory_bytes=None if max_memory is None else parse_size(max_memory, "--max-memory"))
 
-    figure = access_figure = None
+    figure = access_figure = subflows_figure = None
     if not no_plot:
         figure = plot.overview(results, outdir / "overview.png")
         if plot.has_access(results):
             access_figure = plot.access(results, outdir / "access.png")
+        if plot.has_mptcp(results):
+            subflows_figure = plot.subflows(results, outdir / "subflows.png")
 
     if not quiet:
         from latlab.report import summary_table
@@ -263,6 +265,8 @@ def run_cmd(scenario: str | None, use_default: bool, outdir: Path | None, seed: 
             console.print(f"overview: {figure}")
         if access_figure is not None:
             console.print(f"access links: {access_figure}")
+        if subflows_figure is not None:
+            console.print(f"MPTCP subflows: {subflows_figure}")
     if not results.conservation_ok:
         _error_line(f"packet conservation FAILED {results.conservation_problem()} "
                     f"(a simulator bug; results written to {outdir} but suspect)")  # fmt: skip

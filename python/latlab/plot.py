@@ -223,3 +223,52 @@ def access(results: Results, path: str | os.PathLike[str]) -> Path:
     """Save a PNG of the wireless access links (see :func:`access_figure`)."""
     fig = access_figure(results)
     return _atomic.write_with(Path(path), lambda tmp: fig.savefig(tmp, format="png", dpi=100))
+
+
+def has_mptcp(results: Results) -> bool:
+    """Whether the run has MPTCP connections (the subflow tables are filled)."""
+    t = results.tables.get("subflows")
+    return t is not None and len(t) > 0
+
+
+def subflows_figure(results: Results) -> Figure:
+    """Per MPTCP connection (up to four): each subflow's throughput (acknowledged
+    bytes per sample interval) over time beside the connection's data-level goodput,
+    and the shared receive buffer's out-of-order occupancy."""
+    subflows = results.subflows
+    samples = results.subflow_samples
+    msamples = results.mptcp_samples
+    fids = sorted(pd.unique(subflows["flow_id"]))[:4]
+    fig = Figure(figsize=(12, 3.6 * max(len(fids), 1)), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(max(len(fids), 1), 2, squeeze=False)
+    for row, fid in enumerate(fids):
+        ax_rate, ax_buf = axes[row]
+        paths = subflows[subflows["flow_id"] == fid]
+        for i, p in enumerate(paths.itertuples()):
+            s = samples[(samples["flow_id"] == fid) & (samples["subflow"] == p.subflow)]
+            if len(s) >= 2:
+                t, r = _rates(s, "bytes_acked")
+                ax_rate.plot(t, r / 1e6, color=f"C{i % 10}", lw=1.2, label=f"{p.path}" + (" (backup)" if p.backup else ""))
+        m = msamples[msamples["flow_id"] == fid]
+        if len(m) >= 2:
+            t, r = _rates(m, "bytes_delivered")
+            ax_rate.plot(t, r / 1e6, color="k", lw=0.9, ls="--", label="data level (delivered)")
+            ax_buf.plot(_floats(m["time_ns"]) / 1e9, _floats(m["buffer_occupancy_bytes"]) / 1e3, color="k", lw=1)
+        ax_rate.set(title=f"flow {fid}: throughput per subflow", xlabel="time (s)", ylabel="Mbit/s")
+        ax_buf.set(title=f"flow {fid}: receive buffer held out of order", xlabel="time (s)", ylabel="kB")
+        if ax_rate.lines:
+            ax_rate.legend(fontsize=7, loc="upper right")
+        else:
+            _note(ax_rate, "no subflow samples (sample_interval_ms = 0?)")
+    if not fids:
+        _note(axes[0][0], "no MPTCP connections")
+    info = results.run_info
+    fig.suptitle(f"{info.get('name', 'scenario')}: MPTCP subflows (seed {info.get('seed')})")
+    return fig
+
+
+def subflows(results: Results, path: str | os.PathLike[str]) -> Path:
+    """Save a PNG of per-subflow throughput over time (see :func:`subflows_figure`)."""
+    fig = subflows_figure(results)
+    return _atomic.write_with(Path(path), lambda tmp: fig.savefig(tmp, format="png", dpi=100))

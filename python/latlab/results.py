@@ -62,7 +62,9 @@ class Results:
     # ----- tables -------------------------------------------------------
     def _table(self, name: str) -> pd.DataFrame:
         df = self.tables.get(name)
-        return df if df is not None else frames.empty_frame(schema.TABLES.get(name, ()))
+        if df is not None:
+            return df
+        return frames.empty_frame(schema.TABLES.get(name) or schema.MPTCP_TABLES.get(name, ()))
 
     @property
     def flows(self) -> pd.DataFrame:
@@ -83,6 +85,26 @@ class Results:
     def link_samples(self) -> pd.DataFrame:
         """queue_bytes, sojourn times, ... of the sampled links every sample_interval_ms."""
         return self._table("link_samples")
+
+    @property
+    def subflows(self) -> pd.DataFrame:
+        """MPTCP runs: one row per subflow (path) of each connection; empty otherwise."""
+        return self._table("subflows")
+
+    @property
+    def subflow_samples(self) -> pd.DataFrame:
+        """MPTCP runs: bytes_acked (cumulative), cwnd_bytes, srtt_ns per subflow and sample."""
+        return self._table("subflow_samples")
+
+    @property
+    def mptcp(self) -> pd.DataFrame:
+        """MPTCP runs: one row per connection (data-level goodput, receive buffer, HOL blocking)."""
+        return self._table("mptcp")
+
+    @property
+    def mptcp_samples(self) -> pd.DataFrame:
+        """MPTCP runs: receive-buffer occupancy and bytes delivered per connection and sample."""
+        return self._table("mptcp_samples")
 
     @property
     def conservation_ok(self) -> bool:

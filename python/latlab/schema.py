@@ -51,5 +51,39 @@ TABLES: dict[str, tuple[str, ...]] = {
     "link_samples": LINK_SAMPLES,
 }
 
+#: MPTCP runs only (docs/models/mptcp.md). Per path (subflow) of each MPTCP
+#: connection; ``subflow`` is the path's index in the scenario, goodput over the
+#: measurement window, cwnd/srtt at the end.
+SUBFLOWS = (
+    "flow_id", "subflow", "path", "backup", "joined", "join_after_ns",
+    "bytes_sent", "bytes_acked", "goodput_bps", "segments_sent",
+    "retransmitted_segments", "timeouts", "fast_recoveries", "cwnd_bytes", "srtt_ns",
+)  # fmt: skip
+
+#: Per joined subflow and sample time; bytes_acked is cumulative (rate = diff).
+SUBFLOW_SAMPLES = ("time_ns", "flow_id", "subflow", "bytes_acked", "cwnd_bytes", "srtt_ns")
+
+#: Per MPTCP connection: data-level goodput and the shared receive buffer.
+MPTCP = (
+    "flow_id", "paths", "subflows_joined", "scheduler", "recv_buffer_bytes",
+    "bytes_delivered", "goodput_bps",
+    "buffer_occupancy_mean_bytes",  # held out of order, mean over the window
+    "buffer_occupancy_max_bytes", "hol_blocked_ns",
+    "buffer_drops_segments", "buffer_drops_bytes", "duplicate_bytes",
+    "reinjected_segments", "reinjected_bytes", "opportunistic_retransmits",
+    "penalisations", "window_limited",
+)  # fmt: skip
+
+#: Per MPTCP connection and sample time: buffer occupancy, bytes delivered (cumulative).
+MPTCP_SAMPLES = ("time_ns", "flow_id", "buffer_occupancy_bytes", "bytes_delivered")
+
+#: Tables only runs with MPTCP flows have.
+MPTCP_TABLES: dict[str, tuple[str, ...]] = {
+    "subflows": SUBFLOWS,
+    "subflow_samples": SUBFLOW_SAMPLES,
+    "mptcp": MPTCP,
+    "mptcp_samples": MPTCP_SAMPLES,
+}
+
 #: Integer columns that may hold nulls; kept as pandas nullable integers (never silently floats).
 NULLABLE_INT_COLUMNS = frozenset({"size_bytes", "fct_ns"})

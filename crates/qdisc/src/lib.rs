@@ -14,11 +14,13 @@ mod codel;
 mod droptail;
 mod edge_pacer;
 mod red;
+mod token_bucket;
 
 pub use codel::{CoDel, CoDelParams};
 pub use droptail::{DropTail, Limit};
 pub use edge_pacer::{EdgePacer, EdgePacerParams};
 pub use red::{Red, RedParams};
+pub use token_bucket::{TokenBucket, TokenBucketParams};
 
 /// Nanoseconds on the caller's clock.
 pub type TimeNs = u64;

@@ -76,7 +76,12 @@ impl Footprint {
                 ("topology.links".to_string(), c.links.len() as u64),
             ),
         };
-        let flows = sc.flows.iter().map(|g| g.count as u64).sum();
+        // An MPTCP connection holds a TCP sender/receiver pair per path.
+        let flows = sc
+            .flows
+            .iter()
+            .map(|g| g.count as u64 * g.mptcp.as_ref().map_or(1, |m| m.paths.len().max(1) as u64))
+            .sum();
         let flow_key = sc
             .flows
             .iter()

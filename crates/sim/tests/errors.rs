@@ -256,3 +256,89 @@ fn receiver_window_controller_names_and_knobs_are_checked() {
         load(&with(ok), "ok.toml").unwrap_or_else(|e| panic!("{ok}: {e}"));
     }
 }
+
+const MPTCP_BASE: &str = r#"
+duration_s = 10
+[topology]
+kind = "custom"
+nodes = [{ name = "s" }, { name = "x" }, { name = "y" }, { name = "d" }, { name = "lone" }]
+links = [
+  { from = "s", to = "x", rate_bps = 1e6, delay_ms = 10 },
+  { from = "x", to = "d", rate_bps = 1e6, delay_ms = 10 },
+  { from = "s", to = "y", rate_bps = 1e6, delay_ms = 10 },
+  { from = "y", to = "d", rate_bps = 1e6, delay_ms = 10 },
+]
+[[flows]]
+kind = "mptcp"
+src = "s"
+dst = "d"
+cc = "lia"
+[flows.mptcp]
+[[flows.mptcp.paths]]
+via = ["x"]
+[[flows.mptcp.paths]]
+via = ["y"]
+"#;
+
+#[test]
+fn the_mptcp_base_scenario_is_valid() {
+    load(MPTCP_BASE, "ok.toml").unwrap();
+}
+
+#[test]
+fn mptcp_unknown_path_node() {
+    let msg = error_of(&MPTCP_BASE.replace("via = [\"y\"]", "via = [\"zz\"]"));
+    assert_mentions(&msg, &["flows[0].mptcp.paths[1].via[0]", "unknown node \"zz\""]);
+}
+
+#[test]
+fn mptcp_via_without_a_route() {
+    let msg = error_of(&MPTCP_BASE.replace("via = [\"y\"]", "via = [\"lone\"]"));
+    assert_mentions(&msg, &["flows[0].mptcp.paths[1].via", "no route"]);
+}
+
+#[test]
+fn mptcp_without_paths() {
+    let text = MPTCP_BASE
+        .replace("[[flows.mptcp.paths]]\nvia = [\"x\"]\n", "")
+        .replace("[[flows.mptcp.paths]]\nvia = [\"y\"]\n", "");
+    assert_mentions(&error_of(&text), &["flows[0].mptcp.paths", "at least one path"]);
+    let text = MPTCP_BASE.split("[flows.mptcp]").next().unwrap().to_string();
+    assert_mentions(&error_of(&text), &["flows[0].mptcp", "needs an mptcp table"]);
+}
+
+#[test]
+fn mptcp_table_on_a_tcp_group() {
+    let msg = error_of(&MPTCP_BASE.replace("kind = \"mptcp\"", "kind = \"tcp\""));
+    assert_mentions(&msg, &["flows[0].mptcp", "kind = \"mptcp\""]);
+}
+
+#[test]
+fn mptcp_too_many_paths() {
+    let many = "[[flows.mptcp.paths]]\nvia = [\"x\"]\n".repeat(256);
+    let text = MPTCP_BASE.replace("[[flows.mptcp.paths]]\nvia = [\"y\"]\n", &many);
+    assert_mentions(&error_of(&text), &["flows[0].mptcp.paths", "at most 255"]);
+}
+
+#[test]
+fn mptcp_bad_scheduler_and_join_time() {
+    let msg = error_of(&MPTCP_BASE.replace("[flows.mptcp]", "[flows.mptcp]\nscheduler = \"blest\""));
+    assert_mentions(&msg, &["flows[0].mptcp.scheduler", "minrtt"]);
+    let msg = error_of(&MPTCP_BASE.replace("via = [\"y\"]", "via = [\"y\"]\njoin_s = -1"));
+    assert_mentions(&msg, &["flows[0].mptcp.paths[1].join_s", "non-negative"]);
+    let msg = error_of(&MPTCP_BASE.replace("[flows.mptcp]", "[flows.mptcp]\nrecv_buffer_bytes = 10"));
+    assert_mentions(
+        &msg,
+        &["flows[0].mptcp.recv_buffer_bytes", "at least one segment"],
+    );
+}
+
+#[test]
+fn mptcp_proxy_is_parsed_and_refused() {
+    let text = MPTCP_BASE.to_string()
+        + "[flows.mptcp.proxy]\nnode = \"x\"\nrelay_bytes = 100000\n[flows.mptcp.proxy.throttle]\npath = 0\nrate_bps = 1e6\n";
+    assert_mentions(&error_of(&text), &["flows[0].mptcp.proxy", "not yet supported"]);
+    // Its keys are checked like any other table's.
+    let text = MPTCP_BASE.to_string() + "[flows.mptcp.proxy]\nnode = \"x\"\nrelay = 1\n";
+    assert_mentions(&error_of(&text), &["flows[0].mptcp.proxy", "relay"]);
+}

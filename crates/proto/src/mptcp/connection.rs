@@ -204,6 +204,12 @@ impl MptcpSender {
         self.data_nxt
     }
 
+    /// The application's bytes so far (one past its last data sequence
+    /// number); `None` for infinite bulk data.
+    pub fn app_bytes(&self) -> Option<u64> {
+        self.finite.then_some(self.data_end)
+    }
+
     pub fn is_complete(&self) -> bool {
         self.completed_at_ns.is_some()
     }

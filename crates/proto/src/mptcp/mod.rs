@@ -17,6 +17,8 @@
 //!   Data ACK, connection-level window, reinjection, coupled congestion
 //!   control's view, NSDI'12 opportunistic retransmission and penalisation.
 //! - `receiver`: the receiving side ([`MptcpReceiver`]).
+//! - `proxy`: the MPTCP-to-TCP proxy ([`MptcpProxy`]): a split connection,
+//!   a bounded relay with conversion delays, per-subflow throttling.
 //!
 //! Coupled congestion control lives with the other controllers: LIA
 //! ([`crate::cc::Lia`], RFC 6356) and OLIA ([`crate::cc::Olia`]); any other
@@ -28,16 +30,20 @@
 
 mod connection;
 mod dss;
+mod proxy;
 mod receiver;
 mod recv_buffer;
 mod scheduler;
 mod subflow;
 
 #[cfg(test)]
+mod proxy_tests;
+#[cfg(test)]
 mod tests;
 
 pub use connection::{MptcpConfig, MptcpSender, MptcpSenderStats};
 pub use dss::{DssMap, Mapping};
+pub use proxy::{MptcpProxy, ProxyConfig, ProxyOutput, ProxyStats, ShapedSegment, ThrottleConfig};
 pub use receiver::{MptcpReceiver, MptcpReceiverStats};
 pub use recv_buffer::{Arrival, RecvBuffer, RecvBufferStats};
 pub use scheduler::{Scheduler, SchedulerState, SubflowView};

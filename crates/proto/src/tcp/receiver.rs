@@ -10,6 +10,14 @@
 //! the advertised window is accepted rather than dropped: with an
 //! always-empty buffer there is nothing to protect, and a zero-window probe
 //! is then simply delivered.
+//!
+//! An application that does not read at once (a proxy whose relay is full
+//! stops reading its socket) is the opt-in [`TcpReceiver::set_application_reads`]:
+//! in-order bytes then wait in the receive buffer until
+//! [`TcpReceiver::read`], and the advertised window is the controller's
+//! window (the buffer) less the unread bytes, so a reader that stops closes
+//! the window and back-pressures the sender. Off by default, and then
+//! nothing of the above changes.
 
 use std::collections::VecDeque;
 
@@ -71,6 +79,15 @@ pub struct TcpReceiver {
     delack_deadline: Option<u64>,
     out: VecDeque<Segment>,
     stats: ReceiverStats,
+    /// The application reads on demand ([`Self::set_application_reads`]).
+    app_reads: bool,
+    /// In-order bytes delivered but not yet read (only with `app_reads`).
+    unread_bytes: u64,
+    /// RCV.NXT + RCV.WND of the last segment sent (only with `app_reads`):
+    /// the right edge the peer knows, which the window never moves left of.
+    adv_right_edge: u64,
+    /// ACKs sent only because a read opened the window.
+    window_updates: u64,
 }
 
 impl TcpReceiver {
@@ -92,7 +109,75 @@ impl TcpReceiver {
             delack_deadline: None,
             out: VecDeque::new(),
             stats: ReceiverStats::default(),
+            app_reads: false,
+            unread_bytes: 0,
+            adv_right_edge: 0,
+            window_updates: 0,
         }
+    }
+
+    /// Let the application read on demand: from now on in-order bytes wait
+    /// in the receive buffer until [`Self::read`] takes them, and the window
+    /// advertised is the controller's window (the buffer's size) less the
+    /// unread bytes, as a socket whose reader has stopped advertises less
+    /// and less (RFC 793 RCV.WND). Call it before the first segment. As in
+    /// the default mode, a segment beyond the window (the sender's
+    /// zero-window probe carries a full segment) is still accepted, so the
+    /// unread bytes can exceed the buffer by that probe.
+    pub fn set_application_reads(&mut self, on: bool) {
+        self.app_reads = on;
+    }
+
+    /// In-order bytes the application has not read yet (always 0 unless
+    /// [`Self::set_application_reads`]).
+    pub fn unread_bytes(&self) -> u64 {
+        self.unread_bytes
+    }
+
+    /// ACKs sent only because a read opened a closing window.
+    pub fn window_updates_sent(&self) -> u64 {
+        self.window_updates
+    }
+
+    /// The application reads up to `max_bytes` of the unread in-order
+    /// bytes; returns how many it took. If the window the peer knows has
+    /// fallen to half the buffer or less and the read at least doubles it,
+    /// a window update is sent at once (Linux `tcp_cleanup_rbuf`), else the
+    /// next ACK carries the larger window.
+    pub fn read(&mut self, now_ns: u64, max_bytes: u64) -> u64 {
+        let n = self.unread_bytes.min(max_bytes);
+        if n == 0 {
+            return 0;
+        }
+        self.unread_bytes -= n;
+        self.rwnd.on_copied(now_ns, n);
+        if self.state == State::Established && self.out.is_empty() {
+            let known = self.adv_right_edge.saturating_sub(self.rcv_nxt);
+            let now_wnd = self.window_at(self.rcv_nxt);
+            if known.saturating_mul(2) <= self.rwnd.rwnd_bytes()
+                && now_wnd > known
+                && now_wnd >= known.saturating_mul(2)
+            {
+                self.window_updates += 1;
+                self.push_ack(now_ns, None);
+            }
+        }
+        n
+    }
+
+    /// The window to advertise with acknowledgement number `ack` when the
+    /// application reads on demand: from `ack` to the buffer's right edge
+    /// (bytes read so far + buffer), with receiver silly-window avoidance
+    /// (RFC 1122 §4.2.3.3: no window smaller than min(buffer/2, MSS)), and
+    /// never left of the edge already advertised (RFC 793: do not shrink).
+    fn window_at(&self, ack: u64) -> u64 {
+        let buffer = self.rwnd.rwnd_bytes();
+        let read_to = self.rcv_nxt.saturating_sub(self.unread_bytes);
+        let mut wnd = read_to.saturating_add(buffer).saturating_sub(ack);
+        if wnd < (buffer / 2).min(self.cfg.mss_bytes as u64) {
+            wnd = 0;
+        }
+        wnd.max(self.adv_right_edge.saturating_sub(ack))
     }
 
     pub fn stats(&self) -> ReceiverStats {
@@ -172,8 +257,13 @@ impl TcpReceiver {
             }
             self.ooo.drain(..drained);
             self.stats.bytes_delivered += self.rcv_nxt - before;
-            // The application reads at once: delivered is copied.
-            self.rwnd.on_copied(now_ns, self.rcv_nxt - before);
+            if self.app_reads {
+                // Copied when the application reads it (`read`).
+                self.unread_bytes += self.rcv_nxt - before;
+            } else {
+                // The application reads at once: delivered is copied.
+                self.rwnd.on_copied(now_ns, self.rcv_nxt - before);
+            }
             if filled_hole {
                 // RFC 5681 §4.2: ACK at once for a segment filling (part of) a gap.
                 self.push_ack(now_ns, None);
@@ -336,7 +426,13 @@ impl TcpReceiver {
 
     /// Next segment to send (SYN-ACK or ACK).
     pub fn poll_transmit(&mut self, _now_ns: u64) -> Option<Segment> {
-        let seg = self.out.pop_front()?;
+        let mut seg = self.out.pop_front()?;
+        if self.app_reads {
+            // The window as it is when the segment leaves: the application
+            // may have read since the ACK was queued.
+            seg.rwnd_bytes = self.window_at(seg.ack);
+            self.adv_right_edge = self.adv_right_edge.max(seg.ack.saturating_add(seg.rwnd_bytes));
+        }
         self.stats.acks_sent += 1;
         Some(seg)
     }
@@ -353,5 +449,108 @@ impl TcpReceiver {
                 self.push_ack(now_ns, None);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod app_read_tests {
+    use super::*;
+    use crate::tcp::FixedRwnd;
+
+    const MSS: u32 = 1448;
+
+    /// A receiver without delayed ACKs, its buffer `segments` MSS, past
+    /// the handshake (SYN at 0, data from 1).
+    fn receiver(app_reads: bool, segments: u64) -> TcpReceiver {
+        let mut cfg = TcpConfig::linux();
+        cfg.delayed_ack = None;
+        let buffer = segments * MSS as u64;
+        let mut r = TcpReceiver::new(cfg, Box::new(FixedRwnd(buffer)));
+        r.set_application_reads(app_reads);
+        r.on_segment(
+            0,
+            &Segment {
+                flags: Flags::SYN,
+                ..Default::default()
+            },
+        );
+        let synack = r.poll_transmit(0).unwrap();
+        assert_eq!(synack.rwnd_bytes, buffer);
+        r
+    }
+
+    fn data(k: u64) -> Segment {
+        Segment {
+            seq: 1 + k * MSS as u64,
+            ack: 1,
+            payload_bytes: MSS,
+            flags: Flags::ACK,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn by_default_the_application_reads_at_once_and_the_window_stays() {
+        let mut r = receiver(false, 4);
+        for k in 0..10 {
+            r.on_segment(k, &data(k));
+            assert_eq!(r.poll_transmit(k).unwrap().rwnd_bytes, 4 * MSS as u64);
+        }
+        assert_eq!(r.unread_bytes(), 0);
+        assert_eq!(r.read(10, u64::MAX), 0);
+    }
+
+    #[test]
+    fn unread_bytes_close_the_window_and_a_read_reopens_it() {
+        let mss = MSS as u64;
+        let mut r = receiver(true, 4);
+        // Each segment left unread takes one MSS off the window.
+        for k in 0..4 {
+            r.on_segment(k, &data(k));
+            let ack = r.poll_transmit(k).unwrap();
+            assert_eq!(ack.ack, 1 + (k + 1) * mss);
+            assert_eq!(ack.rwnd_bytes, (3 - k) * mss, "after segment {k}");
+        }
+        assert_eq!(r.unread_bytes(), 4 * mss);
+        assert_eq!(r.stats().bytes_delivered, 4 * mss);
+        // A small read (half an MSS) is not worth a window update (receiver
+        // SWS avoidance), and the next ACK would still say 0.
+        assert_eq!(r.read(5, mss / 2), mss / 2);
+        assert_eq!(r.poll_transmit(5), None);
+        // Reading three segments' worth opens the window from 0: an update.
+        assert_eq!(r.read(6, 3 * mss), 3 * mss);
+        let upd = r.poll_transmit(6).unwrap();
+        assert_eq!((upd.ack, upd.rwnd_bytes), (1 + 4 * mss, 3 * mss + mss / 2));
+        assert_eq!(r.window_updates_sent(), 1);
+        assert_eq!(r.unread_bytes(), mss / 2);
+    }
+
+    #[test]
+    fn the_window_never_moves_its_right_edge_left() {
+        // Buffer 4 MSS, nothing read: the edge stays at 1 + 4 MSS while the
+        // window closes; a probe beyond it is accepted (as in the default
+        // mode) and ACKed with window 0.
+        let mss = MSS as u64;
+        let mut r = receiver(true, 4);
+        let mut edges = Vec::new();
+        for k in 0..5 {
+            r.on_segment(k, &data(k));
+            let ack = r.poll_transmit(k).unwrap();
+            edges.push(ack.ack + ack.rwnd_bytes);
+        }
+        assert_eq!(r.unread_bytes(), 5 * mss);
+        // Half a segment read leaves 3.5 MSS unread, a window of half an
+        // MSS (silly): still window 0 at the probe's end, 1 + 5 MSS.
+        assert_eq!(r.read(5, 3 * mss / 2), 3 * mss / 2);
+        r.on_segment(6, &data(0)); // a duplicate: ACKed at once
+        let ack = r.poll_transmit(6).unwrap();
+        edges.push(ack.ack + ack.rwnd_bytes);
+        let edge = 1 + 4 * mss;
+        assert_eq!(edges, [edge, edge, edge, edge, edge + mss, edge + mss]);
+        // A full segment of room: the edge moves to where reading put it.
+        r.read(7, mss);
+        r.on_segment(8, &data(0));
+        let ack = r.poll_transmit(8).unwrap();
+        assert_eq!(ack.ack + ack.rwnd_bytes, 1 + 4 * mss + 5 * mss / 2);
     }
 }

@@ -49,8 +49,10 @@ fn main() -> ExitCode {
     sim.run();
     let run_s = t1.elapsed().as_secs_f64();
     let ok = sim.conservation_ok();
+    // Packets forwarded over links, summed over hops: the work per packet.
+    let packet_hops: u64 = sim.links.iter().map(|l| l.counters.departures_pkts).sum();
     println!(
-        "{}: {} flows, {} links; build {:.3} s; run {:.3} s wall for {:.1} s simulated; {} events ({:.2} M events/s); conservation {}",
+        "{}: {} flows, {} links; build {:.3} s; run {:.3} s wall for {:.1} s simulated; {} events ({:.2} M events/s); {} packet-hops ({:.0} ns wall each); conservation {}",
         sim.name,
         sim.flows.len(),
         sim.links.len(),
@@ -59,6 +61,8 @@ fn main() -> ExitCode {
         sim.duration_ns as f64 / 1e9,
         sim.events,
         sim.events as f64 / run_s / 1e6,
+        packet_hops,
+        run_s * 1e9 / packet_hops.max(1) as f64,
         if ok { "ok" } else { "VIOLATED" }
     );
     if ok {

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""MPTCP's cost per packet: N two-path MPTCP connections against 2N plain TCP
+flows over the same two paths (issue 14, point 6).
+
+Topology: `server` reaches `client` over two disjoint paths, through `ra`
+(bottleneck ra->ca) and through `rb` (rb->cb). The MPTCP connections run
+server->client with one subflow per path. The TCP flows take the same
+bottlenecks with the same hop count: N from `sa` (linked only to ra) and N
+from `sb` (linked only to rb) to `client`. Each bottleneck carries N
+subflows or N TCP flows, so both runs move about the same packets over the
+same links; the figure of merit is wall time per packet-hop (and events/s).
+
+Runs the Rust-only `latlab-sim` binary (`cargo build --release --bin
+latlab-sim`), niced, `--repeat` times each, alternating, and prints one line
+per run and the ratio of the medians.
+
+    python3 benches/mptcp_speed.py                 # N = 100, 20 s simulated, 2 repeats
+    python3 benches/mptcp_speed.py --n 20 --duration 5 --repeat 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BINARY = REPO / "target" / "release" / "latlab-sim"
+
+TOPOLOGY = """
+[tcp]
+preset = "linux"
+[topology]
+kind = "custom"
+nodes = [{{ name = "server" }}, {{ name = "sa" }}, {{ name = "sb" }}, {{ name = "ra" }}, {{ name = "rb" }},
+         {{ name = "ca" }}, {{ name = "cb" }}, {{ name = "client" }}]
+links = [
+  {{ from = "server", to = "ra", rate_bps = 10e9, delay_ms = 1 }},
+  {{ from = "server", to = "rb", rate_bps = 10e9, delay_ms = 1 }},
+  {{ from = "sa", to = "ra", rate_bps = 10e9, delay_ms = 1 }},
+  {{ from = "sb", to = "rb", rate_bps = 10e9, delay_ms = 1 }},
+  {{ from = "ra", to = "ca", rate_bps = {rate}, delay_ms = 10, queue = {{ kind = "droptail", limit_packets = {queue} }} }},
+  {{ from = "rb", to = "cb", rate_bps = {rate}, delay_ms = 20, queue = {{ kind = "droptail", limit_packets = {queue} }} }},
+  {{ from = "ca", to = "client", rate_bps = 10e9, delay_ms = 1 }},
+  {{ from = "cb", to = "client", rate_bps = 10e9, delay_ms = 1 }},
+]
+"""
+
+MPTCP = """
+[[flows]]
+name = "mp"
+kind = "mptcp"
+src = "server"
+dst = "client"
+count = {n}
+cc = "lia"
+start_s = {{ uniform = [0, 1] }}
+[flows.mptcp]
+recv_buffer_bytes = 4000000
+[[flows.mptcp.paths]]
+name = "a"
+via = ["ra"]
+[[flows.mptcp.paths]]
+name = "b"
+via = ["rb"]
+"""
+
+TCP = """
+[[flows]]
+name = "tcp-a"
+src = "sa"
+dst = "client"
+count = {n}
+cc = "newreno"
+start_s = {{ uniform = [0, 1] }}
+[[flows]]
+name = "tcp-b"
+src = "sb"
+dst = "client"
+count = {n}
+cc = "newreno"
+start_s = {{ uniform = [0, 1] }}
+"""
+
+LINE = re.compile(
+    r"run (?P<run_s>[\d.]+) s wall .*?; (?P<events>\d+) events \((?P<meps>[\d.]+) M events/s\); "
+    r"(?P<hops>\d+) packet-hops \((?P<ns_hop>[\d.]+) ns wall each\); conservation (?P<cons>\w+)"
+)
+
+
+def scenario(kind: str, n: int, duration_s: float) -> str:
+    head = f'name = "{kind}-{n}"\nseed = 1\nduration_s = {duration_s}\nsample_interval_ms = 0\n'
+    # 1 Mbit/s per subflow or TCP flow at each bottleneck.
+    topo = TOPOLOGY.format(rate=f"{n}e6", queue=max(100, 2 * n))
+    return head + topo + (MPTCP if kind == "mptcp" else TCP).format(n=n)
+
+
+def run_once(path: Path) -> dict[str, float]:
+    out = subprocess.run(["nice", "-n", "10", str(BINARY), str(path)], capture_output=True, text=True, check=True)
+    m = LINE.search(out.stdout)
+    if m is None:
+        sys.exit(f"unexpected output from latlab-sim: {out.stdout!r} {out.stderr!r}")
+    if m["cons"] != "ok":
+        sys.exit(f"conservation violated in {path}")
+    return {"run_s": float(m["run_s"]), "events": int(m["events"]), "meps": float(m["meps"]),
+            "hops": int(m["hops"]), "ns_hop": float(m["ns_hop"])}  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=100, help="MPTCP connections (TCP flows: 2n)")
+    ap.add_argument("--duration", type=float, default=20.0, help="simulated seconds")
+    ap.add_argument("--repeat", type=int, default=2, help="runs of each, alternating")
+    args = ap.parse_args()
+    if not BINARY.is_file():
+        sys.exit(f"{BINARY} missing: cargo build --release --bin latlab-sim")
+    results: dict[str, list[dict[str, float]]] = {"mptcp": [], "tcp": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {}
+        for kind in results:
+            paths[kind] = Path(tmp) / f"{kind}.toml"
+            paths[kind].write_text(scenario(kind, args.n, args.duration))
+        for r in range(args.repeat):
+            for kind in results:
+                res = run_once(paths[kind])
+                results[kind].append(res)
+                label = f"{args.n} MPTCP x2" if kind == "mptcp" else f"{2 * args.n} TCP"
+                print(f"run {r + 1} {label:>12}: {res['run_s']:.3f} s wall, {res['events']} events "
+                      f"({res['meps']:.2f} M events/s), {res['hops']} packet-hops, {res['ns_hop']:.0f} ns/packet-hop")  # fmt: skip
+    med = {k: {f: statistics.median(r[f] for r in v) for f in ("ns_hop", "meps", "run_s")} for k, v in results.items()}
+    print(f"median ns per packet-hop: MPTCP {med['mptcp']['ns_hop']:.0f}, TCP {med['tcp']['ns_hop']:.0f}; "
+          f"ratio MPTCP/TCP {med['mptcp']['ns_hop'] / med['tcp']['ns_hop']:.2f}")  # fmt: skip
+    print(f"median M events/s: MPTCP {med['mptcp']['meps']:.2f}, TCP {med['tcp']['meps']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
