@@ -107,6 +107,11 @@ class Results:
         return self._table("mptcp_samples")
 
     @property
+    def mptcp_proxy(self) -> pd.DataFrame:
+        """MPTCP runs through a proxy: relay occupancy, throttle and server counters per connection."""
+        return self._table("mptcp_proxy")
+
+    @property
     def conservation_ok(self) -> bool:
         """True when every link's packets add up (arrivals = departures + drops + lost + queued)
         and, where the core checks it, every live packet is held by some link."""

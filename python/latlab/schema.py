@@ -77,12 +77,22 @@ MPTCP = (
 #: Per MPTCP connection and sample time: buffer occupancy, bytes delivered (cumulative).
 MPTCP_SAMPLES = ("time_ns", "flow_id", "buffer_occupancy_bytes", "bytes_delivered")
 
-#: Tables only runs with MPTCP flows have.
+#: Per proxied MPTCP connection ([flows.mptcp.proxy]): relay, throttle, server.
+MPTCP_PROXY = (
+    "flow_id", "node", "relay_bytes", "relay_max_bytes", "relay_mean_bytes",
+    "bytes_read_upstream", "bytes_relayed", "upstream_unread_bytes",
+    "first_subflow_established_ns", "upstream_connect_ns", "throttle_installed_ns",
+    "shaper_drops_pkts", "shaper_max_queue_bytes",
+    "server_segments_sent", "server_retransmitted_segments", "server_timeouts",
+)  # fmt: skip
+
+#: Tables only runs with MPTCP flows have (mptcp_proxy: only with a proxy).
 MPTCP_TABLES: dict[str, tuple[str, ...]] = {
     "subflows": SUBFLOWS,
     "subflow_samples": SUBFLOW_SAMPLES,
     "mptcp": MPTCP,
     "mptcp_samples": MPTCP_SAMPLES,
+    "mptcp_proxy": MPTCP_PROXY,
 }
 
 #: Integer columns that may hold nulls; kept as pandas nullable integers (never silently floats).

@@ -21,6 +21,8 @@ pub enum Event {
     SenderTimer { flow: u32 },
     /// A closed-loop user finished thinking: open the next connection.
     UserNext { flow: u32 },
+    /// The server's TCP sender behind an MPTCP proxy (RTO, pacing).
+    ServerTimer { flow: u32 },
     /// A TCP receiver's timer (delayed ACK).
     ReceiverTimer { flow: u32 },
     /// Take a measurement sample.

@@ -9,7 +9,7 @@
 
 use crate::traffic::{UdpSource, UserDraws};
 use latlab_proto::cc::CcSpec;
-use latlab_proto::mptcp::{MptcpReceiver, MptcpSender};
+use latlab_proto::mptcp::{MptcpProxy, MptcpReceiver, MptcpSender};
 use latlab_proto::tcp::{RwndSpec, SenderStats, TcpConfig, TcpReceiver, TcpSender};
 use latlab_proto::tfrc::{TfrcMode, TfrcReceiver, TfrcSender};
 
@@ -143,10 +143,36 @@ pub struct MptcpPath {
     pub window_start_acked: u64,
 }
 
+/// The `subflow` byte of packets on a proxied connection's plain-TCP leg
+/// (server ↔ proxy); subflow indices stop below it.
+pub const UPSTREAM_SUBFLOW: u8 = u8::MAX;
+
+/// The sending end of an MPTCP connection: the flow's source itself, or a
+/// proxy node that relays a plain TCP connection from the source.
+pub enum MptcpEnd {
+    Direct(MptcpSender),
+    Proxy(Box<ProxyEnd>),
+}
+
+/// A split connection (docs/models/mptcp-proxy.md): the server's TCP
+/// sender at the flow's source, the proxy machine at `node` (its upstream
+/// receiver and its MPTCP sender toward the client).
+pub struct ProxyEnd {
+    pub proxy: MptcpProxy,
+    pub server: TcpSender,
+    pub server_timer: TimerSlot,
+    pub server_connected: bool,
+    pub node: u32,
+    /// Route positions of server→proxy and proxy→server.
+    pub up_fwd_route: u32,
+    pub up_rev_route: u32,
+}
+
 /// A Multipath TCP connection (RFC 8684): the sans-IO sender and receiver
-/// of `latlab_proto::mptcp`, one subflow per path, a timer slot each.
+/// of `latlab_proto::mptcp`, one subflow per path, a timer slot each (the
+/// sender's serves the proxy when there is one).
 pub struct MptcpFlow {
-    pub sender: MptcpSender,
+    pub end: MptcpEnd,
     pub receiver: MptcpReceiver,
     pub sender_timer: TimerSlot,
     pub receiver_timer: TimerSlot,
@@ -160,9 +186,36 @@ pub struct MptcpFlow {
     /// The receive buffer's occupancy integral (byte·ns) when the
     /// measurement window opened, for the window's mean occupancy.
     pub window_start_occupancy_byte_ns: u128,
+    /// Proxied finite transfers: when the client had every byte.
+    pub completed_at_ns: Option<u64>,
 }
 
 impl MptcpFlow {
+    /// The MPTCP sender (the proxy's, when there is one).
+    pub fn sender(&self) -> &MptcpSender {
+        match &self.end {
+            MptcpEnd::Direct(s) => s,
+            MptcpEnd::Proxy(p) => p.proxy.downstream(),
+        }
+    }
+
+    pub fn proxy(&self) -> Option<&ProxyEnd> {
+        match &self.end {
+            MptcpEnd::Proxy(p) => Some(p),
+            MptcpEnd::Direct(_) => None,
+        }
+    }
+
+    /// When a finite transfer finished: acknowledged at the data level
+    /// (direct), or delivered to the client (through a proxy, whose own
+    /// sender only ever knows the bytes relayed so far).
+    pub fn completed_at(&self) -> Option<u64> {
+        match &self.end {
+            MptcpEnd::Direct(s) => s.completed_at_ns(),
+            MptcpEnd::Proxy(_) => self.completed_at_ns,
+        }
+    }
+
     /// Earliest pending join, absolute ns, for a flow that started at `start_ns`.
     pub fn next_join_ns(&self, start_ns: u64) -> Option<u64> {
         self.paths
@@ -175,13 +228,17 @@ impl MptcpFlow {
     /// Open the subflows whose join time has come (in scenario order among
     /// equal times): each gets the next index in sender and receiver.
     pub fn join_due(&mut self, now_ns: u64, start_ns: u64) {
+        // A proxy's subflows are all added at build time.
+        let MptcpEnd::Direct(sender) = &mut self.end else {
+            return;
+        };
         for k in 0..self.paths.len() {
             let p = &self.paths[k];
             if p.subflow.is_some() || start_ns + p.join_after_ns > now_ns {
                 continue;
             }
             let cc = self.cc.build(self.cfg.mss_bytes as u64);
-            let i = self.sender.add_subflow(now_ns, self.cfg.clone(), cc, p.backup);
+            let i = sender.add_subflow(now_ns, self.cfg.clone(), cc, p.backup);
             let j = self.receiver.add_subflow(self.cfg.clone());
             debug_assert_eq!(i, j, "sender and receiver number subflows alike");
             self.paths[k].subflow = Some(i as u8);
@@ -192,7 +249,7 @@ impl MptcpFlow {
     /// Sum of the subflows' sender counters.
     pub fn sender_totals(&self) -> SenderStats {
         let mut s = SenderStats::default();
-        for sf in self.sender.subflows() {
+        for sf in self.sender().subflows() {
             s.accumulate(&sf.tcp().stats());
         }
         s

@@ -163,7 +163,7 @@ impl Samples {
         f: &Flow,
         m: &crate::flow::MptcpFlow,
     ) {
-        let subs = m.sender.subflows();
+        let subs = m.sender().subflows();
         let tot = m.sender_totals();
         fs.time_ns.push(now_ns);
         fs.flow_id.push(flow_id);

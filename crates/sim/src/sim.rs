@@ -8,12 +8,15 @@
 //! index increment.
 
 use crate::engine::{Event, EventQueue};
-use crate::flow::{Flow, MptcpFlow, TcpFlow, TfrcFlow, TimerSlot, Transfer, Transport};
+use crate::flow::{
+    Flow, MptcpEnd, MptcpFlow, ProxyEnd, TcpFlow, TfrcFlow, TimerSlot, Transfer, Transport, UPSTREAM_SUBFLOW,
+};
 use crate::measure::Samples;
 use crate::network::{queue_view, Link, LinkQueue, MediumKind, Node, Service, SharedMedium};
 use crate::packet::{Packet, PacketRef, PacketSlab, Payload};
 use crate::routing::RouteTable;
 use latlab_link::Departure;
+use latlab_proto::mptcp::ProxyOutput;
 use latlab_proto::tcp::{TcpReceiver, TcpSender};
 use latlab_proto::tfrc::TfrcSender;
 use latlab_qdisc::{Dequeue, Enqueue, Qdisc};
@@ -204,10 +207,18 @@ impl Simulation {
                         self.poll_tfrc_sender(flow);
                     }
                     Transport::Mptcp(m) => {
-                        // Subflows joining now open at connect; later ones
-                        // when the sender's timer reaches their join time.
-                        m.sender.connect(now);
-                        m.join_due(now, now);
+                        match &mut m.end {
+                            // Subflows joining now open at connect; later
+                            // ones when the sender's timer reaches their
+                            // join time.
+                            MptcpEnd::Direct(sender) => {
+                                sender.connect(now);
+                                m.join_due(now, now);
+                            }
+                            // The client side opens first; the server's
+                            // connection when the proxy says.
+                            MptcpEnd::Proxy(p) => p.proxy.connect(now),
+                        }
                         self.poll_mptcp_sender(flow);
                     }
                 }
@@ -237,7 +248,10 @@ impl Simulation {
                             let start = self.flows[flow as usize].start_ns;
                             let m = self.mptcp_mut(flow);
                             m.join_due(now, start);
-                            m.sender.on_timeout(now);
+                            match &mut m.end {
+                                MptcpEnd::Direct(sender) => sender.on_timeout(now),
+                                MptcpEnd::Proxy(p) => p.proxy.on_timeout(now),
+                            }
                             self.poll_mptcp_sender(flow);
                         }
                     }
@@ -267,6 +281,14 @@ impl Simulation {
                     Transport::Udp(_) => {}
                 }
             }
+            Event::ServerTimer { flow } => {
+                let now = self.now_ns;
+                let p = self.proxy_mut(flow);
+                if p.server_timer.fire(now) {
+                    p.server.on_timeout(now);
+                    self.poll_server(flow);
+                }
+            }
             Event::UserNext { flow } => self.next_transfer(flow),
             Event::Sample => {
                 self.samples
@@ -292,11 +314,12 @@ impl Simulation {
                     f.window_start_sent = f.bytes_sent();
                     if let Transport::Mptcp(m) = &mut f.transport {
                         m.window_start_occupancy_byte_ns = m.receiver.buffer_stats(now).occupancy_byte_ns;
-                        for p in &mut m.paths {
-                            p.window_start_acked = p
+                        for k in 0..m.paths.len() {
+                            let acked = m.paths[k]
                                 .subflow
-                                .and_then(|i| m.sender.subflow(i as usize))
+                                .and_then(|i| m.sender().subflow(i as usize))
                                 .map_or(0, |s| s.tcp().stats().bytes_acked);
+                            m.paths[k].window_start_acked = acked;
                         }
                     }
                 }
@@ -324,23 +347,95 @@ impl Simulation {
         }
     }
 
-    /// Send every segment the MPTCP sender wants to send now, each on its
-    /// subflow's path, then arm its timer for the earliest of the
-    /// subflows' deadlines and the next subflow's join time.
+    fn proxy_mut(&mut self, flow: u32) -> &mut ProxyEnd {
+        match &mut self.mptcp_mut(flow).end {
+            MptcpEnd::Proxy(p) => p,
+            MptcpEnd::Direct(_) => unreachable!("proxy event for an MPTCP flow without a proxy"),
+        }
+    }
+
+    /// Send every segment the MPTCP sender (or the proxy) wants to send
+    /// now, each on its subflow's path (a proxy's ACKs to the server on
+    /// the upstream route), then arm its timer for the earliest of its
+    /// deadlines, the next subflow's join time and the server's start.
     fn poll_mptcp_sender(&mut self, flow: u32) {
         let now = self.now_ns;
-        while let Some((i, seg)) = self.mptcp_mut(flow).sender.poll_transmit(now) {
+        if let MptcpEnd::Proxy(_) = self.mptcp_mut(flow).end {
+            self.poll_proxy(flow);
+            return;
+        }
+        loop {
+            let MptcpEnd::Direct(sender) = &mut self.mptcp_mut(flow).end else {
+                return;
+            };
+            let Some((i, seg)) = sender.poll_transmit(now) else {
+                break;
+            };
             self.send_mptcp(flow, true, i, seg);
         }
         let start = self.flows[flow as usize].start_ns;
         let m = self.mptcp_mut(flow);
-        let deadline = match (m.sender.next_timeout(), m.next_join_ns(start)) {
+        let deadline = match (m.sender().next_timeout(), m.next_join_ns(start)) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         if let Some(d) = m.sender_timer.needs_schedule(deadline.map(|d| d.max(now))) {
             self.queue.schedule(d, Event::SenderTimer { flow });
         }
+    }
+
+    /// The proxy's side of [`Self::poll_mptcp_sender`]; starts the server's
+    /// connection once the proxy's SYN delay has passed.
+    fn poll_proxy(&mut self, flow: u32) {
+        let now = self.now_ns;
+        loop {
+            match self.proxy_mut(flow).proxy.poll_transmit(now) {
+                Some(ProxyOutput::Upstream(seg)) => self.send_upstream(flow, false, seg),
+                Some(ProxyOutput::Subflow(i, seg)) => self.send_mptcp(flow, true, i, seg),
+                None => break,
+            }
+        }
+        let p = self.proxy_mut(flow);
+        let connect_at = p.proxy.upstream_connect_at().filter(|_| !p.server_connected);
+        if connect_at.is_some_and(|t| t <= now) {
+            p.server_connected = true;
+            p.server.connect(now);
+            self.poll_server(flow);
+        }
+        let m = self.mptcp_mut(flow);
+        let MptcpEnd::Proxy(p) = &m.end else { return };
+        let connect_at = p.proxy.upstream_connect_at().filter(|_| !p.server_connected);
+        let deadline = [p.proxy.next_timeout(), connect_at].into_iter().flatten().min();
+        if let Some(d) = m.sender_timer.needs_schedule(deadline.map(|d| d.max(now))) {
+            self.queue.schedule(d, Event::SenderTimer { flow });
+        }
+    }
+
+    /// Send what the server behind a proxy wants to send, arm its timer.
+    fn poll_server(&mut self, flow: u32) {
+        let now = self.now_ns;
+        while let Some(seg) = self.proxy_mut(flow).server.poll_transmit(now) {
+            self.send_upstream(flow, true, seg);
+        }
+        let p = self.proxy_mut(flow);
+        let deadline = p.server.next_timeout().map(|d| d.max(now));
+        if let Some(d) = p.server_timer.needs_schedule(deadline) {
+            self.queue.schedule(d, Event::ServerTimer { flow });
+        }
+    }
+
+    /// Put a segment of the server↔proxy TCP connection on its route.
+    fn send_upstream(&mut self, flow: u32, forward: bool, seg: latlab_proto::Segment) {
+        let p = self.proxy_mut(flow);
+        let route_pos = if forward { p.up_fwd_route } else { p.up_rev_route };
+        self.send_at(
+            flow,
+            forward,
+            Payload::Tcp(seg),
+            seg.payload_bytes,
+            route_pos,
+            UPSTREAM_SUBFLOW,
+        );
     }
 
     fn poll_mptcp_receiver(&mut self, flow: u32) {
@@ -848,12 +943,35 @@ impl Simulation {
             }
             (Transport::Mptcp(m), Payload::Tcp(seg)) => {
                 let i = p.subflow as usize;
-                if forward {
-                    m.receiver.on_segment(now, i, &seg);
-                    self.poll_mptcp_receiver(flow);
-                } else {
-                    m.sender.on_segment(now, i, &seg);
-                    self.poll_mptcp_sender(flow);
+                match (&mut m.end, forward) {
+                    (MptcpEnd::Proxy(px), true) if p.subflow == UPSTREAM_SUBFLOW => {
+                        px.proxy.on_upstream_segment(now, &seg);
+                        self.poll_proxy(flow);
+                    }
+                    (MptcpEnd::Proxy(px), false) if p.subflow == UPSTREAM_SUBFLOW => {
+                        px.server.on_segment(now, &seg);
+                        self.poll_server(flow);
+                    }
+                    (end, true) => {
+                        m.receiver.on_segment(now, i, &seg);
+                        // Through a proxy, a finite transfer ends when the
+                        // client has every byte.
+                        if let (MptcpEnd::Proxy(_), Some(size), None) = (end, f.size_bytes, m.completed_at_ns)
+                        {
+                            if m.receiver.bytes_delivered() >= size {
+                                m.completed_at_ns = Some(now);
+                            }
+                        }
+                        self.poll_mptcp_receiver(flow);
+                    }
+                    (MptcpEnd::Direct(sender), false) => {
+                        sender.on_segment(now, i, &seg);
+                        self.poll_mptcp_sender(flow);
+                    }
+                    (MptcpEnd::Proxy(px), false) => {
+                        px.proxy.on_subflow_segment(now, i, &seg);
+                        self.poll_proxy(flow);
+                    }
                 }
             }
             (Transport::Udp(u), Payload::Udp { sent_ns, .. }) => {
@@ -872,7 +990,13 @@ impl Simulation {
         let p = *self.packets.get(r);
         let Payload::Tcp(seg) = p.payload else { return };
         let f = &self.flows[p.flow as usize];
-        let (src, dst) = if p.forward { (f.src, f.dst) } else { (f.dst, f.src) };
+        // A proxied connection's legs: server↔proxy and proxy↔client.
+        let (near, far) = match f.mptcp().and_then(|m| m.proxy()) {
+            Some(px) if p.subflow == UPSTREAM_SUBFLOW => (f.src, px.node),
+            Some(px) => (px.node, f.dst),
+            None => (f.src, f.dst),
+        };
+        let (src, dst) = if p.forward { (near, far) } else { (far, near) };
         let l = &mut self.links[link as usize];
         if let Some(w) = l.pcap.as_mut() {
             let res = w.write_tcp_subflow(

@@ -5,12 +5,12 @@
 //! with MPTCP flows add `subflows`, `subflow_samples`, `mptcp` and
 //! `mptcp_samples`.
 
-use crate::flow::{Flow, MptcpFlow, MptcpPath, TcpFlow, TfrcFlow, Transfer, Transport, UdpFlow};
+use crate::flow::{Flow, MptcpFlow, MptcpPath, ProxyEnd, TcpFlow, TfrcFlow, Transfer, Transport, UdpFlow};
 use crate::network::{queue_view, MediumKind, QueueView, Service};
 use crate::sim::Simulation;
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
 use arrow_ipc::writer::StreamWriter;
-use latlab_proto::mptcp::{MptcpSenderStats, RecvBufferStats};
+use latlab_proto::mptcp::{MptcpSenderStats, ProxyStats, RecvBufferStats};
 use latlab_proto::tcp::SenderStats;
 use std::sync::Arc;
 
@@ -75,7 +75,7 @@ impl Simulation {
                 bools(f.iter().map(|x| {
                     x.size_bytes.is_some()
                         && (x.tcp().is_some_and(|t| t.sender.is_complete())
-                            || x.mptcp().is_some_and(|m| m.sender.is_complete()))
+                            || x.mptcp().is_some_and(|m| m.completed_at().is_some()))
                 })),
             ),
             (
@@ -83,7 +83,7 @@ impl Simulation {
                 opt_u64s(f.iter().map(|x| {
                     x.size_bytes?;
                     let done = match &x.transport {
-                        Transport::Mptcp(m) => m.sender.completed_at_ns(),
+                        Transport::Mptcp(m) => m.completed_at(),
                         _ => x.tcp()?.sender.completed_at_ns(),
                     };
                     done.map(|t| t.saturating_sub(x.start_ns))
@@ -125,7 +125,7 @@ impl Simulation {
                 opt_u64s(f.iter().map(|x| match &x.transport {
                     Transport::Tcp(t) => Some(t.sender.cwnd_bytes()),
                     Transport::Mptcp(m) => {
-                        Some(m.sender.subflows().iter().map(|s| s.tcp().cwnd_bytes()).sum())
+                        Some(m.sender().subflows().iter().map(|s| s.tcp().cwnd_bytes()).sum())
                     }
                     _ => None,
                 })),
@@ -411,7 +411,7 @@ impl Simulation {
             .collect();
         fn tcp<'a>(m: &'a MptcpFlow, p: &MptcpPath) -> Option<&'a latlab_proto::tcp::TcpSender> {
             p.subflow
-                .and_then(|i| m.sender.subflow(i as usize))
+                .and_then(|i| m.sender().subflow(i as usize))
                 .map(|s| s.tcp())
         }
         let stat = |g: fn(&SenderStats) -> u64| {
@@ -477,7 +477,7 @@ impl Simulation {
             .filter_map(|(i, f)| Some((i as u32, f, f.mptcp()?)))
             .collect();
         let buf: Vec<RecvBufferStats> = rows.iter().map(|r| r.2.receiver.buffer_stats(end)).collect();
-        let snd = |g: fn(&MptcpSenderStats) -> u64| u64s(rows.iter().map(move |r| g(&r.2.sender.stats())));
+        let snd = |g: fn(&MptcpSenderStats) -> u64| u64s(rows.iter().map(move |r| g(&r.2.sender().stats())));
         let window_ns = (self.duration_ns.saturating_sub(self.measure_from_ns)).max(1) as f64;
         batch(vec![
             ("flow_id", u32s(rows.iter().map(|r| r.0))),
@@ -488,7 +488,7 @@ impl Simulation {
             ),
             (
                 "scheduler",
-                strs(rows.iter().map(|r| r.2.sender.config().scheduler.name())),
+                strs(rows.iter().map(|r| r.2.sender().config().scheduler.name())),
             ),
             (
                 "recv_buffer_bytes",
@@ -532,6 +532,58 @@ impl Simulation {
         ])
     }
 
+    /// One row per proxied MPTCP connection (docs/models/mptcp-proxy.md):
+    /// the relay, the conversion delays' effect, the throttle, the server's
+    /// TCP connection.
+    pub fn mptcp_proxy_table(&self) -> RecordBatch {
+        let end = self.now_ns;
+        let rows: Vec<(u32, &ProxyEnd, ProxyStats)> = self
+            .flows
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| {
+                let p = f.mptcp()?.proxy()?;
+                Some((i as u32, p, p.proxy.stats(end)))
+            })
+            .collect();
+        let st = |g: fn(&ProxyStats) -> u64| u64s(rows.iter().map(move |r| g(&r.2)));
+        let opt = |g: fn(&ProxyStats) -> Option<u64>| opt_u64s(rows.iter().map(move |r| g(&r.2)));
+        let server = |g: fn(&SenderStats) -> u64| u64s(rows.iter().map(move |r| g(&r.1.server.stats())));
+        batch(vec![
+            ("flow_id", u32s(rows.iter().map(|r| r.0))),
+            (
+                "node",
+                strs(rows.iter().map(|r| self.nodes[r.1.node as usize].name.as_str())),
+            ),
+            (
+                "relay_bytes",
+                u64s(rows.iter().map(|r| r.1.proxy.config().relay_bytes)),
+            ),
+            ("relay_max_bytes", st(|s| s.relay_max_bytes)),
+            (
+                "relay_mean_bytes",
+                f64s(rows.iter().map(|r| r.2.relay_mean_bytes)),
+            ),
+            ("bytes_read_upstream", st(|s| s.bytes_read_upstream)),
+            ("bytes_relayed", st(|s| s.bytes_relayed)),
+            ("upstream_unread_bytes", st(|s| s.upstream_unread_bytes)),
+            (
+                "first_subflow_established_ns",
+                opt(|s| s.first_subflow_established_at_ns),
+            ),
+            ("upstream_connect_ns", opt(|s| s.upstream_connect_at_ns)),
+            ("throttle_installed_ns", opt(|s| s.throttle_installed_at_ns)),
+            ("shaper_drops_pkts", st(|s| s.shaper_drops_pkts)),
+            ("shaper_max_queue_bytes", st(|s| s.shaper_max_queue_bytes)),
+            ("server_segments_sent", server(|s| s.segments_sent)),
+            (
+                "server_retransmitted_segments",
+                server(|s| s.retransmitted_segments),
+            ),
+            ("server_timeouts", server(|s| s.timeouts)),
+        ])
+    }
+
     pub fn mptcp_samples_table(&self) -> RecordBatch {
         let s = &self.samples.mptcp;
         batch(vec![
@@ -566,6 +618,13 @@ impl Simulation {
             t.push(("subflow_samples", self.subflow_samples_table()));
             t.push(("mptcp", self.mptcp_table()));
             t.push(("mptcp_samples", self.mptcp_samples_table()));
+        }
+        if self
+            .flows
+            .iter()
+            .any(|f| f.mptcp().is_some_and(|m| m.proxy().is_some()))
+        {
+            t.push(("mptcp_proxy", self.mptcp_proxy_table()));
         }
         t
     }

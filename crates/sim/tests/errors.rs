@@ -334,11 +334,21 @@ fn mptcp_bad_scheduler_and_join_time() {
 }
 
 #[test]
-fn mptcp_proxy_is_parsed_and_refused() {
-    let text = MPTCP_BASE.to_string()
-        + "[flows.mptcp.proxy]\nnode = \"x\"\nrelay_bytes = 100000\n[flows.mptcp.proxy.throttle]\npath = 0\nrate_bps = 1e6\n";
-    assert_mentions(&error_of(&text), &["flows[0].mptcp.proxy", "not yet supported"]);
-    // Its keys are checked like any other table's.
-    let text = MPTCP_BASE.to_string() + "[flows.mptcp.proxy]\nnode = \"x\"\nrelay = 1\n";
-    assert_mentions(&error_of(&text), &["flows[0].mptcp.proxy", "relay"]);
+fn mptcp_proxy_errors_name_their_keys() {
+    let proxy = |extra: &str| format!("{MPTCP_BASE}[flows.mptcp.proxy]\nnode = \"x\"\n{extra}");
+    load(&proxy("relay_bytes = 100000\n"), "ok.toml").unwrap();
+    let msg = error_of(&proxy("relay = 1\n"));
+    assert_mentions(&msg, &["flows[0].mptcp.proxy", "relay"]);
+    let msg = error_of(&proxy("").replace("node = \"x\"", "node = \"nowhere\""));
+    assert_mentions(&msg, &["flows[0].mptcp.proxy.node", "unknown node"]);
+    let msg = error_of(&proxy("upstream_cc = \"fast\"\n"));
+    assert_mentions(&msg, &["flows[0].mptcp.proxy.upstream_cc", "newreno"]);
+    let msg = error_of(&proxy(
+        "[flows.mptcp.proxy.throttle]\npath = \"lte\"\nrate_bps = 1e6\n",
+    ));
+    assert_mentions(&msg, &["flows[0].mptcp.proxy.throttle.path", "path0"]);
+    let msg = error_of(&proxy("[flows.mptcp.proxy.throttle]\npath = 1\nrate_bps = 0\n"));
+    assert_mentions(&msg, &["flows[0].mptcp.proxy.throttle.rate_bps", "positive"]);
+    let msg = error_of(&proxy("").replace("via = [\"y\"]", "via = [\"y\"]\njoin_s = 1"));
+    assert_mentions(&msg, &["flows[0].mptcp.paths[1].join_s", "join_s = 0"]);
 }

@@ -27,7 +27,7 @@ fn mp(sim: &Simulation, flow: usize) -> &MptcpFlow {
 fn path_acked(m: &MptcpFlow, k: usize) -> u64 {
     m.paths[k]
         .subflow
-        .and_then(|i| m.sender.subflow(i as usize))
+        .and_then(|i| m.sender().subflow(i as usize))
         .map_or(0, |s| s.tcp().stats().bytes_acked)
 }
 
@@ -120,11 +120,11 @@ fn a_two_path_transfer_delivers_every_byte_in_data_order() {
     let sim = run(&toml);
     let m = mp(&sim, 0);
     assert!(
-        m.sender.is_complete(),
+        m.sender().is_complete(),
         "incomplete: {} of {total}",
-        m.sender.data_una()
+        m.sender().data_una()
     );
-    assert_eq!(m.sender.data_una(), total);
+    assert_eq!(m.sender().data_una(), total);
     assert_eq!(m.receiver.bytes_delivered(), total);
     assert_eq!(m.receiver.buffer().occupancy_bytes(), 0);
     assert_eq!(m.receiver.stats().unmapped_segments, 0);
@@ -320,4 +320,125 @@ fn the_same_seed_gives_identical_tables() {
     let (a, b) = (digest(), digest());
     assert_eq!(a.len(), 10);
     assert!(a == b, "two runs of one seed differ");
+}
+
+/// A server behind a proxy `px` (100 Mbit/s, 5 ms), and two paths from
+/// the proxy to the client: wired through `eth` (20 Mbit/s, 5 ms RTT) and
+/// Wi-Fi-like through `ap` (10 Mbit/s, 15 ms RTT). The client's 100 kB
+/// receive buffer is more than the wired path needs and less than both
+/// paths' queues hold, so min-RTT keeps the Wi-Fi subflow mostly idle.
+fn proxied(size: Option<u64>, proxy_extra: &str) -> String {
+    let size = size.map_or(String::new(), |s| format!("size_bytes = {s}\n"));
+    format!(
+        r#"
+[tcp]
+preset = "linux"
+[topology]
+kind = "custom"
+nodes = [{{ name = "server" }}, {{ name = "px" }}, {{ name = "eth" }}, {{ name = "ap" }}, {{ name = "client" }}]
+links = [
+  {{ from = "server", to = "px", rate_bps = 100e6, delay_ms = 5 }},
+  {{ from = "px", to = "eth", rate_bps = 20e6, delay_ms = 1.5, queue = {{ kind = "droptail", limit_packets = 50 }} }},
+  {{ from = "eth", to = "client", rate_bps = 1e9, delay_ms = 1 }},
+  {{ from = "px", to = "ap", rate_bps = 10e6, delay_ms = 6.5, queue = {{ kind = "droptail", limit_packets = 50 }} }},
+  {{ from = "ap", to = "client", rate_bps = 1e9, delay_ms = 1 }},
+]
+[[flows]]
+name = "mp"
+kind = "mptcp"
+src = "server"
+dst = "client"
+cc = "lia"
+{size}[flows.mptcp]
+recv_buffer_bytes = 100000
+[[flows.mptcp.paths]]
+name = "wired"
+via = ["eth"]
+[[flows.mptcp.paths]]
+name = "wifi"
+via = ["ap"]
+[flows.mptcp.proxy]
+node = "px"
+{proxy_extra}
+"#
+    )
+}
+
+#[test]
+fn a_proxied_transfer_reaches_the_client_whole() {
+    let total = 5_000_000u64;
+    let toml = header(20, 100)
+        + &proxied(
+            Some(total),
+            "relay_bytes = 1000000\nsyn_delay_ms = 7.8\ndata_delay_ms = 15.3",
+        );
+    let sim = run(&toml);
+    let m = mp(&sim, 0);
+    let px = m.proxy().expect("a proxy");
+    assert_eq!(m.receiver.bytes_delivered(), total);
+    assert_eq!(px.server.stats().bytes_acked, total);
+    let st = px.proxy.stats(sim.now_ns);
+    assert_eq!(st.bytes_relayed, total);
+    assert!(
+        st.relay_max_bytes <= 1_000_000 && st.relay_max_bytes > 0,
+        "{st:?}"
+    );
+    // The server's connection opened the SYN delay after the first subflow.
+    let first = st.first_subflow_established_at_ns.unwrap();
+    assert_eq!(st.upstream_connect_at_ns, Some(first + 7_800_000));
+    let fct = m.completed_at().expect("completed");
+    println!(
+        "proxied 5 MB: {:.3} s, relay max {} bytes",
+        fct as f64 / 1e9,
+        st.relay_max_bytes
+    );
+    // At best the two paths' 30 Mbit/s: 5 MB take at least 1.33 s.
+    assert!(fct > 1_330_000_000, "{fct}");
+    let names: Vec<&str> = sim.tables().iter().map(|t| t.0).collect();
+    assert!(names.contains(&"mptcp_proxy"));
+}
+
+/// Bytes acknowledged per path over [from_s, to_s], Mbit/s.
+fn path_rates(sim: &Simulation, from_s: f64, to_s: f64) -> Vec<f64> {
+    let s = &sim.samples.subflows;
+    let at = |k: u32, t: f64| {
+        (0..s.time_ns.len())
+            .find(|&r| s.subflow[r] == k && s.time_ns[r] >= (t * 1e9) as u64)
+            .map(|r| s.bytes_acked[r])
+            .unwrap()
+    };
+    (0..2)
+        .map(|k| (at(k, to_s) - at(k, from_s)) as f64 * 8.0 / (to_s - from_s) / 1e6)
+        .collect()
+}
+
+#[test]
+fn throttling_the_wired_subflow_at_the_proxy_moves_traffic_to_wifi() {
+    // Unthrottled, the wired path (lower RTT, twice the rate) carries most
+    // of the traffic. A 2 Mbit/s throttle on it from 5 s holds that
+    // subflow to about 2 Mbit/s and the Wi-Fi subflow carries the bulk
+    // ("force steering"): the total is below the unthrottled one, above
+    // the throttled rate alone.
+    let free = run(&(header(20, 100) + &proxied(None, "")));
+    let throttled = run(&(header(20, 100)
+        + &proxied(
+            None,
+            "[flows.mptcp.proxy.throttle]\npath = \"wired\"\nrate_bps = 2e6\nafter_s = 5",
+        )));
+    let (f, t) = (path_rates(&free, 10.0, 20.0), path_rates(&throttled, 10.0, 20.0));
+    let st = mp(&throttled, 0).proxy().unwrap().proxy.stats(throttled.now_ns);
+    println!(
+        "wired/wifi Mbit/s over [10, 20] s: free {:.2}/{:.2}, throttled {:.2}/{:.2}; installed at {:?} ns",
+        f[0], f[1], t[0], t[1], st.throttle_installed_at_ns
+    );
+    assert!(f[0] > 2.0 * f[1], "free: wired {:.2} vs wifi {:.2}", f[0], f[1]);
+    assert!(t[0] < 2.1, "throttled wired {:.2}", t[0]);
+    assert!(
+        t[1] > 4.0 * t[0] && t[1] > f[1],
+        "wifi {:.2} throttled vs {:.2}",
+        t[1],
+        f[1]
+    );
+    assert!(t[0] + t[1] < f[0] + f[1] && t[0] + t[1] > 5.0);
+    assert!(st.throttle_installed_at_ns.unwrap() >= 5_000_000_000);
 }

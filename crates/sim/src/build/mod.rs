@@ -250,6 +250,7 @@ pub fn build_with_limit(
                     &p,
                     &cfg,
                     cc,
+                    &rwnd,
                     grp.size_bytes,
                     (src, dst),
                     &resolve,

@@ -2,9 +2,11 @@
 //! connection's subflow paths routed through their waypoints.
 
 use super::*;
-use crate::flow::{MptcpFlow, MptcpPath};
-use crate::scenario::MptcpSpec;
-use latlab_proto::mptcp::{MptcpConfig, MptcpReceiver, MptcpSender, Scheduler};
+use crate::flow::{MptcpEnd, MptcpFlow, MptcpPath, ProxyEnd};
+use crate::scenario::{MptcpSpec, PathRef};
+use latlab_proto::mptcp::{
+    MptcpConfig, MptcpProxy, MptcpReceiver, MptcpSender, ProxyConfig, Scheduler, ThrottleConfig,
+};
 
 /// Most subflows a connection may have: packets carry the index in a byte.
 pub const MAX_SUBFLOWS: usize = 255;
@@ -16,7 +18,23 @@ pub(super) struct MptcpGroup {
     pub(super) cfg: MptcpConfig,
     pub(super) recv_buffer_bytes: u64,
     pub(super) paths: Vec<PathPlan>,
+    pub(super) proxy: Option<ProxyPlan>,
 }
+
+/// A split connection's settings: the proxy's node (by name: `{i}` is
+/// resolved per connection), its machine's config, the server's controller.
+#[derive(Clone)]
+pub(super) struct ProxyPlan {
+    pub(super) node: String,
+    pub(super) cfg: ProxyConfig,
+    pub(super) upstream_cc: CcSpec,
+}
+
+/// Relay bound when a scenario does not set one: 4 MB, as much as a
+/// bandwidth-delay product of 320 Mbit/s × 100 ms.
+pub const DEFAULT_RELAY_BYTES: u64 = 4_000_000;
+/// Throttle queue when unset: 50 ms at the throttled rate, at least three segments.
+const DEFAULT_THROTTLE_QUEUE_S: f64 = 0.05;
 
 #[derive(Clone)]
 pub(super) struct PathPlan {
@@ -45,12 +63,6 @@ pub(super) fn mptcp_group(
         return Err(cx.err(
             p.to_string(),
             "an MPTCP group takes no udp, tfrc or closed_loop table",
-        ));
-    }
-    if spec.proxy.is_some() {
-        return Err(cx.err(
-            format!("{mp}.proxy"),
-            "the MPTCP proxy is not yet supported by the simulator; remove the proxy table",
         ));
     }
     let scheduler = Scheduler::parse(spec.scheduler.as_deref().unwrap_or("minrtt"))
@@ -96,7 +108,12 @@ pub(super) fn mptcp_group(
             backup: ps.backup,
         });
     }
+    let proxy = match &spec.proxy {
+        None => None,
+        Some(px) => Some(proxy_plan(cx, px, &paths, &format!("{mp}.proxy"), tcp)?),
+    };
     Ok(MptcpGroup {
+        proxy,
         cfg: MptcpConfig {
             scheduler,
             enforce_data_window: spec.enforce_data_window.unwrap_or(true),
@@ -105,6 +122,98 @@ pub(super) fn mptcp_group(
         },
         recv_buffer_bytes,
         paths,
+    })
+}
+
+/// Check the `proxy` table: every subflow opens at connect (the proxy's
+/// MPTCP sender has its subflows before it starts), the throttled path
+/// exists, the numbers are in range.
+fn proxy_plan(
+    cx: &Ctx,
+    px: &crate::scenario::MptcpProxySpec,
+    paths: &[PathPlan],
+    pp: &str,
+    tcp: &TcpConfig,
+) -> Result<ProxyPlan, ScenarioError> {
+    if let Some(k) = paths.iter().position(|p| p.join_after_ns > 0) {
+        return Err(cx.err(
+            format!("{}.paths[{k}].join_s", pp.trim_end_matches(".proxy")),
+            "with a proxy every subflow opens when the connection does; expected join_s = 0",
+        ));
+    }
+    let relay_bytes = px.relay_bytes.unwrap_or(DEFAULT_RELAY_BYTES);
+    if relay_bytes == 0 {
+        return Err(cx.err(format!("{pp}.relay_bytes"), "expected a positive number of bytes"));
+    }
+    let syn_delay_ns = cx.ms_to_ns(px.syn_delay_ms.unwrap_or(0.0), &format!("{pp}.syn_delay_ms"))?;
+    let data_delay_ns = cx.ms_to_ns(px.data_delay_ms.unwrap_or(0.0), &format!("{pp}.data_delay_ms"))?;
+    let name = px.upstream_cc.as_deref().unwrap_or("newreno");
+    let upstream_cc = CcSpec::parse(name, &[]).map_err(|_| {
+        cx.err(
+            format!("{pp}.upstream_cc"),
+            format!(
+                "unknown congestion control {name:?}; expected one of {}",
+                CcSpec::NAMES.join(", ")
+            ),
+        )
+    })?;
+    let throttle = match &px.throttle {
+        None => None,
+        Some(t) => {
+            let tp = format!("{pp}.throttle");
+            let subflow = match &t.path {
+                PathRef::Index(i) if (*i as usize) < paths.len() => *i as usize,
+                PathRef::Name(n) if paths.iter().any(|p| &p.name == n) => {
+                    paths.iter().position(|p| &p.name == n).unwrap_or(0)
+                }
+                other => {
+                    let names: Vec<&str> = paths.iter().map(|p| p.name.as_str()).collect();
+                    return Err(cx.err(
+                        format!("{tp}.path"),
+                        format!(
+                            "unknown path {other:?}; expected an index below {} or one of {names:?}",
+                            paths.len()
+                        ),
+                    ));
+                }
+            };
+            if !(t.rate_bps.is_finite() && t.rate_bps >= 1.0) {
+                return Err(cx.err(
+                    format!("{tp}.rate_bps"),
+                    format!("expected a positive rate in bits/s, got {}", t.rate_bps),
+                ));
+            }
+            let rate_bps = t.rate_bps.round() as u64;
+            let segment = (tcp.mss_bytes + tcp.header_bytes) as u64;
+            let queue_bytes = t
+                .queue_bytes
+                .unwrap_or(((rate_bps as f64 * DEFAULT_THROTTLE_QUEUE_S / 8.0) as u64).max(3 * segment));
+            if queue_bytes < segment {
+                return Err(cx.err(
+                    format!("{tp}.queue_bytes"),
+                    format!("expected at least one segment on the wire ({segment} bytes), got {queue_bytes}"),
+                ));
+            }
+            Some(ThrottleConfig {
+                subflow,
+                rate_bps,
+                after_ns: cx.s_to_ns(t.after_s.unwrap_or(0.0), &format!("{tp}.after_s"))?,
+                queue_bytes,
+                header_bytes: tcp.header_bytes,
+            })
+        }
+    };
+    let cfg = ProxyConfig {
+        relay_bytes,
+        data_delay_ns,
+        syn_delay_ns,
+        throttle,
+    };
+    cfg.validate().map_err(|m| cx.err(pp, m))?;
+    Ok(ProxyPlan {
+        node: px.node.clone(),
+        cfg,
+        upstream_cc,
     })
 }
 
@@ -127,6 +236,7 @@ pub(super) fn mptcp_flow(
     p: &str,
     cfg: &TcpConfig,
     cc: &CcSpec,
+    rwnd: &RwndSpec,
     size_bytes: Option<u64>,
     (src, dst): (u32, u32),
     resolve: &dyn Fn(&str, &str) -> Result<u32, ScenarioError>,
@@ -134,14 +244,40 @@ pub(super) fn mptcp_flow(
     route: &mut impl FnMut(u32, u32) -> Option<Vec<u32>>,
     routes: &mut RouteTable,
 ) -> Result<MptcpFlow, ScenarioError> {
+    let name = |n: u32| nodes[n as usize].name.as_str();
+    // With a proxy the subflows run from the proxy's node to the client,
+    // and a plain TCP connection from the source to the proxy.
+    let proxy_node = match &g.proxy {
+        Some(px) => Some(resolve(&px.node, "mptcp.proxy.node")?),
+        None => None,
+    };
+    let mut upstream = None;
+    if let Some(pn) = proxy_node {
+        if pn == src || pn == dst {
+            return Err(cx.err(
+                format!("{p}.mptcp.proxy.node"),
+                "the proxy must be a node between the source and the destination",
+            ));
+        }
+        let no_route = |a: u32, b: u32| {
+            cx.err(
+                format!("{p}.mptcp.proxy.node"),
+                format!("no route from {:?} to {:?}", name(a), name(b)),
+            )
+        };
+        let fwd = route(src, pn).ok_or_else(|| no_route(src, pn))?;
+        let rev = route(pn, src).ok_or_else(|| no_route(pn, src))?;
+        upstream = Some((routes.push(&fwd), routes.push(&rev)));
+    }
+    let origin = proxy_node.unwrap_or(src);
     let mut paths = Vec::with_capacity(g.paths.len());
     for (k, plan) in g.paths.iter().enumerate() {
+        let src = origin;
         let mut points = vec![src];
         for (j, w) in plan.via.iter().enumerate() {
             points.push(resolve(w, &format!("mptcp.paths[{k}].via[{j}]"))?);
         }
         points.push(dst);
-        let name = |n: u32| nodes[n as usize].name.as_str();
         let through = plan
             .via
             .is_empty()
@@ -178,15 +314,48 @@ pub(super) fn mptcp_flow(
             window_start_acked: 0,
         });
     }
+    let mut receiver = MptcpReceiver::new(g.recv_buffer_bytes);
+    let mut path_of = Vec::new();
+    let end = match (&g.proxy, proxy_node, upstream) {
+        (Some(px), Some(node), Some((up_fwd_route, up_rev_route))) => {
+            // Every subflow exists before the proxy starts (numbered in
+            // path order); the proxy's sender gets its bytes from the relay.
+            let mut sender = MptcpSender::new(g.cfg, Some(0));
+            for (k, path) in paths.iter_mut().enumerate() {
+                let i = sender.add_subflow(0, cfg.clone(), cc.build(cfg.mss_bytes as u64), path.backup);
+                receiver.add_subflow(cfg.clone());
+                path.subflow = Some(i as u8);
+                path_of.push(k as u8);
+            }
+            let upstream_rcv = TcpReceiver::new(cfg.clone(), rwnd.build(cfg));
+            let proxy = MptcpProxy::new(px.cfg, upstream_rcv, sender)
+                .map_err(|m| cx.err(format!("{p}.mptcp.proxy"), m))?;
+            MptcpEnd::Proxy(Box::new(ProxyEnd {
+                proxy,
+                server: TcpSender::new(
+                    cfg.clone(),
+                    px.upstream_cc.build(cfg.mss_bytes as u64),
+                    size_bytes,
+                ),
+                server_timer: TimerSlot::default(),
+                server_connected: false,
+                node,
+                up_fwd_route,
+                up_rev_route,
+            }))
+        }
+        _ => MptcpEnd::Direct(MptcpSender::new(g.cfg, size_bytes)),
+    };
     Ok(MptcpFlow {
-        sender: MptcpSender::new(g.cfg, size_bytes),
-        receiver: MptcpReceiver::new(g.recv_buffer_bytes),
+        end,
+        receiver,
         sender_timer: TimerSlot::default(),
         receiver_timer: TimerSlot::default(),
         cfg: cfg.clone(),
         cc: cc.clone(),
         paths,
-        path_of: Vec::new(),
+        path_of,
         window_start_occupancy_byte_ns: 0,
+        completed_at_ns: None,
     })
 }
