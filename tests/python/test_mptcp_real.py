@@ -104,7 +104,8 @@ def test_throttle_fields_measure_latency_and_the_throttled_rate() -> None:
            {"kind": "throttle", "t_ns": 13_000_000, "token": 7, "install_ms": 2.5}]  # fmt: skip
     out = R._throttle_fields(case, wired + [_sub(500, "10.250.2.1:40001", 100)], log)
     assert out["throttled"] and out["throttle_errors"] == 0
-    assert out["throttle_latency_ms"] == pytest.approx(3.0)
+    # Installing began 3 ms after the second subflow and took 2.5 ms: active 5.5 ms after it.
+    assert out["throttle_latency_ms"] == pytest.approx(5.5)
     assert out["wired_after_throttle_bps"] == pytest.approx(50e6, rel=0.02)
     assert R._throttle_fields(case, wired, [])["throttled"] is False
 
