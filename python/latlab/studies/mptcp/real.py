@@ -81,9 +81,9 @@ class RealUnavailable(EmulationUnavailable):
 class RealSettings:
     """Sizes and rates of the real runs (rates are the simulated testbed's; see the module docstring)."""
 
-    large_bytes: int = 200 * MB  # MPTCP unthrottled and the long throttled transfer (the study's 200 MB)
+    large_bytes: int = 200 * MB  # baselines, MPTCP unthrottled, the long throttled transfer (the study's 200 MB)
     small_bytes: int = 5 * MB  # the throttled 5 MB transfers, first and repeated
-    sweep_bytes: int = 50 * MB  # single-path baselines, receive buffers, MTU 1000
+    sweep_bytes: int = 50 * MB  # receive buffers, MTU 1000
     buffers_mb: tuple[float, ...] = C.STUDY_BUFFERS_MB
     wired_bps: float = C.ETHERNET_BPS
     #: Wi-Fi at the simulated AP's folded rate, for 1500- and 1000-byte packets.
@@ -371,7 +371,8 @@ class Case:
 def cases(settings: RealSettings) -> list[Case]:
     """The study's experiments, in the report's order."""
     big, small, sweep = settings.large_bytes, settings.small_bytes, settings.sweep_bytes
-    out = [Case("baseline", "tcp", sweep, path=p) for p in C.PATHS]
+    # The baselines and the unthrottled MPTCP transfer are the long one, as the throttled long transfer they frame.
+    out = [Case("baseline", "tcp", big, path=p) for p in C.PATHS]
     out.append(Case("mptcp", "mptcp", big))
     out += [Case("rbuf", "mptcp", sweep, buffer_mb=mb) for mb in settings.buffers_mb]
     out.append(Case("mtu", "mptcp", sweep, mtu_bytes=C.SMALL_MTU_BYTES))
