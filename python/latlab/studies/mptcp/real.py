@@ -27,6 +27,15 @@ experiments on a namespace testbed that mirrors the simulated one:
   (net.core.rmem_max cannot be set outside the initial namespace and only
   bounds SO_RCVBUF, which the client does not set).
 
+Cases (:func:`cases`): legacy TCP on each path; MPTCP through the proxy;
+client receive memory 0.18 and 0.72 MB; MTU 1000 (MPTCP, and TCP on each
+path); the wired subflow throttled during a 5 MB transfer, first (the
+proxy creates its HTB root) and repeated through the same proxy, and during
+the long transfer; the proxy's conversion delay over many small downloads.
+Each row records the machine's load and TCP memory while it ran
+(:class:`latlab.hostload.RunWatch`); a case run under TCP memory pressure
+is run once more.
+
 The server's link is not shaped (the simulated one is 100 Mbit/s, like the
 wired path), so that MPTCP can add the Wi-Fi path's capacity to the wired
 one. Upstream Linux MPTCP has no coupled congestion control: each subflow
