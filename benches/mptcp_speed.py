@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -99,15 +100,25 @@ def scenario(kind: str, n: int, duration_s: float) -> str:
     return head + topo + (MPTCP if kind == "mptcp" else TCP).format(n=n)
 
 
+def _children_cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def run_once(path: Path) -> dict[str, float]:
+    cpu0 = _children_cpu_s()
     out = subprocess.run(["nice", "-n", "10", str(BINARY), str(path)], capture_output=True, text=True, check=True)
+    cpu_s = _children_cpu_s() - cpu0
     m = LINE.search(out.stdout)
     if m is None:
         sys.exit(f"unexpected output from latlab-sim: {out.stdout!r} {out.stderr!r}")
     if m["cons"] != "ok":
         sys.exit(f"conservation violated in {path}")
+    # CPU time of the whole process (build included, small here): on a
+    # loaded machine wall time also counts the time other processes ran.
     return {"run_s": float(m["run_s"]), "events": int(m["events"]), "meps": float(m["meps"]),
-            "hops": int(m["hops"]), "ns_hop": float(m["ns_hop"])}  # fmt: skip
+            "hops": int(m["hops"]), "ns_hop": float(m["ns_hop"]), "cpu_s": cpu_s,
+            "cpu_ns_hop": cpu_s * 1e9 / max(int(m["hops"]), 1)}  # fmt: skip
 
 
 def main() -> None:
@@ -130,10 +141,13 @@ def main() -> None:
                 results[kind].append(res)
                 label = f"{args.n} MPTCP x2" if kind == "mptcp" else f"{2 * args.n} TCP"
                 print(f"run {r + 1} {label:>12}: {res['run_s']:.3f} s wall, {res['events']} events "
-                      f"({res['meps']:.2f} M events/s), {res['hops']} packet-hops, {res['ns_hop']:.0f} ns/packet-hop")  # fmt: skip
-    med = {k: {f: statistics.median(r[f] for r in v) for f in ("ns_hop", "meps", "run_s")} for k, v in results.items()}
+                      f"({res['meps']:.2f} M events/s), {res['hops']} packet-hops, {res['ns_hop']:.0f} ns wall and "
+                      f"{res['cpu_ns_hop']:.0f} ns CPU per packet-hop")  # fmt: skip
+    med = {k: {f: statistics.median(r[f] for r in v) for f in ("ns_hop", "meps", "run_s", "cpu_ns_hop")} for k, v in results.items()}
     print(f"median ns per packet-hop: MPTCP {med['mptcp']['ns_hop']:.0f}, TCP {med['tcp']['ns_hop']:.0f}; "
           f"ratio MPTCP/TCP {med['mptcp']['ns_hop'] / med['tcp']['ns_hop']:.2f}")  # fmt: skip
+    print(f"median CPU ns per packet-hop: MPTCP {med['mptcp']['cpu_ns_hop']:.0f}, TCP {med['tcp']['cpu_ns_hop']:.0f}; "
+          f"ratio MPTCP/TCP {med['mptcp']['cpu_ns_hop'] / med['tcp']['cpu_ns_hop']:.2f}")  # fmt: skip
     print(f"median M events/s: MPTCP {med['mptcp']['meps']:.2f}, TCP {med['tcp']['meps']:.2f}")
 
 

@@ -44,8 +44,11 @@ def _why(vs: dict[str, Verdict], data: StudyData, settings: C.Settings) -> dict[
         why["rbuf_small"] = ("latlab's RFC sender keeps new data inside the connection-level window, so nothing "
                              "arrives that the buffer cannot hold and the receiver drops nothing; and the wired path "
                              "alone fills the server's link with a small window (its bandwidth-delay product is a "
-                             "few tens of KB), so a small buffer only keeps the Wi-Fi subflow out. The per-subflow-"
-                             "window sender shows the study's drops")  # fmt: skip
+                             "few tens of KB), so a small buffer only keeps the Wi-Fi subflow out"
+                             + ("; the per-subflow-window sender shows the study's drops"
+                                if vs.get("rbuf_small" + SFWIN) and vs["rbuf_small" + SFWIN].agrees else
+                                "; through the proxy the MPTCP side only carries what the server's link brings, so "
+                                "even the per-subflow-window sender rarely overruns the buffer"))  # fmt: skip
     g = guidance_parts(conns)
     for key in ("rbuf_needed", "rbuf_needed" + SFWIN, "rbuf_guidance", "rbuf_suffices", "rbuf_suffices" + SFWIN):
         if key in vs and g:
@@ -118,8 +121,8 @@ def _setup(settings: C.Settings, data: StudyData, jobs: int, elapsed_s: float) -
         ["TCP", f"`linux` preset, timestamps on, MSS = MTU − {C.HEADER_BYTES} ({C.mss_of(C.MTU_BYTES)} bytes at MTU "
                 f"{C.MTU_BYTES}); legacy connections {C.LEGACY_CC.upper()}"],
         ["MPTCP", f"coupled congestion control {C.MPTCP_CC.upper()} (RFC 6356), scheduler `{C.MPTCP_SCHEDULER}` "
-                  f"(lowest smoothed RTT with window room, Linux's default); the wired subflow opens with the "
-                  f"connection, the Wi-Fi subflow {1e3 * C.WIFI_JOIN_S:g} ms later; no opportunistic "
+                  f"(lowest smoothed RTT with window room, Linux's default); the subflows open with the connection, "
+                  f"the Wi-Fi one {1e3 * C.WIFI_JOIN_S:g} ms after the wired one; no opportunistic "
                   "retransmission or penalisation (NSDI'12 mitigations off)"],
         ["receive buffer", f"the study's figure is max TCP memory (tcp_rmem max), of which Linux advertises "
                            f"{C.WINDOW_FRACTION:g} as window (tcp_adv_win_scale = 1); latlab's MPTCP buffer is the "
