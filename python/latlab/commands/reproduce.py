@@ -17,7 +17,7 @@ def register(cli: click.Group) -> None:
     @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Parallel runs (default: all cores).")
     @click.option("--real", is_flag=True,
                   help="Also run the study's real-network experiments (real Linux TCP over emulated paths; root). "
-                       "Studies with a real part: rtac.")  # fmt: skip
+                       "Studies with a real part: rtac, mptcp.")  # fmt: skip
     def reproduce(name: str | None, list_only: bool, quick: bool, outdir: Path | None, jobs: int | None,
                   real: bool) -> None:  # fmt: skip
         """Reproduce a published study: data (Parquet), figures (PNG) and a Markdown report.

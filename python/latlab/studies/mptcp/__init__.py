@@ -31,17 +31,28 @@ __all__ = ["NAME", "DESCRIPTION", "reproduce", "reproduce_with", "verdicts", "Ru
            "StudyData", "run_study", "FULL", "QUICK", "supports"]  # fmt: skip
 
 
+#: This study has a real-network part (``latlab reproduce mptcp --real``).
+SUPPORTS_REAL = True
+
+
 class MptcpUnavailable(RuntimeError):
     """This build's simulator has no MPTCP flows."""
 
 
-def reproduce(outdir: Path, quick: bool = False, jobs: int | None = None) -> Path:
-    """Run the study into ``outdir``: runs/ (the sweep), Parquet tables, PNG figures and report.md."""
-    return reproduce_with(QUICK if quick else FULL, Path(outdir), jobs=jobs, quick=quick)
+def reproduce(outdir: Path, quick: bool = False, jobs: int | None = None, real: bool = False) -> Path:
+    """Run the study into ``outdir``: runs/ (the sweep), Parquet tables, PNG figures and report.md.
+
+    ``real`` also runs the experiments on real Linux MPTCP through latlab's
+    proxy in network namespaces (root and MPTCP; :mod:`latlab.studies.mptcp.real`),
+    beside the simulated rows, into the report's last section and
+    ``real.jsonl``; without root or MPTCP it raises
+    :class:`~latlab.studies.mptcp.real.RealUnavailable` before simulating.
+    """
+    return reproduce_with(QUICK if quick else FULL, Path(outdir), jobs=jobs, quick=quick, real=real)
 
 
 def reproduce_with(settings: Settings, outdir: Path, jobs: int | None = None, quick: bool = False,
-                   progress: bool = True) -> Path:  # fmt: skip
+                   progress: bool = True, real: bool = False) -> Path:  # fmt: skip
     """:func:`reproduce` with explicit settings (tests use tiny ones).
 
     Without the proxy node in this build, the MPTCP runs go end to end (no
@@ -54,6 +65,12 @@ def reproduce_with(settings: Settings, outdir: Path, jobs: int | None = None, qu
     from latlab.studies.mptcp.report import render
     from latlab.sweep import default_jobs
 
+    if real:
+        from latlab.studies.mptcp import real as real_mod
+
+        reason = real_mod.unavailable_reason()
+        if reason:
+            raise real_mod.RealUnavailable(reason)
     if not supports("mptcp"):
         raise MptcpUnavailable("this build's simulator has no MPTCP flows (kind = \"mptcp\"); rebuild latlab")
     proxy = supports("proxy")
@@ -66,6 +83,10 @@ def reproduce_with(settings: Settings, outdir: Path, jobs: int | None = None, qu
     for table, name in ((data.conns, "connections"), (data.series, "subflow_series"), (data.runs, "runs")):
         frames_mod.write_parquet(table, outdir / f"{name}.parquet")
     figures = figs.make_figures(data, settings, outdir)
+    real_md = None
+    if real:
+        real_md = real_mod.real_section(outdir, quick, sim_rows=data.conns.to_dict("records"),
+                                        progress=real_mod.print_row if progress else None)  # fmt: skip
     report = outdir / "report.md"
-    write_text(report, render(data, settings, quick, jobs, elapsed_s, figures))
+    write_text(report, render(data, settings, quick, jobs, elapsed_s, figures, real_section=real_md))
     return report

@@ -158,7 +158,7 @@ SHARE_HEADER = ["goodput (Mbit/s)", "completion (s)", "wired share", "Wi-Fi shar
 
 
 def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapsed_s: float,
-           figures: dict[str, str]) -> str:  # fmt: skip
+           figures: dict[str, str], real_section: str | None = None) -> str:  # fmt: skip
     conns = data.conns
     vs = _with_why(verdicts(conns, settings), _why(verdicts(conns, settings), data, settings))
     out: list[str] = []
@@ -337,5 +337,13 @@ def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapse
         "rules' installation delay; the proxy's relay buffer. Not modelled: HTTP and the proxy's application "
         "(Squid's own buffering and request handling), MPTCP's MP_CAPABLE/MP_JOIN key exchange and path manager, "
         "uplink contention on the Wi-Fi medium beyond the ACK airtime folded into the rate.\n")
+
+    # -- real Linux
+    add("## Real Linux MPTCP through latlab's proxy\n")
+    if real_section:
+        add(real_section)
+    else:
+        add("Not run here. `latlab reproduce mptcp --real` (root, a kernel with MPTCP) runs the same experiments on "
+            "real Linux MPTCP through `latlab-net proxy` in network namespaces and prints them beside these rows.\n")
     return "\n".join(out)
 
