@@ -143,7 +143,9 @@ fn ten_thousand_connections_of_every_ending_leave_no_fds_and_no_memory() {
         eprintln!("skipped: /proc/net/sockstat or net.ipv4.tcp_mem unreadable");
         return;
     };
-    if mem0 >= pressure / 2 {
+    // The mix peaks at about a third of the threshold on a 2-core VM
+    // (135,000 of 383,866 pages): start only with room for that twice.
+    if mem0 >= pressure / 4 {
         eprintln!(
             "skipped: TCP sockets hold {mem0} pages, at or near net.ipv4.tcp_mem's pressure threshold {pressure}; \
              10,000 more connections would push the machine into memory pressure"
