@@ -123,6 +123,11 @@ fn one(addr: SocketAddr, i: usize) {
                     Err(e) => panic!("slow client: {e}"),
                 }
             }
+            // With a reset: an MPTCP socket closed with unread bytes stays
+            // orphaned in the kernel, both ends at a zero window, holding
+            // their buffers until net.mptcp.close_timeout (60 s) — 500 MiB
+            // of TCP memory for this mix.
+            reset(c);
         }
         // The upstream resets: the client sees a reset or an EOF.
         _ => {
@@ -211,6 +216,14 @@ fn ten_thousand_connections_of_every_ending_leave_no_fds_and_no_memory() {
         |v| v == 0.0,
         Duration::from_secs(20),
     );
+    // The last scrape's socket may close a moment after the client saw
+    // its end (the proxy shuts it down, then closes it): settle first.
+    for _ in 0..40 {
+        if proxy.sockets_and_pipes().0 <= sockets0 {
+            break;
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
     let (fds1, rss1) = (proxy.fds(), proxy.rss_kib());
     let (sockets1, pipe_ends1) = proxy.sockets_and_pipes();
     let accepted = proxy.metric("latlab_proxy_connections_accepted_total");
