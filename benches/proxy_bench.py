@@ -54,7 +54,7 @@ IPPROTO_MPTCP = 262
 CLIENT_ADDR, PROXY_C_ADDR, PROXY_S_ADDR, SERVER_ADDR = "10.78.1.1", "10.78.1.2", "10.78.2.1", "10.78.2.2"
 # Server ports: banner (speaks first), echo, bulk source, idle holder.
 BANNER, ECHO, BULK, IDLE = 5001, 5002, 5003, 5004
-PROXY_PORT_OFFSET = {"latlab": 2000, "socat": 3000}
+PROXY_PORT_OFFSET = {"latlab": 2000, "socat": 3000, "baseline": 4000}
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -325,15 +325,15 @@ def start_proxies(tb: Testbed, kind: str, binary: str, events_dir: Path, tag: st
     procs = {}
     for port in (BANNER, ECHO, BULK, IDLE):
         lport = port + PROXY_PORT_OFFSET[kind]
-        if kind == "latlab":
+        if kind in ("latlab", "baseline"):
             cmd = [binary, "proxy", "--listen", f"{PROXY_C_ADDR}:{lport}", "--to", f"{SERVER_ADDR}:{port}",
-                   "--events", str(events_dir / f"events-{tag}-{port}.jsonl"), "--quiet", "--grace-s", "0.5"]  # fmt: skip
+                   "--events", str(events_dir / f"events-{kind}-{tag}-{port}.jsonl"), "--quiet", "--grace-s", "0.5"]  # fmt: skip
         else:
             hexaddr = "x" + (struct.pack("!H", lport) + socket.inet_aton(PROXY_C_ADDR) + b"\0" * 8).hex()
             cmd = ["socat", f"SOCKET-LISTEN:2:{IPPROTO_MPTCP}:{hexaddr},reuseaddr,fork,backlog=4096",
                    f"TCP:{SERVER_ADDR}:{port}"]  # fmt: skip
         p = subprocess.Popen(tb.exec("prx", cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if kind == "latlab":
+        if kind in ("latlab", "baseline"):
             line = p.stdout.readline()
             if not line.startswith("{"):
                 raise RuntimeError(f"latlab-net proxy did not start: {p.stderr.read()}")
@@ -341,6 +341,10 @@ def start_proxies(tb: Testbed, kind: str, binary: str, events_dir: Path, tag: st
     if kind == "socat":
         time.sleep(0.3)
     return procs
+
+
+def binary_of(kind: str, args: argparse.Namespace) -> str:
+    return args.baseline if kind == "baseline" else args.binary
 
 
 def stop(procs: dict[int, subprocess.Popen]) -> None:
@@ -362,7 +366,7 @@ def pct(values: list[int], q: float) -> float:
 def latency(tb: Testbed, kinds: list[str], args: argparse.Namespace, events_dir: Path, rounds: int = 5) -> dict:
     """Connect and ping-pong times, the kinds interleaved in rounds so that all
     see the same background load (the machine is shared)."""
-    procs = {k: start_proxies(tb, k, args.binary, events_dir, "latency") for k in kinds if k != "direct"}
+    procs = {k: start_proxies(tb, k, binary_of(k, args), events_dir, "latency") for k in kinds if k != "direct"}
     samples: dict = {k: {"connect_us": [], "pingpong_us": []} for k in kinds}
     try:
         for _ in range(rounds):
@@ -382,7 +386,7 @@ def latency(tb: Testbed, kinds: list[str], args: argparse.Namespace, events_dir:
 
 def measure(tb: Testbed, kind: str, args: argparse.Namespace, events_dir: Path) -> dict:
     """Throughput, CPU and idle memory of one kind."""
-    procs = start_proxies(tb, kind, args.binary, events_dir, "bulk") if kind != "direct" else {}
+    procs = start_proxies(tb, kind, binary_of(kind, args), events_dir, "bulk") if kind != "direct" else {}
     addr = SERVER_ADDR if kind == "direct" else PROXY_C_ADDR
     off = 0 if kind == "direct" else PROXY_PORT_OFFSET[kind]
     children = kind == "socat"
@@ -431,7 +435,7 @@ def measure(tb: Testbed, kind: str, args: argparse.Namespace, events_dir: Path) 
 
 def event_log_delays(events_dir: Path) -> dict:
     syn, c2s, s2c = [], [], []
-    for f in events_dir.glob("events-*.jsonl"):
+    for f in events_dir.glob("events-latlab-*.jsonl"):
         for line in f.read_text().splitlines():
             e = json.loads(line)
             if e.get("upstream_connect_start_ns") is not None:
@@ -444,14 +448,15 @@ def event_log_delays(events_dir: Path) -> dict:
 
 
 def markdown(res: dict, args: argparse.Namespace) -> str:
-    kinds = [k for k in ("direct", "latlab", "socat") if k in res["runs"]]
+    kinds = [k for k in ("direct", "latlab", "baseline", "socat") if k in res["runs"]]
     d = res["runs"]["direct"]
     lines = [
         "# latlab-net proxy benchmark",
         "",
         f"Namespace testbed client — proxy — server over veth (kernel {os.uname().release}, "
         f"{os.cpu_count()} cores, load average {res['loadavg']} at the start). Clients MPTCP, server TCP. "
-        f"Command: `{res['command']}`",
+        f"Command: `{res['command']}`"
+        + (f" (baseline: an earlier latlab-net binary, {args.baseline})" if args.baseline else ""),
         "",
         "Latency (µs; added = through the proxy − direct, p50 and p99 each):",
         "",
@@ -540,6 +545,7 @@ def main() -> int:
     ap.add_argument("--rate-mbit", type=int, default=1000,
                     help="also run the bulk tests with a tbf of this rate on the server's egress (0: not)")  # fmt: skip
     ap.add_argument("--no-socat", action="store_true")
+    ap.add_argument("--baseline", help="also measure this latlab-net binary (e.g. an earlier build), side by side")
     ap.add_argument("--markdown", type=Path)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
@@ -559,6 +565,11 @@ def main() -> int:
         print(f"{args.binary} not found: cargo build --release -p latlab-net", file=sys.stderr)
         return 1
     kinds = ["direct", "latlab"]
+    if args.baseline:
+        if not os.access(args.baseline, os.X_OK):
+            print(f"--baseline {args.baseline}: not an executable", file=sys.stderr)
+            return 1
+        kinds.append("baseline")
     if args.no_socat:
         pass
     elif shutil.which("socat") is None:

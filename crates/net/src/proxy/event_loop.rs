@@ -24,7 +24,7 @@ use slab::Slab;
 use super::events::{ConnectionRecord, EventLog};
 use super::metrics::Metrics;
 use super::observer::{AcceptedConnection, ConnectionObserver};
-use super::relay::{is_reset, PipePool, Pump, PumpError};
+use super::relay::{is_reset, PipePool, Pump, PumpError, COPY_CHUNK_BYTES};
 use super::resolve::{self, Resolver};
 use super::sock::{self, ListenProtocol};
 use super::{http, socks5, ProxyMode, ProxyOptions};
@@ -42,6 +42,69 @@ const LINGER_NS: u64 = 1_000_000_000;
 const LISTEN_BACKLOG: i32 = 4096;
 /// Empty pipes kept for reuse (two fds each).
 const SPARE_PIPES: usize = 64;
+
+/// What woke a connection: which socket and what it reported. A relaying
+/// connection runs only the pumps this concerns, so a small message costs
+/// no EAGAIN probe of the idle direction: the client readable runs the
+/// up pump (client → upstream), the upstream readable the down pump.
+/// Writable matters only to a pump held back by a full destination: epoll
+/// reports EPOLLOUT with every wakeup of a socket with room in its send
+/// buffer (the mask is polled afresh when the event is collected), so it
+/// says nothing new to a pump that is not waiting for it; a pump that is
+/// waiting got EAGAIN from send, and the kernel wakes the socket when
+/// room comes back. `All` (an accept, an established connect, a
+/// resolver answer, an error) runs both, each to EAGAIN.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wake {
+    All,
+    Socket {
+        upstream: bool,
+        readable: bool,
+        writable: bool,
+        /// Readable and not read-closed: a short read drains the source.
+        read_open: bool,
+    },
+}
+
+impl Wake {
+    fn from_event(ev: &mio::event::Event) -> Wake {
+        if ev.is_error() {
+            return Wake::All;
+        }
+        Wake::Socket {
+            upstream: ev.token().0 & 1 == 1,
+            readable: ev.is_readable() || ev.is_read_closed(),
+            writable: ev.is_writable() || ev.is_write_closed(),
+            read_open: ev.is_readable() && !ev.is_read_closed(),
+        }
+    }
+
+    /// (run, short_read_drains) for the up (client → upstream) and the
+    /// down (upstream → client) pump, given whether each holds bytes its
+    /// destination did not take.
+    fn pumps(self, up_held: bool, down_held: bool) -> [(bool, bool); 2] {
+        match self {
+            Wake::All => [(true, false), (true, false)],
+            Wake::Socket {
+                upstream,
+                readable,
+                writable,
+                read_open,
+            } => {
+                // The pump whose source woke reads; the one whose
+                // destination woke writes what it holds and then reads on
+                // to EAGAIN (its source's edge may have passed meanwhile).
+                let from_source = (readable, read_open);
+                let (up, down) = if upstream {
+                    ((writable && up_held, false), from_source)
+                } else {
+                    (from_source, (writable && down_held, false))
+                };
+                [up, down]
+            }
+        }
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -147,6 +210,9 @@ pub struct Proxy<'o> {
     events: EventLog,
     metrics: Metrics,
     pipes: PipePool,
+    /// The copying pumps' buffer, shared: a pump keeps no bytes in it
+    /// between calls.
+    scratch: Vec<u8>,
     next_id: u64,
     /// Accepting stopped on EMFILE/ENFILE: retry at the next tick.
     accept_blocked: bool,
@@ -218,6 +284,7 @@ impl<'o> Proxy<'o> {
             events,
             metrics: Metrics::default(),
             pipes: PipePool::new(opts.buffer_bytes, SPARE_PIPES),
+            scratch: vec![0; COPY_CHUNK_BYTES.min(opts.buffer_bytes)],
             next_id: 1,
             accept_blocked: false,
             draining_until_ns: None,
@@ -244,7 +311,7 @@ impl<'o> Proxy<'o> {
                     METRICS_LISTENER => self.accept_metrics(),
                     WAKER => self.resolved(now),
                     Token(t) if t >= METRICS_CLIENT_BASE => self.serve_metrics(t - METRICS_CLIENT_BASE),
-                    Token(t) => self.drive(t >> 1, now),
+                    Token(t) => self.drive(t >> 1, now, Wake::from_event(ev)),
                 }
             }
             if clock::stop_requested() && self.draining_until_ns.is_none() {
@@ -399,22 +466,25 @@ impl<'o> Proxy<'o> {
                     continue;
                 }
             }
-            self.drive(key, now);
+            self.drive(key, now, Wake::All);
         }
     }
 
     /// Move connection `key` as far as it goes now.
-    fn drive(&mut self, key: usize, now: u64) {
+    fn drive(&mut self, key: usize, now: u64, wake: Wake) {
         if !self.conns.contains(key) {
             return;
         }
-        if let Err(ending) = self.step(key, now) {
+        if let Err(ending) = self.step(key, now, wake) {
             self.close(key, ending, now);
         }
     }
 
     /// One drive; Err: close the connection.
-    fn step(&mut self, key: usize, now: u64) -> Result<(), Ending> {
+    fn step(&mut self, key: usize, now: u64, wake: Wake) -> Result<(), Ending> {
+        // A connection that just reached Relaying runs both pumps: the
+        // client may have sent while the upstream was connecting.
+        let mut wake = wake;
         loop {
             let phase = self.conns[key].phase;
             match phase {
@@ -422,14 +492,16 @@ impl<'o> Proxy<'o> {
                     if !self.read_handshake(key, now)? {
                         return Ok(());
                     }
+                    wake = Wake::All;
                 }
                 Phase::Resolving => return Ok(()),
                 Phase::Connecting => {
                     if !self.check_connect(key, now)? {
                         return Ok(());
                     }
+                    wake = Wake::All;
                 }
-                Phase::Relaying => return self.relay(key, now),
+                Phase::Relaying => return self.relay(key, now, wake),
                 Phase::Refusing => return self.refuse_step(key),
             }
         }
@@ -605,7 +677,7 @@ impl<'o> Proxy<'o> {
                 }
             };
             match result {
-                Ok(()) => self.drive(answer.key, now),
+                Ok(()) => self.drive(answer.key, now, Wake::All),
                 Err(ending) => self.close(answer.key, ending, now),
             }
         }
@@ -704,7 +776,7 @@ impl<'o> Proxy<'o> {
         }
     }
 
-    fn relay(&mut self, key: usize, now: u64) -> Result<(), Ending> {
+    fn relay(&mut self, key: usize, now: u64, wake: Wake) -> Result<(), Ending> {
         let conn = &mut self.conns[key];
         let client_fd = conn.client.as_raw_fd();
         let upstream_fd = conn
@@ -713,8 +785,21 @@ impl<'o> Proxy<'o> {
             .expect("relaying has an upstream")
             .as_raw_fd();
         let before = (conn.up.bytes_out, conn.down.bytes_out);
-        let up = conn.up.run(client_fd, upstream_fd, now, &mut self.pipes);
-        let down = conn.down.run(upstream_fd, client_fd, now, &mut self.pipes);
+        let [(run_up, up_drains), (run_down, down_drains)] =
+            wake.pumps(conn.up.buffered_bytes() > 0, conn.down.buffered_bytes() > 0);
+        let (pipes, scratch) = (&mut self.pipes, &mut self.scratch[..]);
+        let up = match run_up {
+            true => conn
+                .up
+                .run(client_fd, upstream_fd, now, pipes, scratch, up_drains),
+            false => Ok(false),
+        };
+        let down = match run_down {
+            true => conn
+                .down
+                .run(upstream_fd, client_fd, now, pipes, scratch, down_drains),
+            false => Ok(false),
+        };
         if (conn.up.bytes_out, conn.down.bytes_out) != before || up.as_ref().is_ok_and(|&m| m) {
             conn.last_activity_ns = now;
         }
@@ -821,7 +906,7 @@ impl<'o> Proxy<'o> {
                     conn.candidates.clear();
                     let e = io::Error::from_raw_os_error(libc::ETIMEDOUT);
                     match self.connect_failed(key, "connect_timeout", e) {
-                        Ok(()) => self.drive(key, now),
+                        Ok(()) => self.drive(key, now, Wake::All),
                         Err(ending) => self.close(key, ending, now),
                     }
                 }
