@@ -709,8 +709,8 @@ def statements(rows: list[dict]) -> list[str]:
         out.append(f"MPTCP through the proxy reached {mp['goodput_bps'] / 1e6:.1f} Mbit/s against "
                    f"{wired['goodput_bps'] / 1e6:.1f} (wired TCP) and {wifi['goodput_bps'] / 1e6:.1f} (Wi-Fi TCP): "
                    f"{gain:+.0%} over the better single path, with {mp.get('wired_share', float('nan')):.0%} of "
-                   f"the bytes on the wired subflow" + (" (the wired, lower-RTT path carries most, as in the study)."
-                                                        if mp.get("wired_share", 0) > 0.5 else "."))  # fmt: skip
+                   f"the bytes on the wired subflow (the study: the wired, lower-RTT subflow carries most of the "
+                   "traffic).")  # fmt: skip
     rb = sorted((r for r in rows if r["experiment"] == "rbuf"), key=lambda r: r["buffer_mb"])
     if len(rb) >= 2:
         lo, hi = rb[0], rb[-1]
