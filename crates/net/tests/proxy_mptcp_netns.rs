@@ -63,18 +63,18 @@ impl Drop for Proxy {
     }
 }
 
-#[test]
-fn the_proxy_samples_subflows_and_throttles_the_second_path() {
-    if let Some(why) = unavailable() {
-        eprintln!("skipped: {why}");
-        return;
-    }
-    let ns = Namespaces::new("proxy", &["cli", "prx", "srv"]);
-    let (cli, prx, srv) = (ns.0[0].clone(), ns.0[1].clone(), ns.0[2].clone());
-    veth(&cli, "c1", "10.234.1.1", &prx, "p1", "10.234.1.2");
-    veth(&cli, "c2", "10.234.2.1", &prx, "p2", "10.234.2.2");
-    veth(&prx, "p3", "10.234.3.1", &srv, "s3", "10.234.3.2");
-    for n in [&cli, &prx] {
+/// Client, proxy and server namespaces (dropped: deleted): the client
+/// reaches the proxy over two veth paths, 10.{net}.1.0/24 and
+/// 10.{net}.2.0/24 (its MPTCP endpoint adds a subflow from 10.{net}.2.1),
+/// the proxy the server over 10.{net}.3.0/24.
+fn testbed(tag: &str, net: u8) -> Namespaces {
+    let ns = Namespaces::new(tag, &["cli", "prx", "srv"]);
+    let (cli, prx, srv) = (&ns.0[0], &ns.0[1], &ns.0[2]);
+    let a = |path: u8, host: u8| format!("10.{net}.{path}.{host}");
+    veth(cli, "c1", &a(1, 1), prx, "p1", &a(1, 2));
+    veth(cli, "c2", &a(2, 1), prx, "p2", &a(2, 2));
+    veth(prx, "p3", &a(3, 1), srv, "s3", &a(3, 2));
+    for n in [cli, prx] {
         sh(&[
             "ip",
             "-n",
@@ -91,15 +91,26 @@ fn the_proxy_samples_subflows_and_throttles_the_second_path() {
     sh(&[
         "ip",
         "-n",
-        &cli,
+        cli,
         "mptcp",
         "endpoint",
         "add",
-        "10.234.2.1",
+        &a(2, 1),
         "dev",
         "c2",
         "subflow",
     ]);
+    ns
+}
+
+#[test]
+fn the_proxy_samples_subflows_and_throttles_the_second_path() {
+    if let Some(why) = unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let ns = testbed("proxy", 234);
+    let (cli, prx, srv) = (ns.0[0].clone(), ns.0[1].clone(), ns.0[2].clone());
 
     // The server: one plain-TCP download of 4 s.
     let server = in_ns(&srv, || {
@@ -265,37 +276,8 @@ fn ten_thousand_throttled_connections_leave_no_rule_or_descriptor_behind() {
     const CONNECTIONS: usize = 10_000;
     const WORKERS: usize = 32;
     const DOWNLOAD_BYTES: usize = 16 * 1024;
-    let ns = Namespaces::new("churn", &["cli", "prx", "srv"]);
+    let ns = testbed("churn", 235);
     let (cli, prx, srv) = (ns.0[0].clone(), ns.0[1].clone(), ns.0[2].clone());
-    veth(&cli, "c1", "10.235.1.1", &prx, "p1", "10.235.1.2");
-    veth(&cli, "c2", "10.235.2.1", &prx, "p2", "10.235.2.2");
-    veth(&prx, "p3", "10.235.3.1", &srv, "s3", "10.235.3.2");
-    for n in [&cli, &prx] {
-        sh(&[
-            "ip",
-            "-n",
-            n,
-            "mptcp",
-            "limits",
-            "set",
-            "subflows",
-            "2",
-            "add_addr_accepted",
-            "2",
-        ]);
-    }
-    sh(&[
-        "ip",
-        "-n",
-        &cli,
-        "mptcp",
-        "endpoint",
-        "add",
-        "10.235.2.1",
-        "dev",
-        "c2",
-        "subflow",
-    ]);
 
     // The server: per connection, a small download, then wait for the
     // client's close (so the client, not the server, ends each connection,
