@@ -137,6 +137,16 @@ def count_outcomes(verdicts: Iterable[Verdict]) -> str:
     return f"{n['agrees']} agree, {n['partly']} partly, {n['differs']} differ" + ("s" if n["differs"] == 1 else "")
 
 
+def summary(verdicts: Iterable[Verdict]) -> str:
+    """A report's opening: the outcome count, then one table row per verdict (reference, study, latlab, rule, verdict)."""
+    from latlab.studies._markdown import table
+
+    vs = list(verdicts)
+    return (f"**Verdicts**: {count_outcomes(vs)}.\n\n"
+            + table(["reference", "study", "latlab", "rule", "verdict"],
+                    [[v.reference.quantity, v.reference.text(), v.measured, v.rule, v.label()] for v in vs]))  # fmt: skip
+
+
 def worst(verdicts: Iterable[Verdict]) -> Outcome:
     """The least favourable outcome among ``verdicts`` (agrees when there are none)."""
     order = {o: i for i, o in enumerate(OUTCOMES)}

@@ -13,7 +13,8 @@ import pandas as pd
 from latlab.studies._markdown import num as _f
 from latlab.studies._markdown import pct as _pct
 from latlab.studies._markdown import table as _table
-from latlab.studies._verdict import Verdict, count_outcomes
+from latlab.studies._verdict import Verdict
+from latlab.studies._verdict import summary as verdict_summary
 from latlab.studies.mptcp import cases as C
 from latlab.studies.mptcp.metrics import (StudyData, buffer_curve, guidance_parts, mean_of, pick, smallest_stable_mb,
                                           value_range)  # fmt: skip
@@ -174,9 +175,7 @@ def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapse
         add("**This build has no proxy node**: every MPTCP connection runs end to end from the server, so its two "
             "subflows share the server's link instead of a plain TCP leg ending at the proxy, and the throttling "
             "and conversion-delay experiments (sections 5 and 6) are not run.\n")
-    add(f"**Verdicts**: {count_outcomes(vs.values())}.\n")
-    add(_table(["reference", "study", "latlab", "rule", "verdict"],
-               [[v.reference.quantity, v.reference.text(), v.measured, v.rule, v.label()] for v in vs.values()]))
+    add(verdict_summary(vs.values()))
     add("")
     add("## Set-up\n")
     add(_setup(settings, data, jobs, elapsed_s))

@@ -12,7 +12,8 @@ import pandas as pd
 
 from latlab.studies._markdown import num as _f
 from latlab.studies._markdown import table as _table
-from latlab.studies._verdict import Verdict, count_outcomes
+from latlab.studies._verdict import Verdict
+from latlab.studies._verdict import summary as verdict_summary
 from latlab.studies.rtac import cases as C
 from latlab.studies.rtac.metrics import (StudyData, pair_shares, rmem_curve, select, share_of_autotuning,
                                          single_figures, value_range)
@@ -221,9 +222,7 @@ def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapse
         + ("**Quick run** (`latlab reproduce rtac --quick`): shorter runs, fewer seeds and a coarser tcp_rmem_max "
            "grid than the full reproduction, so its numbers differ from the full run's.\n" if quick else
            "Full run (`latlab reproduce rtac`).\n"))
-    add(f"**Verdicts**: {count_outcomes(vs.values())}.\n")
-    add(_table(["reference", "study", "latlab", "rule", "verdict"],
-               [[v.reference.quantity, v.reference.text(), v.measured, v.rule, v.label()] for v in vs.values()]))
+    add(verdict_summary(vs.values()))
     add("")
 
     add("## Set-up\n")
