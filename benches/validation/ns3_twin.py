@@ -26,6 +26,7 @@ OVERRIDES = {
     "limited_transmit": "TcpSocketBase::LimitedTransmit (off here: latlab has no RFC 3042)",
     "hystart": "TcpCubic::HyStart (off here: latlab's CUBIC has no HyStart)",
     "core_extra_pkts": "add this many packets to the core device queue",
+    "sack": "TcpSocketBase::Sack (off here, as in latlab's ns2-era twin; on, ns-3 recovers by its RFC 6675 scoreboard)",
     "core_fifo_qdisc": "hold the core buffer in a FifoQueueDisc (B - 1 packets) over a 1-packet device queue",
 }
 
@@ -48,13 +49,28 @@ void OnTx(Ptr<const Packet> p, const TcpHeader& h, Ptr<const TcpSocketBase> s) {
     if (it != g_high.end() && end <= it->second) { g_retransmitted++; return; }
     g_high[PeekPointer(s)] = end;
 }
+// Congestion-state history, for the loss-recovery diagnosis (trace_states): how many fast recoveries start,
+// and how many start within 5 ms of the previous recovery or timeout ending (back to back).
+uint64_t g_recoveries = 0;
+uint64_t g_back_to_back = 0;
+Time g_last_exit = Seconds(-1);
+uint32_t g_cwnd = 0;  // the last traced cwnd (bytes) of the hooked sockets; read by the sampler for one flow
 void OnCong(TcpSocketState::TcpCongState_t from, TcpSocketState::TcpCongState_t to) {
     if (to == TcpSocketState::CA_LOSS && from != TcpSocketState::CA_LOSS) g_loss_entries++;
+    Time now = Simulator::Now();
+    if ((from == TcpSocketState::CA_RECOVERY || from == TcpSocketState::CA_LOSS) &&
+        (to == TcpSocketState::CA_OPEN || to == TcpSocketState::CA_DISORDER)) g_last_exit = now;
+    if (to == TcpSocketState::CA_RECOVERY && from != TcpSocketState::CA_RECOVERY) {
+        g_recoveries++;
+        if (g_last_exit >= Seconds(0) && now - g_last_exit < MilliSeconds(5)) g_back_to_back++;
+    }
 }
+void OnCwnd(uint32_t, uint32_t now_bytes) { g_cwnd = now_bytes; }
 void Hook(Ptr<Application> app) {
     Ptr<Socket> s = DynamicCast<BulkSendApplication>(app)->GetSocket();
     s->TraceConnectWithoutContext("Tx", MakeCallback(&OnTx));
     s->TraceConnectWithoutContext("CongState", MakeCallback(&OnCong));
+    s->TraceConnectWithoutContext("CongestionWindow", MakeCallback(&OnCwnd));
 }
 // The socket exists once the application has started: hook it just after.
 void HookAfter(Ptr<Application> app, double start_s) {
@@ -104,7 +120,7 @@ def build_and_run(p: dict) -> dict:
     cfg("ns3::TcpSocketBase::ClockGranularity", ns.TimeValue(ns.MilliSeconds(1)))
     cfg("ns3::RttEstimator::InitialEstimation", ns.TimeValue(ns.Seconds(1)))
     cfg("ns3::TcpSocketBase::Timestamp", ns.BooleanValue(False))
-    cfg("ns3::TcpSocketBase::Sack", ns.BooleanValue(False))
+    cfg("ns3::TcpSocketBase::Sack", ns.BooleanValue(bool(ov.get("sack", False))))
     cfg("ns3::TcpSocketBase::LimitedTransmit", ns.BooleanValue(bool(ov.get("limited_transmit", False))))
     cfg("ns3::TcpCubic::HyStart", ns.BooleanValue(bool(ov.get("hystart", False))))
     cfg("ns3::TcpCubic::FastConvergence", ns.BooleanValue(True))
@@ -177,6 +193,7 @@ def build_and_run(p: dict) -> dict:
     # Measurement: per-sink bytes and core queue counters at the window start; queue length every interval.
     marks = {}
     samples = []
+    cwnd_samples = []  # segments, one flow only (trace_states)
 
     def fifo_counts():
         if fifo is None:
@@ -194,6 +211,8 @@ def build_and_run(p: dict) -> dict:
 
     def sample():
         samples.append(int(core_q.GetNPackets()) + (int(fifo.GetNPackets()) if fifo is not None else 0))
+        if n == 1:
+            cwnd_samples.append(int(g.g_cwnd) // p["mss_bytes"])
         if ns.Simulator.Now().GetNanoSeconds() + interval_ns < int(p["duration_s"] * 1e9):
             ns.Simulator.Schedule(ns.NanoSeconds(interval_ns), g.PyEvent(sample_cb))
 
@@ -222,7 +241,11 @@ def build_and_run(p: dict) -> dict:
         "segments_sent": int(g.g_data_segments),
         "retransmitted_segments": int(g.g_retransmitted),
         "timeouts": int(g.g_loss_entries),
+        "recoveries": int(g.g_recoveries),
+        "back_to_back_recoveries": int(g.g_back_to_back),
     }
+    if cwnd_samples:
+        out["cwnd_samples_segments"] = cwnd_samples
     ns.Simulator.Destroy()
     return out
 
