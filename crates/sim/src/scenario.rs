@@ -119,6 +119,8 @@ pub struct TcpSpec {
     pub pacing_ss_factor: Option<f64>,
     pub pacing_ca_factor: Option<f64>,
     pub idle_restart: Option<bool>,
+    /// RFC 6675 rescue retransmission (default true; false as in ns-3).
+    pub rescue_retransmission: Option<bool>,
 }
 
 impl TcpSpec {
@@ -146,7 +148,8 @@ impl TcpSpec {
             pacing,
             pacing_ss_factor,
             pacing_ca_factor,
-            idle_restart
+            idle_restart,
+            rescue_retransmission
         )
     }
 }

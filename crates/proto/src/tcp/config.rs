@@ -86,6 +86,10 @@ pub struct TcpConfig {
     pub dupthresh: u32,
     /// RFC 5681 §4.1: after an idle period longer than RTO, cwnd = min(IW, cwnd).
     pub idle_restart: bool,
+    /// RFC 6675 §4 NextSeg rule (4): one rescue retransmission of the highest
+    /// un-SACKed segment per recovery, so a lost tail is repaired without the
+    /// RTO. The RFC says SHOULD; ns-3's SACK sender does not do it.
+    pub rescue_retransmission: bool,
 }
 
 /// A receive window that does not limit anything in practice (1 GiB).
@@ -112,6 +116,7 @@ impl TcpConfig {
             pacing: None,
             dupthresh: 3,
             idle_restart: false,
+            rescue_retransmission: true,
         }
     }
 
@@ -140,6 +145,7 @@ impl TcpConfig {
             pacing: None,
             dupthresh: 3,
             idle_restart: true,
+            rescue_retransmission: true,
         }
     }
 

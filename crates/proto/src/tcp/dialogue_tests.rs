@@ -145,7 +145,11 @@ fn send_initial_window(d: &mut Dialogue) {
 /// S0 lost: cwnd = ssthresh = 5000, S0 retransmitted (RFC 6675 (4.3)),
 /// pipe = S4..S9 + the retransmission = 7000.
 fn sack_recovery_after_s0_lost(app_bytes: Option<u64>) -> Dialogue {
-    let mut d = Dialogue::established(cfg(Recovery::Sack), app_bytes, LARGE_RWND_BYTES);
+    sack_recovery_after_s0_lost_with(cfg(Recovery::Sack), app_bytes)
+}
+
+fn sack_recovery_after_s0_lost_with(config: TcpConfig, app_bytes: Option<u64>) -> Dialogue {
+    let mut d = Dialogue::established(config, app_bytes, LARGE_RWND_BYTES);
     send_initial_window(&mut d);
     at!(d, 200);
     recv!(d, ack = 1, sack = [(s(1), s(2))]);
@@ -242,6 +246,32 @@ fn nextseg_rule_4_rescues_the_tail_once_per_episode() {
     recv!(d, ack = s(10));
     assert_eq!(d.s.ca_state(), CaState::Open);
     assert!(d.s.is_complete());
+}
+
+#[test]
+fn without_rescue_retransmission_the_lost_tail_waits_for_the_rto() {
+    // The rule 4 dialogue above with `rescue_retransmission = false` (ns-3's
+    // SACK sender): after the partial ACK nothing is sent, S9 goes out only
+    // when the retransmission timer fires.
+    let mut config = cfg(Recovery::Sack);
+    config.rescue_retransmission = false;
+    let mut d = sack_recovery_after_s0_lost_with(config, Some(10 * MSS));
+    for k in 5..=9 {
+        recv!(d, ack = 1, sack = [(s(1), s(k))]);
+        send!(d, nothing);
+    }
+    at!(d, 300);
+    recv!(d, ack = s(9));
+    assert!(d.s.in_recovery());
+    send!(d, nothing);
+    assert_eq!(d.s.stats().rescue_retransmits, 0);
+    let rto_ns = d.s.next_timeout().expect("the RTO is armed");
+    at!(d, rto_ns.div_ceil(NS_PER_MS) - 1);
+    send!(d, nothing);
+    at!(d, rto_ns.div_ceil(NS_PER_MS));
+    // Go-back-N from HighACK: the RTO resends S9, the one segment outstanding.
+    send!(d, seq = s(9), len = 1000, rexmit);
+    assert_eq!(d.s.stats().timeouts, 1);
 }
 
 #[test]

@@ -101,6 +101,9 @@ pub(super) fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig,
     if let Some(v) = s.idle_restart {
         c.idle_restart = v;
     }
+    if let Some(v) = s.rescue_retransmission {
+        c.rescue_retransmission = v;
+    }
     c.validate().map_err(|m| cx.err(path, m))?;
     if c.recovery.uses_sack() && !c.sack {
         let msg = format!("recovery = \"{}\" needs sack = true", c.recovery.name());

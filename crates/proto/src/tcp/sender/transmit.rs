@@ -252,10 +252,11 @@ impl TcpSender {
         }
         // Rule 4: one rescue retransmission per recovery episode, once
         // HighACK > RescueRxt (HighACK = snd_una − 1).
-        let rescue_ok = match s.rescue_rxt {
-            None => true,
-            Some(r) => self.snd_una.saturating_sub(1) > r,
-        };
+        let rescue_ok = self.cfg.rescue_retransmission
+            && match s.rescue_rxt {
+                None => true,
+                Some(r) => self.snd_una.saturating_sub(1) > r,
+            };
         if rescue_ok {
             if let Some(idx) = self.sb.last_unsacked() {
                 return Some(Tx::Retransmit {
