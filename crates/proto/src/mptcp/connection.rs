@@ -107,6 +107,8 @@ pub struct MptcpSender {
     /// Reused buffers (no allocation per segment in steady state).
     views: Vec<SubflowView>,
     rooms: Vec<Option<u32>>,
+    /// MinRtt candidates as (srtt, index), reused.
+    order: Vec<(u64, usize)>,
     coupling: Vec<SubflowCoupling>,
     completed_at_ns: Option<u64>,
     stats: MptcpSenderStats,
@@ -134,6 +136,7 @@ impl MptcpSender {
             sched: SchedulerState::default(),
             views: Vec::new(),
             rooms: Vec::new(),
+            order: Vec::new(),
             coupling: Vec::new(),
             completed_at_ns: None,
             stats: MptcpSenderStats::default(),
@@ -333,6 +336,38 @@ impl MptcpSender {
         }
     }
 
+    /// The subflow for a chunk of `want` bytes and the bytes it takes;
+    /// `exclude` gets no room. The same choice as [`SchedulerState::pick`]
+    /// over every subflow's view, but for MinRtt the (costly) room of a
+    /// subflow is asked only until the fastest candidate with room is
+    /// found, in (srtt, index) order.
+    fn pick_chunk(&mut self, now_ns: u64, want: u64, exclude: Option<usize>) -> Option<(usize, u32)> {
+        if self.cfg.scheduler != Scheduler::MinRtt {
+            self.fill_views(now_ns, want, exclude);
+            let i = self.sched.pick(self.cfg.scheduler, &self.views)?;
+            return Some((i, self.rooms[i]?));
+        }
+        if want == 0 {
+            return None;
+        }
+        let any_regular = self.subflows.iter().any(|sf| !sf.backup && sf.is_alive());
+        self.order.clear();
+        for (k, sf) in self.subflows.iter().enumerate() {
+            if exclude != Some(k) && sf.backup != any_regular && sf.is_usable() {
+                self.order.push((sf.tcp.srtt_ns(), k));
+            }
+        }
+        self.order.sort_unstable();
+        let (i, len) = self.order.iter().find_map(|&(_, k)| {
+            self.subflows[k]
+                .tcp
+                .new_data_len(now_ns, want)
+                .map(|len| (k, len))
+        })?;
+        self.sched.note_pick(i, self.subflows.len());
+        Some((i, len))
+    }
+
     /// Fill `views`/`rooms` for a chunk of `want` bytes; `exclude` gets no room.
     fn fill_views(&mut self, now_ns: u64, want: u64, exclude: Option<usize>) {
         self.views.clear();
@@ -358,9 +393,7 @@ impl MptcpSender {
                 continue;
             }
             let start = seq.max(self.data_una);
-            self.fill_views(now_ns, end - start, None);
-            let i = self.sched.pick(self.cfg.scheduler, &self.views)?;
-            let sent = self.rooms[i]?;
+            let (i, sent) = self.pick_chunk(now_ns, end - start, None)?;
             self.reinject.pop_front();
             if start + (sent as u64) < end {
                 self.reinject
@@ -382,9 +415,7 @@ impl MptcpSender {
             }
             want = want.min(room);
         }
-        self.fill_views(now_ns, want, None);
-        let i = self.sched.pick(self.cfg.scheduler, &self.views)?;
-        let len = self.rooms[i]?;
+        let (i, len) = self.pick_chunk(now_ns, want, None)?;
         let seq = self.data_nxt;
         self.data_nxt += len as u64;
         self.stats.chunks_scheduled += 1;
@@ -408,9 +439,7 @@ impl MptcpSender {
             let m = sf.map.carrying(head)?;
             Some((k, m.data_end()))
         })?;
-        self.fill_views(now_ns, head_end - head, Some(holder));
-        let i = self.sched.pick(self.cfg.scheduler, &self.views)?;
-        let len = self.rooms[i]?;
+        let (i, len) = self.pick_chunk(now_ns, head_end - head, Some(holder))?;
         if self.cfg.penalise_slow_subflows {
             let srtt = self.subflows[i].tcp.srtt_ns();
             let due = self.subflows[i]
