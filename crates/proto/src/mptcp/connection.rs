@@ -89,6 +89,8 @@ pub struct MptcpSenderStats {
 pub struct MptcpSender {
     cfg: MptcpConfig,
     subflows: Vec<SenderSubflow>,
+    /// Some subflow is a backup (the scheduler's backup rule applies).
+    any_backup: bool,
     connected: bool,
     finite: bool,
     /// One past the application's last byte (data sequence space from 0).
@@ -107,8 +109,6 @@ pub struct MptcpSender {
     /// Reused buffers (no allocation per segment in steady state).
     views: Vec<SubflowView>,
     rooms: Vec<Option<u32>>,
-    /// MinRtt candidates as (srtt, index), reused.
-    order: Vec<(u64, usize)>,
     coupling: Vec<SubflowCoupling>,
     completed_at_ns: Option<u64>,
     stats: MptcpSenderStats,
@@ -125,6 +125,7 @@ impl MptcpSender {
         MptcpSender {
             cfg,
             subflows: Vec::new(),
+            any_backup: false,
             connected: false,
             finite,
             data_end,
@@ -136,7 +137,6 @@ impl MptcpSender {
             sched: SchedulerState::default(),
             views: Vec::new(),
             rooms: Vec::new(),
-            order: Vec::new(),
             coupling: Vec::new(),
             completed_at_ns: None,
             stats: MptcpSenderStats::default(),
@@ -157,6 +157,7 @@ impl MptcpSender {
         if self.connected {
             tcp.connect(now_ns);
         }
+        self.any_backup |= backup;
         self.subflows.push(SenderSubflow::new(tcp, backup));
         self.subflows.len() - 1
     }
@@ -267,8 +268,9 @@ impl MptcpSender {
         // What the subflows already owe: SYNs, their own retransmissions,
         // a chunk the pacer held back.
         for i in 0..self.subflows.len() {
-            if let Some(seg) = self.subflows[i].tcp.poll_transmit(now_ns) {
-                return Some((i, self.stamp(i, seg)));
+            if let Some(mut seg) = self.subflows[i].tcp.poll_owed(now_ns) {
+                self.stamp(i, &mut seg);
+                return Some((i, seg));
             }
         }
         let (i, data_seq, len) = self.schedule(now_ns)?;
@@ -276,8 +278,9 @@ impl MptcpSender {
         sf.map.push(sf.assigned_end, data_seq, len);
         sf.assigned_end += len as u64;
         sf.tcp.add_app_bytes(len as u64);
-        let seg = sf.tcp.poll_transmit(now_ns)?;
-        Some((i, self.stamp(i, seg)))
+        let mut seg = sf.tcp.poll_transmit(now_ns)?;
+        self.stamp(i, &mut seg);
+        Some((i, seg))
     }
 
     // ----- internals -------------------------------------------------------
@@ -291,7 +294,7 @@ impl MptcpSender {
     }
 
     /// Attach the DSS mapping of a data segment.
-    fn stamp(&self, i: usize, mut seg: Segment) -> Segment {
+    fn stamp(&self, i: usize, seg: &mut Segment) {
         if seg.payload_bytes > 0 {
             let data_seq = self.subflows[i].map.data_seq_of(seg.seq);
             debug_assert!(data_seq.is_some(), "a data segment outside every mapping");
@@ -300,7 +303,6 @@ impl MptcpSender {
                 data_ack: None,
             });
         }
-        seg
     }
 
     /// RFC 6356 / OLIA: the controller of subflow `i` sees all subflows.
@@ -339,8 +341,8 @@ impl MptcpSender {
     /// The subflow for a chunk of `want` bytes and the bytes it takes;
     /// `exclude` gets no room. The same choice as [`SchedulerState::pick`]
     /// over every subflow's view, but for MinRtt the (costly) room of a
-    /// subflow is asked only until the fastest candidate with room is
-    /// found, in (srtt, index) order.
+    /// subflow is asked only when it would beat the best candidate with
+    /// room found so far in (srtt, index) order, and no view is built.
     fn pick_chunk(&mut self, now_ns: u64, want: u64, exclude: Option<usize>) -> Option<(usize, u32)> {
         if self.cfg.scheduler != Scheduler::MinRtt {
             self.fill_views(now_ns, want, exclude);
@@ -350,20 +352,24 @@ impl MptcpSender {
         if want == 0 {
             return None;
         }
-        let any_regular = self.subflows.iter().any(|sf| !sf.backup && sf.is_alive());
-        self.order.clear();
+        // Without backup subflows every usable subflow is an alive regular
+        // one, so the backup rule filters nothing: skip the extra pass.
+        let any_regular = !self.any_backup || self.subflows.iter().any(|sf| !sf.backup && sf.is_alive());
+        // Best candidate with room so far: ((srtt, index), room).
+        let mut best: Option<((u64, usize), u32)> = None;
         for (k, sf) in self.subflows.iter().enumerate() {
-            if exclude != Some(k) && sf.backup != any_regular && sf.is_usable() {
-                self.order.push((sf.tcp.srtt_ns(), k));
+            if sf.backup == any_regular || exclude == Some(k) || !sf.is_usable() {
+                continue;
+            }
+            let key = (sf.tcp.srtt_ns(), k);
+            if best.is_some_and(|(b, _)| b <= key) {
+                continue;
+            }
+            if let Some(len) = sf.tcp.new_data_len(now_ns, want) {
+                best = Some((key, len));
             }
         }
-        self.order.sort_unstable();
-        let (i, len) = self.order.iter().find_map(|&(_, k)| {
-            self.subflows[k]
-                .tcp
-                .new_data_len(now_ns, want)
-                .map(|len| (k, len))
-        })?;
+        let ((_, i), len) = best?;
         self.sched.note_pick(i, self.subflows.len());
         Some((i, len))
     }

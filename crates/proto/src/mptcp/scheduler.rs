@@ -80,7 +80,8 @@ impl SchedulerState {
 
     /// Subflow `chosen` of `n` took the chunk: round robin goes on after it.
     pub fn note_pick(&mut self, chosen: usize, n: usize) {
-        self.next = (chosen + 1) % n.max(1);
+        // (chosen + 1) mod n without a division (chosen < n).
+        self.next = if chosen + 1 >= n { 0 } else { chosen + 1 };
     }
 }
 
