@@ -16,6 +16,12 @@ per run and the ratio of the medians.
 
     python3 benches/mptcp_speed.py                 # N = 100, 20 s simulated, 2 repeats
     python3 benches/mptcp_speed.py --n 20 --duration 5 --repeat 1
+    python3 benches/mptcp_speed.py --callgrind     # instructions per packet-hop (valgrind)
+
+Wall and CPU time on a shared machine are noisy; `--callgrind` counts the
+instructions each run executes under valgrind's callgrind (deterministic,
+about 40 times slower) and prints instructions per packet-hop and their
+ratio instead.
 """
 
 from __future__ import annotations
@@ -121,14 +127,41 @@ def run_once(path: Path) -> dict[str, float]:
             "cpu_ns_hop": cpu_s * 1e9 / max(int(m["hops"]), 1)}  # fmt: skip
 
 
+def callgrind_once(path: Path) -> dict[str, float]:
+    """Instructions executed by one run (valgrind --tool=callgrind)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out_file = Path(tmp) / "callgrind.out"
+        cmd = ["nice", "-n", "10", "valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}", str(BINARY), str(path)]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    m = LINE.search(out.stdout)
+    refs = re.search(r"I\s+refs:\s+([\d,]+)", out.stderr)
+    if m is None or refs is None:
+        sys.exit(f"unexpected output from valgrind: {out.stdout!r} {out.stderr!r}")
+    instructions = int(refs[1].replace(",", ""))
+    return {"instructions": instructions, "hops": int(m["hops"]), "per_hop": instructions / max(int(m["hops"]), 1)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=100, help="MPTCP connections (TCP flows: 2n)")
     ap.add_argument("--duration", type=float, default=20.0, help="simulated seconds")
     ap.add_argument("--repeat", type=int, default=2, help="runs of each, alternating")
+    ap.add_argument("--callgrind", action="store_true", help="count instructions under valgrind instead of timing")
     args = ap.parse_args()
     if not BINARY.is_file():
         sys.exit(f"{BINARY} missing: cargo build --release --bin latlab-sim")
+    if args.callgrind:
+        counts = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            for kind in ("mptcp", "tcp"):
+                path = Path(tmp) / f"{kind}.toml"
+                path.write_text(scenario(kind, args.n, args.duration))
+                counts[kind] = callgrind_once(path)
+                c = counts[kind]
+                label = f"{args.n} MPTCP x2" if kind == "mptcp" else f"{2 * args.n} TCP"
+                print(f"{label:>12}: {c['instructions']} instructions, {c['hops']} packet-hops, {c['per_hop']:.0f} per packet-hop")
+        print(f"instructions per packet-hop ratio MPTCP/TCP {counts['mptcp']['per_hop'] / counts['tcp']['per_hop']:.2f}")
+        return
     results: dict[str, list[dict[str, float]]] = {"mptcp": [], "tcp": []}
     with tempfile.TemporaryDirectory() as tmp:
         paths = {}

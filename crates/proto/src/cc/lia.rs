@@ -51,17 +51,28 @@ impl ControllerParams for LiaParams {
 /// max_i(cwnd_i / rtt_i²) / (Σ_i cwnd_i / rtt_i)²`. `None` when no subflow
 /// has a window and an RTT (nothing to couple to).
 pub fn lia_alpha(subflows: &[SubflowCoupling]) -> Option<f64> {
+    lia_alpha_and_total(subflows).0
+}
+
+/// [`lia_alpha`] and Σ cwnd_i (bytes) over the subflows with an RTT.
+fn lia_alpha_and_total(subflows: &[SubflowCoupling]) -> (Option<f64>, u64) {
     let mut total = 0.0;
     let mut best = 0.0f64;
     let mut sum_rate = 0.0;
-    for s in subflows.iter().filter(|s| s.srtt_ns > 0 && s.cwnd_bytes > 0) {
+    let mut total_bytes = 0u64;
+    for s in subflows.iter().filter(|s| s.srtt_ns > 0) {
+        total_bytes += s.cwnd_bytes;
+        if s.cwnd_bytes == 0 {
+            continue;
+        }
         let w = s.cwnd_bytes as f64;
         let rtt = s.srtt_ns as f64;
         total += w;
         best = best.max(w / (rtt * rtt));
         sum_rate += w / rtt;
     }
-    (sum_rate > 0.0).then(|| total * best / (sum_rate * sum_rate))
+    let alpha = (sum_rate > 0.0).then(|| total * best / (sum_rate * sum_rate));
+    (alpha, total_bytes)
 }
 
 /// The LIA controller of one subflow.
@@ -118,14 +129,12 @@ impl CongestionControl for Lia {
     }
 
     fn on_coupling(&mut self, subflows: &[SubflowCoupling], _me: usize) {
-        match lia_alpha(subflows) {
+        // Called before every ACK: one pass for alpha and the total.
+        let (alpha, cwnd_total_bytes) = lia_alpha_and_total(subflows);
+        match alpha {
             Some(alpha) => {
                 self.alpha = alpha;
-                self.cwnd_total_bytes = subflows
-                    .iter()
-                    .filter(|s| s.srtt_ns > 0)
-                    .map(|s| s.cwnd_bytes)
-                    .sum();
+                self.cwnd_total_bytes = cwnd_total_bytes;
             }
             None => {
                 self.alpha = 1.0;

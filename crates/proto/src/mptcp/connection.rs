@@ -89,6 +89,8 @@ pub struct MptcpSenderStats {
 pub struct MptcpSender {
     cfg: MptcpConfig,
     subflows: Vec<SenderSubflow>,
+    /// Some subflow is a backup (the scheduler's backup rule applies).
+    any_backup: bool,
     connected: bool,
     finite: bool,
     /// One past the application's last byte (data sequence space from 0).
@@ -123,6 +125,7 @@ impl MptcpSender {
         MptcpSender {
             cfg,
             subflows: Vec::new(),
+            any_backup: false,
             connected: false,
             finite,
             data_end,
@@ -154,6 +157,7 @@ impl MptcpSender {
         if self.connected {
             tcp.connect(now_ns);
         }
+        self.any_backup |= backup;
         self.subflows.push(SenderSubflow::new(tcp, backup));
         self.subflows.len() - 1
     }
@@ -264,8 +268,9 @@ impl MptcpSender {
         // What the subflows already owe: SYNs, their own retransmissions,
         // a chunk the pacer held back.
         for i in 0..self.subflows.len() {
-            if let Some(seg) = self.subflows[i].tcp.poll_transmit(now_ns) {
-                return Some((i, self.stamp(i, seg)));
+            if let Some(mut seg) = self.subflows[i].tcp.poll_owed(now_ns) {
+                self.stamp(i, &mut seg);
+                return Some((i, seg));
             }
         }
         let (i, data_seq, len) = self.schedule(now_ns)?;
@@ -273,8 +278,9 @@ impl MptcpSender {
         sf.map.push(sf.assigned_end, data_seq, len);
         sf.assigned_end += len as u64;
         sf.tcp.add_app_bytes(len as u64);
-        let seg = sf.tcp.poll_transmit(now_ns)?;
-        Some((i, self.stamp(i, seg)))
+        let mut seg = sf.tcp.poll_transmit(now_ns)?;
+        self.stamp(i, &mut seg);
+        Some((i, seg))
     }
 
     // ----- internals -------------------------------------------------------
@@ -288,7 +294,7 @@ impl MptcpSender {
     }
 
     /// Attach the DSS mapping of a data segment.
-    fn stamp(&self, i: usize, mut seg: Segment) -> Segment {
+    fn stamp(&self, i: usize, seg: &mut Segment) {
         if seg.payload_bytes > 0 {
             let data_seq = self.subflows[i].map.data_seq_of(seg.seq);
             debug_assert!(data_seq.is_some(), "a data segment outside every mapping");
@@ -297,7 +303,6 @@ impl MptcpSender {
                 data_ack: None,
             });
         }
-        seg
     }
 
     /// RFC 6356 / OLIA: the controller of subflow `i` sees all subflows.
@@ -333,6 +338,42 @@ impl MptcpSender {
         }
     }
 
+    /// The subflow for a chunk of `want` bytes and the bytes it takes;
+    /// `exclude` gets no room. The same choice as [`SchedulerState::pick`]
+    /// over every subflow's view, but for MinRtt the (costly) room of a
+    /// subflow is asked only when it would beat the best candidate with
+    /// room found so far in (srtt, index) order, and no view is built.
+    fn pick_chunk(&mut self, now_ns: u64, want: u64, exclude: Option<usize>) -> Option<(usize, u32)> {
+        if self.cfg.scheduler != Scheduler::MinRtt {
+            self.fill_views(now_ns, want, exclude);
+            let i = self.sched.pick(self.cfg.scheduler, &self.views)?;
+            return Some((i, self.rooms[i]?));
+        }
+        if want == 0 {
+            return None;
+        }
+        // Without backup subflows every usable subflow is an alive regular
+        // one, so the backup rule filters nothing: skip the extra pass.
+        let any_regular = !self.any_backup || self.subflows.iter().any(|sf| !sf.backup && sf.is_alive());
+        // Best candidate with room so far: ((srtt, index), room).
+        let mut best: Option<((u64, usize), u32)> = None;
+        for (k, sf) in self.subflows.iter().enumerate() {
+            if sf.backup == any_regular || exclude == Some(k) || !sf.is_usable() {
+                continue;
+            }
+            let key = (sf.tcp.srtt_ns(), k);
+            if best.is_some_and(|(b, _)| b <= key) {
+                continue;
+            }
+            if let Some(len) = sf.tcp.new_data_len(now_ns, want) {
+                best = Some((key, len));
+            }
+        }
+        let ((_, i), len) = best?;
+        self.sched.note_pick(i, self.subflows.len());
+        Some((i, len))
+    }
+
     /// Fill `views`/`rooms` for a chunk of `want` bytes; `exclude` gets no room.
     fn fill_views(&mut self, now_ns: u64, want: u64, exclude: Option<usize>) {
         self.views.clear();
@@ -358,9 +399,7 @@ impl MptcpSender {
                 continue;
             }
             let start = seq.max(self.data_una);
-            self.fill_views(now_ns, end - start, None);
-            let i = self.sched.pick(self.cfg.scheduler, &self.views)?;
-            let sent = self.rooms[i]?;
+            let (i, sent) = self.pick_chunk(now_ns, end - start, None)?;
             self.reinject.pop_front();
             if start + (sent as u64) < end {
                 self.reinject
@@ -382,9 +421,7 @@ impl MptcpSender {
             }
             want = want.min(room);
         }
-        self.fill_views(now_ns, want, None);
-        let i = self.sched.pick(self.cfg.scheduler, &self.views)?;
-        let len = self.rooms[i]?;
+        let (i, len) = self.pick_chunk(now_ns, want, None)?;
         let seq = self.data_nxt;
         self.data_nxt += len as u64;
         self.stats.chunks_scheduled += 1;
@@ -408,9 +445,7 @@ impl MptcpSender {
             let m = sf.map.carrying(head)?;
             Some((k, m.data_end()))
         })?;
-        self.fill_views(now_ns, head_end - head, Some(holder));
-        let i = self.sched.pick(self.cfg.scheduler, &self.views)?;
-        let len = self.rooms[i]?;
+        let (i, len) = self.pick_chunk(now_ns, head_end - head, Some(holder))?;
         if self.cfg.penalise_slow_subflows {
             let srtt = self.subflows[i].tcp.srtt_ns();
             let due = self.subflows[i]

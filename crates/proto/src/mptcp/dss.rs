@@ -53,6 +53,13 @@ impl DssMap {
 
     /// The data sequence number of subflow byte `subflow_seq`.
     pub fn data_seq_of(&self, subflow_seq: u64) -> Option<u64> {
+        // New data goes out in the chunk just recorded: try the last one
+        // before searching (mappings are disjoint, so the answer is the same).
+        if let Some(m) = self.maps.back() {
+            if m.subflow_seq <= subflow_seq && subflow_seq < m.subflow_end() {
+                return Some(m.data_seq + (subflow_seq - m.subflow_seq));
+            }
+        }
         let i = self.maps.partition_point(|m| m.subflow_end() <= subflow_seq);
         let m = self.maps.get(i)?;
         (m.subflow_seq <= subflow_seq).then(|| m.data_seq + (subflow_seq - m.subflow_seq))

@@ -103,10 +103,14 @@ impl MptcpReceiver {
     /// The next ACK (or SYN-ACK) to send and its subflow.
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
         let n = self.subflows.len();
-        for k in 0..n {
-            let i = (self.next_poll + k) % n;
+        // Round robin from `next_poll` (< n), wrapping without a division.
+        let mut i = self.next_poll;
+        for _ in 0..n {
+            if i >= n {
+                i = 0;
+            }
             if let Some(mut seg) = self.subflows[i].poll_transmit(now_ns) {
-                self.next_poll = (i + 1) % n;
+                self.next_poll = if i + 1 >= n { 0 } else { i + 1 };
                 seg.rwnd_bytes = self.buffer.window_bytes();
                 seg.set_dss(Dss {
                     data_seq: None,
@@ -114,6 +118,7 @@ impl MptcpReceiver {
                 });
                 return Some((i, seg));
             }
+            i += 1;
         }
         None
     }

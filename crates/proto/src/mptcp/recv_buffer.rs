@@ -125,6 +125,17 @@ impl RecvBuffer {
         }
         self.advance_clock(now_ns);
         let start = data_seq.max(self.data_ack);
+        if start == self.data_ack && self.ooo.first().is_none_or(|&(s, _)| end < s) {
+            // In order and clear of everything held: delivered at once
+            // (what `insert` then `deliver` do, without touching `ooo`).
+            self.stats.duplicate_bytes += len - (end - start);
+            self.stats.bytes_delivered += end - start;
+            self.data_ack = end;
+            self.stats.max_occupancy_bytes = self.stats.max_occupancy_bytes.max(self.held_bytes);
+            return Arrival::Accepted {
+                new_bytes: end - start,
+            };
+        }
         let new_bytes = self.insert(start, end);
         self.stats.duplicate_bytes += len - new_bytes;
         if new_bytes == 0 {

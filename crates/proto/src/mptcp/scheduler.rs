@@ -74,8 +74,14 @@ impl SchedulerState {
                 .map(|k| (self.next + k) % n)
                 .find(|&i| allowed(&subflows[i])),
         }?;
-        self.next = (chosen + 1) % n.max(1);
+        self.note_pick(chosen, n);
         Some(chosen)
+    }
+
+    /// Subflow `chosen` of `n` took the chunk: round robin goes on after it.
+    pub fn note_pick(&mut self, chosen: usize, n: usize) {
+        // (chosen + 1) mod n without a division (chosen < n).
+        self.next = if chosen + 1 >= n { 0 } else { chosen + 1 };
     }
 }
 

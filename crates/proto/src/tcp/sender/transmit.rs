@@ -50,6 +50,34 @@ impl TcpSender {
         self.commit(tx, now_ns)
     }
 
+    /// [`poll_transmit`](Self::poll_transmit) for a caller that often asks
+    /// a sender with nothing to send (an MPTCP connection asks every
+    /// subflow for what it owes before scheduling new data): the same
+    /// result and the same effect, but O(1) when [`owes_nothing`](Self::owes_nothing).
+    pub fn poll_owed(&mut self, now_ns: u64) -> Option<Segment> {
+        if self.owes_nothing() {
+            // All `poll_transmit` would have done: idle restart and the
+            // persist timer need data waiting, and `choose` finds nothing.
+            self.last_now_ns = self.last_now_ns.max(now_ns);
+            return None;
+        }
+        self.poll_transmit(now_ns)
+    }
+
+    /// Certainly nothing to send, whatever the window: no SYN due, and once
+    /// established no data waiting, no go-back-N in progress and no fast
+    /// recovery (whose retransmissions do not wait for new data). Then
+    /// `choose` returns `None`; the converse need not hold.
+    pub fn owes_nothing(&self) -> bool {
+        match self.handshake {
+            Handshake::Established => {
+                !self.data_waiting() && self.snd_nxt >= self.snd_max && self.ca.recovery().is_none()
+            }
+            Handshake::SynSent { syn_due, .. } => !syn_due,
+            Handshake::Closed => true,
+        }
+    }
+
     /// Earliest of the retransmission/persist deadline and the pacing
     /// release time (only when a segment is waiting for its pacing slot).
     pub fn next_timeout(&self) -> Option<u64> {
@@ -160,7 +188,17 @@ impl TcpSender {
             .data_end
             .saturating_add(extra_bytes)
             .min(super::INFINITE_DATA_END);
-        match self.choose_for(data_end) {
+        // The usual state (established, no recovery, no go-back-N):
+        // `choose_for` would go straight to `new_data`.
+        let tx = if matches!(self.handshake, Handshake::Established)
+            && self.snd_nxt >= self.snd_max
+            && self.ca.recovery().is_none()
+        {
+            self.new_data(data_end)
+        } else {
+            self.choose_for(data_end)
+        };
+        match tx {
             Some(Tx::New { len, .. }) => Some(len),
             _ => None,
         }
