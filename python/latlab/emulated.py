@@ -23,6 +23,19 @@ with ``link_samples`` times moved onto the flows' clock. ``run_info`` has
 ``emulated = True``, the kernel release and any ``emulation_notes``; the
 flows table has an ``emulated`` column too, so a table taken out of its
 folder still says where it came from.
+
+UDP flows have the simulator's UDP columns (``segments_sent``,
+``packets_received``, ``owd_mean_ns``, ``owd_max_ns``, goodput and
+throughput), measured at a real sink from a 16-byte stamp (sequence number,
+send time) in each datagram, and three only a real run has: ``lost_pkts``
+(sequence gaps at the sink), ``local_drops`` (sends the client's device
+queue refused) and ``sink_drops`` (the sink socket's own drops). The
+TCP-only columns (``cwnd_bytes``, ``srtt_ns``, ``retransmitted_segments``,
+...) are empty for them, as in the simulator; ``owd_*`` and ``lost_pkts``
+are empty for a source whose datagrams can be shorter than the stamp.
+``run_info["client_device_drops"]`` counts packets of any flow that the
+client namespace's TUN device dropped before the emulator read them (it fell
+behind); they are in no link's drops, and a non-zero count adds a note.
 """
 
 from __future__ import annotations
@@ -139,6 +152,17 @@ def _conservation(emu_links: pd.DataFrame) -> pd.DataFrame:
     })  # fmt: skip
 
 
+def _notes(the_plan: dict[str, Any], summary: dict[str, Any]) -> list[str]:
+    """The plan's notes, and a warning if packets were dropped before the emulator."""
+    notes = list(the_plan.get("notes", []))
+    drops = int(summary.get("client_device_drops") or 0)
+    if drops:
+        notes.append(f"{drops} packet(s) were dropped by the client namespace's TUN device before the emulator "
+                     "read them (it fell behind, e.g. on a busy machine); they count as lost for their flows "
+                     "but in no link's drops")  # fmt: skip
+    return notes
+
+
 def run_emulated(
     scenario: Scenario | str | os.PathLike[str],
     outdir: str | os.PathLike[str],
@@ -242,7 +266,8 @@ def run_emulated(
         "mode": "emulated",
         "kernel": summary.get("kernel"),
         "emulated_path": f"{the_plan['client_node']} -> {the_plan['server_node']}",
-        "emulation_notes": list(the_plan.get("notes", [])),
+        "emulation_notes": _notes(the_plan, summary),
+        "client_device_drops": summary.get("client_device_drops"),
         "stopped_early": summary.get("stopped_early", False),
         "wall_s": wall_s,
         "events": None,

@@ -13,6 +13,12 @@
   agrees within 15 %, the emulated queue reaches its limit (a loss-based
   controller fills the buffer), and the queue samples show Reno's sawtooth
   (several fills each followed by a drain to well under half the buffer).
+- UDP: a CBR and a Poisson source overloading the link send the simulated
+  run's datagrams and agree with it on goodput, drops and one-way delay; an
+  LRD source beside a CUBIC flow sends the simulator's schedule and keeps
+  its rate, each row with its own kind's columns (the other kind's empty);
+  datagrams the path would fragment or headers other than IPv4 + UDP's are
+  refused with exit code 2.
 """
 
 from __future__ import annotations
@@ -105,6 +111,26 @@ kind = "tfrc"
     res = _latlab("run", str(_path_scenario(tmp_path, flows, 5, 50)), "--emulate", "-o", str(tmp_path / "out"))
     assert res.returncode == 2, res.stderr
     for key in ('flows[0].cc = "vegas"', "flows[0].tcp.min_rto_ms", 'flows[1].kind = "tfrc"'):
+        assert key in res.stderr, res.stderr
+    assert not (tmp_path / "out" / "run.json").exists()
+
+
+def test_udp_datagrams_that_a_real_path_cannot_carry_exit_2(tmp_path: Path) -> None:
+    flows = """
+[[flows]]
+src = "client"
+dst = "server"
+kind = "udp"
+udp = { pattern = "cbr", rate_bps = 1e6, size_bytes = 4000 }
+[[flows]]
+src = "client"
+dst = "server"
+kind = "udp"
+udp = { pattern = "poisson", rate_bps = 1e6, size_bytes = [100, 200], header_bytes = 48 }
+"""
+    res = _latlab("run", str(_path_scenario(tmp_path, flows, 5, 50)), "--emulate", "-o", str(tmp_path / "out"))
+    assert res.returncode == 2, res.stderr
+    for key in ("flows[0].udp.size_bytes up to 4000", "fragment", "flows[1].udp.header_bytes = 48"):
         assert key in res.stderr, res.stderr
     assert not (tmp_path / "out" / "run.json").exists()
 
@@ -278,3 +304,52 @@ udp = { pattern = "poisson", rate_bps = 12e6, size_bytes = [500, 1400] }
         owd_ms = r.flows["owd_mean_ns"] / 1e6
         assert ((owd_ms > 35) & (owd_ms < 50)).all(), owd_ms
     assert abs(ef["owd_mean_ns"] - sf["owd_mean_ns"]).max() / 1e6 < 3, (ef["owd_mean_ns"], sf["owd_mean_ns"])
+
+
+@needs_testbed
+def test_a_udp_source_beside_a_tcp_flow(tmp_path: Path) -> None:
+    """An LRD source (4 Mbit/s mean) and a bulk CUBIC flow share the 20 Mbit/s link.
+
+    The source sends the simulator's schedule; it keeps its rate (CUBIC's
+    queue costs it a few drops), TCP takes the rest; each row has its own
+    kind's columns and not the other's.
+    """
+    from latlab import run
+    from latlab.results import Results
+
+    flows = """
+[[flows]]
+name = "lrd"
+src = "client"
+dst = "server"
+kind = "udp"
+udp = { pattern = "lrd", hurst = 0.8, rate_bps = 4e6, size_bytes = [200, 1400] }
+[[flows]]
+name = "bulk"
+src = "client"
+dst = "server"
+cc = "cubic"
+"""
+    path = _path_scenario(tmp_path, flows, 6, 83, extra='measure_from_s = 1\ntcp = { preset = "linux" }')
+    out = tmp_path / "out"
+    res = _latlab("run", str(path), "--emulate", "-o", str(out), "--no-plot", "-q")
+    assert res.returncode == 0, res.stderr
+    r = Results.load(out)
+    sim = run(path).flows.set_index("flow_id")
+    f = r.flows.set_index("flow_id")
+    assert list(f["kind"]) == ["udp", "tcp"] and f["emulated"].all()
+    assert abs(int(f.loc[0, "segments_sent"]) - int(sim.loc[0, "segments_sent"])) <= 1, (f.loc[0], sim.loc[0])
+    udp, tcp = f.loc[0], f.loc[1]
+    for col in ("cwnd_bytes", "srtt_ns", "retransmitted_segments", "timeouts", "bytes_acked"):
+        assert pd.isna(udp[col]), (col, udp[col])
+    for col in ("packets_received", "owd_mean_ns", "owd_max_ns", "lost_pkts", "local_drops", "sink_drops"):
+        assert pd.isna(tcp[col]), (col, tcp[col])
+    # The LRD source's rate over a 5 s window varies around its mean (the simulated run's own
+    # goodput is the yardstick), less what CUBIC's full queue drops of it.
+    assert 0.8 * sim.loc[0, "goodput_bps"] < udp["goodput_bps"] <= 1.02 * sim.loc[0, "goodput_bps"], (udp, sim.loc[0])
+    assert udp["lost_pkts"] < 0.1 * udp["segments_sent"] and udp["sink_drops"] == 0, udp
+    assert udp["lost_pkts"] <= int(udp["segments_sent"]) - int(udp["packets_received"]), udp
+    # 25 ms of propagation plus part of an 83-packet queue (50 ms when full).
+    assert 25e6 < udp["owd_mean_ns"] < 80e6, udp["owd_mean_ns"]
+    assert tcp["goodput_bps"] > 10e6 and tcp["goodput_bps"] + udp["goodput_bps"] < 19.5e6, f["goodput_bps"]
+    assert r.run_info["client_device_drops"] == 0, r.run_info

@@ -22,8 +22,14 @@
 //! the wall clock, to align with the emulator's `link_samples`).
 //!
 //! UDP flows (`kind = "udp"`) send on the simulator's own source schedule
-//! and are measured at the sink: packets, bytes and one-way delay
-//! ([`udp`]).
+//! and are measured at the sink: packets, bytes, one-way delay and losses
+//! ([`udp`]). Their rows have the simulator's UDP columns (`segments_sent`,
+//! `packets_received`, `owd_mean_ns`, `owd_max_ns`, goodput and throughput
+//! over the window) and three only a real run has: `lost_pkts` (sequence
+//! gaps at the sink), `local_drops` (sends the client's own device queue
+//! refused) and `sink_drops` (datagrams the sink's socket buffer dropped).
+//! `owd_*` and `lost_pkts` are empty for a source whose datagrams can be
+//! shorter than the 16-byte stamp.
 //!
 //! Modules: [`plan`] (scenario → flows, what fits), [`tcp_info`]
 //! (TCP_INFO), [`udp`] (UDP sources and sinks), [`args`] (command line).
@@ -121,6 +127,10 @@ pub struct FlowRow {
     pub linux_cc: String,
     /// UDP: sends the client namespace's device queue refused.
     pub local_drops: Option<u64>,
+    /// UDP: sequence numbers missing below the highest one received.
+    pub lost_pkts: Option<u64>,
+    /// UDP: datagrams the sink's socket dropped (a full receive buffer).
+    pub sink_drops: Option<u64>,
 }
 
 /// A `flow_samples.csv` row: the simulator's columns.
@@ -148,6 +158,10 @@ struct RunSummary<'a> {
     duration_ns: u64,
     measure_from_ns: u64,
     stopped_early: bool,
+    /// Packets the client namespace's devices dropped during the run before
+    /// the emulator read them (the TUN ring overflowed: see [`udp`]); any
+    /// flow's, not counted in any link's drops.
+    client_device_drops: u64,
     kernel: String,
     client_ns: &'a str,
     server_ns: &'a str,
@@ -542,12 +556,16 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
         .iter()
         .map(|f| {
             let addr = SocketAddrV4::new(opts.server_addr, opts.base_port + f.flow_id as u16);
-            let bound = if f.is_udp() {
-                UdpSocket::bind(addr).map(Listener::Udp)
+            let fail = |e: String| format!("listen on {addr} in {server_ns_name}: {e}");
+            if f.is_udp() {
+                let s = UdpSocket::bind(addr).map_err(|e| fail(e.to_string()))?;
+                udp::sink_options(&s).map_err(fail)?;
+                Ok(Listener::Udp(s))
             } else {
-                TcpListener::bind(addr).map(Listener::Tcp)
-            };
-            bound.map_err(|e| format!("listen on {addr} in {server_ns_name}: {e}"))
+                TcpListener::bind(addr)
+                    .map(Listener::Tcp)
+                    .map_err(|e| fail(e.to_string()))
+            }
         })
         .collect();
     enter(&home)?;
@@ -557,6 +575,7 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
     let stop = AtomicBool::new(false);
     let mut samples =
         Recorder::create(Some(&opts.out.join("flow_samples.csv"))).map_err(|e| e.to_string())?;
+    let device_drops_before = udp::device_tx_drops(&client_ns)?;
     let t0_unix_ns = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
@@ -700,6 +719,12 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
         } else {
             (Some(info), None)
         };
+        // Only datagrams that carry the whole stamp give delays and gaps.
+        let stamped = udp.filter(|_| {
+            flow.udp
+                .as_ref()
+                .is_some_and(|u| u.min_bytes as usize >= udp::STAMP_BYTES)
+        });
         rows.row(&FlowRow {
             flow_id: flow.flow_id,
             group: flow.group.clone(),
@@ -724,15 +749,18 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
             cwnd_bytes: tcp.map(|i| i.cwnd_bytes()),
             srtt_ns: tcp.map(|i| i.srtt_ns()),
             packets_received: udp.map(|u| u.received_pkts.load(Ordering::SeqCst)),
-            owd_mean_ns: udp.map(UdpCounters::owd_mean_ns),
-            owd_max_ns: udp.map(|u| u.owd_max_ns.load(Ordering::SeqCst)),
+            owd_mean_ns: stamped.map(UdpCounters::owd_mean_ns),
+            owd_max_ns: stamped.map(|u| u.owd_max_ns.load(Ordering::SeqCst)),
             handshake_ns: (handshake != NOT_YET).then_some(handshake),
             min_rtt_ns: tcp.map(|i| u64::from(i.min_rtt_us) * 1000),
             linux_cc: flow.linux_cc.clone(),
             local_drops: udp.map(|u| u.local_drops.load(Ordering::SeqCst)),
+            lost_pkts: stamped.map(UdpCounters::lost_pkts),
+            sink_drops: udp.map(|u| u.sink_drops.load(Ordering::SeqCst)),
         })
         .map_err(|e| e.to_string())?;
     }
+    let client_device_drops = udp::device_tx_drops(&client_ns)?.saturating_sub(device_drops_before);
     let ok = errors.is_empty();
     let summary = RunSummary {
         scenario: &plan.scenario_name,
@@ -742,6 +770,7 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
         duration_ns: plan.duration_ns,
         measure_from_ns: plan.measure_from_ns,
         stopped_early,
+        client_device_drops,
         kernel: kernel_release(),
         client_ns: client_ns_name,
         server_ns: server_ns_name,

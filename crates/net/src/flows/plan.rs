@@ -19,9 +19,11 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use latlab_sim::flow::Transport;
-use latlab_sim::scenario::{Range, Scenario, TcpSpec, Topology};
+use latlab_sim::scenario::{FlowGroup, Range, Scenario, TcpSpec, Topology};
 use latlab_sim::traffic::UdpSource;
 use serde::Serialize;
+
+use super::udp::STAMP_BYTES;
 
 /// What a UDP flow sends: the simulator's source for this flow, before its
 /// start, plus the settings shown in the plan.
@@ -30,6 +32,9 @@ pub struct UdpPlan {
     /// "cbr", "poisson" or "lrd".
     pub pattern: String,
     pub rate_bps: f64,
+    /// The payload sizes it draws from (CBR: both the upper end).
+    pub min_bytes: u32,
+    pub max_bytes: u32,
     #[serde(skip)]
     pub source: UdpSource,
 }
@@ -79,6 +84,16 @@ pub struct FlowPlan {
     /// (e.g. a dumbbell's access links merged), for run_info.
     pub notes: Vec<String>,
 }
+
+/// The emulated path's MTU: `latlab-net emulate`'s default `--mtu`, which
+/// `latlab run --emulate` uses.
+pub const PATH_MTU_BYTES: u32 = 1500;
+
+/// IPv4 + UDP headers, bytes: what every real datagram carries.
+pub const UDP_HEADER_BYTES: u32 = 28;
+
+/// The longest UDP payload that crosses the path unfragmented.
+pub const MAX_UDP_PAYLOAD_BYTES: u32 = PATH_MTU_BYTES - UDP_HEADER_BYTES;
 
 /// The kernel's congestion controllers (all namespaces share the list).
 pub fn available_ccs() -> BTreeSet<String> {
@@ -141,6 +156,23 @@ fn unsupported_tcp_keys(t: &TcpSpec, prefix: &str, out: &mut Vec<String>) {
     }
 }
 
+/// `udp` keys a real datagram on the emulated path cannot follow.
+fn unsupported_udp_keys(grp: &FlowGroup, prefix: &str, out: &mut Vec<String>) {
+    let Some(u) = &grp.udp else { return };
+    if let Some(h) = u.header_bytes.filter(|&h| h != UDP_HEADER_BYTES) {
+        out.push(format!(
+            "{prefix}.udp.header_bytes = {h} (a real datagram carries {UDP_HEADER_BYTES} bytes of IPv4 + UDP headers)"
+        ));
+    }
+    if u.size_bytes.max() > f64::from(MAX_UDP_PAYLOAD_BYTES) {
+        out.push(format!(
+            "{prefix}.udp.size_bytes up to {} (the emulated path's {PATH_MTU_BYTES}-byte MTU carries at most \
+             {MAX_UDP_PAYLOAD_BYTES} bytes of UDP payload; the kernel would fragment larger datagrams)",
+            u.size_bytes.max()
+        ));
+    }
+}
+
 /// As [`load`], from the file's text; `available` is the kernel's list of
 /// congestion controllers.
 pub fn from_text(text: &str, source: &str, available: &BTreeSet<String>) -> Result<FlowPlan, String> {
@@ -155,8 +187,12 @@ pub fn from_text(text: &str, source: &str, available: &BTreeSet<String>) -> Resu
         let p = format!("flows[{g}]");
         match grp.kind.as_str() {
             "tcp" => {}
-            // The source's settings are checked by the simulator's builder below.
-            "udp" => continue,
+            // The source's settings are checked by the simulator's builder
+            // below; here only what a real datagram cannot follow.
+            "udp" => {
+                unsupported_udp_keys(grp, &p, &mut unsupported);
+                continue;
+            }
             "tfrc" | "dflow" => {
                 unsupported.push(format!(
                     "{p}.kind = {:?} (TFRC and DFlow run over real UDP with `latlab media send|recv`, \
@@ -210,11 +246,22 @@ pub fn from_text(text: &str, source: &str, available: &BTreeSet<String>) -> Resu
             let grp = &sc.flows[f.group as usize];
             let tcp = sc.tcp.overlay(&grp.tcp);
             let udp = match (&f.transport, &grp.udp) {
-                (Transport::Udp(u), Some(spec)) => Some(UdpPlan {
-                    pattern: spec.pattern.clone(),
-                    rate_bps: spec.rate_bps,
-                    source: u.source.clone(),
-                }),
+                (Transport::Udp(u), Some(spec)) => {
+                    // As the simulator's builder rounds them (CBR sends the upper end).
+                    let max_bytes = spec.size_bytes.max().round() as u32;
+                    let min_bytes = if spec.pattern == "cbr" {
+                        max_bytes
+                    } else {
+                        spec.size_bytes.min().round() as u32
+                    };
+                    Some(UdpPlan {
+                        pattern: spec.pattern.clone(),
+                        rate_bps: spec.rate_bps,
+                        min_bytes,
+                        max_bytes,
+                        source: u.source.clone(),
+                    })
+                }
                 _ => None,
             };
             FlowSpec {
@@ -242,6 +289,22 @@ pub fn from_text(text: &str, source: &str, available: &BTreeSet<String>) -> Resu
     if preset != "linux" {
         notes.push(format!(
             "tcp.preset = {preset:?} describes the simulator's TCP; emulated flows use the kernel's TCP"
+        ));
+    }
+    let unstamped: Vec<String> = flows
+        .iter()
+        .filter(|f| {
+            f.udp
+                .as_ref()
+                .is_some_and(|u| (u.min_bytes as usize) < STAMP_BYTES)
+        })
+        .map(|f| f.flow_id.to_string())
+        .collect();
+    if !unstamped.is_empty() {
+        notes.push(format!(
+            "UDP flow(s) {}: datagrams shorter than {STAMP_BYTES} bytes cannot carry the sequence number and \
+             send time, so owd_mean_ns, owd_max_ns and lost_pkts are left empty for them",
+            unstamped.join(", ")
         ));
     }
     let first = &flows[0];
@@ -407,6 +470,12 @@ mod tests {
         assert!(p.flows[..4].iter().all(|f| f.kind == "tcp" && f.udp.is_none()));
         let plan = f.udp.as_ref().unwrap();
         assert_eq!((plan.pattern.as_str(), plan.rate_bps), ("poisson", 1e6));
+        assert_eq!((plan.min_bytes, plan.max_bytes), (100, 300));
+        assert!(
+            p.notes.iter().all(|n| !n.contains("shorter than")),
+            "{:?}",
+            p.notes
+        );
         // The same draws as the simulator's source for this flow: a second
         // plan of the same scenario gives the same packet times and sizes,
         // and another seed does not.
@@ -429,6 +498,55 @@ mod tests {
         assert!(schedule(&p)
             .iter()
             .all(|&(t, size)| t >= 1_000_000_000 && (100..=300).contains(&size)));
+    }
+
+    #[test]
+    fn udp_datagrams_must_fit_the_path_unfragmented_with_real_headers() {
+        let udp = |table: &str| {
+            PATH.to_string()
+                + &format!("\n[[flows]]\nsrc = \"a\"\ndst = \"b\"\nkind = \"udp\"\nudp = {{ {table} }}\n")
+        };
+        let ok = from_text(
+            &udp("pattern = \"cbr\", rate_bps = 1e6, size_bytes = [8, 1472], header_bytes = 28"),
+            "p.toml",
+            &ccs(),
+        )
+        .unwrap();
+        let f = &ok.flows[4];
+        assert_eq!(
+            (
+                f.udp.as_ref().unwrap().min_bytes,
+                f.udp.as_ref().unwrap().max_bytes
+            ),
+            (1472, 1472),
+            "CBR sends the upper end"
+        );
+        let small = from_text(
+            &udp("pattern = \"poisson\", rate_bps = 1e6, size_bytes = [8, 100]"),
+            "p.toml",
+            &ccs(),
+        )
+        .unwrap();
+        assert!(
+            small
+                .notes
+                .iter()
+                .any(|n| n.contains("flow(s) 4: datagrams shorter than 16 bytes")),
+            "{:?}",
+            small.notes
+        );
+        let e = from_text(
+            &udp("pattern = \"poisson\", rate_bps = 1e6, size_bytes = [100, 1473], header_bytes = 8"),
+            "p.toml",
+            &ccs(),
+        )
+        .unwrap_err();
+        for key in [
+            "flows[2].udp.header_bytes = 8 (a real datagram carries 28 bytes",
+            "flows[2].udp.size_bytes up to 1473 (",
+        ] {
+            assert!(e.contains(key), "{key}: {e}");
+        }
     }
 
     #[test]
