@@ -9,7 +9,12 @@ latlab-net emulate scenarios/emulate-20mbit-50ms.toml --out emu -- curl http://$
 latlab-net emulate scenarios/emulate-20mbit-50ms.toml --stay   # until Ctrl-C or SIGTERM\n\n\
 The command runs in the client namespace with LATLAB_EMU_SERVER_ADDR (10.77.1.1),\n\
 LATLAB_EMU_CLIENT_ADDR (10.77.0.1), LATLAB_EMU_CLIENT_NS and LATLAB_EMU_SERVER_NS set;\n\
-run a server with 'ip netns exec $LATLAB_EMU_SERVER_NS ...'.";
+run a server with 'ip netns exec $LATLAB_EMU_SERVER_NS ...'.\n\n\
+Router mode: the link between two interfaces of an existing router namespace\n  \
+latlab-net emulate path.toml --router-netns R --ingress to-client --egress to-server --stay\n\
+forwards what arrives on --ingress through the uplink and what arrives on --egress\n\
+through the downlink (IPv4; policy rules into two TUN devices, removed on exit).\n\
+The namespace must forward (net.ipv4.ip_forward = 1).";
 
 #[derive(Debug, Args)]
 pub struct EmulateArgs {
@@ -23,6 +28,19 @@ pub struct EmulateArgs {
     /// The server's node [default: the last node].
     #[arg(long, value_name = "NODE")]
     pub server: Option<String>,
+    /// Router mode: put the link between two interfaces of this existing
+    /// namespace (a name from `ip netns list`; without it, the current
+    /// namespace) instead of making a client and a server namespace.
+    #[arg(long, value_name = "NS", requires_all = ["ingress", "egress"])]
+    pub router_netns: Option<String>,
+    /// Router mode: the interface on the client's side; what arrives on it
+    /// takes the uplink (the scenario's route --client → --server).
+    #[arg(long, value_name = "IFACE", requires = "egress")]
+    pub ingress: Option<String>,
+    /// Router mode: the interface on the server's side; what arrives on it
+    /// takes the downlink.
+    #[arg(long, value_name = "IFACE", requires = "ingress")]
+    pub egress: Option<String>,
     /// Write link_samples.csv, links.csv, summary.json (and captures,
     /// packets.csv) here.
     #[arg(long, value_name = "DIR")]
@@ -67,16 +85,28 @@ pub struct EmulateArgs {
     /// Print nothing but errors (the summary still goes to --out).
     #[arg(long, short)]
     pub quiet: bool,
-    /// The command to run in the client namespace (after `--`, or as the
+    /// The command to run in the client namespace, or in router mode where
+    /// the emulator runs (after `--`, or as the
     /// first argument that is not an option: everything from there on is
     /// the command's).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 }
 
+/// Router mode: where the emulated link goes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RouterOptions {
+    /// None: the emulator's own namespace.
+    pub netns: Option<String>,
+    pub ingress: String,
+    pub egress: String,
+}
+
 /// Validated options.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EmulateOptions {
+    /// Some: router mode.
+    pub router: Option<RouterOptions>,
     pub scenario: PathBuf,
     pub client: Option<String>,
     pub server: Option<String>,
@@ -119,7 +149,28 @@ impl EmulateArgs {
                 self.spin_us
             ));
         }
+        let router = match (&self.ingress, &self.egress) {
+            (Some(ingress), Some(egress)) => {
+                for (flag, dev) in [("--ingress", ingress), ("--egress", egress)] {
+                    if dev.is_empty() || dev.len() > super::tun::MAX_NAME_LEN || dev.contains(['/', ' ']) {
+                        return Err(format!("{flag} {dev:?} is not an interface name"));
+                    }
+                }
+                if ingress == egress {
+                    return Err(format!(
+                        "--ingress and --egress are the same interface ({ingress:?}); the link needs two sides"
+                    ));
+                }
+                Some(RouterOptions {
+                    netns: self.router_netns.clone(),
+                    ingress: ingress.clone(),
+                    egress: egress.clone(),
+                })
+            }
+            _ => None,
+        };
         Ok(EmulateOptions {
+            router,
             scenario: self.scenario.clone(),
             client: self.client.clone(),
             server: self.server.clone(),

@@ -19,7 +19,14 @@
 //! on every exit path (a guard's Drop, SIGINT/SIGTERM end the loop), and a
 //! run after a SIGKILL removes what the killed one left ([`netns`]).
 //!
+//! Router mode (`--ingress`, `--egress`, `--router-netns`) puts the same
+//! two lines between two interfaces of an existing router namespace
+//! instead: policy rules route what arrives on each interface into a TUN
+//! device, and the kernel forwards what the emulator writes back
+//! ([`router`]).
+//!
 //! Modules: [`config`] (scenario → lines), [`netns`] (namespaces),
+//! [`router`] (router mode's rules),
 //! [`tun`] (device I/O), [`packet`] (checks, buffer pool), [`line`] (the
 //! delay line), [`event_loop`] (timing), [`records`] (output files),
 //! [`args`] (command line).
@@ -31,6 +38,7 @@ pub mod line;
 pub mod netns;
 pub mod packet;
 pub mod records;
+pub mod router;
 pub mod tun;
 
 use std::fs::File;
@@ -57,19 +65,59 @@ struct Ready<'a> {
     pid: u32,
 }
 
+/// The line printed on stdout once a router-mode link is up.
+#[derive(serde::Serialize)]
+struct RouterReady<'a> {
+    event: &'static str,
+    mode: &'static str,
+    router_ns: Option<&'a str>,
+    ingress: &'a str,
+    egress: &'a str,
+    up_dev: &'a str,
+    down_dev: &'a str,
+    pid: u32,
+}
+
+/// Where the two TUN devices went: two namespaces of our own, or a router
+/// namespace given. Dropping it removes what was made.
+enum Ends {
+    Hosts(netns::Hosts),
+    Router(router::RouterPath),
+}
+
 /// Run an emulation; the exit code to leave with (the command's, or 0).
 pub fn run(opts: &EmulateOptions) -> Result<i32, String> {
     let plan = config::load(&opts.scenario, opts.client.as_deref(), opts.server.as_deref())?;
-    for ns in netns::remove_stale()? {
-        if !opts.quiet {
-            eprintln!("removed stale namespace {ns} (its emulator is gone)");
-        }
-    }
     let pid = std::process::id();
     let tun_err = |e: io::Error| format!("{e} (the emulator needs root and /dev/net/tun)");
-    let client_tun = tun::Tun::create(&format!("llemu{pid}c")).map_err(tun_err)?;
-    let server_tun = tun::Tun::create(&format!("llemu{pid}s")).map_err(tun_err)?;
-    let hosts = netns::Hosts::create(pid, &client_tun, &server_tun, opts.mtu)?;
+    // Host mode: the client's and the server's devices; router mode: the
+    // devices the uplink's and the downlink's packets are routed into.
+    let (client_tun, server_tun, ends) = match &opts.router {
+        None => {
+            for ns in netns::remove_stale()? {
+                if !opts.quiet {
+                    eprintln!("removed stale namespace {ns} (its emulator is gone)");
+                }
+            }
+            let client_tun = tun::Tun::create(&format!("llemu{pid}c")).map_err(tun_err)?;
+            let server_tun = tun::Tun::create(&format!("llemu{pid}s")).map_err(tun_err)?;
+            let hosts = netns::Hosts::create(pid, &client_tun, &server_tun, opts.mtu)?;
+            (client_tun, server_tun, Ends::Hosts(hosts))
+        }
+        Some(r) => {
+            let ns = r.netns.as_deref();
+            for rule in router::remove_stale_rules(ns)? {
+                if !opts.quiet {
+                    eprintln!("removed stale {rule} (its emulator is gone)");
+                }
+            }
+            let up_tun = tun::Tun::create(&format!("llemu{pid}u")).map_err(tun_err)?;
+            let down_tun = tun::Tun::create(&format!("llemu{pid}d")).map_err(tun_err)?;
+            let path =
+                router::RouterPath::create(pid, ns, &r.ingress, &r.egress, &up_tun, &down_tun, opts.mtu)?;
+            (up_tun, down_tun, Ends::Router(path))
+        }
+    };
 
     if let Some(dir) = &opts.out {
         std::fs::create_dir_all(dir).map_err(|e| format!("--out {}: {e}", dir.display()))?;
@@ -107,37 +155,63 @@ pub fn run(opts: &EmulateOptions) -> Result<i32, String> {
         Direction::new("down", plan.down, down_pcaps),
     ];
 
-    let ready = Ready {
-        event: "ready",
-        client_ns: &hosts.client_ns,
-        server_ns: &hosts.server_ns,
-        client_addr: netns::CLIENT_ADDR,
-        server_addr: netns::SERVER_ADDR,
-        client_dev: &hosts.client_dev,
-        server_dev: &hosts.server_dev,
-        pid,
-    };
+    let ready = match &ends {
+        Ends::Hosts(hosts) => serde_json::to_string(&Ready {
+            event: "ready",
+            client_ns: &hosts.client_ns,
+            server_ns: &hosts.server_ns,
+            client_addr: netns::CLIENT_ADDR,
+            server_addr: netns::SERVER_ADDR,
+            client_dev: &hosts.client_dev,
+            server_dev: &hosts.server_dev,
+            pid,
+        }),
+        Ends::Router(path) => serde_json::to_string(&RouterReady {
+            event: "ready",
+            mode: "router",
+            router_ns: path.ns.as_deref(),
+            ingress: &path.ingress,
+            egress: &path.egress,
+            up_dev: &path.up_dev,
+            down_dev: &path.down_dev,
+            pid,
+        }),
+    }
+    .expect("plain struct");
     let mut stdout = io::stdout().lock();
-    let _ = writeln!(stdout, "{}", serde_json::to_string(&ready).expect("plain struct"));
+    let _ = writeln!(stdout, "{ready}");
     let _ = stdout.flush();
     drop(stdout);
     if !opts.quiet {
-        eprintln!(
-            "emulating {} <-> {} ({}): client {} in {}, server {} in {}",
-            plan.client_node,
-            plan.server_node,
-            plan.scenario_name,
-            netns::CLIENT_ADDR,
-            hosts.client_ns,
-            netns::SERVER_ADDR,
-            hosts.server_ns
-        );
+        match &ends {
+            Ends::Hosts(hosts) => eprintln!(
+                "emulating {} <-> {} ({}): client {} in {}, server {} in {}",
+                plan.client_node,
+                plan.server_node,
+                plan.scenario_name,
+                netns::CLIENT_ADDR,
+                hosts.client_ns,
+                netns::SERVER_ADDR,
+                hosts.server_ns
+            ),
+            Ends::Router(path) => eprintln!(
+                "emulating {} <-> {} ({}) in router {}: {} -> uplink -> {}, {} -> downlink -> {}",
+                plan.client_node,
+                plan.server_node,
+                plan.scenario_name,
+                path.ns.as_deref().unwrap_or("(this namespace)"),
+                path.ingress,
+                path.egress,
+                path.egress,
+                path.ingress
+            ),
+        }
     }
 
     let mut child = if opts.command.is_empty() {
         None
     } else {
-        Some(spawn_in_client(&hosts, &opts.command, opts.out.as_deref())?)
+        Some(spawn_command(&ends, &opts.command, opts.out.as_deref())?)
     };
     let mut exit: Option<ExitStatus> = None;
     let unix_at_start_ns = SystemTime::now()
@@ -209,10 +283,30 @@ pub fn run(opts: &EmulateOptions) -> Result<i32, String> {
         seed: plan.seed,
         client_node: plan.client_node,
         server_node: plan.server_node,
-        client_ns: hosts.client_ns.clone(),
-        server_ns: hosts.server_ns.clone(),
-        client_addr: netns::CLIENT_ADDR.into(),
-        server_addr: netns::SERVER_ADDR.into(),
+        client_ns: match &ends {
+            Ends::Hosts(h) => h.client_ns.clone(),
+            Ends::Router(_) => String::new(),
+        },
+        server_ns: match &ends {
+            Ends::Hosts(h) => h.server_ns.clone(),
+            Ends::Router(_) => String::new(),
+        },
+        client_addr: match &ends {
+            Ends::Hosts(_) => netns::CLIENT_ADDR.into(),
+            Ends::Router(_) => String::new(),
+        },
+        server_addr: match &ends {
+            Ends::Hosts(_) => netns::SERVER_ADDR.into(),
+            Ends::Router(_) => String::new(),
+        },
+        router: match &ends {
+            Ends::Hosts(_) => None,
+            Ends::Router(p) => Some(records::RouterSummary {
+                router_ns: p.ns.clone(),
+                ingress: p.ingress.clone(),
+                egress: p.egress.clone(),
+            }),
+        },
         elapsed_s: report.elapsed_ns as f64 / 1e9,
         up: up.stats,
         down: down.stats,
@@ -230,26 +324,41 @@ pub fn run(opts: &EmulateOptions) -> Result<i32, String> {
             serde_json::to_string_pretty(&summary).expect("plain struct")
         );
     }
-    drop(hosts);
+    // Rules and namespaces first, then the devices they point at.
+    drop(ends);
     drop((client_tun, server_tun));
     Ok(command_exit_code.unwrap_or(0))
 }
 
-/// `ip netns exec CLIENT_NS COMMAND...`, with the addresses in its
-/// environment.
-fn spawn_in_client(hosts: &netns::Hosts, command: &[String], out: Option<&Path>) -> Result<Child, String> {
-    let mut cmd = Command::new("ip");
-    cmd.args(["netns", "exec", &hosts.client_ns])
-        .args(command)
-        .env("LATLAB_EMU_CLIENT_NS", &hosts.client_ns)
-        .env("LATLAB_EMU_SERVER_NS", &hosts.server_ns)
-        .env("LATLAB_EMU_CLIENT_ADDR", netns::CLIENT_ADDR)
-        .env("LATLAB_EMU_SERVER_ADDR", netns::SERVER_ADDR);
+/// Host mode: `ip netns exec CLIENT_NS COMMAND...`, with the addresses
+/// in its environment. Router mode: COMMAND where the emulator runs, with
+/// the router's namespace and interfaces in its environment.
+fn spawn_command(ends: &Ends, command: &[String], out: Option<&Path>) -> Result<Child, String> {
+    let (mut cmd, place) = match ends {
+        Ends::Hosts(hosts) => {
+            let mut cmd = Command::new("ip");
+            cmd.args(["netns", "exec", &hosts.client_ns])
+                .args(command)
+                .env("LATLAB_EMU_CLIENT_NS", &hosts.client_ns)
+                .env("LATLAB_EMU_SERVER_NS", &hosts.server_ns)
+                .env("LATLAB_EMU_CLIENT_ADDR", netns::CLIENT_ADDR)
+                .env("LATLAB_EMU_SERVER_ADDR", netns::SERVER_ADDR);
+            (cmd, hosts.client_ns.clone())
+        }
+        Ends::Router(path) => {
+            let mut cmd = Command::new(&command[0]);
+            cmd.args(&command[1..])
+                .env("LATLAB_EMU_ROUTER_NS", path.ns.as_deref().unwrap_or(""))
+                .env("LATLAB_EMU_INGRESS", &path.ingress)
+                .env("LATLAB_EMU_EGRESS", &path.egress);
+            (cmd, "this namespace".to_string())
+        }
+    };
     if let Some(dir) = out {
         cmd.env("LATLAB_EMU_OUT", dir);
     }
     cmd.spawn()
-        .map_err(|e| format!("cannot run {:?} in {}: {e}", command[0], hosts.client_ns))
+        .map_err(|e| format!("cannot run {:?} in {place}: {e}", command[0]))
 }
 
 /// Ask a command still running at the end to stop (SIGTERM), then kill it

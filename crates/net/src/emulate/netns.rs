@@ -54,7 +54,7 @@ pub fn owner_pid(ns: &str) -> Option<u32> {
 }
 
 /// Whether `pid` is a live latlab-net process other than this one.
-fn alive_emulator(pid: u32) -> bool {
+pub fn alive_emulator(pid: u32) -> bool {
     if pid == std::process::id() {
         return false; // a namespace of ours before we made any: stale (pid reuse)
     }

@@ -302,6 +302,18 @@ pub struct Summary {
     pub links: Vec<LinkRow>,
     pub max_buffered_pkts: u64,
     pub command_exit_code: Option<i32>,
+    /// Router mode's interfaces (the namespace and address fields above
+    /// are then empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub router: Option<RouterSummary>,
+}
+
+/// Where a router-mode link ran.
+#[derive(Serialize, Debug, Clone)]
+pub struct RouterSummary {
+    pub router_ns: Option<String>,
+    pub ingress: String,
+    pub egress: String,
 }
 
 #[cfg(test)]

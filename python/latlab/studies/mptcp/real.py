@@ -14,13 +14,21 @@ experiments on a namespace testbed that mirrors the simulated one:
   (``--throttle client=<wired subnet>,rate=...``). It also forwards
   packets, so the legacy baselines go client → server directly, as the
   study's did;
-* **eth** and **ap**: routers whose egress toward the client is a tbf at
-  the path's rate with the simulated queue (wired: 100 Mbit/s, 100 packets;
-  Wi-Fi: the simulated AP's folded 802.11g rate for the MTU, 100 packets).
-  The machine has no netem, so the paths add no propagation delay: the
-  Wi-Fi-like path is "longer" by its queue only (100 packets at 25 Mbit/s
-  is 48 ms when full). ``latlab-net emulate`` builds its own two namespaces,
-  not a router inside this topology, so it is not used here;
+* **eth**: a router whose egress toward the client is a tbf at the wired
+  path's rate with the simulated queue (100 Mbit/s, 100 packets), and no
+  propagation delay (the machine has no netem; the simulated wired path's
+  is 0.4 ms one way);
+* **ap**: a router whose forwarding between its two interfaces goes
+  through ``latlab-net emulate`` in router mode (policy rules route what
+  arrives on each interface into a TUN device; the emulator runs latlab's
+  own link and queue code in wall time and writes the packets back for the
+  kernel to forward): toward the client the simulated AP's folded 802.11g
+  rate for the MTU with its 100-packet DropTail queue, toward the server
+  the simulated Wi-Fi uplink's 20 Mbit/s, and a one-way propagation delay
+  of ``RealSettings.wifi_delay_ms`` each way (:data:`WIFI_PATH_DELAY_MS`,
+  12 ms: a home or campus Wi-Fi path to a nearby server, 24 ms RTT, where
+  the wired path has next to none). So the Wi-Fi-like path is the slower
+  and the longer one, as the study's was;
 * **client**: two interfaces, an MPTCP ``subflow`` endpoint on the Wi-Fi
   one (the kernel path manager joins the second subflow), and the study's
   "max TCP memory" as net.ipv4.tcp_rmem's maximum, which is per namespace
@@ -80,6 +88,11 @@ IPPROTO_MPTCP = 262
 #: The client's receive memory outside the receive-buffer experiment (the study's stable 0.72 MB).
 DEFAULT_RMEM_MB = C.DEFAULT_BUFFER_MB
 NS_PREFIX = "llmr"
+#: One-way propagation delay of the real Wi-Fi-like path (each way), in the emulator on the ap router. Wi-Fi-like:
+#: an 802.11 hop plus the access network behind it to a nearby server, a 24 ms RTT unloaded, against the wired
+#: path's sub-millisecond one. The simulated twin's Wi-Fi path has 2.6 ms of propagation RTT (cases.path_rtt_ms:
+#: 1 ms radio plus the wired hops), which the report states beside the real figures.
+WIFI_PATH_DELAY_MS = 12.0
 
 
 class RealUnavailable(EmulationUnavailable):
@@ -111,6 +124,15 @@ class RealSettings:
     conversion_connections: int = 100
     #: Per-subflow sampling by the proxy (--stats-interval-ms) and the client's byte counter.
     sample_ms: int = 50
+    #: The Wi-Fi-like path's one-way propagation delay, each way (latlab-net emulate on the ap router).
+    wifi_delay_ms: float = WIFI_PATH_DELAY_MS
+    #: Its uplink (client → proxy: ACKs, the client's SYNs): the simulated Wi-Fi uplink's rate.
+    wifi_uplink_bps: float = C.WIFI_UPLINK_BPS
+    #: The emulator's event loop at this SCHED_FIFO priority (None: an ordinary process). On a loaded machine an
+    #: ordinary one is preempted for milliseconds (quick set at load 8 on 2 cores: p99 timing error 4.5-26 ms, and
+    #: MPTCP 19 % below wired TCP); real-time, p99 58-94 µs (MPTCP 14 % above). It sleeps between packets (no
+    #: spinning: --spin-us 0).
+    wifi_emulator_realtime: int | None = 10
 
 
 #: Quick: the simulated quick reproduction's sizes (20 MB long, 5 MB short, 10 MB sweep points).
@@ -243,9 +265,24 @@ class Testbed:
     eth: str
     ap: str
     client: str
+    #: latlab-net emulate's --out on the ap router (summary.json once it has stopped), if the testbed was given a
+    #: work directory.
+    wifi_emulator_out: Path | None = None
 
     def exec(self, ns: str, cmd: list[str]) -> list[str]:
         return ["ip", "netns", "exec", ns, *cmd]
+
+
+def wifi_scenario(settings: RealSettings, downlink_bps: float) -> str:
+    """The Wi-Fi-like path as a latlab scenario for ``latlab-net emulate`` (router mode on the ap router): one link
+    client → proxy (the uplink) and its reverse (the downlink), a DropTail queue of the simulated AP's size each
+    way, the path's one-way delay each way. Rates are of IP packets, as the simulated AP's folded rate is."""
+    return "\n".join([
+        'name = "mptcp-real-wifi-path"', "duration_s = 1", "seed = 1", "", "[topology]", 'kind = "custom"',
+        'nodes = [{ name = "client" }, { name = "proxy" }]', "", "[[topology.links]]", 'from = "client"',
+        'to = "proxy"', f"rate_bps = {settings.wifi_uplink_bps!r}", f"reverse_rate_bps = {float(downlink_bps)!r}",
+        f"delay_ms = {float(settings.wifi_delay_ms)!r}",
+        f'queue = {{ kind = "droptail", limit_packets = {settings.queue_packets} }}', ""])  # fmt: skip
 
 
 def _tbf(rate_bps: float, queue_packets: int, mtu_bytes: int) -> list[str]:
@@ -256,11 +293,15 @@ def _tbf(rate_bps: float, queue_packets: int, mtu_bytes: int) -> list[str]:
 
 @contextlib.contextmanager
 def testbed(settings: RealSettings, mtu_bytes: int = C.MTU_BYTES, rmem_mb: float = DEFAULT_RMEM_MB,
-            wifi_bps: float | None = None) -> Iterator[Testbed]:  # fmt: skip
-    """Build the five namespaces; delete them (and with them every veth, qdisc and route) on exit."""
+            wifi_bps: float | None = None, work: Path | None = None,
+            exe: str | None = None) -> Iterator[Testbed]:  # fmt: skip
+    """Build the five namespaces and start the Wi-Fi-like path's emulator; stop it (SIGTERM: it removes its rules)
+    and delete the namespaces (and with them every veth, qdisc and route) on exit."""
     pid, k = os.getpid(), next(_serial)
     tb = Testbed(*(f"{NS_PREFIX}-{pid}-{k}-{role}" for role in ("srv", "prx", "eth", "ap", "cli")))
     made: list[str] = []
+    emulator: subprocess.Popen | None = None
+    scratch = None if work is not None else tempfile.TemporaryDirectory(prefix="latlab-mptcp-wifi-")
     try:
         for ns in (tb.server, tb.proxy, tb.eth, tb.ap, tb.client):
             _sh(["ip", "netns", "add", ns])
@@ -294,8 +335,6 @@ def testbed(settings: RealSettings, mtu_bytes: int = C.MTU_BYTES, rmem_mb: float
             # The paths' bottlenecks, toward the client (ACKs go back unshaped).
             ["tc", "-n", tb.eth, "qdisc", "add", "dev", "ec", "root",
              *_tbf(settings.wired_bps, settings.queue_packets, mtu_bytes)],
-            ["tc", "-n", tb.ap, "qdisc", "add", "dev", "ac", "root",
-             *_tbf(wifi_bps or settings.wifi_bps, settings.queue_packets, mtu_bytes)],
             ["ip", "-n", tb.client, "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "2"],
             ["ip", "-n", tb.proxy, "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "2"],
             ["ip", "-n", tb.client, "mptcp", "endpoint", "add", CLIENT_WIFI, "dev", "c2", "subflow"],
@@ -312,8 +351,38 @@ def testbed(settings: RealSettings, mtu_bytes: int = C.MTU_BYTES, rmem_mb: float
         rmem = int(rmem_mb * MB)
         _sh(["ip", "netns", "exec", tb.client, "sysctl", "-qw",
              f"net.ipv4.tcp_rmem=4096 {min(131072, rmem)} {rmem}"])  # fmt: skip
+        # The Wi-Fi-like path: the emulator between the ap router's client side (ac: what arrives there takes the
+        # uplink) and its proxy side (ap: the downlink). Forwarding is on already, as router mode requires.
+        emu_dir = Path(work if work is not None else scratch.name)  # type: ignore[union-attr]
+        scenario = emu_dir / "wifi-path.toml"
+        scenario.write_text(wifi_scenario(settings, wifi_bps or settings.wifi_bps))
+        tb.wifi_emulator_out = emu_dir / "wifi-emulator"
+        emulator = subprocess.Popen(
+            [exe or find_exe(), "emulate", str(scenario), "--router-netns", tb.ap, "--ingress", "ac", "--egress",
+             "ap", "--mtu", str(mtu_bytes), "--stay", "--quiet", "--out", str(tb.wifi_emulator_out),
+             *(["--realtime", str(settings.wifi_emulator_realtime), "--spin-us", "0"]
+               if settings.wifi_emulator_realtime else [])],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        ready = emulator.stdout.readline() if emulator.stdout else ""
+        if not ready.strip():
+            emulator.wait(10)
+            err = emulator.stderr.read() if emulator.stderr else ""
+            raise RuntimeError(f"latlab-net emulate (Wi-Fi path) exited with {emulator.returncode}: {err.strip()}")
         yield tb
     finally:
+        if emulator is not None:
+            if emulator.poll() is None:
+                emulator.send_signal(signal.SIGTERM)
+            try:
+                emulator.wait(10)
+            except subprocess.TimeoutExpired:
+                emulator.kill()
+                emulator.wait()
+            for f in (emulator.stdout, emulator.stderr):
+                if f:
+                    f.close()
+        if scratch is not None:
+            scratch.cleanup()
         # Deleting a namespace deletes its veth ends (so the pairs), its qdiscs and routes.
         for ns in made:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
@@ -517,7 +586,8 @@ def run_case(case: Case, settings: RealSettings, exe: str, work: Path) -> list[d
     """Build the testbed, run the case's transfers, reduce each to a row; everything torn down after."""
     wifi_bps = settings.wifi_small_mtu_bps if case.mtu_bytes != C.MTU_BYTES else settings.wifi_bps
     log_path, events_path = work / "mptcp.jsonl", work / "events.jsonl"
-    with testbed(settings, case.mtu_bytes, case.buffer_mb, wifi_bps) as tb, Procs() as procs, RunWatch() as watch:
+    with testbed(settings, case.mtu_bytes, case.buffer_mb, wifi_bps, work, exe) as tb, Procs() as procs, \
+            RunWatch() as watch:
         server = procs.start(tb.exec(tb.server, [sys.executable, "-c", SERVER, SERVER_ADDR, str(SERVER_PORT),
                                                  str(case.size_bytes), str(len(case.labels))]))  # fmt: skip
         _ready(server, "the server")
@@ -552,6 +622,7 @@ def run_case(case: Case, settings: RealSettings, exe: str, work: Path) -> list[d
             proxy.send_signal(signal.SIGTERM)
             proxy.wait(15)
         tc_left = _sh(tb.exec(tb.proxy, ["tc", "qdisc", "show", "dev", "pw"])) if case.throttle_bps else ""
+    emulated = _wifi_emulator_fields(tb.wifi_emulator_out, settings)
     log = _load_jsonl(log_path)
     events = [e for e in _load_jsonl(events_path) if e.get("event") == "close"]
     conns = list(dict.fromkeys(s["conn"] for s in log if s.get("kind") == "subflow"))
@@ -565,8 +636,29 @@ def run_case(case: Case, settings: RealSettings, exe: str, work: Path) -> list[d
         if case.throttle_bps:
             row["htb_left_after_proxy_exit"] = "htb" in tc_left
         row.update(watch.record())
+        row.update(emulated)
         rows.append(row)
     return [conversion_row(rows)] if case.experiment == "conversion" else rows
+
+
+def _wifi_emulator_fields(out: Path | None, settings: RealSettings) -> dict[str, Any]:
+    """What the Wi-Fi path's emulator reports over the whole case (its summary.json): the configured delay, packets
+    delivered and dropped by its queue toward the client, and how late or early it wrote them against the model's
+    schedule (p50/p99 µs)."""
+    fields: dict[str, Any] = {"wifi_delay_ms": settings.wifi_delay_ms}
+    try:
+        summary = json.loads((Path(out) / "summary.json").read_text()) if out else None
+    except (OSError, json.JSONDecodeError):
+        summary = None
+    if not summary:
+        return fields
+    down, up = summary.get("down") or {}, summary.get("up") or {}
+    timing = down.get("timing_error") or {}
+    fields.update({"wifi_emu_down_pkts": down.get("delivered_pkts"), "wifi_emu_up_pkts": up.get("delivered_pkts"),
+                   "wifi_emu_queue_drops": (down.get("queue_drops_pkts") or 0) + (up.get("queue_drops_pkts") or 0),
+                   "wifi_emu_timing_p50_us": timing.get("p50_us"),
+                   "wifi_emu_timing_p99_us": timing.get("p99_us")})  # fmt: skip
+    return fields
 
 
 def _quantile(xs: list[float], q: float) -> float:
@@ -766,6 +858,14 @@ def statements(rows: list[dict]) -> list[str]:
                    f"p99 {conv['data_conversion_ms_p99']:.3f} ms; the study's proxy took {C.STUDY_SYN_DELAY_MS} ms "
                    f"and {C.STUDY_DATA_DELAY_MS} ms, {C.STUDY_SYN_DELAY_MS / syn:.0f}× and "
                    f"{C.STUDY_DATA_DELAY_MS / data:.0f}× longer.")  # fmt: skip
+    if mp and mp.get("wifi_emu_timing_p99_us") is not None:
+        out.append(f"The Wi-Fi-like path ({mp['wifi_delay_ms']:g} ms each way in `latlab-net emulate`, router mode): "
+                   f"the MPTCP transfer's Wi-Fi subflow had a mean smoothed RTT of {_fmt(mp.get('srtt_wifi_ms'))} ms "
+                   f"against {2 * mp['wifi_delay_ms']:g} ms of propagation (the wired one "
+                   f"{_fmt(mp.get('srtt_wired_ms'))} ms); the emulator wrote its packets toward the client "
+                   f"{_fmt(mp.get('wifi_emu_timing_p50_us'), '.0f')} µs (median) and "
+                   f"{_fmt(mp.get('wifi_emu_timing_p99_us'), '.0f')} µs (p99) from the model's schedule, and its "
+                   f"queue dropped {mp.get('wifi_emu_queue_drops', 0)} packets.")  # fmt: skip
     loaded = [r for r in rows if r.get("tcp_mem_pressure")]
     if loaded:
         out.append("**Not measurements:** " + ", ".join(r["case"] for r in loaded) + " ran under TCP memory "
@@ -777,7 +877,7 @@ def _buffer_cost(ratio: float) -> str:
     """The smaller buffer's goodput as a fraction of the larger's, in words."""
     if ratio < 0.9:
         return f" — the smaller buffer cost {1 - ratio:.0%} of the goodput, as the study found it degraded"
-    why = " on this path (no propagation delay: RTTs of queueing only), unlike the study"
+    why = " on these paths (the wired one has no propagation delay), unlike the study"
     if ratio <= 1.0:
         return f" — the smaller buffer cost {1 - ratio:.0%} of the goodput, under 10 %," + why
     return f" — the smaller buffer was not slower ({ratio - 1:+.0%})" + why
@@ -830,11 +930,13 @@ def report_section(rows: list[dict], sim_rows: list[dict] | None = None, setting
     sim_rows = sim_rows or []
     out = [f"Command: `{command}` (root, net.mptcp.enabled = 1). Namespaces: legacy server — latlab's proxy "
            "(`latlab-net proxy --to server`, MPTCP toward the client, plain TCP upstream) — a wired router "
-           f"(tbf {s.wired_bps / 1e6:g} Mbit/s) and a Wi-Fi-like router (tbf {s.wifi_bps / 1e6:.1f} Mbit/s, "
-           f"{s.wifi_small_mtu_bps / 1e6:.1f} at MTU 1000: the simulated AP's folded 802.11g rates), each with a "
-           f"{s.queue_packets}-packet queue — a client with an MPTCP subflow endpoint on its Wi-Fi interface. "
-           "No propagation delay (no netem on this kernel): RTTs are queueing only. The server's link is "
-           "unshaped. Upstream Linux MPTCP has no coupled congestion control: subflows run "
+           f"(tbf {s.wired_bps / 1e6:g} Mbit/s, no propagation delay) and a Wi-Fi-like router whose forwarding "
+           f"goes through `latlab-net emulate` in router mode ({s.wifi_bps / 1e6:.1f} Mbit/s toward the client, "
+           f"{s.wifi_small_mtu_bps / 1e6:.1f} at MTU 1000: the simulated AP's folded 802.11g rates; "
+           f"{s.wifi_uplink_bps / 1e6:g} Mbit/s back; {s.wifi_delay_ms:g} ms one-way propagation delay each way, "
+           f"{2 * s.wifi_delay_ms:g} ms RTT, where the simulated Wi-Fi path has {C.path_rtt_ms('wifi'):g} ms), each "
+           f"with a {s.queue_packets}-packet queue — a client with an MPTCP subflow endpoint on its Wi-Fi "
+           "interface. The server's link is unshaped. Upstream Linux MPTCP has no coupled congestion control: subflows run "
            f"{s.subflow_cc}, uncoupled (the simulation: LIA); the server CUBIC. Receive memory is the client "
            "namespace's net.ipv4.tcp_rmem maximum "
            f"({DEFAULT_RMEM_MB:g} MB unless stated). Per-subflow bytes are the proxy's MPTCP_TCPINFO samples "
