@@ -277,9 +277,11 @@ fn throttled_churn_with_event_overruns_leaves_no_rule_or_descriptor_behind() {
         return;
     }
     let c = throttled_churn("chur2", 236, 2_000, Some(96 * 1024));
-    // Events lost to overruns are throttles never installed (181 to 542
-    // of 2,000 at 64 KiB); a hundred still make the leak check count.
-    assert_no_leak(&c, 100);
+    // Events lost to overruns are throttles never installed: 37 to 826 of
+    // 2,000 in runs at 64-96 KiB, fewer the busier the machine. The
+    // 10,000-connection run below is the strong leak check; this one is
+    // about releases surviving overruns.
+    assert_no_leak(&c, 20);
 }
 
 /// 10,000 MPTCP connections through the proxy with `--throttle` on (the
@@ -328,6 +330,9 @@ fn assert_no_leak(c: &Churn, min_throttles: usize) {
 /// `connections` MPTCP connections through a throttling proxy in testbed
 /// `tag`/10.`net`.0.0; `pm_buffer`: the proxy's --pm-events-buffer-bytes.
 fn throttled_churn(tag: &str, net: u8, connections: usize, pm_buffer: Option<usize>) -> Churn {
+    // One churn at a time: two at once starve each other's steering thread.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     const WORKERS: usize = 32;
     const DOWNLOAD_BYTES: usize = 16 * 1024;
     let ns = testbed(tag, net);
