@@ -632,3 +632,36 @@ fn steer_loop(
         Ok(())
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steering_counters_render_as_prometheus_text_and_a_log_line() {
+        let stats = SteeringStats::default();
+        stats.pm_overruns.fetch_add(3, Ordering::Relaxed);
+        stats.throttles_installed.fetch_add(5, Ordering::Relaxed);
+        stats.count_release(Cause::Close);
+        stats.count_release(Cause::Close);
+        stats.count_release(Cause::Resync);
+        let mut text = String::new();
+        stats.render(&mut text);
+        assert!(
+            text.contains("\nlatlab_proxy_mptcp_pm_overruns_total 3\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nlatlab_proxy_throttles_installed_total 5\n"),
+            "{text}"
+        );
+        assert!(text.contains("latlab_proxy_throttles_released_total{cause=\"close\"} 2\n"));
+        assert!(text.contains("latlab_proxy_throttles_released_total{cause=\"resync\"} 1\n"));
+        assert!(text.contains("latlab_proxy_throttles_released_total{cause=\"pm_event\"} 0\n"));
+        let line = stats.json();
+        assert_eq!(line["kind"], "steering_stats");
+        assert_eq!(line["released"], 3);
+        assert_eq!(line["released_by"]["close"], 2);
+        assert_eq!(line["pm_overruns"], 3);
+    }
+}
