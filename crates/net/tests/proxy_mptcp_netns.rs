@@ -255,28 +255,88 @@ fn throttle_rules(ns: &str, dev: &str) -> (usize, usize) {
     )
 }
 
-/// 10,000 MPTCP connections through the proxy with `--throttle` on: every
-/// connection whose second subflow joins gets an HTB class and a u32
-/// filter, and every one is gone once its connection closes, while the
-/// proxy keeps running; the proxy's descriptors return to their baseline.
-// Ignored until fixed: on this kernel the run ends with about 1 % of the
-// installed throttles never released (95 of 7,548 in the first run; rules
-// left on p2 while the proxy runs). The release waits for the path
-// manager's SUB_CLOSED / CLOSED events; the suspect is events lost to an
-// overrun of the netlink socket during the churn. The fix is for the
-// proxy's own connection close to release its token's rules. Run it with
-// `cargo test --release -p latlab-net --test proxy_mptcp_netns -- --ignored`.
+/// What one throttled churn run through the proxy measured.
+struct Churn {
+    throttles: usize,
+    releases: usize,
+    errors: usize,
+    overruns: u64,
+    /// (classes, filters) on p2 once the last connection closed, proxy running.
+    rules: (usize, usize),
+    fds: (usize, usize),
+}
+
+/// 2,000 MPTCP connections through the proxy with `--throttle` on and an
+/// event socket so small (96 KiB, about a hundred events) that the path
+/// manager's events overrun it: releases must come from the proxy's own closes and
+/// the resync, and no rule or descriptor may stay behind.
 #[test]
-#[ignore = "known leak: ~1 % of throttles are not released under 10,000-connection churn (see the comment)"]
+fn throttled_churn_with_event_overruns_leaves_no_rule_or_descriptor_behind() {
+    if let Some(why) = unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let c = throttled_churn("chur2", 236, 2_000, Some(96 * 1024));
+    // Events lost to overruns are throttles never installed: 37 to 826 of
+    // 2,000 in runs at 64-96 KiB, fewer the busier the machine. The
+    // 10,000-connection run below is the strong leak check; this one is
+    // about releases surviving overruns.
+    assert_no_leak(&c, 20);
+}
+
+/// 10,000 MPTCP connections through the proxy with `--throttle` on (the
+/// default event buffer): every connection whose second subflow joins gets
+/// an HTB class and a u32 filter, and every one is gone once its
+/// connection closes, while the proxy keeps running; the proxy's
+/// descriptors return to their baseline. Before the proxy's closes
+/// released their token's rules, ~1 % of throttles stayed (95 of 7,548).
+/// About 12 s on a loaded 2-core machine.
+#[test]
 fn ten_thousand_throttled_connections_leave_no_rule_or_descriptor_behind() {
     if let Some(why) = unavailable() {
         eprintln!("skipped: {why}");
         return;
     }
-    const CONNECTIONS: usize = 10_000;
+    let c = throttled_churn("churn", 235, 10_000, None);
+    // 2,400 to 4,789 in runs after the fix (fewer when the machine is busy
+    // and second subflows join late): a subflow that joins after the proxy
+    // closed its connection is no longer throttled (7,548 before).
+    assert_no_leak(&c, 1_000);
+}
+
+/// `min_throttles`: the leak check is only meaningful if many were
+/// throttled (most second subflows join within the 10 ms each connection
+/// stays open).
+fn assert_no_leak(c: &Churn, min_throttles: usize) {
+    assert_eq!(c.errors, 0, "throttle errors in the log");
+    assert!(
+        c.throttles >= min_throttles,
+        "only {} throttles installed ({} event overruns)",
+        c.throttles,
+        c.overruns
+    );
+    assert_eq!(c.releases, c.throttles, "every installed throttle released");
+    assert_eq!(
+        c.rules,
+        (0, 0),
+        "(classes, filters) left on p2 while the proxy runs"
+    );
+    // The throttler's long-lived `tc -batch` session (its pipes) starts with
+    // the first rule, after the baseline was taken.
+    let (fds0, fds1) = c.fds;
+    assert!(fds1 <= fds0 + 4, "proxy descriptors {fds0} before, {fds1} after");
+}
+
+/// `connections` MPTCP connections through a throttling proxy in testbed
+/// `tag`/10.`net`.0.0; `pm_buffer`: the proxy's --pm-events-buffer-bytes.
+fn throttled_churn(tag: &str, net: u8, connections: usize, pm_buffer: Option<usize>) -> Churn {
+    // One churn at a time: two at once starve each other's steering thread.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     const WORKERS: usize = 32;
     const DOWNLOAD_BYTES: usize = 16 * 1024;
-    let ns = testbed("churn", 235);
+    let ns = testbed(tag, net);
+    let addr = move |path: u8, host: u8, port: u16| format!("10.{net}.{path}.{host}:{port}");
     let (cli, prx, srv) = (ns.0[0].clone(), ns.0[1].clone(), ns.0[2].clone());
 
     // The server: per connection, a small download, then wait for the
@@ -286,7 +346,7 @@ fn ten_thousand_throttled_connections_leave_no_rule_or_descriptor_behind() {
     let server = in_ns(&srv, {
         let stop = std::sync::Arc::clone(&stop);
         move || {
-            let l = TcpListener::bind("10.235.3.2:5001").expect("server listen");
+            let l = TcpListener::bind(addr(3, 2, 5001)).expect("server listen");
             l.set_nonblocking(true).unwrap();
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 match l.accept() {
@@ -306,18 +366,23 @@ fn ten_thousand_throttled_connections_leave_no_rule_or_descriptor_behind() {
     });
     std::thread::sleep(Duration::from_millis(200));
 
-    let dir = std::env::temp_dir().join(format!("latlab-proxy-churn-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("latlab-proxy-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("mptcp.jsonl");
     let mut child = Command::new("ip")
-        .args(["netns", "exec", &prx, BIN, "proxy", "--listen", "10.235.1.2:8080"])
+        .args(["netns", "exec", &prx, BIN, "proxy", "--listen", &addr(1, 2, 8080)])
         .args([
-            "--to",
-            "10.235.3.2:5001",
-            "--throttle",
-            "client=10.235.2.0/24,rate=50000000",
+            "--to".to_string(),
+            addr(3, 2, 5001),
+            "--throttle".to_string(),
+            format!("client=10.{net}.2.0/24,rate=50000000"),
         ])
+        .args(
+            pm_buffer
+                .map(|b| vec!["--pm-events-buffer-bytes".to_string(), b.to_string()])
+                .unwrap_or_default(),
+        )
         .arg("--mptcp-log")
         .arg(&log)
         .args(["--max-connections", "4096", "--quiet"])
@@ -341,8 +406,9 @@ fn ten_thousand_throttled_connections_leave_no_rule_or_descriptor_behind() {
             let next = std::sync::Arc::clone(&next);
             in_ns(&cli, move || {
                 let mut bytes = 0usize;
-                while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < CONNECTIONS {
-                    let mut s = mptcp_connect("10.235.1.2:8080".parse().unwrap());
+                let to = addr(1, 2, 8080).parse().unwrap();
+                while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < connections {
+                    let mut s = mptcp_connect(to);
                     let mut buf = vec![0u8; DOWNLOAD_BYTES];
                     s.read_exact(&mut buf).expect("the download");
                     bytes += buf.len();
@@ -355,7 +421,7 @@ fn ten_thousand_throttled_connections_leave_no_rule_or_descriptor_behind() {
         .collect();
     let received: usize = workers.into_iter().map(|w| w.join().unwrap()).sum();
     let churn_s = t0.elapsed().as_secs_f64();
-    assert_eq!(received, CONNECTIONS * DOWNLOAD_BYTES);
+    assert_eq!(received, connections * DOWNLOAD_BYTES);
 
     // Rules go when their subflow's connection closes: wait for the last.
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -366,7 +432,8 @@ fn ten_thousand_throttled_connections_leave_no_rule_or_descriptor_behind() {
     }
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut fds1 = fd_count(pid);
-    while fds1 > fds0 && Instant::now() < deadline {
+    // The tc session's pipes (see assert_no_leak) are not a leak.
+    while fds1 > fds0 + 4 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(200));
         fds1 = fd_count(pid);
     }
@@ -383,27 +450,20 @@ fn ten_thousand_throttled_connections_leave_no_rule_or_descriptor_behind() {
             .count()
     };
     let (throttles, releases, errors) = (count("throttle"), count("release"), count("throttle_error"));
+    let stats: Value = text
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"steering_stats\""))
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .next_back()
+        .expect("the proxy's steering_stats line");
+    let overruns = stats["pm_overruns"].as_u64().unwrap_or(0);
     eprintln!(
-        "{CONNECTIONS} MPTCP connections through the proxy in {churn_s:.1} s: {throttles} throttles installed, \
-         {releases} released, {errors} errors; rules left {rules:?}; proxy fds {fds0} -> {fds1}"
+        "{connections} MPTCP connections through the proxy in {churn_s:.1} s: {throttles} throttles installed, \
+         {releases} released (by cause {}), {errors} errors; {overruns} event overruns, {} resyncs; \
+         rules left {rules:?}; proxy fds {fds0} -> {fds1}",
+        stats["released_by"], stats["resyncs"]
     );
     let _ = std::fs::remove_dir_all(&dir);
-    assert_eq!(errors, 0, "throttle errors in the log");
-    // Most second subflows join within the 10 ms each connection stays
-    // open; the leak check is only meaningful if thousands were throttled.
-    assert!(
-        throttles >= CONNECTIONS / 2,
-        "only {throttles} throttles installed"
-    );
-    assert_eq!(releases, throttles, "every installed throttle released");
-    assert_eq!(
-        rules,
-        (0, 0),
-        "(classes, filters) left on p2 while the proxy runs"
-    );
-    // The throttler's long-lived `tc -batch` session (its pipes) starts with
-    // the first rule, after the baseline was taken.
-    assert!(fds1 <= fds0 + 4, "proxy descriptors {fds0} before, {fds1} after");
     assert!(
         qdisc_during.contains("htb"),
         "the proxy's HTB root: {qdisc_during}"
@@ -412,4 +472,12 @@ fn ten_thousand_throttled_connections_leave_no_rule_or_descriptor_behind() {
         !qdisc_after.contains("htb"),
         "left behind after SIGTERM: {qdisc_after}"
     );
+    Churn {
+        throttles,
+        releases,
+        errors,
+        overruns,
+        rules,
+        fds: (fds0, fds1),
+    }
 }

@@ -5,6 +5,8 @@
 //!   subflows appearing and going, with their 4-tuples).
 //! - [`sockopt`]: getsockopt(SOL_MPTCP): the connection token, per-subflow
 //!   TCP_INFO and 4-tuples.
+//! - [`live`]: the TCP 4-tuples the kernel has now (/proc/net/tcp), to
+//!   reconcile throttles whose close events were lost.
 //! - [`policy`]: which subflow gets which rate (rules on client address,
 //!   interface, port), from TOML or flags.
 //! - [`steer`]: the sans-IO bookkeeping that turns events into "throttle this
@@ -14,6 +16,7 @@
 //!   the egress device, removed with the handle.
 //! - [`watch`]: `latlab-net mptcp-watch`, the events as JSON lines.
 
+pub mod live;
 pub mod pm_events;
 pub mod policy;
 pub mod sockopt;

@@ -590,6 +590,11 @@ impl ThrottleSet {
         self.active.values()
     }
 
+    /// Whether `tuple` has a rule of this set now.
+    pub fn is_throttled(&self, tuple: &FourTuple) -> bool {
+        self.active.contains_key(tuple)
+    }
+
     /// Carry out one action; for a throttle, the time from this call to the
     /// rule being active (route lookup and `tc` included).
     pub fn apply(&mut self, action: &Action) -> Result<Option<Duration>, ThrottleError> {

@@ -96,6 +96,13 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "MS", default_value_t = 1000,
           value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
     pub stats_interval_ms: u64,
+    /// Receive buffer of the path-manager event socket, bytes (each event
+    /// takes about 1 KiB of it). A burst that overflows it loses events,
+    /// which the proxy counts and recovers from by resynchronising with the
+    /// kernel's subflows; a small value forces that path in tests.
+    #[arg(long, value_name = "BYTES", default_value_t = super::mptcp_observer::PM_EVENTS_BUFFER_BYTES,
+          value_parser = clap::value_parser!(u64).range(4096..=(1 << 30)))]
+    pub pm_events_buffer_bytes: u64,
     /// Print nothing but the ready line.
     #[arg(long, short)]
     pub quiet: bool,
@@ -237,6 +244,7 @@ impl ProxyArgs {
                     throttle_delay_ms: self.throttle_delay_ms,
                     log: self.mptcp_log.clone(),
                     stats_interval_ms: self.stats_interval_ms,
+                    pm_events_buffer_bytes: self.pm_events_buffer_bytes as usize,
                 }
             },
         })

@@ -1056,7 +1056,8 @@ impl<'o> Proxy<'o> {
             m.bytes_c2s += c.up.bytes_out;
             m.bytes_s2c += c.down.bytes_out;
         }
-        let body = m.render();
+        let mut body = m.render();
+        self.observer.render_metrics(&mut body);
         let response = format!(
             "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()

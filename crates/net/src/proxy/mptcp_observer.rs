@@ -12,18 +12,33 @@
 //!   out with [`ThrottleSet`] (an HTB class and a u32 filter per subflow
 //!   4-tuple, installed with `tc`). Every rule goes when its subflow or
 //!   connection closes, and all of them when the proxy stops.
+//! - Releases do not depend on the events alone. Under churn the event
+//!   socket can overrun (ENOBUFS: the kernel dropped events, SUB_CLOSED and
+//!   CLOSED among them), and a lost release event used to leave its rule on
+//!   the device for the proxy's lifetime (~1 % of 7,548 throttles in a
+//!   10,000-connection run). So (1) the proxy's own close of a client
+//!   connection sends its token to the steering thread, which lifts every
+//!   rule of that token and ignores the token's late events; (2) after an
+//!   overrun, and every [`RESYNC_INTERVAL`] while connections are tracked,
+//!   the thread reconciles: subflows the kernel no longer has
+//!   ([`live_tcp_tuples`]) are forgotten and their rules removed, and rules
+//!   the bookkeeping no longer asks for are removed too. Overruns, resyncs
+//!   and releases by cause are counted ([`SteeringStats`], in `--metrics`
+//!   and in the log's final `"kind": "steering_stats"` line).
 //!
 //! Both write JSON lines into one log (`--mptcp-log FILE`): `"kind":
 //! "subflow"` samples, and `"kind": "throttle" | "release" | "pm"` steering
 //! records, each throttle with the time from the subflow's SUB_ESTABLISHED
 //! event to its rule being active.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::os::fd::RawFd;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -34,7 +49,8 @@ use serde_json::json;
 use super::events::ConnectionRecord;
 use super::observer::{AcceptedConnection, ConnectionObserver};
 use crate::clock::now_ns;
-use crate::mptcp::pm_events::{PmEvent, PmEventSocket};
+use crate::mptcp::live::{canonical, live_tcp_tuples};
+use crate::mptcp::pm_events::{PmError, PmEvent, PmEventSocket};
 use crate::mptcp::policy::Policy;
 use crate::mptcp::sockopt::{self, SubflowStats};
 use crate::mptcp::steer::{Action, Steering};
@@ -51,7 +67,14 @@ pub struct MptcpOptions {
     pub throttle_delay_ms: u64,
     pub log: Option<std::path::PathBuf>,
     pub stats_interval_ms: u64,
+    /// Receive buffer of the event socket, bytes; 0: [`PM_EVENTS_BUFFER_BYTES`].
+    pub pm_events_buffer_bytes: usize,
 }
+
+/// The event socket's default receive buffer: each event costs about 1 KiB
+/// of it (skb overhead included), so about 4,000 events of backlog while the
+/// steering thread waits for `tc` (6 events per two-subflow connection).
+pub const PM_EVENTS_BUFFER_BYTES: u64 = 4 << 20;
 
 impl MptcpOptions {
     pub fn is_active(&self) -> bool {
@@ -119,6 +142,127 @@ struct Live {
     token: Option<u32>,
 }
 
+/// What lifted a throttle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cause {
+    /// The path manager's SUB_CLOSED / CLOSED event.
+    PmEvent,
+    /// The proxy closed the connection.
+    Close,
+    /// A resynchronisation found the subflow gone or the rule unwanted.
+    Resync,
+}
+
+impl Cause {
+    const ALL: [Cause; 3] = [Cause::PmEvent, Cause::Close, Cause::Resync];
+
+    fn name(self) -> &'static str {
+        match self {
+            Cause::PmEvent => "pm_event",
+            Cause::Close => "close",
+            Cause::Resync => "resync",
+        }
+    }
+}
+
+/// Counters of the steering thread, read by the proxy's loop for `--metrics`.
+#[derive(Debug, Default)]
+pub struct SteeringStats {
+    pub pm_events: AtomicU64,
+    /// ENOBUFS on the event socket: events were lost.
+    pub pm_overruns: AtomicU64,
+    pub resyncs: AtomicU64,
+    pub throttles_installed: AtomicU64,
+    /// By [`Cause`]: pm_event, close, resync.
+    released: [AtomicU64; 3],
+    pub throttle_errors: AtomicU64,
+    /// Rules on the devices now.
+    pub throttles_active: AtomicU64,
+}
+
+impl SteeringStats {
+    fn count_release(&self, cause: Cause) {
+        let i = Cause::ALL.iter().position(|&c| c == cause).unwrap_or(0);
+        self.released[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn released(&self) -> u64 {
+        self.released.iter().map(|r| r.load(Ordering::Relaxed)).sum()
+    }
+
+    fn json(&self) -> serde_json::Value {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let by_cause: serde_json::Map<String, serde_json::Value> = Cause::ALL
+            .iter()
+            .zip(&self.released)
+            .map(|(c, n)| (c.name().to_string(), get(n).into()))
+            .collect();
+        json!({"kind": "steering_stats", "t_ns": now_ns(), "pm_events": get(&self.pm_events),
+               "pm_overruns": get(&self.pm_overruns), "resyncs": get(&self.resyncs),
+               "throttles_installed": get(&self.throttles_installed), "released": self.released(),
+               "released_by": by_cause, "throttle_errors": get(&self.throttle_errors),
+               "throttles_active": get(&self.throttles_active)})
+    }
+
+    /// The counters in the Prometheus text format.
+    pub fn render(&self, out: &mut String) {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        for (name, kind, help, value) in [
+            (
+                "latlab_proxy_mptcp_pm_events_total",
+                "counter",
+                "MPTCP path-manager events read.",
+                get(&self.pm_events),
+            ),
+            (
+                "latlab_proxy_mptcp_pm_overruns_total",
+                "counter",
+                "Overruns (ENOBUFS) of the path-manager event socket: events lost, then a resync.",
+                get(&self.pm_overruns),
+            ),
+            (
+                "latlab_proxy_mptcp_resyncs_total",
+                "counter",
+                "Reconciliations of the throttles against the kernel's live subflows.",
+                get(&self.resyncs),
+            ),
+            (
+                "latlab_proxy_throttles_installed_total",
+                "counter",
+                "Per-subflow throttle rules installed.",
+                get(&self.throttles_installed),
+            ),
+            (
+                "latlab_proxy_throttle_errors_total",
+                "counter",
+                "Throttle rules that could not be installed or removed.",
+                get(&self.throttle_errors),
+            ),
+            (
+                "latlab_proxy_throttles_active",
+                "gauge",
+                "Per-subflow throttle rules on the devices now.",
+                get(&self.throttles_active),
+            ),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+        }
+        let _ = writeln!(
+            out,
+            "# HELP latlab_proxy_throttles_released_total Per-subflow throttle rules removed, by what removed them.\n\
+             # TYPE latlab_proxy_throttles_released_total counter"
+        );
+        for (c, n) in Cause::ALL.iter().zip(&self.released) {
+            let _ = writeln!(
+                out,
+                "latlab_proxy_throttles_released_total{{cause=\"{}\"}} {}",
+                c.name(),
+                get(n)
+            );
+        }
+    }
+}
+
 /// The [`ConnectionObserver`] the proxy runs with MPTCP options.
 pub struct MptcpObserver {
     log: Log,
@@ -138,7 +282,11 @@ impl MptcpObserver {
             None
         } else {
             let policy = Policy::from_flags(&opts.throttle, opts.throttle_delay_ms)?;
-            Some(SteeringThread::start(policy, log.clone())?)
+            let buffer = match opts.pm_events_buffer_bytes {
+                0 => PM_EVENTS_BUFFER_BYTES as usize,
+                n => n,
+            };
+            Some(SteeringThread::start(policy, log.clone(), buffer)?)
         };
         Ok(MptcpObserver {
             log,
@@ -158,10 +306,20 @@ impl MptcpObserver {
         }
     }
 
+    /// The steering thread's counters (None without throttle rules).
+    pub fn steering_stats(&self) -> Option<Arc<SteeringStats>> {
+        self.steering.as_ref().map(|t| Arc::clone(&t.stats))
+    }
+
     /// Stop the steering thread (its rules are removed) and flush the log.
     pub fn stop(&mut self) -> Result<(), String> {
         let r = match self.steering.take() {
-            Some(t) => t.stop(),
+            Some(t) => {
+                let stats = Arc::clone(&t.stats);
+                let r = t.stop();
+                self.log.line(&stats.json());
+                r
+            }
             None => Ok(()),
         };
         self.log.flush();
@@ -223,6 +381,16 @@ impl ConnectionObserver for MptcpObserver {
     fn on_close(&mut self, id: u64, _client_fd: RawFd, _record: &ConnectionRecord) {
         if let Some(live) = self.conns.remove(&id) {
             self.sample(now_ns(), id, &live, Some("close"));
+            if let (Some(token), Some(steering)) = (live.token, &self.steering) {
+                // The thread is gone only after stop(); then nothing is left to release.
+                let _ = steering.closed.send(token);
+            }
+        }
+    }
+
+    fn render_metrics(&self, out: &mut String) {
+        if let Some(t) = &self.steering {
+            t.stats.render(out);
         }
     }
 }
@@ -236,24 +404,46 @@ impl Drop for MptcpObserver {
 /// The thread that reads path-manager events and installs/removes throttles.
 struct SteeringThread {
     stop: Arc<AtomicBool>,
+    /// Tokens of the connections the proxy closed.
+    closed: Sender<u32>,
+    stats: Arc<SteeringStats>,
     handle: JoinHandle<Result<(), String>>,
 }
 
-/// How long the steering thread blocks in one read, so it sees the stop flag.
-const PM_WAIT: Duration = Duration::from_millis(100);
+/// How long the steering thread blocks in one read, so it sees the stop
+/// flag and the proxy's closes.
+const PM_WAIT: Duration = Duration::from_millis(50);
+
+/// Event datagrams read per turn of the steering loop before it acts (and
+/// sees the stop flag again).
+const MAX_DATAGRAMS_PER_TURN: usize = 1024;
+
+/// Reconcile this often while connections are tracked, overrun or not: a
+/// backstop for any other way a close goes unreported.
+pub const RESYNC_INTERVAL: Duration = Duration::from_secs(5);
 
 impl SteeringThread {
-    fn start(policy: Policy, log: Log) -> Result<SteeringThread, String> {
+    fn start(policy: Policy, log: Log, buffer_bytes: usize) -> Result<SteeringThread, String> {
         // Opened here, on the caller's thread (and so in its namespace), so
         // a missing mptcp_pm family is an error at start, not later.
         let sock = PmEventSocket::open().map_err(|e| format!("MPTCP path-manager events: {e}"))?;
+        sock.set_recv_buffer_bytes(buffer_bytes)
+            .map_err(|e| format!("--pm-events-buffer-bytes {buffer_bytes}: {e}"))?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
+        let stats = Arc::new(SteeringStats::default());
+        let (closed, closed_rx) = mpsc::channel();
+        let thread_stats = Arc::clone(&stats);
         let handle = std::thread::Builder::new()
             .name("mptcp-steering".into())
-            .spawn(move || steer_loop(sock, policy, log, &flag))
+            .spawn(move || steer_loop(sock, policy, log, &flag, &closed_rx, &thread_stats))
             .map_err(|e| format!("steering thread: {e}"))?;
-        Ok(SteeringThread { stop, handle })
+        Ok(SteeringThread {
+            stop,
+            closed,
+            stats,
+            handle,
+        })
     }
 
     fn stop(self) -> Result<(), String> {
@@ -268,45 +458,126 @@ fn tuple_json(t: &FourTuple) -> serde_json::Value {
     json!({"local": t.local.to_string(), "remote": t.remote.to_string()})
 }
 
-fn steer_loop(mut sock: PmEventSocket, policy: Policy, log: Log, stop: &AtomicBool) -> Result<(), String> {
-    let _ = sock.set_recv_buffer_bytes(1 << 20);
+/// Lift what the kernel no longer has: subflows whose close events were
+/// lost, and rules the bookkeeping no longer asks for.
+fn resync(steering: &mut Steering, set: &ThrottleSet) -> Result<Vec<Action>, String> {
+    let live = live_tcp_tuples().map_err(|e| format!("live subflows: {e}"))?;
+    let mut actions = steering.reconcile(|t| live.contains(&canonical(t)));
+    let wanted = steering.throttled();
+    actions.extend(
+        set.active()
+            .map(|h| *h.tuple())
+            .filter(|t| !wanted.contains(t))
+            .map(|tuple| Action::Release { token: 0, tuple }),
+    );
+    Ok(actions)
+}
+
+fn steer_loop(
+    mut sock: PmEventSocket,
+    policy: Policy,
+    log: Log,
+    stop: &AtomicBool,
+    closed: &Receiver<u32>,
+    stats: &SteeringStats,
+) -> Result<(), String> {
     let mut steering = Steering::new(policy);
     let mut set = ThrottleSet::new(None);
     // When each subflow's SUB_ESTABLISHED was read, for the install latency.
     let mut established_ns: HashMap<FourTuple, u64> = HashMap::new();
     let mut result = Ok(());
+    let mut resync_due = false;
+    let mut next_resync_ns = now_ns() + RESYNC_INTERVAL.as_nanos() as u64;
     while !stop.load(Ordering::SeqCst) {
         let now = now_ns();
         let wait = steering.next_deadline_ns().map_or(PM_WAIT, |d| {
             Duration::from_nanos(d.saturating_sub(now)).min(PM_WAIT)
         });
-        let mut actions = Vec::new();
-        match sock.recv_timeout(wait) {
-            Ok(events) => {
-                for ev in events {
-                    let t = now_ns();
-                    match &ev {
-                        PmEvent::SubEstablished(s) => {
-                            established_ns.insert(s.tuple, t);
+        let mut actions: Vec<(Action, Cause)> = Vec::new();
+        // Everything queued, up to a bound, before acting: events read one
+        // datagram per turn fall behind the proxy's closes under churn
+        // (and a lagging reader is what overruns the socket).
+        let mut first = true;
+        for _ in 0..MAX_DATAGRAMS_PER_TURN {
+            let read = if first {
+                sock.recv_timeout(wait)
+            } else {
+                sock.recv()
+            };
+            first = false;
+            match read {
+                Ok(events) if events.is_empty() => break,
+                Ok(events) => {
+                    for ev in events {
+                        let t = now_ns();
+                        stats.pm_events.fetch_add(1, Ordering::Relaxed);
+                        match &ev {
+                            PmEvent::SubEstablished(s) => {
+                                established_ns.insert(s.tuple, t);
+                            }
+                            PmEvent::SubClosed(s) => {
+                                established_ns.remove(&s.tuple);
+                            }
+                            _ => {}
                         }
-                        PmEvent::SubClosed(s) => {
-                            established_ns.remove(&s.tuple);
-                        }
-                        _ => {}
+                        log.line(&json!({"kind": "pm", "t_ns": t, "event": format!("{ev:?}")}));
+                        actions.extend(steering.on_event(t, &ev).into_iter().map(|a| (a, Cause::PmEvent)));
                     }
-                    log.line(&json!({"kind": "pm", "t_ns": t, "event": format!("{ev:?}")}));
-                    actions.extend(steering.on_event(t, &ev));
+                }
+                Err(e) if e.is_would_block() => break,
+                Err(PmError::Overrun) => {
+                    // Events were dropped, closes among them: resynchronise below.
+                    stats.pm_overruns.fetch_add(1, Ordering::Relaxed);
+                    log.line(&json!({"kind": "pm_overrun", "t_ns": now_ns(), "error": PmError::Overrun.to_string()}));
+                    resync_due = true;
+                }
+                Err(e) => {
+                    // One bad message loses that message; the socket stays usable.
+                    log.line(&json!({"kind": "pm_error", "t_ns": now_ns(), "error": e.to_string()}));
                 }
             }
-            Err(e) if e.is_would_block() => {}
-            Err(e) => {
-                // An overrun loses events but the socket stays usable; say so and go on.
-                log.line(&json!({"kind": "pm_error", "t_ns": now_ns(), "error": e.to_string()}));
+        }
+        // The proxy's own closes, after this turn's events: a connection
+        // closed here is never throttled below.
+        let t = now_ns();
+        for token in closed.try_iter() {
+            actions.extend(
+                steering
+                    .on_local_close(t, token)
+                    .into_iter()
+                    .map(|a| (a, Cause::Close)),
+            );
+        }
+        let tracked = steering.connections() > 0 || set.active().next().is_some();
+        if resync_due || (tracked && t >= next_resync_ns) {
+            resync_due = false;
+            next_resync_ns = t + RESYNC_INTERVAL.as_nanos() as u64;
+            stats.resyncs.fetch_add(1, Ordering::Relaxed);
+            match resync(&mut steering, &set) {
+                Ok(found) => {
+                    if !found.is_empty() {
+                        log.line(&json!({"kind": "resync", "t_ns": t, "releases": found.len()}));
+                    }
+                    let known: HashSet<FourTuple> = steering.all_subflows().collect();
+                    established_ns.retain(|tuple, _| known.contains(tuple));
+                    actions.extend(found.into_iter().map(|a| (a, Cause::Resync)));
+                }
+                Err(e) => log.line(&json!({"kind": "resync_error", "t_ns": t, "error": e})),
             }
         }
-        actions.extend(steering.poll(now_ns(), |t| set.egress_device(t).ok()));
-        for a in &actions {
+        actions.extend(
+            steering
+                .poll(now_ns(), |t| set.egress_device(t).ok())
+                .into_iter()
+                .map(|a| (a, Cause::PmEvent)),
+        );
+        for (a, cause) in &actions {
             let t = now_ns();
+            // A release of a subflow whose throttle failed to go in is no release.
+            let had_rule = match a {
+                Action::Release { tuple, .. } => set.is_throttled(tuple),
+                Action::Throttle { .. } => true,
+            };
             match (a, set.apply(a)) {
                 (
                     Action::Throttle {
@@ -316,6 +587,7 @@ fn steer_loop(mut sock: PmEventSocket, policy: Policy, log: Log, stop: &AtomicBo
                     },
                     Ok(latency),
                 ) => {
+                    stats.throttles_installed.fetch_add(1, Ordering::Relaxed);
                     let since = established_ns.get(tuple).map(|&e| now_ns().saturating_sub(e));
                     log.line(
                         &json!({"kind": "throttle", "t_ns": t, "token": token, "subflow": tuple_json(tuple),
@@ -325,11 +597,16 @@ fn steer_loop(mut sock: PmEventSocket, policy: Policy, log: Log, stop: &AtomicBo
                     );
                 }
                 (Action::Release { token, tuple }, Ok(_)) => {
-                    log.line(
-                        &json!({"kind": "release", "t_ns": t, "token": token, "subflow": tuple_json(tuple)}),
-                    );
+                    if had_rule {
+                        stats.count_release(*cause);
+                        log.line(
+                            &json!({"kind": "release", "t_ns": t, "token": token, "subflow": tuple_json(tuple),
+                                         "cause": cause.name()}),
+                        );
+                    }
                 }
                 (_, Err(e)) => {
+                    stats.throttle_errors.fetch_add(1, Ordering::Relaxed);
                     log.line(
                         &json!({"kind": "throttle_error", "t_ns": t, "action": format!("{a:?}"),
                                      "error": e.to_string()}),
@@ -340,14 +617,51 @@ fn steer_loop(mut sock: PmEventSocket, policy: Policy, log: Log, stop: &AtomicBo
                 }
             }
         }
+        stats
+            .throttles_active
+            .store(set.active().count() as u64, Ordering::Relaxed);
         log.flush();
     }
     // Dropping the set removes every rule and, with the last one, the root qdisc.
     drop(set);
+    stats.throttles_active.store(0, Ordering::Relaxed);
     log.flush();
     // A failed rule is logged and reported at the end; it never stops the proxy.
     result.or_else(|e| {
         eprintln!("latlab-net proxy: {e}");
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steering_counters_render_as_prometheus_text_and_a_log_line() {
+        let stats = SteeringStats::default();
+        stats.pm_overruns.fetch_add(3, Ordering::Relaxed);
+        stats.throttles_installed.fetch_add(5, Ordering::Relaxed);
+        stats.count_release(Cause::Close);
+        stats.count_release(Cause::Close);
+        stats.count_release(Cause::Resync);
+        let mut text = String::new();
+        stats.render(&mut text);
+        assert!(
+            text.contains("\nlatlab_proxy_mptcp_pm_overruns_total 3\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nlatlab_proxy_throttles_installed_total 5\n"),
+            "{text}"
+        );
+        assert!(text.contains("latlab_proxy_throttles_released_total{cause=\"close\"} 2\n"));
+        assert!(text.contains("latlab_proxy_throttles_released_total{cause=\"resync\"} 1\n"));
+        assert!(text.contains("latlab_proxy_throttles_released_total{cause=\"pm_event\"} 0\n"));
+        let line = stats.json();
+        assert_eq!(line["kind"], "steering_stats");
+        assert_eq!(line["released"], 3);
+        assert_eq!(line["released_by"]["close"], 2);
+        assert_eq!(line["pm_overruns"], 3);
+    }
 }

@@ -36,6 +36,9 @@ pub trait ConnectionObserver {
     fn on_tick(&mut self, _now_ns: u64) {}
     /// The connection ends; `record` is its event-log line.
     fn on_close(&mut self, _id: u64, _client_fd: RawFd, _record: &ConnectionRecord) {}
+    /// More lines for `--metrics` (Prometheus text format), after the
+    /// proxy's own.
+    fn render_metrics(&self, _out: &mut String) {}
 }
 
 /// The default: does nothing.
