@@ -47,7 +47,7 @@ def test_every_case_has_a_complete_row(real_rows: list[dict]) -> None:
         if r["transport"] == "mptcp":
             assert r["is_mptcp"], f"{r['case']} fell back to TCP"
             # Two subflows, except in the conversion case: its 100 KB downloads end on the wired path within a
-            # few ms, before the Wi-Fi subflow's join crosses the Wi-Fi path's 24 ms RTT.
+            # few ms, before the Wi-Fi subflow's join crosses the Wi-Fi path (a race, lost more often on a busy machine).
             assert r["subflows"] == 2 or (r["experiment"] == "conversion" and r["subflows"] == 1), r["case"]
             # The proxy's per-subflow acknowledged bytes account for what the client read (headers aside).
             acked, sent = r["wired_bytes"] + r["wifi_bytes"], r["size_bytes"] * r.get("connections", 1)

@@ -26,9 +26,9 @@ experiments on a namespace testbed that mirrors the simulated one:
   rate for the MTU with its 100-packet DropTail queue, toward the server
   the simulated Wi-Fi uplink's 20 Mbit/s, and a one-way propagation delay
   of ``RealSettings.wifi_delay_ms`` each way (:data:`WIFI_PATH_DELAY_MS`,
-  12 ms: a home or campus Wi-Fi path to a nearby server, 24 ms RTT, where
-  the wired path has next to none). So the Wi-Fi-like path is the slower
-  and the longer one, as the study's was;
+  1.3 ms, the simulated twin's Wi-Fi path: a 1 ms radio hop plus the LAN
+  behind the AP, where the real wired path has none added). So the
+  Wi-Fi-like path is the slower and the longer one, as the study's was;
 * **client**: two interfaces, an MPTCP ``subflow`` endpoint on the Wi-Fi
   one (the kernel path manager joins the second subflow), and the study's
   "max TCP memory" as net.ipv4.tcp_rmem's maximum, which is per namespace
@@ -88,11 +88,11 @@ IPPROTO_MPTCP = 262
 #: The client's receive memory outside the receive-buffer experiment (the study's stable 0.72 MB).
 DEFAULT_RMEM_MB = C.DEFAULT_BUFFER_MB
 NS_PREFIX = "llmr"
-#: One-way propagation delay of the real Wi-Fi-like path (each way), in the emulator on the ap router. Wi-Fi-like:
-#: an 802.11 hop plus the access network behind it to a nearby server, a 24 ms RTT unloaded, against the wired
-#: path's sub-millisecond one. The simulated twin's Wi-Fi path has 2.6 ms of propagation RTT (cases.path_rtt_ms:
-#: 1 ms radio plus the wired hops), which the report states beside the real figures.
-WIFI_PATH_DELAY_MS = 12.0
+#: One-way propagation delay of the real Wi-Fi-like path (each way), in the emulator on the ap router: the
+#: simulated twin's Wi-Fi path (cases.path_rtt_ms: the 1 ms radio hop plus the wired hops behind the AP, 2.6 ms of
+#: round trip), so both sides carry the same propagation delay. The real wired path has none added (0.8 ms RTT in the
+#: simulation).
+WIFI_PATH_DELAY_MS = C.path_rtt_ms("wifi") / 2
 
 
 class RealUnavailable(EmulationUnavailable):
