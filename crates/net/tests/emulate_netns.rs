@@ -21,22 +21,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_latlab-net");
+mod emulate_util;
+use emulate_util::unavailable;
 
-/// Why these tests cannot run here, if they cannot.
-fn unavailable() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("not root".into());
-    }
-    if !Path::new("/dev/net/tun").exists() {
-        return Some("no /dev/net/tun".into());
-    }
-    match Command::new("ip").arg("-V").output() {
-        Ok(o) if o.status.success() => None,
-        _ => Some("no iproute2 'ip' command".into()),
-    }
-}
+const BIN: &str = env!("CARGO_BIN_EXE_latlab-net");
 
 macro_rules! require_testbed {
     () => {
@@ -48,10 +36,7 @@ macro_rules! require_testbed {
 }
 
 fn scratch_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("latlab-emu-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    emulate_util::scratch_dir("emu", name)
 }
 
 fn netns_list() -> String {

@@ -20,6 +20,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod emulate_util;
+use emulate_util::unavailable;
+
 const BIN: &str = env!("CARGO_BIN_EXE_latlab-net");
 
 const CLIENT_ADDR: &str = "10.91.1.1";
@@ -40,21 +43,6 @@ rate_bps = 20e6
 delay_ms = 10
 queue = { kind = "droptail", limit_packets = 100 }
 "#;
-
-/// Why these tests cannot run here, if they cannot.
-fn unavailable() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("not root".into());
-    }
-    if !Path::new("/dev/net/tun").exists() {
-        return Some("no /dev/net/tun".into());
-    }
-    match Command::new("ip").arg("-V").output() {
-        Ok(o) if o.status.success() => None,
-        _ => Some("no iproute2 'ip' command".into()),
-    }
-}
 
 macro_rules! require_testbed {
     () => {
@@ -77,10 +65,7 @@ fn ip(args: &[&str]) -> String {
 }
 
 fn scratch_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("latlab-emu-router-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    emulate_util::scratch_dir("emu-router", name)
 }
 
 /// client (10.91.1.1) ─ veth ─ router (ra | rb) ─ veth ─ server (10.91.2.1);
