@@ -4,13 +4,16 @@
 //! run never depends on heap internals. Events are small `Copy` values; the
 //! heap never holds packets (they live in the packet slab).
 
+use crate::wire::Hop;
+
 /// What happens at an instant. Every variant names the component it concerns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     /// A link's transmitter finished sending its current packet.
     TxDone { link: u32 },
-    /// The packet at the head of a link's wire reaches the far node.
-    Arrive { link: u32 },
+    /// Packet `pkt` (slab index), the head of a link's wire, reaches the
+    /// far node and goes on to `hop`.
+    Arrive { pkt: u32, hop: Hop },
     /// A non-work-conserving queue asked to be polled again.
     LinkWake { link: u32 },
     /// A shared access medium (LTE cell TTI, Wi-Fi AP free) must run.
@@ -34,7 +37,58 @@ pub enum Event {
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     time_ns: u64,
-    event: Event,
+    event: Packed,
+}
+
+/// An [`Event`] in 8 bytes: `Arrive` as its hop (31 bits, top bit set) and
+/// its packet; every other event as its kind and its one index.
+#[derive(Clone, Copy, Debug)]
+struct Packed {
+    word: u32,
+    index: u32,
+}
+
+const ARRIVE: u32 = 1 << 31;
+
+impl Packed {
+    #[inline(always)]
+    fn pack(e: Event) -> Packed {
+        let (word, index) = match e {
+            Event::Arrive { pkt, hop } => (ARRIVE | hop.to_bits(), pkt),
+            Event::TxDone { link } => (0, link),
+            Event::LinkWake { link } => (1, link),
+            Event::MediumWake { medium } => (2, medium),
+            Event::FlowStart { flow } => (3, flow),
+            Event::SenderTimer { flow } => (4, flow),
+            Event::UserNext { flow } => (5, flow),
+            Event::ServerTimer { flow } => (6, flow),
+            Event::ReceiverTimer { flow } => (7, flow),
+            Event::Sample => (8, 0),
+            Event::MeasureStart => (9, 0),
+        };
+        Packed { word, index }
+    }
+
+    #[inline(always)]
+    fn unpack(self) -> Event {
+        let Packed { word, index } = self;
+        match word {
+            0 => Event::TxDone { link: index },
+            1 => Event::LinkWake { link: index },
+            2 => Event::MediumWake { medium: index },
+            3 => Event::FlowStart { flow: index },
+            4 => Event::SenderTimer { flow: index },
+            5 => Event::UserNext { flow: index },
+            6 => Event::ServerTimer { flow: index },
+            7 => Event::ReceiverTimer { flow: index },
+            8 => Event::Sample,
+            9 => Event::MeasureStart,
+            _ => Event::Arrive {
+                pkt: index,
+                hop: Hop::from_bits(word & !ARRIVE),
+            },
+        }
+    }
 }
 
 // Every event goes through the radix heap and is moved on every
@@ -42,7 +96,7 @@ struct Entry {
 // grow every entry. Growing these is a decision to measure (`latlab bench`),
 // not an accident.
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<Event>() == 8);
+const _: () = assert!(std::mem::size_of::<Packed>() == 8);
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(std::mem::size_of::<Entry>() == 16);
 
@@ -129,7 +183,10 @@ impl EventQueue {
         debug_assert!(time_ns >= self.last, "event scheduled in the past");
         let time_ns = time_ns.max(self.last);
         self.len += 1;
-        self.put(Entry { time_ns, event });
+        self.put(Entry {
+            time_ns,
+            event: Packed::pack(event),
+        });
     }
 
     /// Make the minimum entry (if any) the front of a level-0 bucket, and
@@ -194,7 +251,20 @@ impl EventQueue {
         // within level 0, which leaves every other entry's bucket unchanged.
         self.last = e.time_ns;
         self.len -= 1;
-        Some((e.time_ns, e.event))
+        Some((e.time_ns, e.event.unpack()))
+    }
+
+    /// The event the next [`Self::pop`] returns, when finding it costs
+    /// nothing (it is already in level 0: no redistribution pending). For
+    /// prefetching what that event will touch while this one runs.
+    #[inline]
+    pub fn peek_settled(&self) -> Option<Event> {
+        let occupied = self.occupied[0];
+        if occupied == 0 {
+            return None;
+        }
+        let d = occupied.trailing_zeros() as usize;
+        Some(self.buckets[d][self.heads[d] as usize].event.unpack())
     }
 
     pub fn len(&self) -> usize {
@@ -229,6 +299,37 @@ mod tests {
                 (20, Event::Sample),
             ]
         );
+    }
+
+    #[test]
+    fn every_event_survives_packing() {
+        let max = u32::MAX;
+        for e in [
+            Event::TxDone { link: max },
+            Event::Arrive {
+                pkt: max,
+                hop: Hop::Link(0),
+            },
+            Event::Arrive {
+                pkt: 3,
+                hop: Hop::Link(Hop::MAX_INDEX),
+            },
+            Event::Arrive {
+                pkt: 0,
+                hop: Hop::Deliver { flow: Hop::MAX_INDEX },
+            },
+            Event::LinkWake { link: 4 },
+            Event::MediumWake { medium: max },
+            Event::FlowStart { flow: max },
+            Event::SenderTimer { flow: 1 },
+            Event::UserNext { flow: 2 },
+            Event::ServerTimer { flow: 3 },
+            Event::ReceiverTimer { flow: max },
+            Event::Sample,
+            Event::MeasureStart,
+        ] {
+            assert_eq!(Packed::pack(e).unpack(), e);
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod measure;
 pub mod network;
 pub mod packet;
 pub mod pcap;
+mod prefetch;
 pub mod rng;
 pub mod routing;
 pub mod scenario;
@@ -23,6 +24,7 @@ pub mod sim;
 pub mod tables;
 pub mod topology;
 pub mod traffic;
+pub mod wire;
 
 pub use scenario::{parse, Scenario, ScenarioError};
 pub use sim::{Conservation, Simulation};

@@ -9,14 +9,14 @@
 //! scheduled only while packets wait in the queue, so a packet crossing an
 //! idle link costs one event (its arrival), not two. The wire is a FIFO
 //! (equal delays keep departure order) with one `Arrive` event pending for
-//! its head only, which keeps the agenda small.
+//! its head only, which keeps the agenda small; its packets are threaded
+//! through [`crate::wire::Wires`].
 
 use crate::packet::PacketRef;
 use crate::pcap::PcapWriter;
 use latlab_link::{LteCell, Transmitter, WifiAp};
 use latlab_qdisc::{Dequeue, DropTail, Enqueue, Qdisc, QdiscStats, TimeNs};
 use rand_pcg::Pcg64Mcg;
-use std::collections::VecDeque;
 
 #[derive(Debug, Clone)]
 pub struct Node {
@@ -202,37 +202,36 @@ pub struct AccessCounters {
 
 /// Fields in the order a packet's hop touches them, cold ones last, and
 /// aligned to a cache line (`repr(C)` keeps the order): a hop reads the
-/// first five lines of its link and nothing else of it. At 10k flows the
-/// links do not fit in cache, so every line a hop spans is a miss.
+/// first four lines of its link and nothing else of it, and an arrival
+/// none (the wire's end is in [`crate::wire::Wires`]). At 10k flows the links do not fit in cache, so every
+/// line a hop spans is a miss.
 #[repr(C, align(64))]
 pub struct Link {
-    // Line 0: the wire and the transmitter.
-    /// Packets propagating, with their arrival times at `dst`.
-    pub wire: VecDeque<(u64, PacketRef)>,
+    // Line 0: the transmitter and how the link serves its queue.
     /// The transmitter is busy until this time.
     pub busy_until_ns: u64,
     pub delay_ns: u64,
     pub rate: LinkRate,
     /// Random independent loss probability (its stream is below).
     pub loss_prob: f64,
-    // Line 1: how the link serves its queue, and rarely set state.
     pub service: Service,
     /// Boxed: almost no link captures, and the writer is large.
     pub pcap: Option<Box<PcapWriter>>,
+    // Lines 0-1: counters.
+    pub counters: LinkCounters,
+    // Lines 1-3: the queue, and in the bytes it leaves free, the flags.
+    pub qdisc: LinkQueue,
     /// A `TxDone` event is pending (at `busy_until_ns`).
     pub tx_scheduled: bool,
     /// Whether the link's time series is recorded.
     pub sampled: bool,
+    // Cold.
     /// A `LinkWake` is pending at this time.
     pub wake_at: Option<u64>,
     /// Departures at the start of the measurement window (for utilisation).
     pub window_start_departures_bytes: u64,
     pub src: u32,
     pub dst: u32,
-    // Line 2: counters; lines 3-4: the queue.
-    pub counters: LinkCounters,
-    pub qdisc: LinkQueue,
-    // Cold.
     pub loss_rng: Pcg64Mcg,
     pub access: AccessCounters,
     pub name: String,
@@ -266,13 +265,13 @@ impl Link {
 }
 
 // A field added to `Link` or a grown queue must not push the hot fields
-// past the first five lines silently: measure (`latlab bench --scale`).
+// past the first four lines silently: measure (`latlab bench --scale`).
 #[cfg(target_pointer_width = "64")]
 const _: () = {
     use std::mem::{align_of, offset_of, size_of};
     assert!(align_of::<Link>() == 64);
-    assert!(offset_of!(Link, loss_prob) + 8 <= 64);
-    assert!(offset_of!(Link, src) + 8 <= 128);
-    assert!(offset_of!(Link, counters) == 128);
-    assert!(offset_of!(Link, qdisc) + size_of::<LinkQueue>() <= 320);
+    assert!(offset_of!(Link, pcap) + 8 <= 64);
+    assert!(offset_of!(Link, counters) + size_of::<LinkCounters>() <= 128);
+    assert!(offset_of!(Link, qdisc) + size_of::<LinkQueue>() <= offset_of!(Link, tx_scheduled));
+    assert!(offset_of!(Link, sampled) < 256);
 };

@@ -106,6 +106,14 @@ impl PacketSlab {
         &mut self.slots[r.idx as usize]
     }
 
+    /// Ask the cache for slot `idx` (the packet is delivered next).
+    #[inline(always)]
+    pub fn prefetch(&self, idx: u32) {
+        if let Some(p) = self.slots.get(idx as usize) {
+            crate::prefetch::lines(p, 2);
+        }
+    }
+
     pub fn remove(&mut self, r: PacketRef) -> Packet {
         self.free.push(r.idx);
         self.slots[r.idx as usize]

@@ -4,8 +4,9 @@
 //! discipline; a dequeue when the transmitter is free (a `TxDone` event only
 //! if the packet had to wait); a push onto the link's wire; one `Arrive`
 //! event when it reaches the far node (only the wire's head has a pending
-//! event). Paths are precomputed vectors of link indices, so forwarding is an
-//! index increment.
+//! event). Paths are runs of one route table, so forwarding is an index
+//! increment; the next link is looked up when a packet leaves, not when it
+//! arrives.
 
 use crate::engine::{Event, EventQueue};
 use crate::flow::{
@@ -15,6 +16,7 @@ use crate::measure::Samples;
 use crate::network::{queue_view, Link, LinkQueue, MediumKind, Node, Service, SharedMedium};
 use crate::packet::{Packet, PacketRef, PacketSlab, Payload};
 use crate::routing::RouteTable;
+use crate::wire::{Hop, Wires};
 use latlab_link::Departure;
 use latlab_proto::mptcp::ProxyOutput;
 use latlab_proto::tcp::{TcpReceiver, TcpSender};
@@ -68,6 +70,8 @@ pub struct Simulation {
     /// time-varying and shared hops (queueing + service + HARQ/retries).
     pub access_delay: Vec<AccessDelay>,
     pub(crate) packets: PacketSlab,
+    /// Packets propagating on every link's wire.
+    wires: Wires,
     drop_scratch: Vec<PacketRef>,
     departures_scratch: Vec<Departure<PacketRef>>,
     medium_drop_scratch: Vec<(u32, PacketRef)>,
@@ -107,6 +111,7 @@ impl Simulation {
         if sample_interval_ns > 0 {
             queue.schedule(0, Event::Sample);
         }
+        let wires = Wires::new(links.len());
         Simulation {
             name,
             seed,
@@ -126,6 +131,7 @@ impl Simulation {
             has_access,
             access_delay,
             packets: PacketSlab::default(),
+            wires,
             drop_scratch: Vec::new(),
             departures_scratch: Vec::new(),
             medium_drop_scratch: Vec::new(),
@@ -153,11 +159,49 @@ impl Simulation {
             let Some((t, ev)) = self.queue.pop() else { break };
             self.now_ns = t;
             self.events += 1;
+            // What this event reads, then what the next one reads if the
+            // agenda already knows it: the misses overlap instead of
+            // following one another.
+            self.prefetch(ev);
+            if let Some(next) = self.queue.peek_settled() {
+                self.prefetch(next);
+            }
             self.dispatch(ev);
         }
         self.now_ns = end;
         if end >= self.duration_ns {
             self.finish();
+        }
+    }
+
+    /// Ask the cache for the first lines `ev` will read, while the event
+    /// before it runs (see [`crate::prefetch`]).
+    #[inline(always)]
+    fn prefetch(&self, ev: Event) {
+        match ev {
+            Event::Arrive { pkt, hop } => {
+                self.wires.prefetch(pkt);
+                match hop {
+                    // `link_enqueue` reads the first four lines.
+                    Hop::Link(link) => {
+                        if let Some(l) = self.links.get(link as usize) {
+                            crate::prefetch::lines(l, 4);
+                        }
+                    }
+                    Hop::Deliver { flow } => {
+                        self.packets.prefetch(pkt);
+                        if let Some(f) = self.flows.get(flow as usize) {
+                            crate::prefetch::line(&f.conn);
+                        }
+                    }
+                }
+            }
+            Event::TxDone { link } => {
+                if let Some(l) = self.links.get(link as usize) {
+                    crate::prefetch::lines(l, 4);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -168,7 +212,7 @@ impl Simulation {
                 self.links[link as usize].tx_scheduled = false;
                 self.service(link);
             }
-            Event::Arrive { link } => self.on_arrive(link),
+            Event::Arrive { pkt, hop } => self.on_arrive(pkt, hop),
             Event::MediumWake { medium } => {
                 let m = &mut self.media[medium as usize];
                 if m.wake_at == Some(self.now_ns) {
@@ -739,10 +783,10 @@ impl Simulation {
         let end = now + l.rate.tx_time_ns(now, pkt.wire_bytes);
         l.busy_until_ns = end;
         let arrival = end + l.delay_ns;
-        if l.wire.is_empty() {
-            self.queue.schedule(arrival, Event::Arrive { link });
+        let hop = Hop::after(&self.routes, pkt);
+        if self.wires.push(link, pkt, arrival, hop) {
+            self.queue.schedule(arrival, Event::Arrive { pkt: pkt.idx, hop });
         }
-        l.wire.push_back((arrival, pkt));
         if l.qdisc.len_pkts() > 0 {
             l.tx_scheduled = true;
             self.queue.schedule(end, Event::TxDone { link });
@@ -815,10 +859,10 @@ impl Simulation {
         l.counters.departures_pkts += 1;
         l.counters.departures_bytes += pkt.wire_bytes as u64;
         let arrival = deliver_ns + l.delay_ns;
-        if l.wire.is_empty() {
-            self.queue.schedule(arrival, Event::Arrive { link });
+        let hop = Hop::after(&self.routes, pkt);
+        if self.wires.push(link, pkt, arrival, hop) {
+            self.queue.schedule(arrival, Event::Arrive { pkt: pkt.idx, hop });
         }
-        l.wire.push_back((arrival, pkt));
         if l.pcap.is_some() {
             self.capture(link, pkt, leave_ns);
         }
@@ -899,24 +943,25 @@ impl Simulation {
         self.arm_medium(medium);
     }
 
-    fn on_arrive(&mut self, link: u32) {
-        let l = &mut self.links[link as usize];
-        let Some((_, mut r)) = l.wire.pop_front() else {
-            return;
-        };
-        if let Some(&(next, _)) = l.wire.front() {
-            self.queue.schedule(next, Event::Arrive { link });
+    /// Packet `pkt`, the head of a link's wire, reaches the link's far end.
+    fn on_arrive(&mut self, pkt: u32, hop: Hop) {
+        let popped = self.wires.pop(pkt);
+        if let Some((t, pkt, hop)) = popped.following {
+            self.queue.schedule(t, Event::Arrive { pkt, hop });
         }
+        let mut r = popped.pkt;
         r.route_pos += 1;
-        let next = self.routes.link_at(r.route_pos);
-        if next != RouteTable::END {
-            self.link_enqueue(next, r);
-            return;
-        }
-        let p = self.packets.remove(r);
-        let (flow, forward) = (p.flow, p.forward);
-        let now = self.now_ns;
+        let flow = match hop {
+            Hop::Link(next) => {
+                self.link_enqueue(next, r);
+                return;
+            }
+            Hop::Deliver { flow } => flow,
+        };
         let f = &mut self.flows[flow as usize];
+        let p = self.packets.remove(r);
+        let forward = p.forward;
+        let now = self.now_ns;
         if p.conn != f.conn {
             return; // a late packet of a closed-loop user's earlier connection
         }
@@ -1063,14 +1108,20 @@ impl Simulation {
             .collect()
     }
 
+    /// Packets propagating on `link`'s wire.
+    pub fn on_wire_pkts(&self, link: u32) -> u64 {
+        self.wires.len(link) as u64
+    }
+
     /// Every live packet is held by some link (queued, serialising or on a wire).
     pub fn packets_accounted(&self) -> bool {
         let held: u64 = self
             .links
             .iter()
-            .map(|l| {
+            .enumerate()
+            .map(|(i, l)| {
                 let v = queue_view(l, &self.media);
-                v.len_pkts + v.in_service_pkts + l.wire.len() as u64
+                v.len_pkts + v.in_service_pkts + self.wires.len(i as u32) as u64
             })
             .sum();
         held == self.packets.live() as u64

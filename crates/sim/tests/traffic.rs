@@ -80,7 +80,7 @@ udp = { pattern = "cbr", rate_bps = 1e6, size_bytes = 125 }
     // what was sent and not received is exactly what is still on the link.
     let link = &sim.links[0];
     assert_eq!(link.qdisc_stats().drops_pkts(), 0);
-    let in_flight = link.wire.len() as u64 + link.held_pkts();
+    let in_flight = sim.on_wire_pkts(0) + link.held_pkts();
     let unreceived: u64 = sim
         .flows
         .iter()

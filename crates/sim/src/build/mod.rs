@@ -26,7 +26,7 @@ use latlab_qdisc::{
 };
 use rand::Rng;
 use rand_distr::{Distribution, Exp};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Most flows a scenario may have, over all groups: a guard against typos
@@ -459,7 +459,6 @@ fn make_link(
         busy_until_ns: 0,
         tx_scheduled: false,
         wake_at: None,
-        wire: VecDeque::new(),
         counters: LinkCounters::default(),
         window_start_departures_bytes: 0,
         pcap: None,
