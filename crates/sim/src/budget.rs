@@ -13,6 +13,7 @@
 //! and time series come on top while it runs, so the limit keeps a margin.
 
 use crate::scenario::{Scenario, ScenarioError, Topology};
+use crate::wire::Hop;
 
 /// Bytes per node once built: its name and index entries.
 pub const BYTES_PER_NODE: u64 = 96;
@@ -155,14 +156,14 @@ pub fn human_bytes(b: f64) -> String {
 pub fn check(sc: &Scenario, source: &str, limit: MemoryLimit) -> Result<Footprint, ScenarioError> {
     let fp = Footprint::of(sc);
     let (limit_bytes, what) = match limit {
-        MemoryLimit::Unlimited => return Ok(fp),
+        MemoryLimit::Unlimited => (f64::INFINITY, String::new()),
         MemoryLimit::Bytes(b) => (b as f64, "the --max-memory limit of".to_string()),
         MemoryLimit::Machine => match machine_available_bytes() {
             Some(b) => (
                 b as f64 * AVAILABLE_SHARE,
                 "the memory this machine can spare,".to_string(),
             ),
-            None => return Ok(fp),
+            None => (f64::INFINITY, String::new()),
         },
     };
     let need = fp.bytes();
@@ -179,6 +180,19 @@ pub fn check(sc: &Scenario, source: &str, limit: MemoryLimit) -> Result<Footprin
                 fp.links,
                 fp.flows,
                 human_bytes(limit_bytes)
+            ),
+        });
+    }
+    // Events name a link in 30 bits (see `wire::Hop`), whatever the memory.
+    if fp.links > u64::from(Hop::MAX_INDEX) {
+        let (key, value) = fp.culprit();
+        return Err(ScenarioError {
+            source_name: source.to_string(),
+            path: key,
+            message: format!(
+                "{value} makes {} links; latlab addresses at most {} links",
+                fp.links,
+                Hop::MAX_INDEX
             ),
         });
     }
@@ -287,6 +301,16 @@ mod tests {
         let fp = check(&dumbbell(100_000, 100_000), "x.toml", MemoryLimit::Bytes(1 << 30)).unwrap();
         assert_eq!((fp.nodes, fp.links, fp.flows), (200_002, 400_002, 100_000));
         assert!(check(&dumbbell(100_000, 100_000), "x.toml", MemoryLimit::Unlimited).is_ok());
+    }
+
+    #[test]
+    fn more_links_than_events_can_name_are_refused_without_a_memory_limit() {
+        let e = check(&dumbbell(600_000_000, 1), "x.toml", MemoryLimit::Unlimited).unwrap_err();
+        assert_eq!(e.path, "topology.pairs");
+        assert_eq!(
+            e.message,
+            "600000000 makes 2400000002 links; latlab addresses at most 1073741823 links"
+        );
     }
 
     #[test]
