@@ -159,10 +159,8 @@ impl Simulation {
             let Some((t, ev)) = self.queue.pop() else { break };
             self.now_ns = t;
             self.events += 1;
-            // What this event reads, then what the next one reads if the
-            // agenda already knows it: the misses overlap instead of
-            // following one another.
-            self.prefetch(ev);
+            // What the next event reads, if the agenda already knows it:
+            // its misses overlap with this event's work.
             if let Some(next) = self.queue.peek_settled() {
                 self.prefetch(next);
             }
