@@ -173,6 +173,32 @@ def build_and_run(p: dict) -> dict:
     core_devs.Get(1).GetObject[ns.PointToPointNetDevice]().GetQueue().SetMaxSize(ns.QueueSize("100000p"))
     core_q = core_devs.Get(0).GetObject[ns.PointToPointNetDevice]().GetQueue()
     fifo = None
+    if p.get("qdisc", "droptail") == "codel":
+        # RFC 8289 CoDel as latlab's: TARGET 5 ms, INTERVAL 100 ms, MinBytes = latlab's mtu_bytes 1500, the
+        # physical limit B packets; over a 1-packet device queue (the packet being serialised is outside both).
+        core_q.SetMaxSize(ns.QueueSize("1p"))
+        codel_tch = ns.TrafficControlHelper()
+        codel_tch.SetRootQueueDisc("ns3::CoDelQueueDisc", "MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{core_pkts}p")),
+                                   "Target", ns.StringValue("5ms"), "Interval", ns.StringValue("100ms"),
+                                   "MinBytes", ns.UintegerValue(1500))
+        fifo = codel_tch.Install(core_devs.Get(0)).Get(0)
+    elif p.get("qdisc", "droptail") == "red":
+        # ns-3's RedQueueDisc is a port of ns-2's red.cc, as latlab's RED: the same thresholds (packets), max_p as
+        # LInterm = 1/max_p, QW = w_q, Gentle, Wait, MeanPktSize and the link rate for the idle correction,
+        # forced drops as hard drops; over a 1-packet device queue.
+        r = p["red"]
+        core_q.SetMaxSize(ns.QueueSize("1p"))
+        red_tch = ns.TrafficControlHelper()
+        red_tch.SetRootQueueDisc("ns3::RedQueueDisc", "MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{core_pkts}p")),
+                                 "MinTh", ns.DoubleValue(r["min_th"]), "MaxTh", ns.DoubleValue(r["max_th"]),
+                                 "LInterm", ns.DoubleValue(1.0 / r["max_p"]), "QW", ns.DoubleValue(r["w_q"]),
+                                 "Gentle", ns.BooleanValue(r["gentle"]), "Wait", ns.BooleanValue(r["wait"]),
+                                 "MeanPktSize", ns.UintegerValue(r["mean_pkt_size_bytes"]),
+                                 "LinkBandwidth", ns.DataRateValue(ns.DataRate(int(p["core_rate_bps"]))),
+                                 "UseHardDrop", ns.BooleanValue(True))
+        fifo = red_tch.Install(core_devs.Get(0)).Get(0)
+    elif p.get("qdisc", "droptail") != "droptail":
+        raise SystemExit(f"qdisc {p['qdisc']!r}: expected droptail, red or codel")
     if ov.get("core_fifo_qdisc"):
         core_q.SetMaxSize(ns.QueueSize("1p"))
         # the device queue holds one waiting packet, so the queue disc holds the rest of the B
