@@ -524,7 +524,7 @@ def render(rows: list[dict], command: str) -> str:
     out += ["", "## Coverage\n"]
     have = {(k[0], k[2], k[3]) for k, b in base.items() if "ns-3" in b}
     flows_run = sorted({k[0] for k in have})
-    seeds = sorted({k[4] for k in base})
+    seeds = sorted({k[4] for k in base} | {k[4] for k in exps})
     missing = [f for f in (1, 10, 100, 1000) if f not in flows_run]
     same = sorted({(k[0], k[2], b["latlab"]["buffer_pkts"]) for k, b in base.items() if k[1].endswith("KB")
                    and any(k2[0] == k[0] and k2[2] == k[2] and k2[1] != k[1] and b2["latlab"]["buffer_pkts"]
