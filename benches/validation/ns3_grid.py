@@ -79,6 +79,13 @@ SETTINGS = [
     ("core drops", "links table / link_samples drops_pkts", "device queue drops + r1's TrafficControlLayer TcDrop",
      "with no queue disc ns-3 drops at the TC layer once the device stops its full queue; a FifoQueueDisc twin "
      "gives identical rows (experiment fifo-qdisc)"),
+    ("core RED (--qdisc red)", "red, limit_packets B, min_th round(0.4 B), max_th B, max_p 0.1, w_q 0.002, gentle, "
+     "wait, mean_pkt_size_bytes 1000", "RedQueueDisc MaxSize Bp, same MinTh/MaxTh, LInterm 10, QW 0.002, Gentle, Wait, "
+     "MeanPktSize 1000, LinkBandwidth 10 Mb/s, UseHardDrop; over a 1p device queue",
+     "ns-3 holds up to B + 1 packets (disc + device), latlab B"),
+    ("core CoDel (--qdisc codel)", "codel, target 5 ms, interval 100 ms, mtu_bytes 1500, limit_packets B",
+     "CoDelQueueDisc Target 5ms, Interval 100ms, MinBytes 1500, MaxSize Bp; over a 1p device queue",
+     "ns-3 holds up to B + 1 packets; its sojourn excludes the device queue's one packet (0.8 ms)"),
     ("other queues", "latlab's default (deep)", "100000p device queues, no queue disc", "never drop"),
     ("IPv4", "", "StrongEndSystemModel true", "same results, faster"),
     ("measurement", "goodput, core loss, queue samples over [measure_from, duration)", "same window",
@@ -127,11 +134,32 @@ class Point:
                 "sample_interval_ms": SAMPLE_INTERVAL_MS, "mss_bytes": MSS_BYTES,
                 "initial_window_segments": IW_SEGMENTS, "socket_buffer_bytes": SOCKET_BUFFER_BYTES,
                 "min_rto_ms": MIN_RTO_MS, "core_rate_bps": CORE_RATE_BPS, "core_delay_ms": CORE_DELAY_MS,
-                "access_rate_bps": ACCESS_RATE_BPS, "draws": self.draws(),
+                "access_rate_bps": ACCESS_RATE_BPS, "draws": self.draws(), "qdisc": self.qdisc,
+                "red": red_params(self.buffer_pkts()),
                 "ns3_overrides": ns3_overrides or {}}  # fmt: skip
 
 
 # ----- latlab ----------------------------------------------------------------------------------------------
+
+
+def red_params(limit_packets: int) -> dict:
+    """RED at the core, as the small-buffer pacing study's experiment G sets it: max_th = B, min_th = 40% of B,
+    max_p 0.1, w_q 0.002; gentle and ns-2's wait on; 1000-B mean packet for the idle correction."""
+    max_th = max(2, limit_packets)
+    return {"min_th": max(1, min(max_th - 1, round(0.4 * limit_packets))), "max_th": max_th, "max_p": 0.1,
+            "w_q": 0.002, "gentle": True, "wait": True, "mean_pkt_size_bytes": 1000}  # fmt: skip
+
+
+def core_queue(qdisc: str, limit_packets: int) -> dict:
+    """latlab's core queue; ns3_twin.py builds the same one (CoDel: RFC 8289 defaults, limit B packets)."""
+    if qdisc == "droptail":
+        return {"kind": "droptail", "limit_packets": limit_packets}
+    if qdisc == "red":
+        return {"kind": "red", "limit_packets": limit_packets, **red_params(limit_packets)}
+    if qdisc == "codel":
+        return {"kind": "codel", "target_ms": 5.0, "interval_ms": 100.0, "mtu_bytes": 1500,
+                "limit_packets": limit_packets}  # fmt: skip
+    raise ValueError(f"qdisc {qdisc!r}: expected droptail, red or codel")
 
 
 def latlab_scenario_toml(pt: Point, latlab_overrides: dict | None = None) -> str:
@@ -148,7 +176,7 @@ def latlab_scenario_toml(pt: Point, latlab_overrides: dict | None = None) -> str
         raise ValueError(f"latlab overrides: unknown keys {sorted(ov)}; expected 'tcp' or 'core_extra_pkts'")
     names = ["r1", "r2"] + [f"s{i}" for i in range(pt.flows)] + [f"d{i}" for i in range(pt.flows)]
     links = [{"from": "r1", "to": "r2", "rate_bps": CORE_RATE_BPS, "delay_ms": CORE_DELAY_MS,
-              "queue": {"kind": "droptail", "limit_packets": core_pkts}, "duplex": False},
+              "queue": core_queue(pt.qdisc, core_pkts), "duplex": False},
              {"from": "r2", "to": "r1", "rate_bps": CORE_RATE_BPS, "delay_ms": CORE_DELAY_MS, "duplex": False}]
     d = pt.draws()
     for i, (a, b, _) in enumerate(d):
@@ -193,7 +221,7 @@ def latlab_point(pt: Point, latlab_overrides: dict | None = None) -> dict:
 
 
 def ns3_point(pt: Point, python: str, ns3_overrides: dict | None = None) -> dict:
-    r = subprocess.run(["nice", "-n", "10", python, str(TWIN)], input=json.dumps(pt.twin_json(ns3_overrides)),
+    r = subprocess.run(["nice", "-n", "19", python, str(TWIN)], input=json.dumps(pt.twin_json(ns3_overrides)),
                        capture_output=True, text=True)  # fmt: skip
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
     if r.returncode != 0 or not lines:
@@ -264,25 +292,41 @@ def fmt_pct(v: float) -> str:
     return "n/a" if math.isnan(v) else f"{v:+.1f}%"
 
 
-def sack_section(exps: dict) -> list[str]:
+SACK_INTRO = ("The same points with one setting changed on both sides: SACK on (latlab `sack = true`, `recovery = "
+              "\"sack\"`, RFC 6675; ns-3 `TcpSocketBase::Sack` true with TcpClassicRecovery). With SACK off the two "
+              "simulators run different recovery algorithms (ns3-nosack.md); with SACK on they run the same one. "
+              "Where a point ran with several seeds, the row gives the means over seeds and, in brackets, each "
+              "simulator's lowest and highest value; *overlap* says whether the two ranges of loss overlap.\n")
+TIMER_INTRO = ("The SACK rows again with one more setting changed on latlab's side only: "
+               "`rto_restart_on_fast_retransmit = false`. latlab by default restarts the retransmission timer when a "
+               "fast retransmission leaves, as ns-2 and Linux do; ns-3 3.44 does not (TcpSocketBase::SendDataPacket "
+               "schedules the timer only when it is not running, and EnterRecovery/DoRetransmit leave it alone), "
+               "which is what RFC 6298 (5.1) says. Its timer, last restarted by the ACK before the hole, then has to "
+               "outlast the retransmission's trip through a standing queue, and when RTO ≈ SRTT it fires first: a "
+               "timeout, ssthresh from ns-3's RFC 6675 pipe (mostly 2 segments here) and a go-back-N. The ns-3 "
+               "columns are the SACK rows above, unchanged.\n")
+
+# Experiments that change latlab only on top of another experiment: experiment -> the one whose ns-3 rows they are
+# set against (not against the base rows).
+LAYERED = {"sack-rfc6298-timer": "sack"}
+
+
+def sack_section(exps: dict, lat_exp: str = "sack", ns_exp: str = "sack",
+                 title: str = "The grid with SACK on both sides", intro: str = SACK_INTRO) -> list[str]:
     """The grid again with SACK on both sides (experiment "sack"): the recovery both simulators share.
 
     Points run with several seeds (each seed draws its own access delays and start times, the same on both
     sides) are one row: the means over seeds, and each simulator's range, so a difference can be set against
-    the run-to-run spread."""
+    the run-to-run spread. `lat_exp` / `ns_exp` pick the experiments whose latlab and ns-3 rows are compared
+    (an experiment that changes latlab only is set against the ns-3 rows of the one it builds on)."""
     groups: dict = {}
     for k, e in exps.items():
-        sk = e.get("sack", {})
-        if "latlab" in sk and "ns-3" in sk:
-            groups.setdefault((k[0], k[1], k[2]), []).append((k[4], sk["latlab"], sk["ns-3"]))
+        la, na = e.get(lat_exp, {}), e.get(ns_exp, {})
+        if "latlab" in la and "ns-3" in na:
+            groups.setdefault((k[0], k[1], k[2], k[3]), []).append((k[4], la["latlab"], na["ns-3"]))
     if not groups:
         return []
-    out = ["## The grid with SACK on both sides\n",
-           "The same points with one setting changed on both sides: SACK on (latlab `sack = true`, `recovery = "
-           "\"sack\"`, RFC 6675; ns-3 `TcpSocketBase::Sack` true with TcpClassicRecovery). With SACK off the two "
-           "simulators run different recovery algorithms (ns3-nosack.md); with SACK on they run the same one. "
-           "Where a point ran with several seeds, the row gives the means over seeds and, in brackets, each "
-           "simulator's lowest and highest value; *overlap* says whether the two ranges of loss overlap.\n",
+    out = [f"## {title}\n", intro,
            "| flows | buffer (B pkts) | cc | seeds | goodput Mb/s latlab / ns-3 (Δ) | loss % latlab / ns-3 (Δ rel) | "
            "loss ranges over seeds | retx latlab / ns-3 | RTOs latlab / ns-3 | Jain latlab / ns-3 |",
            "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
@@ -291,7 +335,8 @@ def sack_section(exps: dict) -> list[str]:
         return sum(r[m] for r in rows) / len(rows)
 
     within = loss10 = good = overlap_n = multi = 0
-    for g in sorted(groups, key=lambda g: (g[0], g[1].endswith("KB"), float(g[1].lower().rstrip("bdpk")), g[2])):
+    rto10 = [0.0, 0.0]  # mean RTOs summed over the 10-flow rows: latlab, ns-3
+    for g in sorted(groups, key=lambda g: (g[0], g[3], g[1].endswith("KB"), float(g[1].lower().rstrip("bdpk")), g[2])):
         runs = sorted(groups[g], key=lambda x: x[0])
         lats, nss = [r[1] for r in runs], [r[2] for r in runs]
         lat = {m: mean(lats, m) for m in ("goodput_mbps", "loss_rate", "retransmitted_segments", "timeouts", "jain")}
@@ -309,17 +354,24 @@ def sack_section(exps: dict) -> list[str]:
             overlap_n += ov
             ranges = (f"[{100 * lo_l:.3f}, {100 * hi_l:.3f}] / [{100 * lo_n:.3f}, {100 * hi_n:.3f}]"
                       + (" overlap" if ov else " apart"))
+        if g[0] == 10:
+            rto10[0] += lat["timeouts"]
+            rto10[1] += ns["timeouts"]
         seeds = ",".join(str(r[0]) for r in runs)
-        out.append(f"| {g[0]} | {g[1]} ({lats[0]['buffer_pkts']}) | {g[2]} | {seeds} | {lat['goodput_mbps']:.3f} / "
+        cc = g[2] if g[3] == "droptail" else f"{g[2]}, {g[3]}"
+        out.append(f"| {g[0]} | {g[1]} ({lats[0]['buffer_pkts']}) | {cc} | {seeds} | {lat['goodput_mbps']:.3f} / "
                    f"{ns['goodput_mbps']:.3f} ({fmt_pct(gp['goodput'])}) | {100 * lat['loss_rate']:.3f} / "
                    f"{100 * ns['loss_rate']:.3f} ({fmt_pct(gp['loss'])}) | {ranges} | "
                    f"{lat['retransmitted_segments']:.0f} / {ns['retransmitted_segments']:.0f} | "
                    f"{lat['timeouts']:.0f} / {ns['timeouts']:.0f} | {lat['jain']:.3f} / {ns['jain']:.3f} |")
     n = len(groups)
-    out += ["", f"With SACK on: goodput within 5% at {good} of {n} points, loss within 10% (relative) at {loss10} of "
+    label = "With SACK on" if lat_exp == ns_exp else f"latlab *{lat_exp}* against ns-3 *{ns_exp}*"
+    out += ["", f"{label}: goodput within 5% at {good} of {n} points, loss within 10% (relative) at {loss10} of "
             f"{n}, both within 5% at {within}."
             + (f" Of the {multi} points run with several seeds, the two simulators' loss ranges overlap at "
-               f"{overlap_n}." if multi else "") + "\n"]
+               f"{overlap_n}." if multi else "")
+            + (f" RTOs at 10 flows (means over seeds, summed over the points): latlab {rto10[0]:.0f}, ns-3 "
+               f"{rto10[1]:.0f} ({rto10[1] / rto10[0]:.1f}×)." if rto10[0] > 0 else "") + "\n"]
     return out
 
 
@@ -359,7 +411,8 @@ def render(rows: list[dict], command: str) -> str:
         lat, ns = b.get("latlab"), b.get("ns-3")
         if not lat:
             continue
-        head = f"| {k[0]} | {k[1]} ({lat['buffer_pkts']}) | {k[2]} | {k[4]} |"
+        cc = k[2] if k[3] == "droptail" else f"{k[2]}, {k[3]}"
+        head = f"| {k[0]} | {k[1]} ({lat['buffer_pkts']}) | {cc} | {k[4]} |"
         if not ns:
             out.append(head + f" {lat['goodput_mbps']:.3f} / – | {100 * lat['loss_rate']:.3f} / – | "
                        + " | ".join(f"{lat[m]} / –" for m in ("retransmitted_segments", "timeouts", "queue_mean_pkts",
@@ -386,6 +439,8 @@ def render(rows: list[dict], command: str) -> str:
                    f"({ratios[0]:.0f}–{ratios[-1]:.0f}×).")
     out.append("")
     out += sack_section(exps)
+    out += sack_section(exps, "sack-rfc6298-timer", LAYERED["sack-rfc6298-timer"], "SACK on both sides, latlab's timer as RFC 6298 and ns-3",
+                        TIMER_INTRO)
     out += ["## Points where goodput or loss differs by more than 5%\n"]
     if not flagged:
         out.append("None.\n")
@@ -393,10 +448,12 @@ def render(rows: list[dict], command: str) -> str:
         what = " and ".join(f"{m} {fmt_pct(g[m])}" for m in over(g))
         if "loss" in over(g) and "core_drops_pkts" in lat and "core_drops_pkts" in ns:
             what += f" ({lat['core_drops_pkts']} vs {ns['core_drops_pkts']} drops in the window)"
-        lines = [f"* **{k[0]} flows, {k[1]} ({lat['buffer_pkts']} pkts), {k[2]}, seed {k[4]}**: {what} "
+        lines = [f"* **{k[0]} flows, {k[1]} ({lat['buffer_pkts']} pkts), {k[2]}{'' if k[3] == 'droptail' else ', ' + k[3]}, seed {k[4]}**: {what} "
                  f"(latlab − ns-3, relative to ns-3)."]
         closed = False
         for name, sides in sorted(exps.get(k, {}).items()):
+            if name in LAYERED:
+                continue  # compared in its own section, against the experiment it builds on
             el, en = sides.get("latlab", lat), sides.get("ns-3", ns)
             changed = "; ".join(f"{s}: {json.dumps(r['overrides'])}" for s, r in sides.items())
             g2 = gaps(el, en)
@@ -421,6 +478,8 @@ def render(rows: list[dict], command: str) -> str:
     summary: dict = {}
     for k, lat, ns, g in flagged:
         for name, sides in exps.get(k, {}).items():
+            if name in LAYERED:
+                continue
             g2 = gaps(sides.get("latlab", lat), sides.get("ns-3", ns))
             changed = "; ".join(f"{s_}: {json.dumps(r['overrides'])}" for s_, r in sorted(sides.items()))
             e = summary.setdefault(name, {"changed": changed, "closed": [], "open": []})
@@ -465,7 +524,7 @@ def render(rows: list[dict], command: str) -> str:
     out += ["", "## Coverage\n"]
     have = {(k[0], k[2], k[3]) for k, b in base.items() if "ns-3" in b}
     flows_run = sorted({k[0] for k in have})
-    seeds = sorted({k[4] for k in base})
+    seeds = sorted({k[4] for k in base} | {k[4] for k in exps})
     missing = [f for f in (1, 10, 100, 1000) if f not in flows_run]
     same = sorted({(k[0], k[2], b["latlab"]["buffer_pkts"]) for k, b in base.items() if k[1].endswith("KB")
                    and any(k2[0] == k[0] and k2[2] == k[2] and k2[1] != k[1] and b2["latlab"]["buffer_pkts"]
@@ -477,8 +536,8 @@ def render(rows: list[dict], command: str) -> str:
     out.append(f"Compared: flows {', '.join(map(str, flows_run)) or 'none'}; seeds {', '.join(map(str, seeds))}; "
                f"queues {', '.join(sorted({k[2] for k in have})) or 'none'} at the core. "
                + (f"Not yet run against ns-3: {', '.join(map(str, missing))} flows; " if missing else "")
-               + ("RED and CoDel at the core (the issue's 100-flow case) are not in ns3_grid.py yet; "
-                  if not {k[2] for k in have} - {"droptail"} else "")
+               + ("".join(f"{q} at the core (the issue's 100-flow case) is not in ns3_grid.py yet; "
+                          for q in ("RED", "CoDel") if q.lower() not in {k[2] for k in have}))
                + ("a single seed per point, so no point has a spread yet." if len(seeds) < 2 else "") + "\n")
     return "\n".join(out) + "\n"
 
@@ -510,6 +569,7 @@ def parse_args(argv=None):
     p.add_argument("--buffers", default="0.1bdp,0.5bdp,1bdp,2bdp,10KB", help="core buffers: XbdP or XKB")
     p.add_argument("--cc", default="newreno,cubic")
     p.add_argument("--seeds", default="1")
+    p.add_argument("--qdisc", default="droptail", help="core queue: droptail, red, codel (comma-separated)")
     p.add_argument("--duration", type=float, default=45.0, help="simulated seconds (45)")
     p.add_argument("--measure-from", type=float, default=15.0, help="window start, s (15)")
     p.add_argument("--jobs", type=int, default=2, help="ns-3 subprocesses at once (2)")
@@ -536,11 +596,13 @@ def parse_args(argv=None):
 
 
 def points(args) -> list[Point]:
-    pts = [Point(int(f), b, cc, "droptail", int(s), args.duration, args.measure_from)
+    pts = [Point(int(f), b, cc, q, int(s), args.duration, args.measure_from)
            for f in args.flows.split(",") for b in args.buffers.split(",") for cc in args.cc.split(",")
-           for s in args.seeds.split(",")]  # fmt: skip
+           for q in args.qdisc.split(",") for s in args.seeds.split(",")]  # fmt: skip
     for pt in pts:
         pt.buffer_pkts()  # a bad buffer is a usage error before anything runs
+        if pt.qdisc not in ("droptail", "red", "codel"):
+            raise SystemExit(f"--qdisc: {pt.qdisc!r}; expected droptail, red or codel")
         if pt.cc not in ("newreno", "cubic"):
             raise SystemExit(f"--cc: {pt.cc!r}; expected newreno or cubic")
     return pts

@@ -27,12 +27,14 @@ OVERRIDES = {
     "hystart": "TcpCubic::HyStart (off here: latlab's CUBIC has no HyStart)",
     "core_extra_pkts": "add this many packets to the core device queue",
     "sack": "TcpSocketBase::Sack (off here, as in latlab's ns2-era twin; on, ns-3 recovers by its RFC 6675 scoreboard)",
+    "rto_rows": "diagnosis only, no setting changed: also print (time, cwnd before, ssthresh after) per RTO",
     "core_fifo_qdisc": "hold the core buffer in a FifoQueueDisc (B - 1 packets) over a 1-packet device queue",
 }
 
 # Counting in C++: a Python callback per packet would dominate the run time.
 CPP = r"""
 #include <map>
+#include <vector>
 namespace latlab_grid {
 using namespace ns3;
 uint64_t g_data_segments = 0;      // data segments handed to IP by the senders, whole run
@@ -55,8 +57,19 @@ uint64_t g_recoveries = 0;
 uint64_t g_back_to_back = 0;
 Time g_last_exit = Seconds(-1);
 uint32_t g_cwnd = 0;  // the last traced cwnd (bytes) of the hooked sockets; read by the sampler for one flow
+// The timeout diagnosis: ReTxTimeout sets ssthresh, then cwnd = 1 MSS, then the state to CA_LOSS, all on one
+// socket in one event, so the last traced values at the CA_LOSS entry are that socket's. One row per entry:
+// time (ns), cwnd just before the timeout and ssthresh just after (bytes).
+uint32_t g_cwnd_before = 0;
+uint32_t g_ssthresh = 0;
+std::vector<uint64_t> g_rto_rows;
 void OnCong(TcpSocketState::TcpCongState_t from, TcpSocketState::TcpCongState_t to) {
-    if (to == TcpSocketState::CA_LOSS && from != TcpSocketState::CA_LOSS) g_loss_entries++;
+    if (to == TcpSocketState::CA_LOSS && from != TcpSocketState::CA_LOSS) {
+        g_loss_entries++;
+        g_rto_rows.push_back(Simulator::Now().GetNanoSeconds());
+        g_rto_rows.push_back(g_cwnd_before);
+        g_rto_rows.push_back(g_ssthresh);
+    }
     Time now = Simulator::Now();
     if ((from == TcpSocketState::CA_RECOVERY || from == TcpSocketState::CA_LOSS) &&
         (to == TcpSocketState::CA_OPEN || to == TcpSocketState::CA_DISORDER)) g_last_exit = now;
@@ -65,12 +78,14 @@ void OnCong(TcpSocketState::TcpCongState_t from, TcpSocketState::TcpCongState_t 
         if (g_last_exit >= Seconds(0) && now - g_last_exit < MilliSeconds(5)) g_back_to_back++;
     }
 }
-void OnCwnd(uint32_t, uint32_t now_bytes) { g_cwnd = now_bytes; }
+void OnCwnd(uint32_t before_bytes, uint32_t now_bytes) { g_cwnd_before = before_bytes; g_cwnd = now_bytes; }
+void OnSsthresh(uint32_t, uint32_t now_bytes) { g_ssthresh = now_bytes; }
 void Hook(Ptr<Application> app) {
     Ptr<Socket> s = DynamicCast<BulkSendApplication>(app)->GetSocket();
     s->TraceConnectWithoutContext("Tx", MakeCallback(&OnTx));
     s->TraceConnectWithoutContext("CongState", MakeCallback(&OnCong));
     s->TraceConnectWithoutContext("CongestionWindow", MakeCallback(&OnCwnd));
+    s->TraceConnectWithoutContext("SlowStartThreshold", MakeCallback(&OnSsthresh));
 }
 // The socket exists once the application has started: hook it just after.
 void HookAfter(Ptr<Application> app, double start_s) {
@@ -158,6 +173,32 @@ def build_and_run(p: dict) -> dict:
     core_devs.Get(1).GetObject[ns.PointToPointNetDevice]().GetQueue().SetMaxSize(ns.QueueSize("100000p"))
     core_q = core_devs.Get(0).GetObject[ns.PointToPointNetDevice]().GetQueue()
     fifo = None
+    if p.get("qdisc", "droptail") == "codel":
+        # RFC 8289 CoDel as latlab's: TARGET 5 ms, INTERVAL 100 ms, MinBytes = latlab's mtu_bytes 1500, the
+        # physical limit B packets; over a 1-packet device queue (the packet being serialised is outside both).
+        core_q.SetMaxSize(ns.QueueSize("1p"))
+        codel_tch = ns.TrafficControlHelper()
+        codel_tch.SetRootQueueDisc("ns3::CoDelQueueDisc", "MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{core_pkts}p")),
+                                   "Target", ns.StringValue("5ms"), "Interval", ns.StringValue("100ms"),
+                                   "MinBytes", ns.UintegerValue(1500))
+        fifo = codel_tch.Install(core_devs.Get(0)).Get(0)
+    elif p.get("qdisc", "droptail") == "red":
+        # ns-3's RedQueueDisc is a port of ns-2's red.cc, as latlab's RED: the same thresholds (packets), max_p as
+        # LInterm = 1/max_p, QW = w_q, Gentle, Wait, MeanPktSize and the link rate for the idle correction,
+        # forced drops as hard drops; over a 1-packet device queue.
+        r = p["red"]
+        core_q.SetMaxSize(ns.QueueSize("1p"))
+        red_tch = ns.TrafficControlHelper()
+        red_tch.SetRootQueueDisc("ns3::RedQueueDisc", "MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{core_pkts}p")),
+                                 "MinTh", ns.DoubleValue(r["min_th"]), "MaxTh", ns.DoubleValue(r["max_th"]),
+                                 "LInterm", ns.DoubleValue(1.0 / r["max_p"]), "QW", ns.DoubleValue(r["w_q"]),
+                                 "Gentle", ns.BooleanValue(r["gentle"]), "Wait", ns.BooleanValue(r["wait"]),
+                                 "MeanPktSize", ns.UintegerValue(r["mean_pkt_size_bytes"]),
+                                 "LinkBandwidth", ns.DataRateValue(ns.DataRate(int(p["core_rate_bps"]))),
+                                 "UseHardDrop", ns.BooleanValue(True))
+        fifo = red_tch.Install(core_devs.Get(0)).Get(0)
+    elif p.get("qdisc", "droptail") != "droptail":
+        raise SystemExit(f"qdisc {p['qdisc']!r}: expected droptail, red or codel")
     if ov.get("core_fifo_qdisc"):
         core_q.SetMaxSize(ns.QueueSize("1p"))
         # the device queue holds one waiting packet, so the queue disc holds the rest of the B
@@ -206,6 +247,7 @@ def build_and_run(p: dict) -> dict:
         marks["recv"] = int(core_q.GetTotalReceivedPackets())
         marks["drop"] = int(core_q.GetTotalDroppedPackets()) + int(g.g_tc_drops)
         marks["fifo"] = fifo_counts()
+        marks["timeouts"] = int(g.g_loss_entries)
 
     interval_ns = int(p["sample_interval_ms"] * 1e6)
 
@@ -241,9 +283,14 @@ def build_and_run(p: dict) -> dict:
         "segments_sent": int(g.g_data_segments),
         "retransmitted_segments": int(g.g_retransmitted),
         "timeouts": int(g.g_loss_entries),
+        "timeouts_in_window": int(g.g_loss_entries) - marks["timeouts"],
         "recoveries": int(g.g_recoveries),
         "back_to_back_recoveries": int(g.g_back_to_back),
     }
+    if ov.get("rto_rows"):  # (time s, cwnd before, ssthresh after, segments) at each CA_LOSS entry
+        v = g.g_rto_rows
+        out["rto_rows"] = [(round(v[i] / 1e9, 4), v[i + 1] // p["mss_bytes"], v[i + 2] // p["mss_bytes"])
+                           for i in range(0, v.size(), 3)]
     if cwnd_samples:
         out["cwnd_samples_segments"] = cwnd_samples
     ns.Simulator.Destroy()

@@ -121,6 +121,8 @@ pub struct TcpSpec {
     pub idle_restart: Option<bool>,
     /// RFC 6675 rescue retransmission (default true; false as in ns-3).
     pub rescue_retransmission: Option<bool>,
+    /// Restart the RTO timer at a fast retransmit (default true; false as RFC 6298 and ns-3).
+    pub rto_restart_on_fast_retransmit: Option<bool>,
 }
 
 impl TcpSpec {
@@ -149,7 +151,8 @@ impl TcpSpec {
             pacing_ss_factor,
             pacing_ca_factor,
             idle_restart,
-            rescue_retransmission
+            rescue_retransmission,
+            rto_restart_on_fast_retransmit
         )
     }
 }

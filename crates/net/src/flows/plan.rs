@@ -134,7 +134,7 @@ fn unsupported_tcp_keys(t: &TcpSpec, prefix: &str, out: &mut Vec<String>) {
             "Linux has no per-socket switch for delayed ACKs",
         );
     }
-    let fixed: [(&str, bool); 13] = [
+    let fixed: [(&str, bool); 14] = [
         ("header_bytes", t.header_bytes.is_some()),
         ("initial_window_segments", t.initial_window_segments.is_some()),
         ("recovery", t.recovery.is_some()),
@@ -148,6 +148,10 @@ fn unsupported_tcp_keys(t: &TcpSpec, prefix: &str, out: &mut Vec<String>) {
         ("pacing_ca_factor", t.pacing_ca_factor.is_some()),
         ("idle_restart", t.idle_restart.is_some()),
         ("rescue_retransmission", t.rescue_retransmission.is_some()),
+        (
+            "rto_restart_on_fast_retransmit",
+            t.rto_restart_on_fast_retransmit.is_some(),
+        ),
     ];
     for (key, set) in fixed {
         if set {

@@ -90,6 +90,10 @@ pub struct TcpConfig {
     /// un-SACKed segment per recovery, so a lost tail is repaired without the
     /// RTO. The RFC says SHOULD; ns-3's SACK sender does not do it.
     pub rescue_retransmission: bool,
+    /// Restart the retransmission timer when a fast retransmission leaves
+    /// (ns-2 `reset_rtx_timer`, Linux). RFC 6298 (5.1) leaves a running
+    /// timer alone, and so does ns-3's TcpSocketBase; false follows them.
+    pub rto_restart_on_fast_retransmit: bool,
 }
 
 /// A receive window that does not limit anything in practice (1 GiB).
@@ -117,6 +121,7 @@ impl TcpConfig {
             dupthresh: 3,
             idle_restart: false,
             rescue_retransmission: true,
+            rto_restart_on_fast_retransmit: true,
         }
     }
 
@@ -146,6 +151,7 @@ impl TcpConfig {
             dupthresh: 3,
             idle_restart: true,
             rescue_retransmission: true,
+            rto_restart_on_fast_retransmit: true,
         }
     }
 

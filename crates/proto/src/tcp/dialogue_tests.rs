@@ -275,6 +275,28 @@ fn without_rescue_retransmission_the_lost_tail_waits_for_the_rto() {
 }
 
 #[test]
+fn the_fast_retransmit_restarts_the_timer_unless_told_to_follow_rfc_6298() {
+    // The deadline armed when the initial window left (RFC 6298 (5.1)).
+    let mut fresh = Dialogue::established(cfg(Recovery::Sack), Some(10 * MSS), LARGE_RWND_BYTES);
+    send_initial_window(&mut fresh);
+    let armed_ns = fresh.s.next_timeout().expect("the RTO is armed");
+    // Default (ns-2, Linux): the fast retransmission at 200 ms restarts it.
+    let d = sack_recovery_after_s0_lost_with(cfg(Recovery::Sack), Some(10 * MSS));
+    let restarted_ns = d.s.next_timeout().expect("the RTO is armed");
+    assert!(restarted_ns > armed_ns && restarted_ns >= 200 * NS_PER_MS);
+    // `rto_restart_on_fast_retransmit = false` (RFC 6298, ns-3): the
+    // running timer is left alone and fires during the recovery, although
+    // the retransmission is only just on its way.
+    let mut config = cfg(Recovery::Sack);
+    config.rto_restart_on_fast_retransmit = false;
+    let mut d = sack_recovery_after_s0_lost_with(config, Some(10 * MSS));
+    assert_eq!(d.s.next_timeout(), Some(armed_ns));
+    at!(d, armed_ns.div_ceil(NS_PER_MS));
+    send!(d, seq = s(0), len = 1000, rexmit);
+    assert_eq!(d.s.stats().timeouts, 1);
+}
+
+#[test]
 fn newreno_partial_acks_retransmit_deflate_and_restart_the_timer_once() {
     // Ten segments only; S0, S5 and S7 lost.
     let mut d = Dialogue::established(cfg(Recovery::NewReno), Some(10 * MSS), LARGE_RWND_BYTES);

@@ -104,6 +104,9 @@ pub(super) fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig,
     if let Some(v) = s.rescue_retransmission {
         c.rescue_retransmission = v;
     }
+    if let Some(v) = s.rto_restart_on_fast_retransmit {
+        c.rto_restart_on_fast_retransmit = v;
+    }
     c.validate().map_err(|m| cx.err(path, m))?;
     if c.recovery.uses_sack() && !c.sack {
         let msg = format!("recovery = \"{}\" needs sack = true", c.recovery.name());

@@ -365,8 +365,14 @@ impl TcpSender {
     /// path whose standing queue keeps the RTT smooth, RTO ≈ SRTT and the
     /// timer fires first, a spurious timeout (and a go-back-N of the whole
     /// window) after the fast retransmit.
+    /// With `rto_restart_on_fast_retransmit` false the timer keeps running
+    /// as RFC 6298 (5.1) says (ns-3's behaviour).
     fn restart_rto_for_fast_retransmit(&mut self, now_ns: u64) {
-        self.restart_rto(now_ns);
+        if self.cfg.rto_restart_on_fast_retransmit {
+            self.restart_rto(now_ns);
+        } else {
+            self.arm_rto_if_idle(now_ns);
+        }
     }
 
     /// The controller's hooks (Linux `tcp_congestion_ops`): an RTT or
