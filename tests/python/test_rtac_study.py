@@ -200,6 +200,9 @@ def test_report_from_synthetic_rows_prints_every_verdict():
     differs = text[text.index("## Where and why latlab differs"):]
     assert "Wi-Fi direct competition: RTAC's throughput" in differs and "RTAC's rule settles at w³" in differs
     assert "running and reducing them took **12 s**" in text and "The full run" in text
+    # every placeholder filled (a missing f prefix once printed `{C.DRWA_LAMBDA:g}`)
+    assert "DRWA λ = 3, α = 7/8" in text
+    assert not re.search(r"\{[A-Za-z_][\w.]*(:[^}]*)?\}", text), re.findall(r"\{[A-Za-z_][\w.]*(?::[^}]*)?\}", text)
 
 
 def test_report_section_6_holds_the_real_runs_or_says_how_to_get_them():

@@ -183,7 +183,7 @@ def _setup(settings: C.Settings, data: StudyData, jobs: int, elapsed_s: float) -
         ["receivers", f"tcp_rmem_max {C.RMEM_MAX_KB} KB for all, which caps the advertised window at "
                       f"{C.RMEM_MAX_KB * C.WINDOW_FRACTION:g} KB: Linux keeps 2^−tcp_adv_win_scale of the buffer "
                       "for overhead (tcp_adv_win_scale = 1, the default of the study's kernels), while latlab's "
-                      "rmem_max_bytes caps the window itself, so it is set to half of tcp_rmem_max; DRWA λ = {C.DRWA_LAMBDA:g}, α = 7/8; RTAC "
+                      f"rmem_max_bytes caps the window itself, so it is set to half of tcp_rmem_max; DRWA λ = {C.DRWA_LAMBDA:g}, α = 7/8; RTAC "
                       f"α = β = {C.RTAC_ALPHA:g}, θ = {C.RTAC_THETA:g}, Δ = {lte.delta_ms:g} ms (LTE), "
                       f"{wifi.delta_ms:g} ms (Wi-Fi), and K = a/(θ − 1)·(1/BDP)³ (the study's rule) with BDP = "
                       f"rate × (RTT_m + Δ), the rate {lte.capacity_bps / 1e6:.0f} Mbit/s (LTE) or "
@@ -194,7 +194,7 @@ def _setup(settings: C.Settings, data: StudyData, jobs: int, elapsed_s: float) -
                       + " and ".join(f"{C.RENO_A / (C.RTAC_THETA - 1) / _bdp(data.flows, p) ** 3:.1e}"
                                      for p in C.PATHS)
                       + "). Kept fixed at the study's values, K would put latlab's operating point below the "
-                        "stability limit θ ≈ 1.28 where larger BDPs arise (receiver-window.md)"],
+                        "stability limit θ ≈ 1.28 where larger BDPs arise ([receiver-window control](../models/receiver-window.md))"],
         ["measurement", f"goodput delivered to the application over [{settings.measure_from_s:g}, "
                         f"{settings.duration_s:g}] s; RTT = the sender's smoothed RTT sampled every "
                         f"{settings.sample_interval_ms:g} ms over the same window (queueing included)"],
