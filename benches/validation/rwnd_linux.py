@@ -8,7 +8,7 @@ through ``latlab emulate scenarios/emulate-bloated.toml`` (30 Mbit/s, 40 ms
 RTT, a 1000-packet buffer), each receiver alone and beside an auto-tuning
 receiver; every run is simulated on the same file too.
 
-    sudo .venv/bin/python benches/validation/rwnd_linux.py [--seconds 20] [--theta 1.38 2] \\
+    sudo .venv/bin/python benches/validation/rwnd_linux.py [--seconds 20] [--theta 1.38 2] [--repeats 3] \\
         [--markdown docs/validation/rwnd-linux.md --jsonl docs/validation/rwnd-linux.jsonl]
 
 Needs root, /dev/net/tun, `ip`, a built `latlab-net` (make build) and the kernel's cubic.
@@ -30,6 +30,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--warmup", type=float, default=5.0, help="seconds left out of the averages (5)")
     p.add_argument("--theta", type=float, nargs="+", default=list(real.THETAS),
                    help="RTAC operating points θ = RTT*/RTT_min (default: %(default)s)")
+    p.add_argument("--repeats", type=int, default=real.RealSettings.repeats, metavar="N",
+                   help="runs of each competition case, for the share's mean and range (default: %(default)s)")
     p.add_argument("--realtime", type=int, default=10, metavar="PRIO",
                    help="the emulator's SCHED_FIFO priority, so other jobs do not delay packets (10; 0: off)")
     p.add_argument("--binary", default=None, help="latlab-net (default: target/release/latlab-net or on PATH)")
@@ -44,12 +46,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--seconds must exceed --warmup by more than 2 s")
     if any(t <= 1 for t in args.theta):
         p.error("--theta: every θ must be above 1 (θ = RTT*/RTT_min)")
+    if args.repeats < 1:
+        p.error("--repeats must be at least 1")
     return args
 
 
 def settings_of(args: argparse.Namespace) -> real.RealSettings:
     return real.RealSettings(seconds=args.seconds, warmup_s=args.warmup, thetas=tuple(args.theta),
-                             realtime=args.realtime)  # fmt: skip
+                             realtime=args.realtime, repeats=args.repeats)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
