@@ -583,6 +583,7 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
     let t0 = now_ns();
     let mut errors = Vec::new();
     let mut stopped_early = false;
+    let duration_ns = plan.duration_ns;
     let (window_start, end, end_ns, infos) = std::thread::scope(|scope| -> Result<_, String> {
         let mut senders = Vec::new();
         let mut sinks = Vec::new();
@@ -596,7 +597,7 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
                 }
                 Listener::Udp(s) => {
                     senders.push(
-                        scope.spawn(move || (None, udp::sender(flow, to, client_ns, t0, &sh.udp, stop))),
+                        scope.spawn(move || (None, udp::sender(flow, to, client_ns, t0, duration_ns, &sh.udp, stop))),
                     );
                     sinks.push(scope.spawn(move || (None, udp::sink(flow, s, t0, &sh.udp, stop))));
                 }

@@ -216,12 +216,14 @@ fn socket_drops(sock: &UdpSocket) -> Result<u64, String> {
 }
 
 /// The sender: enter the client namespace, then send on the source's
-/// schedule from the flow's start until the stop.
+/// schedule from the flow's start until the run's end (`end_ns`, as the
+/// simulator's source stops there) or the stop, whichever is first.
 pub fn sender(
     flow: &FlowSpec,
     to: SocketAddrV4,
     client_ns: &File,
     t0: u64,
+    end_ns: u64,
     c: &UdpCounters,
     stop: &AtomicBool,
 ) -> Option<String> {
@@ -246,7 +248,9 @@ pub fn sender(
     source.start(flow.start_ns);
     let mut buf = vec![0u8; 64 * 1024];
     while let Some(due) = source.next_ns() {
-        if !sleep_until(t0, due, stop) {
+        // Datagrams due at or after the end are not sent, whenever the
+        // main thread (late on a loaded machine) raises the stop.
+        if due >= end_ns || !sleep_until(t0, due, stop) {
             break;
         }
         let now = now_ns().saturating_sub(t0);
