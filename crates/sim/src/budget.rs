@@ -190,7 +190,7 @@ pub fn check(sc: &Scenario, source: &str, limit: MemoryLimit) -> Result<Footprin
             source_name: source.to_string(),
             path: key,
             message: format!(
-                "{value} makes {} links; latlab addresses at most {} links",
+                "{value} makes {} links, too many: latlab addresses at most {} links",
                 fp.links,
                 Hop::MAX_INDEX
             ),
@@ -309,7 +309,7 @@ mod tests {
         assert_eq!(e.path, "topology.pairs");
         assert_eq!(
             e.message,
-            "600000000 makes 2400000002 links; latlab addresses at most 1073741823 links"
+            "600000000 makes 2400000002 links, too many: latlab addresses at most 1073741823 links"
         );
     }
 
