@@ -123,6 +123,9 @@ pub struct TcpSpec {
     pub rescue_retransmission: Option<bool>,
     /// Restart the RTO timer at a fast retransmit (default true; false as RFC 6298 and ns-3).
     pub rto_restart_on_fast_retransmit: Option<bool>,
+    /// ssthresh from the RFC 6675 pipe, recomputed at a timeout in recovery
+    /// (default false: RFC 5681 FlightSize; true as ns-3 3.44).
+    pub ssthresh_from_pipe: Option<bool>,
 }
 
 impl TcpSpec {
@@ -152,7 +155,8 @@ impl TcpSpec {
             pacing_ca_factor,
             idle_restart,
             rescue_retransmission,
-            rto_restart_on_fast_retransmit
+            rto_restart_on_fast_retransmit,
+            ssthresh_from_pipe
         )
     }
 }
