@@ -104,6 +104,12 @@ pub struct TcpConfig {
     /// recovery. Controllers whose rule ignores the flight (CUBIC uses cwnd)
     /// see only the recomputation.
     pub ssthresh_from_pipe: bool,
+    /// Drop the timer's exponential backoff on every ACK of new data, so
+    /// RTO is SRTT + 4·RTTVAR again although the ACK gave no RTT sample
+    /// (Karn: it acknowledges a retransmission), as ns-3 3.44's
+    /// TcpSocketBase::NewAck does. RFC 6298 §5 (the note after (5.7)) keeps
+    /// the backed-off RTO until a new RTT measurement; false follows it.
+    pub rto_backoff_reset_on_ack: bool,
 }
 
 /// A receive window that does not limit anything in practice (1 GiB).
@@ -133,6 +139,7 @@ impl TcpConfig {
             rescue_retransmission: true,
             rto_restart_on_fast_retransmit: true,
             ssthresh_from_pipe: false,
+            rto_backoff_reset_on_ack: false,
         }
     }
 
@@ -164,6 +171,7 @@ impl TcpConfig {
             rescue_retransmission: true,
             rto_restart_on_fast_retransmit: true,
             ssthresh_from_pipe: false,
+            rto_backoff_reset_on_ack: false,
         }
     }
 

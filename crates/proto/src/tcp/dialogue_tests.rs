@@ -332,6 +332,28 @@ fn ssthresh_from_pipe_halves_the_pipe_and_is_recomputed_at_a_timeout_in_recovery
 }
 
 #[test]
+fn an_ack_of_a_retransmission_keeps_the_backoff_unless_told_to_reset_it() {
+    for reset in [false, true] {
+        let mut config = cfg(Recovery::NewReno);
+        config.rto_backoff_reset_on_ack = reset;
+        let mut d = Dialogue::established(config, Some(10 * MSS), LARGE_RWND_BYTES);
+        send_initial_window(&mut d);
+        // RTO 300 ms from 100 ms: the timer fires at 400 ms, S0 goes again
+        // and RTO backs off to 600 ms.
+        at!(d, 400);
+        send!(d, seq = s(0), len = 1000, rexmit);
+        assert_eq!(d.s.rto_ns(), 600 * NS_PER_MS);
+        // The ACK of the retransmission gives no RTT sample (Karn). RFC
+        // 6298 keeps the backed-off 600 ms; ns-3's NewAck drops it to 300.
+        at!(d, 500);
+        recv!(d, ack = s(1));
+        let want_ms = if reset { 300 } else { 600 };
+        assert_eq!(d.s.rto_ns(), want_ms * NS_PER_MS);
+        assert_eq!(d.s.next_timeout(), Some((500 + want_ms) * NS_PER_MS));
+    }
+}
+
+#[test]
 fn newreno_partial_acks_retransmit_deflate_and_restart_the_timer_once() {
     // Ten segments only; S0, S5 and S7 lost.
     let mut d = Dialogue::established(cfg(Recovery::NewReno), Some(10 * MSS), LARGE_RWND_BYTES);

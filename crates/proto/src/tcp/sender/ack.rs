@@ -91,6 +91,9 @@ impl TcpSender {
         let is_dupack = self.is_dupack(seg, acked, old_rwnd, newly_sacked);
         if acked > 0 {
             self.advance_una(seg.ack, acked);
+            if self.cfg.rto_backoff_reset_on_ack {
+                self.rtt.reset_backoff();
+            }
         }
         let grow = match self.ca {
             CongestionState::Recovery(r) => {
