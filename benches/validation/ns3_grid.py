@@ -92,6 +92,14 @@ SETTINGS = [
      "data-packet serialisation earlier (the packet then waits behind the one being sent), so its Target is 5 ms less "
      "that time"),
     ("other queues", "latlab's default (deep)", "100000p device queues, no queue disc", "never drop"),
+    ("timer at a fast retransmit", "restarted (ns-2, Linux; `rto_restart_on_fast_retransmit` true)",
+     "left running (RFC 6298 (5.1))", "not matched in the grid; experiment sack-rfc6298-timer"),
+    ("ssthresh at a loss (SACK)", "controller's rule on FlightSize; held at a timeout in recovery "
+     "(`ssthresh_from_pipe` false)", "controller's rule on BytesInFlight() (the RFC 6675 pipe), recomputed at a "
+     "timeout in recovery", "not matched in the grid; experiment sack-rfc6298-timer-pipe-ssthresh"),
+    ("RTO backoff after a new ACK", "kept until a new RTT sample (RFC 6298 §5; `rto_backoff_reset_on_ack` false)",
+     "dropped at every new ACK (TcpSocketBase::NewAck)", "not matched in the grid; experiment sack-rto-backoff-reset"),
+    ("data retries", "unlimited", "TcpSocket::DataRetries 6 (default)", "not matched; experiment sack-ns3-data-retries"),
     ("IPv4", "", "StrongEndSystemModel true", "same results, faster"),
     ("measurement", "goodput, core loss, queue samples over [measure_from, duration)", "same window",
      "retransmissions and timeouts over the whole run on both"),
@@ -324,48 +332,56 @@ PIPE_INTRO = ("The timer rows again with one more setting changed on latlab's si
 
 # Experiments that change latlab only on top of another experiment: experiment -> the one whose ns-3 rows they are
 # set against (not against the base rows).
-LAYERED = {"sack-rfc6298-timer": "sack", "sack-rfc6298-timer-pipe-ssthresh": "sack"}
+LAYERED = {"sack-rfc6298-timer": "sack", "sack-rfc6298-timer-pipe-ssthresh": "sack", "sack-rto-backoff-reset": "sack",
+           "sack-ns3-timer-rules": "sack"}
+ALL3_INTRO = ("The SACK rows again with the three latlab settings above at once, each as ns-3 3.44 does it: "
+              "`rto_restart_on_fast_retransmit = false`, `ssthresh_from_pipe = true`, `rto_backoff_reset_on_ack = "
+              "true`. The ns-3 columns are the SACK rows above, unchanged.\n")
+# Experiments that change ns-3 only on top of another experiment: experiment -> the one whose latlab rows they are
+# set against.
+NS3_LAYERED = {"sack-ns3-data-retries": "sack"}
+BACKOFF_INTRO = ("The SACK rows again with one setting changed on latlab's side only: `rto_backoff_reset_on_ack = "
+                 "true`. ns-3 3.44's TcpSocketBase::NewAck sets RTO = SRTT + 4·RTTVAR (at least MinRto) at every ACK "
+                 "of new data, which drops the exponential backoff even when the ACK gave no RTT sample because it "
+                 "acknowledges a retransmission (Karn's rule); RFC 6298 §5 (the note after (5.7)) keeps the "
+                 "backed-off RTO until a new RTT measurement, as latlab does by default. The ns-3 columns are the "
+                 "SACK rows above, unchanged. Where timeouts repeat (100 and 1000 flows) the RTO columns do not "
+                 "compare like with like: ns-3 counts entries into CA_LOSS, latlab every expiry.\n")
+RETRIES_INTRO = ("The SACK rows again with one setting changed on ns-3's side only: TcpSocket::DataRetries 1000 in "
+                 "place of ns-3's default 6. ns-3 drops a connection when its retransmission timer expires a seventh "
+                 "time without a new ACK in between (TcpSocketBase::ReTxTimeout: \"No more data retries available. "
+                 "Dropping connection\"); latlab retransmits until acknowledged. From the 200 ms minimum RTO the seven "
+                 "backed-off waits last at least 25.4 s, while RFC 1122 §4.2.3.5 says the threshold R2 for data "
+                 "SHOULD correspond to at least 100 s. The latlab columns are the SACK rows above, unchanged; *zero "
+                 "flows* counts the flows with no goodput in the window (latlab / ns-3).\n")
 
 
-def loss_gaps_by_cc(exps: dict, lat_exp: str, ns_exp: str) -> dict:
-    """cc -> [(flows, buffer, loss gap %, goodput gap %)] of the means over seeds, where both experiments ran."""
+def loss_gaps_by_cc(exps: dict, lat_exp: str, ns_exp: str, flows: int) -> dict:
+    """cc -> [(label, loss gap %, goodput gap %)] of the means over seeds at `flows` flows, where both ran."""
     groups: dict = {}
     for k, e in exps.items():
         la, na = e.get(lat_exp, {}), e.get(ns_exp, {})
-        if "latlab" in la and "ns-3" in na:
+        if k[0] == flows and "latlab" in la and "ns-3" in na:
             groups.setdefault((k[0], k[1], k[2], k[3]), []).append((la["latlab"], na["ns-3"]))
     out: dict = {}
-    for g, runs in sorted(groups.items(), key=lambda x: (x[0][0], float(x[0][1].lower().rstrip("bdpk")))):
+    order = lambda x: (x[0][3], x[0][1].endswith("KB"), float(x[0][1].lower().rstrip("bdpk")))  # noqa: E731
+    for g, runs in sorted(groups.items(), key=order):
         mean = lambda side, m: sum(r[side][m] for r in runs) / len(runs)  # noqa: E731
-        out.setdefault(g[2], []).append((g[0], g[1], rel(mean(0, "loss_rate"), mean(1, "loss_rate")),
+        label = f"{g[1]}" + ("" if g[3] == "droptail" else f" {g[3]}")
+        out.setdefault(g[2], []).append((label, rel(mean(0, "loss_rate"), mean(1, "loss_rate")),
                                          rel(mean(0, "goodput_mbps"), mean(1, "goodput_mbps"))))
     return out
 
 
 def pipe_paragraph(exps: dict) -> list[str]:
-    """What the pipe-ssthresh experiment shows, per congestion control, from the rows."""
-    after = loss_gaps_by_cc(exps, "sack-rfc6298-timer-pipe-ssthresh", "sack")
-    before = loss_gaps_by_cc(exps, "sack-rfc6298-timer", "sack")
-    if not after:
+    """What the pipe-ssthresh experiment shows, per flow count and congestion control, from the rows."""
+    out = layered_paragraph(exps, "sack-rfc6298-timer-pipe-ssthresh", "ns-3's ssthresh rule (the pipe, recomputed "
+                            "at a timeout during recovery) with its timer")
+    if not out:
         return []
-    parts = []
-    for cc_, pts in sorted(after.items(), key=lambda x: x[0] != "newreno"):
-        ok = sum(abs(x[2]) <= 10 for x in pts)
-        good = sum(abs(x[3]) <= 5 for x in pts)
-        was = sum(abs(x[2]) <= 10 for x in before.get(cc_, []))
-        gaps_ = ", ".join(fmt_pct(x[2]) for x in pts)
-        prev = ", ".join(fmt_pct(x[2]) for x in before.get(cc_, []))
-        off = [f"{x[0]} flows {x[1]} {fmt_pct(x[3])}" for x in pts if abs(x[3]) > 5]
-        verdict = ("the loss gap closes, so it is explained by ns-3's ssthresh rule (the pipe, recomputed at a "
-                   "timeout during recovery)" if ok == len(pts) else
-                   "the loss gap does not close, and stays **unexplained**" if ok <= was else
-                   "the loss gap closes at some points only")
-        parts.append(f"{cc_}: loss within 10% at {ok} of {len(pts)} points (timer alone: {was}); gaps {gaps_} "
-                     f"(timer alone: {prev}); goodput within 5% at {good} of {len(pts)}"
-                     + (f" (not at {', '.join(off)})" if off else "") + f": {verdict}.")
-    out = ["By congestion control, over the buffers in the table's order: " + " ".join(parts) + "\n"]
-    if any(cc_ == "cubic" and sum(abs(x[2]) <= 10 for x in pts) < len(pts) for cc_, pts in after.items()):
-        out.append("Candidates for CUBIC, untested, where latlab's RFC 9438 controller and ns-3's TcpCubic (which "
+    after10 = loss_gaps_by_cc(exps, "sack-rfc6298-timer-pipe-ssthresh", "sack", 10)
+    if any(cc_ == "cubic" and sum(abs(x[1]) <= 10 for x in pts) < len(pts) for cc_, pts in after10.items()):
+        out.append("The 10-flow CUBIC loss gap stays **unexplained**. Candidates, untested, where latlab's RFC 9438 controller and ns-3's TcpCubic (which "
                    "follows Linux's tcp_cubic) differ in the Reno-friendly region, where windows of ten or so segments "
                    "spend most of their time: RFC 9438 §4.3 raises α from 3(1 − β)/(1 + β) to 1 once W_est reaches "
                    "cwnd_prior, TcpCubic keeps the smaller α; and the cubic target W_cubic(t + RTT) uses latlab's "
@@ -373,8 +389,117 @@ def pipe_paragraph(exps: dict) -> list[str]:
     return out
 
 
+def remaining_gaps(exps: dict) -> list[str]:
+    """Every SACK point outside the issue's goal (goodput within 5%, loss within 10%), and which experiment layered
+    on the SACK rows, if any, brings it inside."""
+    def gap(k_points: list, lat_exp: str, ns_exp: str):
+        la = [exps[k][lat_exp]["latlab"] for k in k_points if "latlab" in exps[k].get(lat_exp, {})]
+        na = [exps[k][ns_exp]["ns-3"] for k in k_points if "ns-3" in exps[k].get(ns_exp, {})]
+        if not la or not na or len(la) != len(na):
+            return None
+        m = lambda rows, f: sum(r[f] for r in rows) / len(rows)  # noqa: E731
+        return (rel(m(la, "goodput_mbps"), m(na, "goodput_mbps")), rel(m(la, "loss_rate"), m(na, "loss_rate")),
+                m(la, "loss_rate"), m(na, "loss_rate"))
+
+    points: dict = {}
+    for k, e in exps.items():
+        if "latlab" in e.get("sack", {}) and "ns-3" in e.get("sack", {}):
+            points.setdefault((k[0], k[1], k[2], k[3]), []).append(k)
+    layered = [(n, "sack") for n in LAYERED if LAYERED[n] == "sack"] + [("sack", n) for n in NS3_LAYERED]
+    lines = []
+    order = lambda g: (g[0], g[3], g[1].endswith("KB"), float(g[1].lower().rstrip("bdpk")), g[2])  # noqa: E731
+    for g in sorted(points, key=order):
+        base_gap = gap(points[g], "sack", "sack")
+        if base_gap is None or (abs(base_gap[0]) <= 5 and abs(base_gap[1]) <= 10):
+            continue
+        tried = []
+        for lat_exp, ns_exp in layered:
+            r = gap(points[g], lat_exp, ns_exp)
+            if r is not None:
+                tried.append((lat_exp if ns_exp == "sack" else ns_exp, r))
+        closed = [n for n, r in tried if abs(r[0]) <= 5 and abs(r[1]) <= 10]
+        label = f"{g[0]} flows {g[1]} {g[2]}" + ("" if g[3] == "droptail" else f" {g[3]}")
+        what = (f"goodput {fmt_pct(base_gap[0])}, loss {100 * base_gap[2]:.3f}% / {100 * base_gap[3]:.3f}% "
+                f"({fmt_pct(base_gap[1])})")
+        loss_only = [(n, r) for n, r in tried if abs(r[1]) <= 10 and n not in closed]
+        if closed:
+            status = "inside with " + ", ".join(f"*{n}*" for n in closed)
+        elif loss_only:
+            status = ("loss inside with " + ", ".join(f"*{n}* (goodput then {fmt_pct(r[0])})" for n, r in loss_only)
+                      + ", goodput not: **partly explained**")
+        elif tried:
+            best = min(tried, key=lambda x: abs(x[1][1]))
+            status = (f"no experiment brings it inside (closest loss: *{best[0]}* {fmt_pct(best[1][1])}, goodput "
+                      f"{fmt_pct(best[1][0])}): **unexplained**")
+        else:
+            status = "no experiment run: **unexplained**"
+        lines.append(f"* {label}: {what}; {status}.")
+    if not lines:
+        return []
+    return (["## Where the SACK gaps stand\n",
+             "Every point of the SACK table outside the goal (goodput within 5%, loss within 10% relative), and "
+             "whether an experiment above, each one setting changed on one side, brings it inside; means over "
+             "seeds where several ran.\n"] + lines + [""])
+
+
+def retries_paragraph(exps: dict) -> list[str]:
+    """How far ns-3's own rows move when its data-retry limit is lifted."""
+    pairs = [(k, e["sack"]["ns-3"], e["sack-ns3-data-retries"]["ns-3"]) for k, e in sorted(exps.items())
+             if "ns-3" in e.get("sack", {}) and "ns-3" in e.get("sack-ns3-data-retries", {})]
+    if not pairs:
+        return []
+    moves = [abs(rel(b["loss_rate"], a["loss_rate"])) for _, a, b in pairs]
+    zeros = lambda r: sum(1 for x in r["per_flow_goodput_bps"] if x == 0)  # noqa: E731
+    za, zb = sum(zeros(a) for _, a, _ in pairs), sum(zeros(b) for _, _, b in pairs)
+    return [f"Lifting the limit moves ns-3's own loss by at most {max(moves):.1f}% (relative) at these "
+            f"{len(pairs)} points, and its flows with no goodput in the window from {za} to {zb} (summed over the "
+            f"points): the data-retry limit does not explain the loss gap"
+            + (", and most of ns-3's idle flows are not dropped connections." if zb > za / 2 else ".") + "\n"]
+
+
+def layered_paragraph(exps: dict, exp: str, cause: str) -> list[str]:
+    """Per flow count and congestion control: the loss gaps of a latlab-only experiment layered on the SACK rows,
+    against the timer rows where they exist (10 flows), else the SACK rows."""
+    flow_counts = sorted({k[0] for k, e in exps.items() if exp in e})
+    out = []
+    for f in flow_counts:
+        after = loss_gaps_by_cc(exps, exp, "sack", f)
+        timer = loss_gaps_by_cc(exps, "sack-rfc6298-timer", "sack", f) if "timer" in exp else {}
+        before, before_name = (timer, "timer alone") if timer else (loss_gaps_by_cc(exps, "sack", "sack", f), "SACK rows")
+        parts = []
+        for cc_, pts in sorted(after.items(), key=lambda x: x[0] != "newreno"):
+            prev_pts = {x[0]: x for x in before.get(cc_, [])}
+            ok = sum(abs(x[1]) <= 10 for x in pts)
+            good = sum(abs(x[2]) <= 5 for x in pts)
+            was = sum(abs(prev_pts[x[0]][1]) <= 10 for x in pts if x[0] in prev_pts)
+            gaps_ = ", ".join(f"{x[0]} {fmt_pct(prev_pts[x[0]][1]) + ' → ' if x[0] in prev_pts else ''}{fmt_pct(x[1])}"
+                              for x in pts)
+            off = [f"{x[0]} {fmt_pct(x[2])}" for x in pts if abs(x[2]) > 5]
+            verdict = (f"the loss gap closes, so it is explained by {cause}" if ok == len(pts) else
+                       "with this setting the loss gap does not close" if ok <= was else
+                       "the loss gap closes at some points only")
+            parts.append(f"{cc_}: loss within 10% at {ok} of {len(pts)} points ({before_name}: {was}); loss gaps "
+                         f"({before_name} → this) {gaps_}; goodput within 5% at {good} of {len(pts)}"
+                         + (f" (not at {', '.join(off)})" if off else "") + f": {verdict}.")
+        by_q: dict = {}
+        for cc_, pts in after.items():
+            prev_pts = {x[0]: x for x in before.get(cc_, [])}
+            for x in pts:
+                q = x[0].split(" ")[1] if " " in x[0] else "droptail"
+                c = by_q.setdefault(q, [0, 0, 0])
+                c[0] += abs(x[1]) <= 10
+                c[1] += x[0] in prev_pts and abs(prev_pts[x[0]][1]) <= 10
+                c[2] += 1
+        if len(by_q) > 1:
+            parts.append("By core queue: " + ", ".join(f"{q} loss within 10% at {c[0]} of {c[2]} ({before_name}: "
+                                                         f"{c[1]})" for q, c in sorted(by_q.items())) + ".")
+        out.append(f"At {f} flows, by congestion control: " + " ".join(parts) + "\n")
+    return out
+
+
 def sack_section(exps: dict, lat_exp: str = "sack", ns_exp: str = "sack",
-                 title: str = "The grid with SACK on both sides", intro: str = SACK_INTRO) -> list[str]:
+                 title: str = "The grid with SACK on both sides", intro: str = SACK_INTRO,
+                 zero_flows: bool = False) -> list[str]:
     """The grid again with SACK on both sides (experiment "sack"): the recovery both simulators share.
 
     Points run with several seeds (each seed draws its own access delays and start times, the same on both
@@ -390,8 +515,12 @@ def sack_section(exps: dict, lat_exp: str = "sack", ns_exp: str = "sack",
         return []
     out = [f"## {title}\n", intro,
            "| flows | buffer (B pkts) | cc | seeds | goodput Mb/s latlab / ns-3 (Δ) | loss % latlab / ns-3 (Δ rel) | "
-           "loss ranges over seeds | retx latlab / ns-3 | RTOs latlab / ns-3 | Jain latlab / ns-3 |",
-           "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+           "loss ranges over seeds | retx latlab / ns-3 | RTOs latlab / ns-3 | Jain latlab / ns-3 |"
+           + (" zero flows latlab / ns-3 |" if zero_flows else ""),
+           "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if zero_flows else "")]  # fmt: skip
+
+    def zeros(rows: list[dict]) -> float:
+        return sum(sum(1 for x in r["per_flow_goodput_bps"] if x == 0) for r in rows) / len(rows)
 
     def mean(rows: list[dict], m: str) -> float:
         return sum(r[m] for r in rows) / len(rows)
@@ -425,7 +554,8 @@ def sack_section(exps: dict, lat_exp: str = "sack", ns_exp: str = "sack",
                    f"{ns['goodput_mbps']:.3f} ({fmt_pct(gp['goodput'])}) | {100 * lat['loss_rate']:.3f} / "
                    f"{100 * ns['loss_rate']:.3f} ({fmt_pct(gp['loss'])}) | {ranges} | "
                    f"{lat['retransmitted_segments']:.0f} / {ns['retransmitted_segments']:.0f} | "
-                   f"{lat['timeouts']:.0f} / {ns['timeouts']:.0f} | {lat['jain']:.3f} / {ns['jain']:.3f} |")
+                   f"{lat['timeouts']:.0f} / {ns['timeouts']:.0f} | {lat['jain']:.3f} / {ns['jain']:.3f} |"
+                   + (f" {zeros(lats):.0f} / {zeros(nss):.0f} |" if zero_flows else ""))
     n = len(groups)
     label = "With SACK on" if lat_exp == ns_exp else f"latlab *{lat_exp}* against ns-3 *{ns_exp}*"
     out += ["", f"{label}: goodput within 5% at {good} of {n} points, loss within 10% (relative) at {loss10} of "
@@ -507,6 +637,16 @@ def render(rows: list[dict], command: str) -> str:
     out += sack_section(exps, "sack-rfc6298-timer-pipe-ssthresh", LAYERED["sack-rfc6298-timer-pipe-ssthresh"],
                         "SACK on both sides, latlab's timer as RFC 6298, ssthresh from the pipe as ns-3", PIPE_INTRO)
     out += pipe_paragraph(exps)
+    out += sack_section(exps, "sack-rto-backoff-reset", LAYERED["sack-rto-backoff-reset"],
+                        "SACK on both sides, latlab's RTO backoff dropped at every new ACK as ns-3", BACKOFF_INTRO)
+    out += layered_paragraph(exps, "sack-rto-backoff-reset", "ns-3 dropping the RTO backoff at every new ACK")
+    out += sack_section(exps, "sack-ns3-timer-rules", LAYERED["sack-ns3-timer-rules"],
+                        "SACK on both sides, latlab's timer and ssthresh rules all as ns-3", ALL3_INTRO)
+    out += layered_paragraph(exps, "sack-ns3-timer-rules", "ns-3's timer and ssthresh rules together")
+    out += sack_section(exps, NS3_LAYERED["sack-ns3-data-retries"], "sack-ns3-data-retries",
+                        "SACK on both sides, ns-3 without its data-retry limit", RETRIES_INTRO, zero_flows=True)
+    out += retries_paragraph(exps)
+    out += remaining_gaps(exps)
     out += ["## Points where goodput or loss differs by more than 5%\n"]
     if not flagged:
         out.append("None.\n")
@@ -518,7 +658,7 @@ def render(rows: list[dict], command: str) -> str:
                  f"(latlab − ns-3, relative to ns-3)."]
         closed = False
         for name, sides in sorted(exps.get(k, {}).items()):
-            if name in LAYERED:
+            if name in LAYERED or name in NS3_LAYERED:
                 continue  # compared in its own section, against the experiment it builds on
             el, en = sides.get("latlab", lat), sides.get("ns-3", ns)
             changed = "; ".join(f"{s}: {json.dumps(r['overrides'])}" for s, r in sides.items())
@@ -544,7 +684,7 @@ def render(rows: list[dict], command: str) -> str:
     summary: dict = {}
     for k, lat, ns, g in flagged:
         for name, sides in exps.get(k, {}).items():
-            if name in LAYERED:
+            if name in LAYERED or name in NS3_LAYERED:
                 continue
             g2 = gaps(sides.get("latlab", lat), sides.get("ns-3", ns))
             changed = "; ".join(f"{s_}: {json.dumps(r['overrides'])}" for s_, r in sorted(sides.items()))

@@ -31,6 +31,7 @@ OVERRIDES = {
     "core_fifo_qdisc": "hold the core buffer in a FifoQueueDisc (B - 1 packets) over a 1-packet device queue",
     "codel_target_ms": "CoDel's Target (default: latlab's 5 ms less one data-packet serialisation, see build)",
     "red_threshold_shift": "subtract this from latlab's RED thresholds (default 1: the device queue's packet)",
+    "data_retries": "TcpSocket::DataRetries (ns-3's default 6: the connection is dropped at the 7th timeout in a row)",
 }
 
 # Counting in C++: a Python callback per packet would dominate the run time.
@@ -140,6 +141,8 @@ def build_and_run(p: dict) -> dict:
     cfg("ns3::TcpSocketBase::Sack", ns.BooleanValue(bool(ov.get("sack", False))))
     cfg("ns3::TcpSocketBase::LimitedTransmit", ns.BooleanValue(bool(ov.get("limited_transmit", False))))
     cfg("ns3::TcpCubic::HyStart", ns.BooleanValue(bool(ov.get("hystart", False))))
+    if "data_retries" in ov:
+        cfg("ns3::TcpSocket::DataRetries", ns.UintegerValue(int(ov["data_retries"])))
     cfg("ns3::TcpCubic::FastConvergence", ns.BooleanValue(True))
     cfg("ns3::TcpCubic::Beta", ns.DoubleValue(0.7))
     cfg("ns3::TcpCubic::C", ns.DoubleValue(0.4))
