@@ -339,7 +339,18 @@ ALL3_INTRO = ("The SACK rows again with the three latlab settings above at once,
               "true`. The ns-3 columns are the SACK rows above, unchanged.\n")
 # Experiments that change ns-3 only on top of another experiment: experiment -> the one whose latlab rows they are
 # set against.
-NS3_LAYERED = {"sack-ns3-data-retries": "sack"}
+NS3_LAYERED = {"sack-ns3-data-retries": "sack", "sack-ns3-red-thresholds-unshifted": "sack",
+               "sack-ns3-codel-target-5ms": "sack"}
+TWIN_INTROS = {
+    "sack-ns3-red-thresholds-unshifted": (
+        "RED at 100 flows, SACK on both sides, with one twin setting changed on ns-3's side: MinTh and MaxTh at "
+        "latlab's min_th and max_th instead of one lower (the settings table's choice). The latlab columns are the "
+        "SACK rows above, unchanged.\n"),
+    "sack-ns3-codel-target-5ms": (
+        "CoDel at 100 flows, SACK on both sides, with one twin setting changed on ns-3's side: Target 5 ms instead "
+        "of 5 ms less one data-packet serialisation (the settings table's choice). The latlab columns are the SACK "
+        "rows above, unchanged.\n"),
+}
 BACKOFF_INTRO = ("The SACK rows again with one setting changed on latlab's side only: `rto_backoff_reset_on_ack = "
                  "true`. ns-3 3.44's TcpSocketBase::NewAck sets RTO = SRTT + 4·RTTVAR (at least MinRto) at every ACK "
                  "of new data, which drops the exponential backoff even when the ACK gave no RTT sample because it "
@@ -646,6 +657,10 @@ def render(rows: list[dict], command: str) -> str:
     out += sack_section(exps, NS3_LAYERED["sack-ns3-data-retries"], "sack-ns3-data-retries",
                         "SACK on both sides, ns-3 without its data-retry limit", RETRIES_INTRO, zero_flows=True)
     out += retries_paragraph(exps)
+    for name, intro in TWIN_INTROS.items():
+        title = {"sack-ns3-red-thresholds-unshifted": "RED twin with latlab's thresholds unshifted",
+                 "sack-ns3-codel-target-5ms": "CoDel twin with Target 5 ms"}[name]
+        out += sack_section(exps, NS3_LAYERED[name], name, title, intro)
     out += remaining_gaps(exps)
     out += ["## Points where goodput or loss differs by more than 5%\n"]
     if not flagged:
