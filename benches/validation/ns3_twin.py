@@ -29,6 +29,9 @@ OVERRIDES = {
     "sack": "TcpSocketBase::Sack (off here, as in latlab's ns2-era twin; on, ns-3 recovers by its RFC 6675 scoreboard)",
     "rto_rows": "diagnosis only, no setting changed: also print (time, cwnd before, ssthresh after) per RTO",
     "core_fifo_qdisc": "hold the core buffer in a FifoQueueDisc (B - 1 packets) over a 1-packet device queue",
+    "codel_target_ms": "CoDel's Target (default: latlab's 5 ms less one data-packet serialisation, see build)",
+    "red_threshold_shift": "subtract this from latlab's RED thresholds (default 1: the device queue's packet)",
+    "data_retries": "TcpSocket::DataRetries (ns-3's default 6: the connection is dropped at the 7th timeout in a row)",
 }
 
 # Counting in C++: a Python callback per packet would dominate the run time.
@@ -138,6 +141,8 @@ def build_and_run(p: dict) -> dict:
     cfg("ns3::TcpSocketBase::Sack", ns.BooleanValue(bool(ov.get("sack", False))))
     cfg("ns3::TcpSocketBase::LimitedTransmit", ns.BooleanValue(bool(ov.get("limited_transmit", False))))
     cfg("ns3::TcpCubic::HyStart", ns.BooleanValue(bool(ov.get("hystart", False))))
+    if "data_retries" in ov:
+        cfg("ns3::TcpSocket::DataRetries", ns.UintegerValue(int(ov["data_retries"])))
     cfg("ns3::TcpCubic::FastConvergence", ns.BooleanValue(True))
     cfg("ns3::TcpCubic::Beta", ns.DoubleValue(0.7))
     cfg("ns3::TcpCubic::C", ns.DoubleValue(0.4))
@@ -173,24 +178,37 @@ def build_and_run(p: dict) -> dict:
     core_devs.Get(1).GetObject[ns.PointToPointNetDevice]().GetQueue().SetMaxSize(ns.QueueSize("100000p"))
     core_q = core_devs.Get(0).GetObject[ns.PointToPointNetDevice]().GetQueue()
     fifo = None
+    # RED and CoDel: the queue disc holds B - 1 packets over a 1-packet device queue, so ns-3 holds B waiting
+    # packets in all, as latlab (the packet being serialised is outside both). Under load the device queue is
+    # never empty while the disc holds packets: the disc's length is then latlab's queue length minus one, and a
+    # packet leaves the disc one data-packet serialisation before it would leave latlab's queue.
+    disc_pkts = max(1, core_pkts - 1)
+    ser_ns = round(p["wire_data_bytes"] * 8 / p["core_rate_bps"] * 1e9)
     if p.get("qdisc", "droptail") == "codel":
-        # RFC 8289 CoDel as latlab's: TARGET 5 ms, INTERVAL 100 ms, MinBytes = latlab's mtu_bytes 1500, the
-        # physical limit B packets; over a 1-packet device queue (the packet being serialised is outside both).
+        # RFC 8289 CoDel as latlab's: INTERVAL 100 ms, MinBytes = latlab's mtu_bytes 1500, the physical limit B
+        # packets in all. latlab's sojourn runs from enqueue to the start of transmission; the disc's ends one
+        # serialisation earlier (the packet then waits in the device queue), so its Target is latlab's 5 ms less
+        # that serialisation: both compare the same interval with 5 ms.
         core_q.SetMaxSize(ns.QueueSize("1p"))
+        target_ns = round(float(ov.get("codel_target_ms", 5.0 - ser_ns / 1e6)) * 1e6)
         codel_tch = ns.TrafficControlHelper()
-        codel_tch.SetRootQueueDisc("ns3::CoDelQueueDisc", "MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{core_pkts}p")),
-                                   "Target", ns.StringValue("5ms"), "Interval", ns.StringValue("100ms"),
-                                   "MinBytes", ns.UintegerValue(1500))
+        codel_tch.SetRootQueueDisc("ns3::CoDelQueueDisc", "MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{disc_pkts}p")),
+                                   "Target", ns.TimeValue(ns.NanoSeconds(target_ns)),
+                                   "Interval", ns.StringValue("100ms"), "MinBytes", ns.UintegerValue(1500))
         fifo = codel_tch.Install(core_devs.Get(0)).Get(0)
     elif p.get("qdisc", "droptail") == "red":
-        # ns-3's RedQueueDisc is a port of ns-2's red.cc, as latlab's RED: the same thresholds (packets), max_p as
-        # LInterm = 1/max_p, QW = w_q, Gentle, Wait, MeanPktSize and the link rate for the idle correction,
-        # forced drops as hard drops; over a 1-packet device queue.
+        # ns-3's RedQueueDisc is a port of ns-2's red.cc, as latlab's RED: max_p as LInterm = 1/max_p, QW = w_q,
+        # Gentle, Wait, MeanPktSize and the link rate for the idle correction, forced drops as hard drops. RED
+        # averages the disc's length, latlab's queue length minus the device's one packet under load, so the
+        # thresholds are latlab's minus one: both drop at the same number of waiting packets (MaxTh = the disc's
+        # limit, as latlab's max_th = its limit).
         r = p["red"]
+        shift = float(ov.get("red_threshold_shift", 1.0))
         core_q.SetMaxSize(ns.QueueSize("1p"))
         red_tch = ns.TrafficControlHelper()
-        red_tch.SetRootQueueDisc("ns3::RedQueueDisc", "MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{core_pkts}p")),
-                                 "MinTh", ns.DoubleValue(r["min_th"]), "MaxTh", ns.DoubleValue(r["max_th"]),
+        red_tch.SetRootQueueDisc("ns3::RedQueueDisc", "MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{disc_pkts}p")),
+                                 "MinTh", ns.DoubleValue(max(0.0, r["min_th"] - shift)),
+                                 "MaxTh", ns.DoubleValue(max(1.0, r["max_th"] - shift)),
                                  "LInterm", ns.DoubleValue(1.0 / r["max_p"]), "QW", ns.DoubleValue(r["w_q"]),
                                  "Gentle", ns.BooleanValue(r["gentle"]), "Wait", ns.BooleanValue(r["wait"]),
                                  "MeanPktSize", ns.UintegerValue(r["mean_pkt_size_bytes"]),

@@ -123,6 +123,12 @@ pub struct TcpSpec {
     pub rescue_retransmission: Option<bool>,
     /// Restart the RTO timer at a fast retransmit (default true; false as RFC 6298 and ns-3).
     pub rto_restart_on_fast_retransmit: Option<bool>,
+    /// ssthresh from the RFC 6675 pipe, recomputed at a timeout in recovery
+    /// (default false: RFC 5681 FlightSize; true as ns-3 3.44).
+    pub ssthresh_from_pipe: Option<bool>,
+    /// Drop the RTO backoff on every ACK of new data (default false: RFC
+    /// 6298 keeps it until a new RTT sample; true as ns-3 3.44).
+    pub rto_backoff_reset_on_ack: Option<bool>,
 }
 
 impl TcpSpec {
@@ -152,7 +158,9 @@ impl TcpSpec {
             pacing_ca_factor,
             idle_restart,
             rescue_retransmission,
-            rto_restart_on_fast_retransmit
+            rto_restart_on_fast_retransmit,
+            ssthresh_from_pipe,
+            rto_backoff_reset_on_ack
         )
     }
 }

@@ -134,7 +134,7 @@ fn unsupported_tcp_keys(t: &TcpSpec, prefix: &str, out: &mut Vec<String>) {
             "Linux has no per-socket switch for delayed ACKs",
         );
     }
-    let fixed: [(&str, bool); 14] = [
+    let fixed: [(&str, bool); 16] = [
         ("header_bytes", t.header_bytes.is_some()),
         ("initial_window_segments", t.initial_window_segments.is_some()),
         ("recovery", t.recovery.is_some()),
@@ -152,6 +152,8 @@ fn unsupported_tcp_keys(t: &TcpSpec, prefix: &str, out: &mut Vec<String>) {
             "rto_restart_on_fast_retransmit",
             t.rto_restart_on_fast_retransmit.is_some(),
         ),
+        ("ssthresh_from_pipe", t.ssthresh_from_pipe.is_some()),
+        ("rto_backoff_reset_on_ack", t.rto_backoff_reset_on_ack.is_some()),
     ];
     for (key, set) in fixed {
         if set {

@@ -94,6 +94,22 @@ pub struct TcpConfig {
     /// (ns-2 `reset_rtx_timer`, Linux). RFC 6298 (5.1) leaves a running
     /// timer alone, and so does ns-3's TcpSocketBase; false follows them.
     pub rto_restart_on_fast_retransmit: bool,
+    /// Hand the controller the RFC 6675 pipe (outstanding bytes neither
+    /// SACKed nor marked lost, plus retransmissions in flight) instead of
+    /// RFC 5681 FlightSize when it sets ssthresh at a fast retransmit and at
+    /// a timeout, and recompute ssthresh when the timer fires during fast
+    /// recovery instead of keeping the recovery's. This is what ns-3 3.44's
+    /// TcpSocketBase::EnterRecovery and ReTxTimeout do (BytesInFlight());
+    /// RFC 5681 §3.1 eq. (4) and RFC 6675 (4.2) say FlightSize. Needs a SACK
+    /// recovery. Controllers whose rule ignores the flight (CUBIC uses cwnd)
+    /// see only the recomputation.
+    pub ssthresh_from_pipe: bool,
+    /// Drop the timer's exponential backoff on every ACK of new data, so
+    /// RTO is SRTT + 4·RTTVAR again although the ACK gave no RTT sample
+    /// (Karn: it acknowledges a retransmission), as ns-3 3.44's
+    /// TcpSocketBase::NewAck does. RFC 6298 §5 (the note after (5.7)) keeps
+    /// the backed-off RTO until a new RTT measurement; false follows it.
+    pub rto_backoff_reset_on_ack: bool,
 }
 
 /// A receive window that does not limit anything in practice (1 GiB).
@@ -122,6 +138,8 @@ impl TcpConfig {
             idle_restart: false,
             rescue_retransmission: true,
             rto_restart_on_fast_retransmit: true,
+            ssthresh_from_pipe: false,
+            rto_backoff_reset_on_ack: false,
         }
     }
 
@@ -152,6 +170,8 @@ impl TcpConfig {
             idle_restart: true,
             rescue_retransmission: true,
             rto_restart_on_fast_retransmit: true,
+            ssthresh_from_pipe: false,
+            rto_backoff_reset_on_ack: false,
         }
     }
 
@@ -178,6 +198,12 @@ impl TcpConfig {
         if self.recovery.uses_sack() && !self.sack {
             return Err(
                 "recovery = Sack needs sack = true (the receiver must generate SACK blocks)".to_string(),
+            );
+        }
+        if self.ssthresh_from_pipe && !self.recovery.uses_sack() {
+            return Err(
+                "ssthresh_from_pipe needs a SACK recovery (recovery = Sack or Fack): the pipe is the SACK scoreboard's"
+                    .to_string(),
             );
         }
         if self.initial_rto_ns == 0 {
@@ -269,6 +295,9 @@ mod tests {
         let mut c = TcpConfig::ns2();
         c.recovery = Recovery::Sack;
         assert!(c.validate().unwrap_err().contains("sack"));
+        let mut c = TcpConfig::ns2();
+        c.ssthresh_from_pipe = true;
+        assert!(c.validate().unwrap_err().contains("ssthresh_from_pipe"));
         let mut c = TcpConfig::ns2();
         c.min_rto_ns = 100 * NS_PER_SEC;
         assert!(c.validate().unwrap_err().contains("min_rto_ns"));

@@ -297,6 +297,63 @@ fn the_fast_retransmit_restarts_the_timer_unless_told_to_follow_rfc_6298() {
 }
 
 #[test]
+fn ssthresh_from_pipe_halves_the_pipe_and_is_recomputed_at_a_timeout_in_recovery() {
+    // Default (RFC 5681 eq. (4), RFC 6675 (4.2)): ssthresh = FlightSize / 2
+    // = 5000 on entry, and held when the timer fires during the recovery.
+    let mut d = sack_recovery_after_s0_lost(Some(10 * MSS));
+    let rto_ns = d.s.next_timeout().expect("the RTO is armed");
+    at!(d, rto_ns.div_ceil(NS_PER_MS));
+    send!(d, seq = s(0), len = 1000, rexmit);
+    assert_eq!(d.s.stats().timeouts, 1);
+    assert_eq!((d.s.cwnd_bytes(), d.s.ssthresh_bytes()), (1000, 5000));
+    // `ssthresh_from_pipe` (ns-3 3.44's BytesInFlight()): at the third
+    // duplicate ACK the pipe is S4..S9 = 6000 (S0 lost, S1..S3 SACKed), so
+    // ssthresh = cwnd = 3000 ...
+    let mut config = cfg(Recovery::Sack);
+    config.ssthresh_from_pipe = true;
+    let mut d = Dialogue::established(config, Some(10 * MSS), LARGE_RWND_BYTES);
+    send_initial_window(&mut d);
+    at!(d, 200);
+    recv!(d, ack = 1, sack = [(s(1), s(2))]);
+    recv!(d, ack = 1, sack = [(s(1), s(3))]);
+    recv!(d, ack = 1, sack = [(s(1), s(4))]);
+    assert_eq!(d.s.ca_state(), CaState::Recovery);
+    assert_eq!((d.s.cwnd_bytes(), d.s.ssthresh_bytes()), (3000, 3000));
+    send!(d, seq = s(0), len = 1000, rexmit);
+    assert_eq!(d.s.flight_bytes(), 7000);
+    send!(d, nothing);
+    // ... and when the timer fires in the recovery it is recomputed from
+    // the pipe then, S4..S9 + S0's retransmission: 7000 / 2.
+    let rto_ns = d.s.next_timeout().expect("the RTO is armed");
+    at!(d, rto_ns.div_ceil(NS_PER_MS));
+    send!(d, seq = s(0), len = 1000, rexmit);
+    assert_eq!(d.s.stats().timeouts, 1);
+    assert_eq!((d.s.cwnd_bytes(), d.s.ssthresh_bytes()), (1000, 3500));
+}
+
+#[test]
+fn an_ack_of_a_retransmission_keeps_the_backoff_unless_told_to_reset_it() {
+    for reset in [false, true] {
+        let mut config = cfg(Recovery::NewReno);
+        config.rto_backoff_reset_on_ack = reset;
+        let mut d = Dialogue::established(config, Some(10 * MSS), LARGE_RWND_BYTES);
+        send_initial_window(&mut d);
+        // RTO 300 ms from 100 ms: the timer fires at 400 ms, S0 goes again
+        // and RTO backs off to 600 ms.
+        at!(d, 400);
+        send!(d, seq = s(0), len = 1000, rexmit);
+        assert_eq!(d.s.rto_ns(), 600 * NS_PER_MS);
+        // The ACK of the retransmission gives no RTT sample (Karn). RFC
+        // 6298 keeps the backed-off 600 ms; ns-3's NewAck drops it to 300.
+        at!(d, 500);
+        recv!(d, ack = s(1));
+        let want_ms = if reset { 300 } else { 600 };
+        assert_eq!(d.s.rto_ns(), want_ms * NS_PER_MS);
+        assert_eq!(d.s.next_timeout(), Some((500 + want_ms) * NS_PER_MS));
+    }
+}
+
+#[test]
 fn newreno_partial_acks_retransmit_deflate_and_restart_the_timer_once() {
     // Ten segments only; S0, S5 and S7 lost.
     let mut d = Dialogue::established(cfg(Recovery::NewReno), Some(10 * MSS), LARGE_RWND_BYTES);

@@ -62,6 +62,12 @@ impl RttEstimator {
         self.backoff = 0;
     }
 
+    /// Drop the backoff without a sample: RTO from SRTT and RTTVAR again
+    /// (ns-3's NewAck; RFC 6298 keeps it until a new sample).
+    pub fn reset_backoff(&mut self) {
+        self.backoff = 0;
+    }
+
     /// RFC 6298 (5.5): the timer expired, back off RTO ×2 (capped at max).
     pub fn backoff(&mut self) {
         self.backoff = self.backoff.saturating_add(1);

@@ -237,6 +237,32 @@ impl Scoreboard {
         pipe
     }
 
+    /// SetPipe's count with no retransmission in flight, marks untouched:
+    /// un-SACKed records that IsLost() under `rule` would not mark.
+    pub fn pipe_estimate(&self, rule: LossRule) -> u64 {
+        let (seg_limit, byte_limit) = rule.thresholds();
+        let (mut segs_above, mut bytes_above, mut pipe) = (0u64, 0u64, 0u64);
+        for r in self.recs.iter().rev() {
+            if r.flags & SACKED != 0 {
+                segs_above += 1;
+                bytes_above += r.len as u64;
+            } else if segs_above < seg_limit && bytes_above <= byte_limit {
+                pipe += r.len as u64;
+            }
+        }
+        pipe
+    }
+
+    /// Un-SACKed bytes of the records starting below `end`.
+    pub fn unsacked_below(&self, end: u64) -> u64 {
+        self.recs
+            .iter()
+            .take_while(|r| r.seq < end)
+            .filter(|r| r.flags & SACKED == 0)
+            .map(|r| r.len as u64)
+            .sum()
+    }
+
     /// The first un-SACKed record starting above `high_rxt` (inclusive
     /// HighRxt; `None` = from the start) and below the highest SACKed byte:
     /// the candidate of RFC 6675 NextSeg rules 1 and 3. Because IsLost() is
@@ -332,6 +358,19 @@ mod tests {
         sb.ack_to(401);
         assert_eq!(sb.sacked_bytes(), 0);
         assert_eq!(sb.high_sack_end(), 0);
+    }
+
+    #[test]
+    fn pipe_estimate_counts_like_set_pipe_without_marking() {
+        let mut sb = board(6, 100);
+        sb.mark_sacked(101, 401);
+        // Segment 0 lost, 1..3 SACKed, 4 and 5 in flight.
+        assert_eq!(sb.pipe_estimate(R6675), 200);
+        assert!(!sb.get(0).unwrap().lost(), "no mark set");
+        assert_eq!(sb.set_pipe(R6675, None), 200);
+        // Un-SACKed bytes below 501: segments 0 and 4.
+        assert_eq!(sb.unsacked_below(501), 200);
+        assert_eq!(sb.unsacked_below(1), 0);
     }
 
     #[test]

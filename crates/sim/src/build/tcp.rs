@@ -107,6 +107,12 @@ pub(super) fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig,
     if let Some(v) = s.rto_restart_on_fast_retransmit {
         c.rto_restart_on_fast_retransmit = v;
     }
+    if let Some(v) = s.ssthresh_from_pipe {
+        c.ssthresh_from_pipe = v;
+    }
+    if let Some(v) = s.rto_backoff_reset_on_ack {
+        c.rto_backoff_reset_on_ack = v;
+    }
     c.validate().map_err(|m| cx.err(path, m))?;
     if c.recovery.uses_sack() && !c.sack {
         let msg = format!("recovery = \"{}\" needs sack = true", c.recovery.name());

@@ -91,6 +91,9 @@ impl TcpSender {
         let is_dupack = self.is_dupack(seg, acked, old_rwnd, newly_sacked);
         if acked > 0 {
             self.advance_una(seg.ack, acked);
+            if self.cfg.rto_backoff_reset_on_ack {
+                self.rtt.reset_backoff();
+            }
         }
         let grow = match self.ca {
             CongestionState::Recovery(r) => {
@@ -333,13 +336,22 @@ impl TcpSender {
     fn enter_sack_recovery(&mut self, now_ns: u64) {
         // (4.1) RecoveryPoint = HighData.
         self.recover = self.snd_max;
-        // (4.2) ssthresh = cwnd = the controller's reduction of FlightSize.
-        self.ccs.ssthresh_bytes = self.cc.ssthresh_on_loss(
-            &self.ccs,
-            CongestionEvent::FastRetransmit,
-            self.flight_size(),
-            now_ns,
-        );
+        // (4.2) ssthresh = cwnd = the controller's reduction of FlightSize;
+        // with `ssthresh_from_pipe`, of the pipe with HighACK + 1 counted
+        // lost (ns-3's EnterRecovery marks the head lost, then reads
+        // BytesInFlight()).
+        let flight = if self.cfg.ssthresh_from_pipe {
+            let pipe = self.sb.set_pipe(self.loss_rule(), None);
+            match self.sb.front() {
+                Some(f) if !f.sacked() && !f.lost() => pipe.saturating_sub(f.len as u64),
+                _ => pipe,
+            }
+        } else {
+            self.flight_size()
+        };
+        self.ccs.ssthresh_bytes =
+            self.cc
+                .ssthresh_on_loss(&self.ccs, CongestionEvent::FastRetransmit, flight, now_ns);
         self.ccs.cwnd_bytes = self.ccs.ssthresh_bytes.max(self.mss);
         // (4.3) retransmit HighACK + 1 (HighRxt and RescueRxt set when sent);
         // (4.4) SetPipe; the retransmission then adds its length (C.4).

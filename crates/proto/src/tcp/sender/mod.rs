@@ -316,6 +316,24 @@ impl TcpSender {
         self.snd_max.saturating_sub(self.snd_una)
     }
 
+    /// The RFC 6675 pipe as ns-3's BytesInFlight() counts it, for
+    /// `ssthresh_from_pipe`: in SACK recovery the recovery's pipe; after a
+    /// timeout the un-SACKed bytes the go-back-N has resent (everything
+    /// older counts as lost); otherwise the un-SACKed bytes IsLost() does not
+    /// mark.
+    fn pipe_for_ssthresh(&self) -> u64 {
+        match &self.ca {
+            CongestionState::Recovery(_) => match self.ca.sack() {
+                Some(s) => s.pipe,
+                None => self.flight_size(),
+            },
+            CongestionState::Loss { .. } => self.sb.unsacked_below(self.snd_nxt),
+            CongestionState::Open | CongestionState::Disorder { .. } => {
+                self.sb.pipe_estimate(self.loss_rule())
+            }
+        }
+    }
+
     fn pacing_active(&self) -> bool {
         self.pacer.is_active(&self.rtt)
     }

@@ -46,15 +46,22 @@ impl TcpSender {
         // FlightSize then still spans the window that overflowed, and half of
         // it would raise ssthresh above the recovery's, so that slow start
         // overshoots again and the flow cycles through loss and timeout.
+        // With `ssthresh_from_pipe` (ns-3's ReTxTimeout) it is recomputed
+        // there, from the pipe, which in recovery is about cwnd.
         let hold_ssthresh = match self.ca {
-            CongestionState::Recovery(_) => true,
+            CongestionState::Recovery(_) => !self.cfg.ssthresh_from_pipe,
             CongestionState::Loss { una_at_rto } => una_at_rto == self.snd_una,
             CongestionState::Open | CongestionState::Disorder { .. } => false,
         };
         if !hold_ssthresh {
+            let flight = if self.cfg.ssthresh_from_pipe {
+                self.pipe_for_ssthresh()
+            } else {
+                self.flight_size()
+            };
             self.ccs.ssthresh_bytes =
                 self.cc
-                    .ssthresh_on_loss(&self.ccs, CongestionEvent::Timeout, self.flight_size(), now_ns);
+                    .ssthresh_on_loss(&self.ccs, CongestionEvent::Timeout, flight, now_ns);
         }
         // Loss window LW = 1 SMSS.
         self.ccs.cwnd_bytes = self.mss;
