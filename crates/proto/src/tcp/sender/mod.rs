@@ -51,6 +51,7 @@ use pacer::Pacer;
 pub use state::CaState;
 use state::{CongestionState, Handshake};
 pub use stats::SenderStats;
+pub use transmit::NewChunk;
 use timers::{Timer, Timers};
 
 /// Zero-window probing (RFC 1122 §4.2.2.17); its deadline is
