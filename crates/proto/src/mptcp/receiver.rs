@@ -33,6 +33,10 @@ pub struct MptcpReceiver {
     buffer: RecvBuffer,
     /// Subflow to poll first next time, so no subflow's ACKs starve.
     next_poll: usize,
+    /// Some subflow receiver may have a segment queued: false once a full
+    /// round of polling found none, until an event queues one. Spares the
+    /// round that ends every poll loop.
+    may_have_output: bool,
     stats: MptcpReceiverStats,
 }
 
@@ -43,6 +47,7 @@ impl MptcpReceiver {
             subflows: Vec::new(),
             buffer: RecvBuffer::new(buffer_bytes),
             next_poll: 0,
+            may_have_output: false,
             stats: MptcpReceiverStats::default(),
         }
     }
@@ -98,10 +103,14 @@ impl MptcpReceiver {
             }
         }
         rcv.on_segment(now_ns, seg);
+        self.may_have_output |= rcv.has_output();
     }
 
     /// The next ACK (or SYN-ACK) to send and its subflow.
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
+        if !self.may_have_output {
+            return None;
+        }
         let n = self.subflows.len();
         // Round robin from `next_poll` (< n), wrapping without a division.
         let mut i = self.next_poll;
@@ -120,6 +129,7 @@ impl MptcpReceiver {
             }
             i += 1;
         }
+        self.may_have_output = false;
         None
     }
 
@@ -131,6 +141,7 @@ impl MptcpReceiver {
     pub fn on_timeout(&mut self, now_ns: u64) {
         for r in &mut self.subflows {
             r.on_timeout(now_ns);
+            self.may_have_output |= r.has_output();
         }
     }
 }

@@ -424,6 +424,12 @@ impl TcpReceiver {
         self.out.push_back(seg);
     }
 
+    /// A segment is queued: [`poll_transmit`](Self::poll_transmit) would
+    /// return it (otherwise it returns `None` and changes nothing).
+    pub fn has_output(&self) -> bool {
+        !self.out.is_empty()
+    }
+
     /// Next segment to send (SYN-ACK or ACK).
     pub fn poll_transmit(&mut self, _now_ns: u64) -> Option<Segment> {
         let mut seg = self.out.pop_front()?;
