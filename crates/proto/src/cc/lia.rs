@@ -125,11 +125,15 @@ impl Lia {
         if cwnd_total_bytes == 0 || !(alpha > 0.0) {
             return cwnd_bytes;
         }
-        let coupled = (cwnd_total_bytes as f64 / alpha).ceil();
+        let coupled = cwnd_total_bytes as f64 / alpha;
         let coupled = if coupled >= u64::MAX as f64 {
             u64::MAX
         } else {
-            coupled as u64
+            // ⌈coupled⌉ without a call to libm's `ceil`: the quotient is
+            // positive and below 2^64, where truncation is exact, so the
+            // ceiling is the truncation plus one if anything was cut.
+            let whole = coupled as u64;
+            whole + u64::from((whole as f64) < coupled)
         };
         coupled.max(cwnd_bytes)
     }

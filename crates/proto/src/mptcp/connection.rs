@@ -271,11 +271,16 @@ impl MptcpSender {
     }
 
     /// The earliest deadline of any subflow.
+    #[inline]
     pub fn next_timeout(&self) -> Option<u64> {
         self.subflows.iter().filter_map(|sf| sf.tcp.next_timeout()).min()
     }
 
     /// The next segment to send now and the subflow it leaves on.
+    // Inlined into the driver's loop (called once per segment and once more):
+    // the call and the copy of the segment it returns cost as much as the
+    // loop's own work.
+    #[inline]
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
         // What the subflows already owe: SYNs, their own retransmissions,
         // a chunk the pacer held back.
@@ -374,6 +379,9 @@ impl MptcpSender {
     /// over every subflow's view, but for MinRtt the (costly) room of a
     /// subflow is asked only when it would beat the best candidate with
     /// room found so far in (srtt, index) order, and no view is built.
+    // Inlined: called once or twice per segment sent; the call and its
+    // register spills cost as much as the choice.
+    #[inline(always)]
     fn pick_chunk(&mut self, now_ns: u64, want: u64, exclude: Option<usize>) -> Option<(usize, NewChunk)> {
         if self.cfg.scheduler != Scheduler::MinRtt {
             self.fill_views(now_ns, want, exclude);

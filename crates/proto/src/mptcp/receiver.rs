@@ -107,6 +107,8 @@ impl MptcpReceiver {
     }
 
     /// The next ACK (or SYN-ACK) to send and its subflow.
+    // Inlined into the driver's loop, as the sender's.
+    #[inline]
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
         if !self.may_have_output {
             return None;
@@ -134,6 +136,7 @@ impl MptcpReceiver {
     }
 
     /// The earliest delayed-ACK deadline of any subflow.
+    #[inline]
     pub fn next_timeout(&self) -> Option<u64> {
         self.subflows.iter().filter_map(|r| r.next_timeout()).min()
     }

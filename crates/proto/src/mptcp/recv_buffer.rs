@@ -111,6 +111,7 @@ impl RecvBuffer {
     }
 
     /// Data bytes `[data_seq, data_seq + len)` arrived on some subflow.
+    #[inline]
     pub fn offer(&mut self, now_ns: u64, data_seq: u64, len: u64) -> Arrival {
         let Some(end) = data_seq.checked_add(len) else {
             return Arrival::Dropped;

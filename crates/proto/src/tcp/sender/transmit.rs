@@ -197,6 +197,7 @@ impl TcpSender {
 
     /// [`new_data_len`](Self::new_data_len) with the whole decision, for
     /// [`send_chunk`](Self::send_chunk).
+    #[inline]
     pub fn new_chunk(&self, now_ns: u64, extra_bytes: u64) -> Option<NewChunk> {
         if self.data_waiting() || !self.finite || extra_bytes == 0 {
             return None;
@@ -233,6 +234,7 @@ impl TcpSender {
     /// chunk's length, so `new_data` finds the same length, and an idle
     /// restart (cwnd down to at most the initial window, nothing in flight)
     /// still leaves room for one segment.
+    #[inline]
     pub fn send_chunk(&mut self, now_ns: u64, chunk: NewChunk) -> Segment {
         self.add_app_bytes(chunk.len as u64);
         self.last_now_ns = self.last_now_ns.max(now_ns);
