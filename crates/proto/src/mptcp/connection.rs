@@ -431,6 +431,7 @@ impl MptcpSender {
     }
 
     /// Pick the subflow and the data for the next chunk.
+    #[inline]
     fn schedule(&mut self, now_ns: u64) -> Option<(usize, u64, NewChunk)> {
         // Reinjections first: that data is what the receiver waits for.
         while let Some(&(seq, len)) = self.reinject.front() {

@@ -33,10 +33,10 @@ pub struct MptcpReceiver {
     buffer: RecvBuffer,
     /// Subflow to poll first next time, so no subflow's ACKs starve.
     next_poll: usize,
-    /// Some subflow receiver may have a segment queued: false once a full
-    /// round of polling found none, until an event queues one. Spares the
-    /// round that ends every poll loop.
-    may_have_output: bool,
+    /// Segments queued in the subflow receivers, all together: a poll
+    /// round finds one exactly when this is not zero, so the call that
+    /// ends every poll loop need not go round.
+    queued_segments: usize,
     stats: MptcpReceiverStats,
 }
 
@@ -47,7 +47,7 @@ impl MptcpReceiver {
             subflows: Vec::new(),
             buffer: RecvBuffer::new(buffer_bytes),
             next_poll: 0,
-            may_have_output: false,
+            queued_segments: 0,
             stats: MptcpReceiverStats::default(),
         }
     }
@@ -102,15 +102,16 @@ impl MptcpReceiver {
                 return;
             }
         }
+        let before = rcv.queued_segments();
         rcv.on_segment(now_ns, seg);
-        self.may_have_output |= rcv.has_output();
+        self.queued_segments = self.queued_segments - before + rcv.queued_segments();
     }
 
     /// The next ACK (or SYN-ACK) to send and its subflow.
     // Inlined into the driver's loop, as the sender's.
     #[inline]
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
-        if !self.may_have_output {
+        if self.queued_segments == 0 {
             return None;
         }
         let n = self.subflows.len();
@@ -122,6 +123,7 @@ impl MptcpReceiver {
             }
             if let Some(mut seg) = self.subflows[i].poll_transmit(now_ns) {
                 self.next_poll = if i + 1 >= n { 0 } else { i + 1 };
+                self.queued_segments -= 1;
                 seg.rwnd_bytes = self.buffer.window_bytes();
                 seg.set_dss(Dss {
                     data_seq: None,
@@ -131,7 +133,8 @@ impl MptcpReceiver {
             }
             i += 1;
         }
-        self.may_have_output = false;
+        debug_assert!(false, "{} segments counted, none queued", self.queued_segments);
+        self.queued_segments = 0;
         None
     }
 
@@ -143,8 +146,9 @@ impl MptcpReceiver {
 
     pub fn on_timeout(&mut self, now_ns: u64) {
         for r in &mut self.subflows {
+            let before = r.queued_segments();
             r.on_timeout(now_ns);
-            self.may_have_output |= r.has_output();
+            self.queued_segments = self.queued_segments - before + r.queued_segments();
         }
     }
 }

@@ -424,10 +424,11 @@ impl TcpReceiver {
         self.out.push_back(seg);
     }
 
-    /// A segment is queued: [`poll_transmit`](Self::poll_transmit) would
-    /// return it (otherwise it returns `None` and changes nothing).
-    pub fn has_output(&self) -> bool {
-        !self.out.is_empty()
+    /// Segments queued: as many calls of [`poll_transmit`](Self::poll_transmit)
+    /// return one each (with none queued it returns `None` and changes
+    /// nothing).
+    pub fn queued_segments(&self) -> usize {
+        self.out.len()
     }
 
     /// Next segment to send (SYN-ACK or ACK).
