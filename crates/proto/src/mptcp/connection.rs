@@ -283,9 +283,9 @@ impl MptcpSender {
     #[inline]
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
         // What the subflows already owe: SYNs, their own retransmissions,
-        // a chunk the pacer held back.
-        // A subflow that owed nothing at its last change still owes
-        // nothing (and, unpaced, `poll_owed` would not touch it).
+        // a chunk the pacer held back. A subflow that owed nothing at its
+        // last change still owes nothing (and, unpaced, `poll_owed` would
+        // not touch it).
         for i in 0..self.subflows.len() {
             if !self.summaries[i].may_owe {
                 continue;
@@ -378,7 +378,9 @@ impl MptcpSender {
     /// `exclude` gets no room. The same choice as [`SchedulerState::pick`]
     /// over every subflow's view, but for MinRtt the (costly) room of a
     /// subflow is asked only when it would beat the best candidate with
-    /// room found so far in (srtt, index) order, and no view is built.
+    /// room found so far in (srtt, index) order, and no view is built: the
+    /// subflows' summaries answer all but the room, and a subflow that
+    /// refused as much since its last change is not asked again.
     // Inlined: called once or twice per segment sent; the call and its
     // register spills cost as much as the choice.
     #[inline(always)]

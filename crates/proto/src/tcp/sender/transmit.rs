@@ -244,8 +244,7 @@ impl TcpSender {
             probe: chunk.probe,
         };
         debug_assert_eq!(self.choose(), Some(tx), "send_chunk: the chunk is stale");
-        self.commit(tx, now_ns)
-            .expect("new data is always committed")
+        self.commit(tx, now_ns).expect("new data is always committed")
     }
 
     /// Go-back-N after an RTO from `snd_nxt`, skipping SACKed segments, in
