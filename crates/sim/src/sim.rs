@@ -493,6 +493,8 @@ impl Simulation {
     }
 
     /// Put an MPTCP segment of subflow `i` onto the first link of its path.
+    // Inlined into the poll loops, which already hold the flow.
+    #[inline]
     fn send_mptcp(&mut self, flow: u32, forward: bool, i: usize, seg: latlab_proto::Segment) {
         let m = self.mptcp_mut(flow);
         let path = &m.paths[m.path_of[i] as usize];

@@ -80,10 +80,13 @@ fn lia_alpha_and_total(subflows: &[SubflowCoupling]) -> (Option<f64>, u64) {
 pub struct Lia {
     /// Acknowledged bytes not yet turned into growth (as NewReno's).
     credit_bytes: u64,
-    /// From the latest coupling view: alpha and Σ cwnd (bytes); 0 total
-    /// when the subflow has not been coupled (then it runs as NewReno).
-    alpha: f64,
-    cwnd_total_bytes: u64,
+    /// The latest coupling view, as given (empty before any: the subflow
+    /// then runs as NewReno). Alpha is worked out from it only when an ACK
+    /// can use it (see `on_ack`): the view changes on nearly every ACK (the
+    /// RTT estimates move), so a cached alpha would rarely be reused, while
+    /// most ACKs in congestion avoidance cannot earn growth whatever alpha
+    /// is. Reused buffer: no allocation per ACK.
+    view: Vec<SubflowCoupling>,
 }
 
 impl Default for Lia {
@@ -96,28 +99,41 @@ impl Lia {
     pub fn new() -> Self {
         Lia {
             credit_bytes: 0,
-            alpha: 1.0,
-            cwnd_total_bytes: 0,
+            view: Vec::new(),
         }
     }
 
     /// Alpha from the latest coupling view (1 before any).
     pub fn alpha(&self) -> f64 {
-        self.alpha
+        self.alpha_and_total().0
+    }
+
+    /// Alpha and Σ cwnd (bytes) of the latest view; (1, 0) when there is
+    /// nothing to couple to.
+    fn alpha_and_total(&self) -> (f64, u64) {
+        match lia_alpha_and_total(&self.view) {
+            (Some(alpha), cwnd_total_bytes) => (alpha, cwnd_total_bytes),
+            (None, _) => (1.0, 0),
+        }
     }
 
     /// Acknowledged bytes that earn one MSS of growth for a subflow with
     /// window `cwnd_bytes`: `max(cwnd_total / alpha, cwnd_i)` (RFC 6356 §3's
     /// min of the two increases, inverted).
     pub fn bytes_per_mss_increase(&self, cwnd_bytes: u64) -> u64 {
-        if self.cwnd_total_bytes == 0 || !(self.alpha > 0.0) {
+        let (alpha, cwnd_total_bytes) = self.alpha_and_total();
+        if cwnd_total_bytes == 0 || !(alpha > 0.0) {
             return cwnd_bytes;
         }
-        let coupled = (self.cwnd_total_bytes as f64 / self.alpha).ceil();
+        let coupled = cwnd_total_bytes as f64 / alpha;
         let coupled = if coupled >= u64::MAX as f64 {
             u64::MAX
         } else {
-            coupled as u64
+            // ⌈coupled⌉ without a call to libm's `ceil`: the quotient is
+            // positive and below 2^64, where truncation is exact, so the
+            // ceiling is the truncation plus one if anything was cut.
+            let whole = coupled as u64;
+            whole + u64::from((whole as f64) < coupled)
         };
         coupled.max(cwnd_bytes)
     }
@@ -129,18 +145,9 @@ impl CongestionControl for Lia {
     }
 
     fn on_coupling(&mut self, subflows: &[SubflowCoupling], _me: usize) {
-        // Called before every ACK: one pass for alpha and the total.
-        let (alpha, cwnd_total_bytes) = lia_alpha_and_total(subflows);
-        match alpha {
-            Some(alpha) => {
-                self.alpha = alpha;
-                self.cwnd_total_bytes = cwnd_total_bytes;
-            }
-            None => {
-                self.alpha = 1.0;
-                self.cwnd_total_bytes = 0;
-            }
-        }
+        // Called before every ACK: keep the view, work alpha out later.
+        self.view.clear();
+        self.view.extend_from_slice(subflows);
     }
 
     fn on_ack(&mut self, state: &mut CcState, ack: &AckSample) {
@@ -156,7 +163,14 @@ impl CongestionControl for Lia {
                 return;
             }
         }
-        let w_bytes = self.bytes_per_mss_increase(state.cwnd_bytes);
+        // w = max(cwnd_total / alpha, cwnd_i) is at least cwnd_i: while the
+        // credit stays below cwnd_i no w makes it grow, and any such w
+        // leaves the same state, so alpha is not needed.
+        let w_bytes = if self.credit_bytes.saturating_add(acked_bytes) < state.cwnd_bytes {
+            state.cwnd_bytes
+        } else {
+            self.bytes_per_mss_increase(state.cwnd_bytes)
+        };
         cong_avoid_ai(state, &mut self.credit_bytes, w_bytes, acked_bytes);
     }
 

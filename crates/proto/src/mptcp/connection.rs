@@ -38,9 +38,10 @@ use std::collections::VecDeque;
 
 use super::scheduler::{Scheduler, SchedulerState, SubflowView};
 use super::subflow::SenderSubflow;
+use super::summary::SubflowSummary;
 use crate::cc::{CongestionControl, SubflowCoupling};
 use crate::segment::{Dss, Segment};
-use crate::tcp::{TcpConfig, TcpSender};
+use crate::tcp::{NewChunk, TcpConfig, TcpSender};
 
 /// Data sequence number beyond which an infinite connection never gets.
 const INFINITE_DATA_END: u64 = u64::MAX / 4;
@@ -89,6 +90,9 @@ pub struct MptcpSenderStats {
 pub struct MptcpSender {
     cfg: MptcpConfig,
     subflows: Vec<SenderSubflow>,
+    /// One per subflow, same index: what the poll loop and the scheduler
+    /// read, refreshed after every change to the subflow's sender.
+    summaries: Vec<SubflowSummary>,
     /// Some subflow is a backup (the scheduler's backup rule applies).
     any_backup: bool,
     connected: bool,
@@ -108,7 +112,7 @@ pub struct MptcpSender {
     sched: SchedulerState,
     /// Reused buffers (no allocation per segment in steady state).
     views: Vec<SubflowView>,
-    rooms: Vec<Option<u32>>,
+    rooms: Vec<Option<NewChunk>>,
     coupling: Vec<SubflowCoupling>,
     completed_at_ns: Option<u64>,
     stats: MptcpSenderStats,
@@ -125,6 +129,7 @@ impl MptcpSender {
         MptcpSender {
             cfg,
             subflows: Vec::new(),
+            summaries: Vec::new(),
             any_backup: false,
             connected: false,
             finite,
@@ -158,7 +163,9 @@ impl MptcpSender {
             tcp.connect(now_ns);
         }
         self.any_backup |= backup;
-        self.subflows.push(SenderSubflow::new(tcp, backup));
+        let sf = SenderSubflow::new(tcp, backup);
+        self.summaries.push(SubflowSummary::of(&sf));
+        self.subflows.push(sf);
         self.subflows.len() - 1
     }
 
@@ -166,8 +173,9 @@ impl MptcpSender {
     /// subflow's handshake is a TCP handshake, all at once).
     pub fn connect(&mut self, now_ns: u64) {
         self.connected = true;
-        for sf in &mut self.subflows {
+        for (sf, summary) in self.subflows.iter_mut().zip(&mut self.summaries) {
             sf.tcp.connect(now_ns);
+            *summary = SubflowSummary::of(sf);
         }
     }
 
@@ -241,7 +249,9 @@ impl MptcpSender {
         let sf = &mut self.subflows[i];
         sf.tcp.set_app_has_more(more);
         sf.tcp.on_segment(now_ns, seg);
-        if sf.after_event() {
+        let timed_out = sf.after_event();
+        self.summaries[i] = SubflowSummary::of(sf);
+        if timed_out {
             self.queue_reinjection(i);
         }
         self.check_complete(now_ns);
@@ -252,34 +262,60 @@ impl MptcpSender {
         for i in 0..self.subflows.len() {
             let sf = &mut self.subflows[i];
             sf.tcp.on_timeout(now_ns);
-            if sf.after_event() {
+            let timed_out = sf.after_event();
+            self.summaries[i] = SubflowSummary::of(sf);
+            if timed_out {
                 self.queue_reinjection(i);
             }
         }
     }
 
     /// The earliest deadline of any subflow.
+    #[inline]
     pub fn next_timeout(&self) -> Option<u64> {
         self.subflows.iter().filter_map(|sf| sf.tcp.next_timeout()).min()
     }
 
     /// The next segment to send now and the subflow it leaves on.
+    // Inlined into the driver's loop (called once per segment and once more):
+    // the call and the copy of the segment it returns cost as much as the
+    // loop's own work.
+    #[inline]
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
         // What the subflows already owe: SYNs, their own retransmissions,
-        // a chunk the pacer held back.
+        // a chunk the pacer held back. A subflow that owed nothing at its
+        // last change still owes nothing (and, unpaced, `poll_owed` would
+        // not touch it).
         for i in 0..self.subflows.len() {
-            if let Some(mut seg) = self.subflows[i].tcp.poll_owed(now_ns) {
+            if !self.summaries[i].may_owe {
+                continue;
+            }
+            let sf = &mut self.subflows[i];
+            let owed = sf.tcp.poll_owed(now_ns);
+            self.summaries[i] = SubflowSummary::of(sf);
+            if let Some(mut seg) = owed {
                 self.stamp(i, &mut seg);
                 return Some((i, seg));
             }
         }
-        let (i, data_seq, len) = self.schedule(now_ns)?;
+        let (i, data_seq, chunk) = self.schedule(now_ns)?;
+        // New data leaves the summary true but for the room (the sender
+        // then owes nothing: all it was given is sent, see `send_chunk`).
+        self.summaries[i].forget_room();
         let sf = &mut self.subflows[i];
-        sf.map.push(sf.assigned_end, data_seq, len);
+        let len = chunk.len_bytes();
+        let subflow_seq = sf.assigned_end;
+        sf.map.push(subflow_seq, data_seq, len);
         sf.assigned_end += len as u64;
-        sf.tcp.add_app_bytes(len as u64);
-        let mut seg = sf.tcp.poll_transmit(now_ns)?;
-        self.stamp(i, &mut seg);
+        // The scheduler's decision, sent as is (`add_app_bytes` then
+        // `poll_transmit` would decide it again); the segment is the chunk,
+        // so its mapping is known without a lookup.
+        let mut seg = sf.tcp.send_chunk(now_ns, chunk);
+        debug_assert_eq!((seg.seq, seg.payload_bytes), (subflow_seq, len));
+        seg.set_dss(Dss {
+            data_seq: Some(data_seq),
+            data_ack: None,
+        });
         Some((i, seg))
     }
 
@@ -342,8 +378,13 @@ impl MptcpSender {
     /// `exclude` gets no room. The same choice as [`SchedulerState::pick`]
     /// over every subflow's view, but for MinRtt the (costly) room of a
     /// subflow is asked only when it would beat the best candidate with
-    /// room found so far in (srtt, index) order, and no view is built.
-    fn pick_chunk(&mut self, now_ns: u64, want: u64, exclude: Option<usize>) -> Option<(usize, u32)> {
+    /// room found so far in (srtt, index) order, and no view is built: the
+    /// subflows' summaries answer all but the room, and a subflow that
+    /// refused as much since its last change is not asked again.
+    // Inlined: called once or twice per segment sent; the call and its
+    // register spills cost as much as the choice.
+    #[inline(always)]
+    fn pick_chunk(&mut self, now_ns: u64, want: u64, exclude: Option<usize>) -> Option<(usize, NewChunk)> {
         if self.cfg.scheduler != Scheduler::MinRtt {
             self.fill_views(now_ns, want, exclude);
             let i = self.sched.pick(self.cfg.scheduler, &self.views)?;
@@ -355,23 +396,25 @@ impl MptcpSender {
         // Without backup subflows every usable subflow is an alive regular
         // one, so the backup rule filters nothing: skip the extra pass.
         let any_regular = !self.any_backup || self.subflows.iter().any(|sf| !sf.backup && sf.is_alive());
-        // Best candidate with room so far: ((srtt, index), room).
-        let mut best: Option<((u64, usize), u32)> = None;
-        for (k, sf) in self.subflows.iter().enumerate() {
-            if sf.backup == any_regular || exclude == Some(k) || !sf.is_usable() {
+        // Best candidate with room so far: ((srtt, index), chunk).
+        let mut best: Option<((u64, usize), NewChunk)> = None;
+        for k in 0..self.summaries.len() {
+            let s = &self.summaries[k];
+            if !s.usable || s.backup == any_regular || !s.may_have_room(want) || exclude == Some(k) {
                 continue;
             }
-            let key = (sf.tcp.srtt_ns(), k);
+            let key = (s.srtt_ns, k);
             if best.is_some_and(|(b, _)| b <= key) {
                 continue;
             }
-            if let Some(len) = sf.tcp.new_data_len(now_ns, want) {
-                best = Some((key, len));
+            match self.subflows[k].tcp.new_chunk(now_ns, want) {
+                Some(chunk) => best = Some((key, chunk)),
+                None => self.summaries[k].note_no_room(want),
             }
         }
-        let ((_, i), len) = best?;
+        let ((_, i), chunk) = best?;
         self.sched.note_pick(i, self.subflows.len());
-        Some((i, len))
+        Some((i, chunk))
     }
 
     /// Fill `views`/`rooms` for a chunk of `want` bytes; `exclude` gets no room.
@@ -390,7 +433,8 @@ impl MptcpSender {
     }
 
     /// Pick the subflow and the data for the next chunk.
-    fn schedule(&mut self, now_ns: u64) -> Option<(usize, u64, u32)> {
+    #[inline]
+    fn schedule(&mut self, now_ns: u64) -> Option<(usize, u64, NewChunk)> {
         // Reinjections first: that data is what the receiver waits for.
         while let Some(&(seq, len)) = self.reinject.front() {
             let end = seq + len as u64;
@@ -399,7 +443,8 @@ impl MptcpSender {
                 continue;
             }
             let start = seq.max(self.data_una);
-            let (i, sent) = self.pick_chunk(now_ns, end - start, None)?;
+            let (i, chunk) = self.pick_chunk(now_ns, end - start, None)?;
+            let sent = chunk.len_bytes();
             self.reinject.pop_front();
             if start + (sent as u64) < end {
                 self.reinject
@@ -407,7 +452,7 @@ impl MptcpSender {
             }
             self.stats.reinjected_segments += 1;
             self.stats.reinjected_bytes += sent as u64;
-            return Some((i, start, sent));
+            return Some((i, start, chunk));
         }
         if self.data_nxt >= self.data_end {
             return None;
@@ -421,11 +466,11 @@ impl MptcpSender {
             }
             want = want.min(room);
         }
-        let (i, len) = self.pick_chunk(now_ns, want, None)?;
+        let (i, chunk) = self.pick_chunk(now_ns, want, None)?;
         let seq = self.data_nxt;
-        self.data_nxt += len as u64;
+        self.data_nxt += chunk.len_bytes() as u64;
         self.stats.chunks_scheduled += 1;
-        Some((i, seq, len))
+        Some((i, seq, chunk))
     }
 
     /// The connection-level window is full and the data at the Data ACK is
@@ -436,7 +481,7 @@ impl MptcpSender {
     /// resends the head (opportunistic retransmission, once per Data ACK
     /// value, when the holder's RTT is over 4 times its own or the holder's
     /// window is at most 4 segments).
-    fn on_window_limited(&mut self, now_ns: u64) -> Option<(usize, u64, u32)> {
+    fn on_window_limited(&mut self, now_ns: u64) -> Option<(usize, u64, NewChunk)> {
         if !(self.cfg.opportunistic_retransmit || self.cfg.penalise_slow_subflows) {
             return None;
         }
@@ -445,7 +490,7 @@ impl MptcpSender {
             let m = sf.map.carrying(head)?;
             Some((k, m.data_end()))
         })?;
-        let (i, len) = self.pick_chunk(now_ns, head_end - head, Some(holder))?;
+        let (i, chunk) = self.pick_chunk(now_ns, head_end - head, Some(holder))?;
         if self.cfg.penalise_slow_subflows {
             let srtt = self.subflows[i].tcp.srtt_ns();
             let due = self.subflows[i]
@@ -453,6 +498,7 @@ impl MptcpSender {
                 .is_none_or(|t| now_ns >= t.saturating_add(srtt));
             let slow = &mut self.subflows[holder];
             if due && srtt < slow.tcp.srtt_ns() && slow.tcp.penalise() {
+                self.summaries[holder].forget_room();
                 self.subflows[i].last_penalised_ns = Some(now_ns);
                 self.stats.penalisations += 1;
             }
@@ -469,7 +515,7 @@ impl MptcpSender {
         }
         self.opportunistic_for = Some(head);
         self.stats.opportunistic_retransmits += 1;
-        Some((i, head, len))
+        Some((i, head, chunk))
     }
 
     fn check_complete(&mut self, now_ns: u64) {

@@ -13,6 +13,8 @@
 //! - `recv_buffer`: the shared data-level receive buffer, delivery in data
 //!   order, its window, head-of-line blocking measurements, drops.
 //! - `subflow`: a sending subflow (TCP sender + mappings + loss history).
+//! - `summary`: the compact per-subflow view the sender's poll loop and
+//!   scheduler read (usable, SRTT, may owe, known lack of room).
 //! - `connection`: the sending side ([`MptcpSender`]): data sequence space,
 //!   Data ACK, connection-level window, reinjection, coupled congestion
 //!   control's view, NSDI'12 opportunistic retransmission and penalisation.
@@ -35,6 +37,7 @@ mod receiver;
 mod recv_buffer;
 mod scheduler;
 mod subflow;
+mod summary;
 
 #[cfg(test)]
 mod proxy_tests;

@@ -33,6 +33,10 @@ pub struct MptcpReceiver {
     buffer: RecvBuffer,
     /// Subflow to poll first next time, so no subflow's ACKs starve.
     next_poll: usize,
+    /// Segments queued in the subflow receivers, all together: a poll
+    /// round finds one exactly when this is not zero, so the call that
+    /// ends every poll loop need not go round.
+    queued_segments: usize,
     stats: MptcpReceiverStats,
 }
 
@@ -43,6 +47,7 @@ impl MptcpReceiver {
             subflows: Vec::new(),
             buffer: RecvBuffer::new(buffer_bytes),
             next_poll: 0,
+            queued_segments: 0,
             stats: MptcpReceiverStats::default(),
         }
     }
@@ -97,11 +102,18 @@ impl MptcpReceiver {
                 return;
             }
         }
+        let before = rcv.queued_segments();
         rcv.on_segment(now_ns, seg);
+        self.queued_segments = self.queued_segments - before + rcv.queued_segments();
     }
 
     /// The next ACK (or SYN-ACK) to send and its subflow.
+    // Inlined into the driver's loop, as the sender's.
+    #[inline]
     pub fn poll_transmit(&mut self, now_ns: u64) -> Option<(usize, Segment)> {
+        if self.queued_segments == 0 {
+            return None;
+        }
         let n = self.subflows.len();
         // Round robin from `next_poll` (< n), wrapping without a division.
         let mut i = self.next_poll;
@@ -111,6 +123,7 @@ impl MptcpReceiver {
             }
             if let Some(mut seg) = self.subflows[i].poll_transmit(now_ns) {
                 self.next_poll = if i + 1 >= n { 0 } else { i + 1 };
+                self.queued_segments -= 1;
                 seg.rwnd_bytes = self.buffer.window_bytes();
                 seg.set_dss(Dss {
                     data_seq: None,
@@ -120,17 +133,22 @@ impl MptcpReceiver {
             }
             i += 1;
         }
+        debug_assert!(false, "{} segments counted, none queued", self.queued_segments);
+        self.queued_segments = 0;
         None
     }
 
     /// The earliest delayed-ACK deadline of any subflow.
+    #[inline]
     pub fn next_timeout(&self) -> Option<u64> {
         self.subflows.iter().filter_map(|r| r.next_timeout()).min()
     }
 
     pub fn on_timeout(&mut self, now_ns: u64) {
         for r in &mut self.subflows {
+            let before = r.queued_segments();
             r.on_timeout(now_ns);
+            self.queued_segments = self.queued_segments - before + r.queued_segments();
         }
     }
 }

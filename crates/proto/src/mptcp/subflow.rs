@@ -6,7 +6,7 @@
 use super::dss::DssMap;
 use super::scheduler::SubflowView;
 use crate::cc::SubflowCoupling;
-use crate::tcp::{CaState, TcpSender};
+use crate::tcp::{CaState, NewChunk, TcpSender};
 
 /// A sending subflow.
 pub struct SenderSubflow {
@@ -122,9 +122,9 @@ impl SenderSubflow {
         })
     }
 
-    pub(super) fn view(&self, now_ns: u64, want_bytes: u64) -> (SubflowView, Option<u32>) {
+    pub(super) fn view(&self, now_ns: u64, want_bytes: u64) -> (SubflowView, Option<NewChunk>) {
         let room = if self.is_usable() && want_bytes > 0 {
-            self.tcp.new_data_len(now_ns, want_bytes)
+            self.tcp.new_chunk(now_ns, want_bytes)
         } else {
             None
         };

@@ -46,4 +46,4 @@ pub use config::{DelayedAck, Pacing, Recovery, TcpConfig, LARGE_RWND_BYTES};
 pub use receiver::{ReceiverStats, TcpReceiver};
 pub use rtt::RttEstimator;
 pub use rwnd::{FixedRwnd, RwndController, RwndSpec, RwndSpecError, SegmentArrival};
-pub use sender::{CaState, SenderStats, TcpSender};
+pub use sender::{CaState, NewChunk, SenderStats, TcpSender};

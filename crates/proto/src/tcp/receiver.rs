@@ -424,6 +424,13 @@ impl TcpReceiver {
         self.out.push_back(seg);
     }
 
+    /// Segments queued: as many calls of [`poll_transmit`](Self::poll_transmit)
+    /// return one each (with none queued it returns `None` and changes
+    /// nothing).
+    pub fn queued_segments(&self) -> usize {
+        self.out.len()
+    }
+
     /// Next segment to send (SYN-ACK or ACK).
     pub fn poll_transmit(&mut self, _now_ns: u64) -> Option<Segment> {
         let mut seg = self.out.pop_front()?;

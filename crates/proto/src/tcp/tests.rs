@@ -1006,3 +1006,94 @@ fn perf_five_million_segments() {
         h.snd.stats()
     );
 }
+
+/// `new_chunk` then `send_chunk` is `add_app_bytes` then `poll_transmit`:
+/// two senders, one handed each chunk the first way (as an MPTCP subflow
+/// is) and one the second, fed the same ACKs over a lossy path with an
+/// idle gap, send the same segments and end in the same state.
+#[test]
+fn send_chunk_is_add_app_bytes_then_poll_transmit() {
+    for cfg in [ns2(), sack_cfg(), fack_cfg(), TcpConfig::linux()] {
+        let mss = cfg.mss_bytes as u64;
+        let one_way_ns = 10 * NS_PER_MS;
+        let mut a = TcpSender::new(cfg.clone(), Box::new(TestReno), Some(0));
+        let mut b = TcpSender::new(cfg.clone(), Box::new(TestReno), Some(0));
+        let mut rcv = TcpReceiver::new(cfg.clone(), Box::new(FixedRwnd(cfg.rwnd_bytes)));
+        // (arrival time, segment), in sending order.
+        let mut to_rcv: Vec<(u64, Segment)> = Vec::new();
+        let mut to_snd: Vec<(u64, Segment)> = Vec::new();
+        let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
+        let mut chunks = 0;
+        a.connect(0);
+        b.connect(0);
+        let mut now = 0;
+        while now < 4 * NS_PER_SEC {
+            for (t, seg) in std::mem::take(&mut to_snd) {
+                if t <= now {
+                    a.on_segment(now, &seg);
+                    b.on_segment(now, &seg);
+                } else {
+                    to_snd.push((t, seg));
+                }
+            }
+            if a.next_timeout().is_some_and(|t| t <= now) {
+                a.on_timeout(now);
+                b.on_timeout(now);
+            }
+            assert_eq!(a.next_timeout(), b.next_timeout());
+            let mut out = Vec::new();
+            loop {
+                // What the sender owes of its own first (SYN, retransmissions).
+                let owed = a.poll_transmit(now);
+                assert_eq!(owed, b.poll_transmit(now));
+                if let Some(seg) = owed {
+                    out.push(seg);
+                    continue;
+                }
+                // Then new data, offered in varying amounts (some below one
+                // segment), except during an idle gap longer than the RTO.
+                if (1_500..2_200).contains(&(now / NS_PER_MS)) {
+                    break;
+                }
+                let want = 1 + rng.below(3 * mss);
+                let Some(chunk) = a.new_chunk(now, want) else {
+                    assert_eq!(b.new_data_len(now, want), None);
+                    break;
+                };
+                assert_eq!(b.new_data_len(now, want), Some(chunk.len_bytes()));
+                let seg = a.send_chunk(now, chunk);
+                b.add_app_bytes(chunk.len_bytes() as u64);
+                assert_eq!(Some(seg), b.poll_transmit(now));
+                chunks += 1;
+                out.push(seg);
+            }
+            for seg in out {
+                // One data segment in 25 is lost, retransmissions included.
+                if seg.payload_bytes == 0 || rng.below(25) != 0 {
+                    to_rcv.push((now + one_way_ns, seg));
+                }
+            }
+            for (t, seg) in std::mem::take(&mut to_rcv) {
+                if t <= now {
+                    rcv.on_segment(now, &seg);
+                } else {
+                    to_rcv.push((t, seg));
+                }
+            }
+            if rcv.next_timeout().is_some_and(|t| t <= now) {
+                rcv.on_timeout(now);
+            }
+            while let Some(ack) = rcv.poll_transmit(now) {
+                to_snd.push((now + one_way_ns, ack));
+            }
+            now += NS_PER_MS;
+        }
+        let st = a.stats();
+        assert_eq!(st, b.stats());
+        assert_eq!((a.cwnd_bytes(), a.snd_una()), (b.cwnd_bytes(), b.snd_una()));
+        assert!(chunks > 100 && st.retransmitted_segments > 0, "{st:?}");
+        if cfg.idle_restart {
+            assert!(st.idle_restarts > 0, "{st:?}");
+        }
+    }
+}

@@ -52,6 +52,7 @@ pub use state::CaState;
 use state::{CongestionState, Handshake};
 pub use stats::SenderStats;
 use timers::{Timer, Timers};
+pub use transmit::NewChunk;
 
 /// Zero-window probing (RFC 1122 §4.2.2.17); its deadline is
 /// [`Timer::Persist`].

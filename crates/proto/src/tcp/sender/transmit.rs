@@ -7,6 +7,20 @@ use super::timers::Timer;
 use super::TcpSender;
 use crate::segment::{Flags, Segment};
 
+/// New data a sender has room for, as [`TcpSender::new_chunk`] decided it:
+/// its length, and whether it goes as a zero-window probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NewChunk {
+    len: u32,
+    probe: bool,
+}
+
+impl NewChunk {
+    pub fn len_bytes(self) -> u32 {
+        self.len
+    }
+}
+
 /// What `poll_transmit` would send next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Tx {
@@ -178,6 +192,13 @@ impl TcpSender {
     /// first, or when the window or the pacer holds new data back. Pure; an
     /// MPTCP scheduler uses it to give a subflow exactly one segment's worth.
     pub fn new_data_len(&self, now_ns: u64, extra_bytes: u64) -> Option<u32> {
+        self.new_chunk(now_ns, extra_bytes).map(NewChunk::len_bytes)
+    }
+
+    /// [`new_data_len`](Self::new_data_len) with the whole decision, for
+    /// [`send_chunk`](Self::send_chunk).
+    #[inline]
+    pub fn new_chunk(&self, now_ns: u64, extra_bytes: u64) -> Option<NewChunk> {
         if self.data_waiting() || !self.finite || extra_bytes == 0 {
             return None;
         }
@@ -199,9 +220,31 @@ impl TcpSender {
             self.choose_for(data_end)
         };
         match tx {
-            Some(Tx::New { len, .. }) => Some(len),
+            Some(Tx::New { len, probe }) => Some(NewChunk { len, probe }),
             _ => None,
         }
+    }
+
+    /// Hand over the chunk [`new_chunk`](Self::new_chunk) found room for
+    /// and send it: the same segment and the same effect as
+    /// `add_app_bytes(chunk.len_bytes())` then `poll_transmit(now_ns)`,
+    /// without deciding again. `chunk` must come from `new_chunk(now_ns, _)`
+    /// on this sender with nothing done to it in between; then
+    /// `poll_transmit` would decide exactly `chunk`: the offer grew by the
+    /// chunk's length, so `new_data` finds the same length, and an idle
+    /// restart (cwnd down to at most the initial window, nothing in flight)
+    /// still leaves room for one segment.
+    #[inline]
+    pub fn send_chunk(&mut self, now_ns: u64, chunk: NewChunk) -> Segment {
+        self.add_app_bytes(chunk.len as u64);
+        self.last_now_ns = self.last_now_ns.max(now_ns);
+        self.maybe_idle_restart(now_ns);
+        let tx = Tx::New {
+            len: chunk.len,
+            probe: chunk.probe,
+        };
+        debug_assert_eq!(self.choose(), Some(tx), "send_chunk: the chunk is stale");
+        self.commit(tx, now_ns).expect("new data is always committed")
     }
 
     /// Go-back-N after an RTO from `snd_nxt`, skipping SACKed segments, in
