@@ -335,7 +335,10 @@ impl CongestionControl for Htcp {
         // Linux htcp_param_update: β, then maxRTT fades 5% toward minRTT.
         self.update_beta();
         if self.min_rtt_ns > 0 && self.max_rtt_ns > self.min_rtt_ns {
-            self.max_rtt_ns = self.min_rtt_ns + (self.max_rtt_ns - self.min_rtt_ns) * 95 / 100;
+            // In u128: a spread near u64::MAX ns (a bogus sample) must not
+            // overflow; the result is at most the spread, so it fits.
+            let spread_ns = u128::from(self.max_rtt_ns - self.min_rtt_ns);
+            self.max_rtt_ns = self.min_rtt_ns + (spread_ns * 95 / 100) as u64;
         }
         // A new Δ begins; α restarts from α(0) with the new β.
         self.last_cong_ns = Some(now_ns);
