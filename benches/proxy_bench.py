@@ -108,8 +108,14 @@ def serve() -> None:
     listen(IDLE, None)
 
 
+#: The clients' protocol: MPTCP (the proxy's purpose), or plain TCP with ``--client-protocol tcp`` to tell the
+#: relay's cost from MPTCP's own. Inherited by the client processes through the environment.
+CLIENT_PROTOCOL_ENV = "LATLAB_PROXY_BENCH_CLIENT"
+
+
 def mptcp_socket() -> socket.socket:
-    return socket.socket(socket.AF_INET, socket.SOCK_STREAM, IPPROTO_MPTCP)
+    proto = 0 if os.environ.get(CLIENT_PROTOCOL_ENV) == "tcp" else IPPROTO_MPTCP
+    return socket.socket(socket.AF_INET, socket.SOCK_STREAM, proto)
 
 
 def task_connect(addr: str, port: int, n: int) -> list[int]:
@@ -471,7 +477,7 @@ def markdown(res: dict, args: argparse.Namespace) -> str:
         "# latlab-net proxy benchmark",
         "",
         f"Namespace testbed client — proxy — server over veth (kernel {os.uname().release}, "
-        f"{os.cpu_count()} cores, load average {res['loadavg']} at the start). Clients MPTCP, server TCP. "
+        f"{os.cpu_count()} cores, load average {res['loadavg']} at the start). Clients {'MPTCP' if args.client_protocol == 'mptcp' else 'plain TCP'}, server TCP. "
         f"Command: `{res['command']}`"
         + (f" (baseline: an earlier latlab-net binary, {args.baseline})" if args.baseline else ""),
         "",
@@ -586,6 +592,8 @@ def main() -> int:
     ap.add_argument("--rate-mbit", type=int, default=1000,
                     help="also run the bulk tests with a tbf of this rate on the server's egress (0: not)")  # fmt: skip
     ap.add_argument("--no-socat", action="store_true")
+    ap.add_argument("--client-protocol", choices=["mptcp", "tcp"], default="mptcp",
+                    help="the clients' sockets: MPTCP (default) or plain TCP, to separate MPTCP's cost from the relay's")
     ap.add_argument("--baseline", help="also measure this latlab-net binary (e.g. an earlier build), side by side")
     ap.add_argument("--markdown", type=Path)
     ap.add_argument("--json", type=Path)
@@ -596,6 +604,7 @@ def main() -> int:
     if args.role == "client":
         client_role(json.loads(args.spec))
         return 0
+    os.environ[CLIENT_PROTOCOL_ENV] = args.client_protocol  # the client processes inherit it
     if os.geteuid() != 0:
         print("skipped: the namespace testbed needs root", file=sys.stderr)
         return 0
