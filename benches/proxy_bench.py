@@ -498,40 +498,26 @@ def markdown(res: dict, args: argparse.Namespace) -> str:
     variants = [v for v in ("bulk_1", "bulk_100", "bulk_1_shaped", "bulk_100_shaped") if v in d]
     names = {"bulk_1": "1 conn", "bulk_100": "100 conns", "bulk_1_shaped": f"1 conn, {args.rate_mbit} Mbit/s tbf",
              "bulk_100_shaped": f"100 conns, {args.rate_mbit} Mbit/s tbf"}  # fmt: skip
-    lines += [
-        "",
-        "Throughput server → client, Gbit/s (% of direct) and the proxy's CPU seconds per Gbit relayed:",
-        "",
-        "| | " + " | ".join(names[v] for v in variants) + " |",
-        "|---|" + "---|" * len(variants),
-    ]
-    for k in kinds:
-        r = res["runs"][k]
-        cells = []
-        for v in variants:
-            g = r[v]["gbps"]
-            cell = f"{g:.2f} ({100 * g / d[v]['gbps']:.0f}%)"
-            if r[v]["cpu_s_per_gbit"] is not None:
-                cell += f", {r[v]['cpu_s_per_gbit']:.3f} CPU s/Gbit"
-            cells.append(cell)
-        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    def variant_table(caption: str, cell) -> list[str]:  # noqa: ANN001
+        """A table with a row per kind and a column per bulk variant; ``cell(run, variant)`` fills it."""
+        return (["", caption, "", "| | " + " | ".join(names[v] for v in variants) + " |",
+                 "|---|" + "---|" * len(variants)]
+                + [f"| {k} | " + " | ".join(cell(res["runs"][k][v], v) for v in variants) + " |" for k in kinds])  # fmt: skip
+
+    def throughput(r: dict, v: str) -> str:
+        cell = f"{r['gbps']:.2f} ({100 * r['gbps'] / d[v]['gbps']:.0f}%)"
+        return cell + (f", {r['cpu_s_per_gbit']:.3f} CPU s/Gbit" if r["cpu_s_per_gbit"] is not None else "")
+
+    lines += variant_table("Throughput server → client, Gbit/s (% of direct) and the proxy's CPU seconds per Gbit "
+                           "relayed:", throughput)
     if all("machine_cores_busy" in res["runs"][k].get(v, {}) for k in kinds for v in variants):
-        lines += [
-            "",
+        lines += variant_table(
             f"The whole machine during each run (user, kernel, irq and softirq time of all {os.cpu_count()} cores; "
             "it includes any other job, so it reads true only on a quiet machine: see the load average above): "
             "cores kept busy and CPU seconds per Gbit delivered. Where every core is busy, throughput is bounded "
             "by the machine, and a relay that runs a second TCP connection pays that connection's kernel work on "
             "every byte:",
-            "",
-            "| | " + " | ".join(names[v] for v in variants) + " |",
-            "|---|" + "---|" * len(variants),
-        ]
-        for k in kinds:
-            r = res["runs"][k]
-            cells = [f"{r[v]['machine_cores_busy']:.2f} cores, {r[v]['machine_cpu_s_per_gbit']:.3f} CPU s/Gbit"
-                     for v in variants]  # fmt: skip
-            lines.append(f"| {k} | " + " | ".join(cells) + " |")
+            lambda r, v: f"{r['machine_cores_busy']:.2f} cores, {r['machine_cpu_s_per_gbit']:.3f} CPU s/Gbit")
     ev = res.get("latlab_event_log", {})
     if ev:
         lines += ["", "latlab-net proxy's own conversion delays (its event log, all runs above):", ""]
