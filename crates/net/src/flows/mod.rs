@@ -596,9 +596,12 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
                     sinks.push(scope.spawn(move || sink(flow, l, t0, sh, stop)));
                 }
                 Listener::Udp(s) => {
-                    senders.push(
-                        scope.spawn(move || (None, udp::sender(flow, to, client_ns, t0, duration_ns, &sh.udp, stop))),
-                    );
+                    senders.push(scope.spawn(move || {
+                        (
+                            None,
+                            udp::sender(flow, to, client_ns, t0, duration_ns, &sh.udp, stop),
+                        )
+                    }));
                     sinks.push(scope.spawn(move || (None, udp::sink(flow, s, t0, &sh.udp, stop))));
                 }
             }
