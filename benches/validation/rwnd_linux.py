@@ -8,7 +8,8 @@ through ``latlab emulate scenarios/emulate-bloated.toml`` (30 Mbit/s, 40 ms
 RTT, a 1000-packet buffer), each receiver alone and beside an auto-tuning
 receiver; every run is simulated on the same file too.
 
-    sudo .venv/bin/python benches/validation/rwnd_linux.py [--seconds 20] [--theta 1.38 2] [--repeats 3] \\
+    sudo .venv/bin/python benches/validation/rwnd_linux.py [--seconds 20] [--competition-seconds 300] \\
+        [--theta 1.38 2.5] [--repeats 2] \\
         [--markdown docs/validation/rwnd-linux.md --jsonl docs/validation/rwnd-linux.jsonl]
 
 Needs root, /dev/net/tun, `ip`, a built `latlab-net` (make build) and the kernel's cubic.
@@ -28,6 +29,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--seconds", type=float, default=20.0, help="length of each download, s (20)")
     p.add_argument("--warmup", type=float, default=5.0, help="seconds left out of the averages (5)")
+    p.add_argument("--competition-seconds", type=float, default=real.RealSettings.competition_seconds,
+                   help="length of each competition run, s (%(default)g: two CUBIC flows take minutes to even out)")
+    p.add_argument("--competition-warmup", type=float, default=real.RealSettings.competition_warmup_s,
+                   help="seconds of a competition run left out of the averages (%(default)g)")
     p.add_argument("--theta", type=float, nargs="+", default=list(real.THETAS),
                    help="RTAC operating points θ = RTT*/RTT_min (default: %(default)s)")
     p.add_argument("--repeats", type=int, default=real.RealSettings.repeats, metavar="N",
@@ -44,6 +49,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.seconds <= args.warmup + 2:
         p.error("--seconds must exceed --warmup by more than 2 s")
+    if args.competition_seconds <= args.competition_warmup + 2:
+        p.error("--competition-seconds must exceed --competition-warmup by more than 2 s")
     if any(t <= 1 for t in args.theta):
         p.error("--theta: every θ must be above 1 (θ = RTT*/RTT_min)")
     if args.repeats < 1:
@@ -52,7 +59,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def settings_of(args: argparse.Namespace) -> real.RealSettings:
-    return real.RealSettings(seconds=args.seconds, warmup_s=args.warmup, thetas=tuple(args.theta),
+    return real.RealSettings(seconds=args.seconds, warmup_s=args.warmup, competition_seconds=args.competition_seconds,
+                             competition_warmup_s=args.competition_warmup, thetas=tuple(args.theta),
                              realtime=args.realtime, repeats=args.repeats)  # fmt: skip
 
 

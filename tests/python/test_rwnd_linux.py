@@ -121,3 +121,19 @@ def test_repeated_competition_runs_give_mean_shares_with_their_range_and_the_con
     assert "keeps 125% (50%–200%, 2 runs) of the second's goodput (simulated: 100%)" in text, text
     assert "θ = 2.5: 100% (50%–150%, 3 runs) beside auto-tuning" in text, text
     assert "at least 80 % of the auto-tuning receiver's goodput on average at θ = 2.5." in text, text
+
+
+def test_competition_runs_last_long_enough_for_two_cubic_flows_to_even_out() -> None:
+    """Simulated twins only (no root): over the competition runs' length two auto-tuning receivers split the buffer
+    within 10 %, and RTAC at θ = 2.5 keeps 80 % of auto-tuning's goodput; a lone auto-tuning download keeps the
+    1000-packet buffer mostly full (1500-byte packets: up to 400 ms of queue), as the Linux sender does."""
+    s = real.RealSettings()
+    assert s.for_case(["drwa"]) is s
+    long = s.for_case(["autotuning", "rtac@2.5"])
+    assert (long.seconds, long.warmup_s) == (s.competition_seconds, s.competition_warmup_s)
+    a, b = real.simulate_case(long, ["autotuning", "autotuning"])
+    assert 0.9 < a["goodput_mbps"] / b["goodput_mbps"] < 1.1, (a, b)
+    at, rtac = real.simulate_case(long, ["autotuning", "rtac@2.5"])
+    assert rtac["goodput_mbps"] >= 0.8 * at["goodput_mbps"], (at, rtac)
+    (alone,) = real.simulate_case(s, ["autotuning"])
+    assert alone["rtt_mean_ms"] > 300, alone

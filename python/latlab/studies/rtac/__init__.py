@@ -45,7 +45,8 @@ def reproduce(outdir: Path, quick: bool = False, jobs: int | None = None, real: 
     into report section 6 and ``real.jsonl``. Without root it raises
     :class:`~latlab.emulated.EmulationUnavailable` before anything runs.
     """
-    real_settings = (RealSettings(seconds=20.0, warmup_s=5.0, thetas=(1.38, 2.0), repeats=1) if quick else RealSettings()) \
+    real_settings = (RealSettings(seconds=20.0, warmup_s=5.0, competition_seconds=60.0, competition_warmup_s=20.0,
+                                  thetas=(1.38, 2.0), repeats=1) if quick else RealSettings()) \
         if real else None
     return reproduce_with(QUICK if quick else FULL, Path(outdir), jobs=jobs, quick=quick, real=real_settings)
 
