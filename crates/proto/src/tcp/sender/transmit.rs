@@ -279,6 +279,9 @@ impl TcpSender {
     /// snd_una) and the peer's window; a zero-window probe when due; a
     /// short segment into a window smaller than one with nothing
     /// outstanding (sender SWS avoidance, RFC 1122 §4.2.3.4, simplified).
+    // Inlined: `new_chunk` (an MPTCP subflow's question, once or more per
+    // segment) would otherwise pay a call for a few comparisons.
+    #[inline]
     fn new_data(&self, data_end: u64) -> Option<Tx> {
         if self.snd_max >= data_end {
             return None;
