@@ -412,7 +412,8 @@ impl MptcpSender {
     /// subflow is asked only when it would beat the best candidate with
     /// room found so far in (srtt, index) order, and no view is built: the
     /// subflows' summaries answer all but the room, and a subflow that
-    /// refused as much since its last change is not asked again.
+    /// refused as much since its last change is not asked again; while the
+    /// last pick holds (a [`Streak`]) it is asked alone.
     // Inlined: called once or twice per segment sent; the call and its
     // register spills cost as much as the choice.
     #[inline(always)]
@@ -427,6 +428,8 @@ impl MptcpSender {
         if want == 0 {
             return None;
         }
+        // With a subflow excluded the question differs: no streak is used
+        // or kept.
         let streak = self
             .streak
             .take()
@@ -459,7 +462,8 @@ impl MptcpSender {
                 None => self.summaries[k].note_no_room(want),
             }
         }
-        // (The round-robin position `sched` keeps is not min-RTT's concern.)
+        // The round-robin position `sched` keeps is left alone: only round
+        // robin reads it.
         let ((_, i), chunk) = best?;
         if exclude.is_none() {
             self.streak = Some(Streak {
@@ -581,12 +585,14 @@ impl MptcpSender {
 }
 
 /// The last min-RTT pick: at `now_ns`, `subflow` was the fastest candidate
-/// with room for a chunk of `want_bytes`. Until another subflow's sender
-/// changes (an event, a segment it owed, a penalty; each clears the streak)
-/// the faster candidates still have no room for as many bytes, so the next
-/// chunk of the same size goes to `subflow` again if it still has room:
-/// the scheduler asks it alone, as the TCP sender of a plain flow would be
-/// asked, instead of going over every subflow for each segment.
+/// with room for a chunk of `want_bytes`. Until a subflow's sender changes
+/// otherwise than by the chunks sent on `subflow` (an event, a segment it
+/// owed, a penalty; each clears the streak), the faster candidates still
+/// have no room for as many bytes, and the candidates and their order are
+/// the same, so the next chunk of the same size at the same time goes to
+/// `subflow` again if it still has room: the scheduler asks it alone, as
+/// the TCP sender of a plain flow would be asked, instead of going over
+/// every subflow for each segment.
 #[derive(Clone, Copy, Debug)]
 struct Streak {
     subflow: usize,
