@@ -138,7 +138,9 @@ def callgrind_once(path: Path) -> dict[str, float]:
     if m is None or refs is None:
         sys.exit(f"unexpected output from valgrind: {out.stdout!r} {out.stderr!r}")
     instructions = int(refs[1].replace(",", ""))
-    return {"instructions": instructions, "hops": int(m["hops"]), "per_hop": instructions / max(int(m["hops"]), 1)}
+    hops = max(int(m["hops"]), 1)
+    return {"instructions": instructions, "hops": int(m["hops"]), "per_hop": instructions / hops,
+            "events_per_hop": int(m["events"]) / hops}  # fmt: skip
 
 
 def main() -> None:
@@ -159,7 +161,9 @@ def main() -> None:
                 counts[kind] = callgrind_once(path)
                 c = counts[kind]
                 label = f"{args.n} MPTCP x2" if kind == "mptcp" else f"{2 * args.n} TCP"
-                print(f"{label:>12}: {c['instructions']} instructions, {c['hops']} packet-hops, {c['per_hop']:.0f} per packet-hop")
+                # Events per hop too: an extra timer per packet would show there.
+                print(f"{label:>12}: {c['instructions']} instructions, {c['hops']} packet-hops, {c['per_hop']:.0f} per packet-hop, "
+                      f"{c['events_per_hop']:.3f} events per packet-hop")  # fmt: skip
         print(f"instructions per packet-hop ratio MPTCP/TCP {counts['mptcp']['per_hop'] / counts['tcp']['per_hop']:.2f}")
         return
     results: dict[str, list[dict[str, float]]] = {"mptcp": [], "tcp": []}

@@ -183,6 +183,10 @@ pub struct MptcpFlow {
     pub paths: Vec<MptcpPath>,
     /// Path index of each joined subflow (inverse of `MptcpPath::subflow`).
     pub path_of: Vec<u8>,
+    /// Route positions (forward, reverse) of each joined subflow's path:
+    /// `paths[path_of[i]]`'s, kept by subflow so that sending a segment
+    /// looks its route up in one step.
+    pub subflow_routes: Vec<(u32, u32)>,
     /// The receive buffer's occupancy integral (byte·ns) when the
     /// measurement window opened, for the window's mean occupancy.
     pub window_start_occupancy_byte_ns: u128,
@@ -218,6 +222,10 @@ impl MptcpFlow {
 
     /// Earliest pending join, absolute ns, for a flow that started at `start_ns`.
     pub fn next_join_ns(&self, start_ns: u64) -> Option<u64> {
+        // Every path joined (the usual case, asked after every event).
+        if self.path_of.len() == self.paths.len() {
+            return None;
+        }
         self.paths
             .iter()
             .filter(|p| p.subflow.is_none())
@@ -243,6 +251,8 @@ impl MptcpFlow {
             debug_assert_eq!(i, j, "sender and receiver number subflows alike");
             self.paths[k].subflow = Some(i as u8);
             self.path_of.push(k as u8);
+            self.subflow_routes
+                .push((self.paths[k].fwd_route, self.paths[k].rev_route));
         }
     }
 

@@ -493,12 +493,13 @@ impl Simulation {
     }
 
     /// Put an MPTCP segment of subflow `i` onto the first link of its path.
-    // Inlined into the poll loops, which already hold the flow.
-    #[inline]
+    // Always inlined into the poll loops, as `send` is into TCP's: with
+    // three callers the compiler would keep it apart, and the call with its
+    // copy of the segment costs as much as the send itself.
+    #[inline(always)]
     fn send_mptcp(&mut self, flow: u32, forward: bool, i: usize, seg: latlab_proto::Segment) {
-        let m = self.mptcp_mut(flow);
-        let path = &m.paths[m.path_of[i] as usize];
-        let route_pos = if forward { path.fwd_route } else { path.rev_route };
+        let (fwd_route, rev_route) = self.mptcp_mut(flow).subflow_routes[i];
+        let route_pos = if forward { fwd_route } else { rev_route };
         self.send_at(
             flow,
             forward,
@@ -657,14 +658,15 @@ impl Simulation {
     }
 
     /// Put a TCP segment from an endpoint onto the first link of its path.
-    #[inline]
+    // Always inlined, as `send_at` (see there).
+    #[inline(always)]
     fn send(&mut self, flow: u32, forward: bool, payload: Payload) {
         let Payload::Tcp(seg) = payload else { return };
         self.send_sized(flow, forward, payload, seg.payload_bytes);
     }
 
     /// Put a packet with `payload_bytes` of payload onto its first link.
-    #[inline]
+    #[inline(always)]
     fn send_sized(&mut self, flow: u32, forward: bool, payload: Payload, payload_bytes: u32) {
         let f = &self.flows[flow as usize];
         let route_pos = if forward { f.fwd_route } else { f.rev_route };
@@ -672,7 +674,10 @@ impl Simulation {
     }
 
     /// Put a packet onto the first link of the route at `route_pos`.
-    #[inline]
+    // Always inlined: every endpoint's send loop runs it once per packet,
+    // and whether the compiler inlines it otherwise depends on how many
+    // callers it has.
+    #[inline(always)]
     fn send_at(
         &mut self,
         flow: u32,

@@ -93,8 +93,16 @@ pub struct MptcpSender {
     /// One per subflow, same index: what the poll loop and the scheduler
     /// read, refreshed after every change to the subflow's sender.
     summaries: Vec<SubflowSummary>,
+    /// How many summaries say `may_owe`: the poll loop looks for a
+    /// subflow that owes a segment only while this is not zero.
+    owing: usize,
     /// Some subflow is a backup (the scheduler's backup rule applies).
     any_backup: bool,
+    /// The largest MSS of any subflow: a chunk is offered at most this
+    /// many bytes (no subflow takes more in one segment, see
+    /// [`TcpSender::new_chunk`]), so that while the data and the window
+    /// last, every chunk is offered the same amount.
+    max_mss_bytes: u64,
     connected: bool,
     finite: bool,
     /// One past the application's last byte (data sequence space from 0).
@@ -110,6 +118,8 @@ pub struct MptcpSender {
     /// The Data ACK value for which the head was opportunistically resent.
     opportunistic_for: Option<u64>,
     sched: SchedulerState,
+    /// The last min-RTT pick, while it holds (see [`Streak`]).
+    streak: Option<Streak>,
     /// Reused buffers (no allocation per segment in steady state).
     views: Vec<SubflowView>,
     rooms: Vec<Option<NewChunk>>,
@@ -130,7 +140,9 @@ impl MptcpSender {
             cfg,
             subflows: Vec::new(),
             summaries: Vec::new(),
+            owing: 0,
             any_backup: false,
+            max_mss_bytes: 0,
             connected: false,
             finite,
             data_end,
@@ -140,6 +152,7 @@ impl MptcpSender {
             reinject: VecDeque::new(),
             opportunistic_for: None,
             sched: SchedulerState::default(),
+            streak: None,
             views: Vec::new(),
             rooms: Vec::new(),
             coupling: Vec::new(),
@@ -163,8 +176,12 @@ impl MptcpSender {
             tcp.connect(now_ns);
         }
         self.any_backup |= backup;
+        self.max_mss_bytes = self.max_mss_bytes.max(tcp.mss_bytes());
+        self.streak = None;
         let sf = SenderSubflow::new(tcp, backup);
-        self.summaries.push(SubflowSummary::of(&sf));
+        let summary = SubflowSummary::of(&sf);
+        self.owing += usize::from(summary.may_owe);
+        self.summaries.push(summary);
         self.subflows.push(sf);
         self.subflows.len() - 1
     }
@@ -173,9 +190,10 @@ impl MptcpSender {
     /// subflow's handshake is a TCP handshake, all at once).
     pub fn connect(&mut self, now_ns: u64) {
         self.connected = true;
-        for (sf, summary) in self.subflows.iter_mut().zip(&mut self.summaries) {
-            sf.tcp.connect(now_ns);
-            *summary = SubflowSummary::of(sf);
+        self.streak = None;
+        for i in 0..self.subflows.len() {
+            self.subflows[i].tcp.connect(now_ns);
+            self.refresh_summary(i);
         }
     }
 
@@ -244,13 +262,14 @@ impl MptcpSender {
                 self.right_edge = self.right_edge.max(ack.saturating_add(seg.rwnd_bytes));
             }
         }
+        self.streak = None;
         self.give_coupling_view(i);
         let more = self.has_data_for_subflows();
         let sf = &mut self.subflows[i];
         sf.tcp.set_app_has_more(more);
         sf.tcp.on_segment(now_ns, seg);
         let timed_out = sf.after_event();
-        self.summaries[i] = SubflowSummary::of(sf);
+        self.refresh_summary(i);
         if timed_out {
             self.queue_reinjection(i);
         }
@@ -259,11 +278,12 @@ impl MptcpSender {
 
     /// Handle expired timers of all subflows.
     pub fn on_timeout(&mut self, now_ns: u64) {
+        self.streak = None;
         for i in 0..self.subflows.len() {
             let sf = &mut self.subflows[i];
             sf.tcp.on_timeout(now_ns);
             let timed_out = sf.after_event();
-            self.summaries[i] = SubflowSummary::of(sf);
+            self.refresh_summary(i);
             if timed_out {
                 self.queue_reinjection(i);
             }
@@ -286,13 +306,17 @@ impl MptcpSender {
         // a chunk the pacer held back. A subflow that owed nothing at its
         // last change still owes nothing (and, unpaced, `poll_owed` would
         // not touch it).
-        for i in 0..self.subflows.len() {
+        for i in 0..self.summaries.len() {
+            if self.owing == 0 {
+                break;
+            }
             if !self.summaries[i].may_owe {
                 continue;
             }
-            let sf = &mut self.subflows[i];
-            let owed = sf.tcp.poll_owed(now_ns);
-            self.summaries[i] = SubflowSummary::of(sf);
+            // Asking may change the sender (an idle restart, a segment).
+            self.streak = None;
+            let owed = self.subflows[i].tcp.poll_owed(now_ns);
+            self.refresh_summary(i);
             if let Some(mut seg) = owed {
                 self.stamp(i, &mut seg);
                 return Some((i, seg));
@@ -320,6 +344,14 @@ impl MptcpSender {
     }
 
     // ----- internals -------------------------------------------------------
+
+    /// Subflow `i`'s sender changed: summarise it again.
+    #[inline]
+    fn refresh_summary(&mut self, i: usize) {
+        let summary = SubflowSummary::of(&self.subflows[i]);
+        self.owing = self.owing - usize::from(self.summaries[i].may_owe) + usize::from(summary.may_owe);
+        self.summaries[i] = summary;
+    }
 
     /// Data is waiting that the connection-level window lets go: a subflow
     /// with an idle window is then not application-limited.
@@ -380,11 +412,14 @@ impl MptcpSender {
     /// subflow is asked only when it would beat the best candidate with
     /// room found so far in (srtt, index) order, and no view is built: the
     /// subflows' summaries answer all but the room, and a subflow that
-    /// refused as much since its last change is not asked again.
+    /// refused as much since its last change is not asked again; while the
+    /// last pick holds (a [`Streak`]) it is asked alone.
     // Inlined: called once or twice per segment sent; the call and its
     // register spills cost as much as the choice.
     #[inline(always)]
     fn pick_chunk(&mut self, now_ns: u64, want: u64, exclude: Option<usize>) -> Option<(usize, NewChunk)> {
+        // The same answers, see `max_mss_bytes`.
+        let want = want.min(self.max_mss_bytes);
         if self.cfg.scheduler != Scheduler::MinRtt {
             self.fill_views(now_ns, want, exclude);
             let i = self.sched.pick(self.cfg.scheduler, &self.views)?;
@@ -392,6 +427,21 @@ impl MptcpSender {
         }
         if want == 0 {
             return None;
+        }
+        // With a subflow excluded the question differs: no streak is used
+        // or kept.
+        let streak = self
+            .streak
+            .take()
+            .filter(|s| exclude.is_none() && s.holds(now_ns, want));
+        if let Some(s) = streak {
+            match self.subflows[s.subflow].tcp.new_chunk(now_ns, want) {
+                Some(chunk) => {
+                    self.streak = Some(s);
+                    return Some((s.subflow, chunk));
+                }
+                None => self.summaries[s.subflow].note_no_room(want),
+            }
         }
         // Without backup subflows every usable subflow is an alive regular
         // one, so the backup rule filters nothing: skip the extra pass.
@@ -412,8 +462,16 @@ impl MptcpSender {
                 None => self.summaries[k].note_no_room(want),
             }
         }
+        // The round-robin position `sched` keeps is left alone: only round
+        // robin reads it.
         let ((_, i), chunk) = best?;
-        self.sched.note_pick(i, self.subflows.len());
+        if exclude.is_none() {
+            self.streak = Some(Streak {
+                subflow: i,
+                now_ns,
+                want_bytes: want,
+            });
+        }
         Some((i, chunk))
     }
 
@@ -499,6 +557,7 @@ impl MptcpSender {
             let slow = &mut self.subflows[holder];
             if due && srtt < slow.tcp.srtt_ns() && slow.tcp.penalise() {
                 self.summaries[holder].forget_room();
+                self.streak = None;
                 self.subflows[i].last_penalised_ns = Some(now_ns);
                 self.stats.penalisations += 1;
             }
@@ -522,5 +581,27 @@ impl MptcpSender {
         if self.finite && self.completed_at_ns.is_none() && self.data_una >= self.data_end {
             self.completed_at_ns = Some(now_ns);
         }
+    }
+}
+
+/// The last min-RTT pick: at `now_ns`, `subflow` was the fastest candidate
+/// with room for a chunk of `want_bytes`. Until a subflow's sender changes
+/// otherwise than by the chunks sent on `subflow` (an event, a segment it
+/// owed, a penalty; each clears the streak), the faster candidates still
+/// have no room for as many bytes, and the candidates and their order are
+/// the same, so the next chunk of the same size at the same time goes to
+/// `subflow` again if it still has room: the scheduler asks it alone, as
+/// the TCP sender of a plain flow would be asked, instead of going over
+/// every subflow for each segment.
+#[derive(Clone, Copy, Debug)]
+struct Streak {
+    subflow: usize,
+    now_ns: u64,
+    want_bytes: u64,
+}
+
+impl Streak {
+    fn holds(&self, now_ns: u64, want_bytes: u64) -> bool {
+        self.now_ns == now_ns && self.want_bytes == want_bytes
     }
 }

@@ -316,6 +316,7 @@ pub(super) fn mptcp_flow(
     }
     let mut receiver = MptcpReceiver::new(g.recv_buffer_bytes);
     let mut path_of = Vec::new();
+    let mut subflow_routes = Vec::new();
     let end = match (&g.proxy, proxy_node, upstream) {
         (Some(px), Some(node), Some((up_fwd_route, up_rev_route))) => {
             // Every subflow exists before the proxy starts (numbered in
@@ -326,6 +327,7 @@ pub(super) fn mptcp_flow(
                 receiver.add_subflow(cfg.clone());
                 path.subflow = Some(i as u8);
                 path_of.push(k as u8);
+                subflow_routes.push((path.fwd_route, path.rev_route));
             }
             let upstream_rcv = TcpReceiver::new(cfg.clone(), rwnd.build(cfg));
             let proxy = MptcpProxy::new(px.cfg, upstream_rcv, sender)
@@ -355,6 +357,7 @@ pub(super) fn mptcp_flow(
         cc: cc.clone(),
         paths,
         path_of,
+        subflow_routes,
         window_start_occupancy_byte_ns: 0,
         completed_at_ns: None,
     })

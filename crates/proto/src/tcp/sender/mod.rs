@@ -214,6 +214,11 @@ impl TcpSender {
         self.ccs.ssthresh_bytes
     }
 
+    /// The segment size the sender uses (the configured MSS, at least 1).
+    pub fn mss_bytes(&self) -> u64 {
+        self.mss
+    }
+
     /// The RTT of the handshake (last SYN sent to SYN-ACK received): the
     /// RTT a new flow sees on a loaded path, before its own data adds to it.
     pub fn handshake_rtt_ns(&self) -> Option<u64> {

@@ -196,7 +196,10 @@ impl TcpSender {
     }
 
     /// [`new_data_len`](Self::new_data_len) with the whole decision, for
-    /// [`send_chunk`](Self::send_chunk).
+    /// [`send_chunk`](Self::send_chunk). The answer depends on
+    /// `extra_bytes` only through `min(extra_bytes, mss_bytes())` (the
+    /// offer is all past `snd_max`, and no segment takes more than one MSS
+    /// of it), which lets a caller offer at most one segment's worth.
     #[inline]
     pub fn new_chunk(&self, now_ns: u64, extra_bytes: u64) -> Option<NewChunk> {
         if self.data_waiting() || !self.finite || extra_bytes == 0 {
@@ -276,6 +279,9 @@ impl TcpSender {
     /// snd_una) and the peer's window; a zero-window probe when due; a
     /// short segment into a window smaller than one with nothing
     /// outstanding (sender SWS avoidance, RFC 1122 §4.2.3.4, simplified).
+    // Inlined: `new_chunk` (an MPTCP subflow's question, once or more per
+    // segment) would otherwise pay a call for a few comparisons.
+    #[inline]
     fn new_data(&self, data_end: u64) -> Option<Tx> {
         if self.snd_max >= data_end {
             return None;
