@@ -185,9 +185,11 @@ def latlab_scenario_toml(pt: Point, latlab_overrides: dict | None = None) -> str
            "min_rto_ms": MIN_RTO_MS, "initial_rto_ms": 1000.0, "delayed_ack": False}  # fmt: skip
     tcp.update(ov.pop("tcp", {}))
     core_pkts = pt.buffer_pkts() + int(ov.pop("core_extra_pkts", 0))
-    cubic_params = ov.pop("cubic", {})  # CUBIC knobs (cc_params of the cubic flows), e.g. cubic.alpha_switch=0
+    # controller knobs, cc_params of the flows of that controller: e.g. cubic.alpha_switch=0, newreno.per_ack_increase=1
+    cc_params = {cc: ov.pop(cc, {}) for cc in ("newreno", "cubic")}
     if ov:
-        raise ValueError(f"latlab overrides: unknown keys {sorted(ov)}; expected 'tcp', 'cubic' or 'core_extra_pkts'")
+        raise ValueError(f"latlab overrides: unknown keys {sorted(ov)}; expected 'tcp', 'newreno', 'cubic' or "
+                         "'core_extra_pkts'")
     names = ["r1", "r2"] + [f"s{i}" for i in range(pt.flows)] + [f"d{i}" for i in range(pt.flows)]
     links = [{"from": "r1", "to": "r2", "rate_bps": CORE_RATE_BPS, "delay_ms": CORE_DELAY_MS,
               "queue": core_queue(pt.qdisc, core_pkts), "duplex": False},
@@ -198,9 +200,9 @@ def latlab_scenario_toml(pt: Point, latlab_overrides: dict | None = None) -> str
         links.append({"from": "r2", "to": f"d{i}", "rate_bps": ACCESS_RATE_BPS, "delay_ms": b})
     flows = [{"name": f"f{i}", "src": f"s{i}", "dst": f"d{i}", "cc": pt.cc, "start_s": s}
              for i, (_, _, s) in enumerate(d)]  # fmt: skip
-    if cubic_params and pt.cc == "cubic":
+    if cc_params.get(pt.cc):
         for f in flows:
-            f["cc_params"] = {k: float(v) for k, v in cubic_params.items()}
+            f["cc_params"] = {k: float(v) for k, v in cc_params[pt.cc].items()}
     sc = {"name": f"ns3-grid-{pt.flows}f-{pt.buffer}-{pt.cc}-s{pt.seed}", "seed": pt.seed,
           "duration_s": pt.duration_s, "measure_from_s": pt.measure_from_s,
           "sample_interval_ms": SAMPLE_INTERVAL_MS, "tcp": tcp,
