@@ -28,8 +28,9 @@
 //!
 //! Opt-in knobs, off by default, emulate ns-3 3.44's `TcpCubic` where it
 //! departs from the RFC (for comparing with ns-3): `alpha_switch = 0` (§4.3),
-//! `target_min_rtt = 1` (§4.1/§4.4), `whole_segments = 1` (§4.6–4.7 in whole
-//! segments, rounded down) and `timeout_keeps_w_max = 1` (§4.8).
+//! `target_min_rtt = 1` (§4.1/§4.4), `whole_segments = 1` (cwnd in whole
+//! segments with ns-3's integer update, §4.2–4.7) and
+//! `timeout_keeps_w_max = 1` (§4.8).
 
 use super::{
     cong_avoid_ai_segments, knob_flag, knob_real, slow_start, AckSample, CcState, CongestionControl,
@@ -56,10 +57,11 @@ pub struct CubicParams {
     /// the smoothed RTT, as RFC 9438 §4.1 defines RTT; on the smallest RTT
     /// seen, as Linux `tcp_cubic` (delay_min) and ns-3 `TcpCubic` (m_delayMin).
     pub target_min_rtt: bool,
-    /// At a congestion event, take cwnd in whole segments (rounded down) for
-    /// W_max and ssthresh = max(⌊β·cwnd⌋, 2) segments, as Linux `tcp_cubic`
-    /// and ns-3 `TcpCubic` (which keep cwnd in whole segments). Off
-    /// (default): the fractional window, as RFC 9438 §4.6–4.7 state it.
+    /// cwnd in whole segments, as Linux `tcp_cubic` and ns-3 `TcpCubic`: at
+    /// a congestion event W_max = ⌊cwnd⌋ (⌊cwnd·(1 + β)/2⌋ with fast
+    /// convergence) and ssthresh = max(⌊β·⌊cwnd⌋⌋, 2) segments; in congestion
+    /// avoidance their integer update (see `whole_segment_growth`). Off
+    /// (default): the fractional window of RFC 9438 §4.2–4.7.
     pub whole_segments: bool,
     /// After a timeout, start the next stage from the W_max set at the
     /// timeout with K = ∛((W_max − cwnd_epoch)/C), as after any loss (ns-3
@@ -112,7 +114,7 @@ impl ControllerParams for CubicParams {
         },
         Knob {
             key: "whole_segments",
-            about: "0 or 1; default 0 (1: W_max and ssthresh from cwnd in whole segments, as Linux, ns-3)",
+            about: "0 or 1; default 0 (1: cwnd in whole segments, integer update, as Linux, ns-3)",
         },
         Knob {
             key: "timeout_keeps_w_max",
@@ -206,6 +208,9 @@ pub struct Cubic {
     after_timeout: bool,
     /// Fraction of a byte of growth not yet added to cwnd, in [0, 1).
     cwnd_remainder_bytes: f64,
+    /// With `whole_segments`: segments acknowledged since cwnd last grew
+    /// (ns-3 m_cWndCnt, Linux snd_cwnd_cnt).
+    acked_since_increase_segments: f64,
 }
 
 impl Cubic {
@@ -221,6 +226,7 @@ impl Cubic {
             w_est_segments: 0.0,
             after_timeout: false,
             cwnd_remainder_bytes: 0.0,
+            acked_since_increase_segments: 0.0,
         }
     }
 
@@ -295,6 +301,59 @@ impl Cubic {
         };
     }
 
+    /// α for W_est (RFC 9438 §4.3): 1 once W_est has reached cwnd_prior,
+    /// unless `alpha_switch` is off (α_cubic throughout, as Linux and ns-3).
+    fn reno_alpha(&self) -> f64 {
+        if self.params.alpha_switch && self.w_est_segments >= self.cwnd_prior_segments {
+            1.0
+        } else {
+            self.params.alpha_cubic()
+        }
+    }
+
+    /// Congestion avoidance with cwnd in whole segments, as ns-3 3.44's
+    /// `TcpCubic::IncreaseWindow`/`Update` (and Linux `bictcp_update`): the
+    /// target is W_max ∓ ⌊C·|t + RTT − K|³⌋ in whole segments, and cwnd grows
+    /// by one segment once `cnt` segments have been acknowledged since the
+    /// last increase, with cnt = ⌊cwnd/(target − cwnd)⌋ (100·cwnd when the
+    /// target is not above cwnd), lowered to ⌊cwnd/(⌊W_est⌋ − cwnd)⌋ when the
+    /// Reno estimate is ahead, and at least 2.
+    fn whole_segment_growth(
+        &mut self,
+        state: &mut CcState,
+        mss_bytes: u64,
+        cwnd_segments: f64,
+        t_ahead_seconds: f64,
+        acked_segments: f64,
+    ) {
+        let offs = (t_ahead_seconds - self.k_seconds).abs();
+        let delta = (self.params.c * offs * offs * offs).floor();
+        let target = if t_ahead_seconds < self.k_seconds {
+            (self.w_max_segments - delta).max(0.0)
+        } else {
+            self.w_max_segments + delta
+        };
+        let cwnd = cwnd_segments.max(1.0);
+        let mut cnt = if target > cwnd {
+            (cwnd / (target - cwnd)).floor()
+        } else {
+            100.0 * cwnd
+        };
+        if self.params.tcp_friendliness {
+            self.w_est_segments += cong_avoid_ai_segments(self.reno_alpha(), acked_segments, cwnd);
+            let w_est = self.w_est_segments.floor();
+            if w_est > cwnd {
+                cnt = cnt.min((cwnd / (w_est - cwnd)).floor());
+            }
+        }
+        let cnt = cnt.max(2.0);
+        self.acked_since_increase_segments += acked_segments;
+        if self.acked_since_increase_segments >= cnt {
+            self.acked_since_increase_segments -= cnt;
+            state.cwnd_bytes = state.cwnd_bytes.saturating_add(mss_bytes);
+        }
+    }
+
     /// Begin a congestion-avoidance stage (RFC 9438 §4.2, §4.3, §4.8, §4.10).
     fn start_epoch(&mut self, now_ns: TimeNs, cwnd_segments: f64) {
         self.epoch_start_ns = Some(now_ns);
@@ -342,7 +401,11 @@ impl CongestionControl for Cubic {
         if mss_bytes == 0 {
             return;
         }
-        let cwnd_segments = self.cwnd_segments(state, mss_bytes);
+        let cwnd_segments = if self.params.whole_segments {
+            (state.cwnd_bytes / mss_bytes) as f64
+        } else {
+            self.cwnd_segments(state, mss_bytes)
+        };
         let epoch_start_ns = match self.epoch_start_ns {
             Some(t) => t,
             None => {
@@ -364,16 +427,23 @@ impl CongestionControl for Cubic {
         // Guard the divisions below against a zero window.
         let cwnd_divisor = cwnd_segments.max(1.0);
 
+        if self.params.whole_segments {
+            self.whole_segment_growth(
+                state,
+                mss_bytes,
+                cwnd_segments,
+                t_seconds + rtt_seconds,
+                acked_segments,
+            );
+            return;
+        }
+
         let w_cubic_now = self.w_cubic_segments(t_seconds);
         if self.params.tcp_friendliness {
             // RFC 9438 §4.3 eq. 4: W_est += α·segments_acked/cwnd, with
             // α = 1 once W_est has reached cwnd_prior (unless `alpha_switch`
             // is off: α_cubic throughout, as Linux and ns-3).
-            let alpha = if self.params.alpha_switch && self.w_est_segments >= self.cwnd_prior_segments {
-                1.0
-            } else {
-                self.params.alpha_cubic()
-            };
+            let alpha = self.reno_alpha();
             self.w_est_segments += cong_avoid_ai_segments(alpha, acked_segments, cwnd_divisor);
             if w_cubic_now < self.w_est_segments {
                 // Reno-friendly region: follow W_est.
@@ -813,6 +883,49 @@ mod tests {
         st.cwnd_bytes = 2 * MSS + 1;
         let ssthresh = whole.ssthresh_on_loss(&st, CongestionEvent::FastRetransmit, 0, 0);
         assert_eq!(ssthresh, 2 * MSS);
+    }
+
+    /// `whole_segments = 1` in congestion avoidance: cwnd stays a whole
+    /// number of segments and grows one segment per `cnt` acknowledged
+    /// segments. After a loss at 10 segments (W_max 10, cwnd 7, K ≈ 1.96 s)
+    /// the integer target W_max − ⌊C·(K − t − RTT)³⌋ is 8 at the start, so
+    /// cnt = ⌊7/(8 − 7)⌋ = 7: the first segment comes after 7 ACKs.
+    #[test]
+    fn whole_segments_grows_a_segment_at_a_time() {
+        let mut cc = Cubic::new(
+            CubicParams {
+                whole_segments: true,
+                tcp_friendliness: false,
+                ..CubicParams::default()
+            },
+            MSS,
+        );
+        let mut st = ca_state(10);
+        loss_at(&mut cc, &mut st, 10);
+        assert_eq!(st.cwnd_bytes, 7 * MSS);
+        let rtt_ns = 20 * NS_PER_MS;
+        for i in 0..6 {
+            cc.on_ack(&mut st, &ack_at(i * NS_PER_MS, MSS, rtt_ns));
+            assert_eq!(st.cwnd_bytes, 7 * MSS, "ack {i}");
+        }
+        cc.on_ack(&mut st, &ack_at(6 * NS_PER_MS, MSS, rtt_ns));
+        assert_eq!(st.cwnd_bytes, 8 * MSS);
+        let mut prev = st.cwnd_bytes;
+        run_ack_clock(
+            &mut cc,
+            &mut st,
+            10 * NS_PER_MS,
+            rtt_ns,
+            4 * NS_PER_SEC,
+            |_, _| {},
+        );
+        assert_eq!(st.cwnd_bytes % MSS, 0);
+        assert!(st.cwnd_bytes > prev);
+        // Past K the convex branch: at most one segment per ACK (ACKs counted
+        // on the plateau are kept, as ns-3 keeps m_cWndCnt).
+        prev = st.cwnd_bytes;
+        run_ack_clock(&mut cc, &mut st, 5 * NS_PER_SEC, rtt_ns, rtt_ns, |_, _| {});
+        assert!(st.cwnd_bytes > prev && st.cwnd_bytes <= 2 * prev);
     }
 
     /// `timeout_keeps_w_max = 1` (ns-3 3.44): after a timeout the next stage
