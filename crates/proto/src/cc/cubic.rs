@@ -55,7 +55,8 @@ pub struct CubicParams {
     pub alpha_switch: bool,
     /// The RTT in the target W_cubic(t + RTT) (RFC 9438 §4.4–4.5): off (default)
     /// the smoothed RTT, as RFC 9438 §4.1 defines RTT; on the smallest RTT
-    /// seen, as Linux `tcp_cubic` (delay_min) and ns-3 `TcpCubic` (m_delayMin).
+    /// seen, as Linux `tcp_cubic` (delay_min) (ns-3 `TcpCubic`'s m_delayMin is
+    /// the smallest smoothed RTT since the last timeout).
     pub target_min_rtt: bool,
     /// cwnd in whole segments, as Linux `tcp_cubic` and ns-3 `TcpCubic`: at
     /// a congestion event W_max = ⌊cwnd⌋ (⌊cwnd·(1 + β)/2⌋ with fast
