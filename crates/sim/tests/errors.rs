@@ -174,11 +174,14 @@ fn controller_names_and_knobs_come_from_the_registry() {
     // A flag must be 0 or 1.
     let msg = error_of(&with("cc = \"htcp\"\ncc_params = { bandwidth_switch = 2 }"));
     assert_mentions(&msg, &["flows[0].cc_params", "bandwidth_switch", "out of range"]);
-    // Westwood+ and NewReno take none.
-    for cc in ["westwood", "reno"] {
-        let msg = error_of(&with(&format!("cc = \"{cc}\"\ncc_params = {{ beta = 0.5 }}")));
-        assert_mentions(&msg, &["flows[0].cc_params", "beta", "accepts no parameters"]);
-    }
+    // Westwood+ takes none; NewReno only its ns-3 emulation knob.
+    let msg = error_of(&with("cc = \"westwood\"\ncc_params = { beta = 0.5 }"));
+    assert_mentions(&msg, &["flows[0].cc_params", "beta", "accepts no parameters"]);
+    let msg = error_of(&with("cc = \"reno\"\ncc_params = { beta = 0.5 }"));
+    assert_mentions(
+        &msg,
+        &["flows[0].cc_params", "beta", "per_ack_increase", "0 or 1"],
+    );
     // Non-finite and out-of-range values of a known knob.
     let msg = error_of(&with("cc = \"cubic\"\ncc_params = { beta = inf }"));
     assert_mentions(&msg, &["flows[0].cc_params", "beta", "finite"]);

@@ -462,6 +462,28 @@ mod tests {
         assert!(e.contains("no \"bbr\""), "{e}");
     }
 
+    /// The controller knobs that emulate ns-3 (CUBIC's TcpCubic departures,
+    /// NewReno's per-ACK increase) have no kernel counterpart per socket.
+    #[test]
+    fn ns3_controller_knobs_are_refused() {
+        let text = PATH
+            .replace(
+                "cc = \"cubic\"",
+                "cc = \"cubic\"\ncc_params = { alpha_switch = 0, whole_segments = 1 }",
+            )
+            .replace(
+                "cc = \"newreno\"",
+                "cc = \"newreno\"\ncc_params = { per_ack_increase = 1 }",
+            );
+        let e = from_text(&text, "p.toml", &ccs()).unwrap_err();
+        for key in [
+            "flows[0].cc_params (per_ack_increase",
+            "flows[1].cc_params (alpha_switch, whole_segments",
+        ] {
+            assert!(e.contains(key), "{key}: {e}");
+        }
+    }
+
     #[test]
     fn a_udp_source_is_planned_with_the_simulators_schedule() {
         let text = PATH.to_string()

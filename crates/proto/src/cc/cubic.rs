@@ -25,6 +25,12 @@
 //! - β = 0.7 exactly (Linux uses 717/1024).
 //! - Undo of spurious congestion events (RFC 9438 §4.9) is not implemented:
 //!   the trait has no undo hook.
+//!
+//! Opt-in knobs, off by default, emulate ns-3 3.44's `TcpCubic` where it
+//! departs from the RFC (for comparing with ns-3): `alpha_switch = 0` (§4.3),
+//! `target_min_rtt = 1` (§4.1/§4.4), `whole_segments = 1` (cwnd in whole
+//! segments with ns-3's integer update, §4.2–4.7) and
+//! `timeout_keeps_w_max = 1` (§4.8).
 
 use super::{
     cong_avoid_ai_segments, knob_flag, knob_real, slow_start, AckSample, CcState, CongestionControl,
@@ -43,6 +49,26 @@ pub struct CubicParams {
     pub fast_convergence: bool,
     /// Reno-friendly region via W_est (RFC 9438 §4.3; Linux `tcp_friendliness`).
     pub tcp_friendliness: bool,
+    /// RFC 9438 §4.3: W_est grows with α = 1 once it has reached cwnd_prior
+    /// (default). Off: α_cubic = 3(1 − β)/(1 + β) throughout, as Linux
+    /// `tcp_cubic` and ns-3 `TcpCubic` do.
+    pub alpha_switch: bool,
+    /// The RTT in the target W_cubic(t + RTT) (RFC 9438 §4.4–4.5): off (default)
+    /// the smoothed RTT, as RFC 9438 §4.1 defines RTT; on the smallest RTT
+    /// seen, as Linux `tcp_cubic` (delay_min) (ns-3 `TcpCubic`'s m_delayMin is
+    /// the smallest smoothed RTT since the last timeout).
+    pub target_min_rtt: bool,
+    /// cwnd in whole segments, as Linux `tcp_cubic` and ns-3 `TcpCubic`: at
+    /// a congestion event W_max = ⌊cwnd⌋ (⌊cwnd·(1 + β)/2⌋ with fast
+    /// convergence) and ssthresh = max(⌊β·⌊cwnd⌋⌋, 2) segments; in congestion
+    /// avoidance their integer update (see `whole_segment_growth`). Off
+    /// (default): the fractional window of RFC 9438 §4.2–4.7.
+    pub whole_segments: bool,
+    /// After a timeout, start the next stage from the W_max set at the
+    /// timeout with K = ∛((W_max − cwnd_epoch)/C), as after any loss (ns-3
+    /// 3.44 `TcpCubic`). Off (default): K = 0 and W_max = cwnd_epoch
+    /// (RFC 9438 §4.8; Linux resets W_max to 0 at a timeout, which gives the same).
+    pub timeout_keeps_w_max: bool,
 }
 
 impl Default for CubicParams {
@@ -52,6 +78,10 @@ impl Default for CubicParams {
             beta: 0.7,
             fast_convergence: true,
             tcp_friendliness: true,
+            alpha_switch: true,
+            target_min_rtt: false,
+            whole_segments: false,
+            timeout_keeps_w_max: false,
         }
     }
 }
@@ -74,6 +104,23 @@ impl ControllerParams for CubicParams {
             key: "tcp_friendliness",
             about: "0 or 1; default 1",
         },
+        Knob {
+            key: "alpha_switch",
+            about:
+                "0 or 1; default 1 (RFC 9438 4.3: alpha = 1 once W_est reaches cwnd_prior; 0 as Linux, ns-3)",
+        },
+        Knob {
+            key: "target_min_rtt",
+            about: "0 or 1; default 0 (smoothed RTT in W_cubic(t + RTT); 1: minimum RTT, as Linux, ns-3)",
+        },
+        Knob {
+            key: "whole_segments",
+            about: "0 or 1; default 0 (1: cwnd in whole segments, integer update, as Linux, ns-3)",
+        },
+        Knob {
+            key: "timeout_keeps_w_max",
+            about: "0 or 1; default 0 (RFC 9438 4.8: K = 0 after a timeout; 1: K from W_max, as ns-3 3.44)",
+        },
     ];
 
     fn set(&mut self, key: &str, value: f64) -> Option<()> {
@@ -82,6 +129,10 @@ impl ControllerParams for CubicParams {
             "beta" => self.beta = knob_real(value, |b| b > 0.0 && b < 1.0)?,
             "fast_convergence" => self.fast_convergence = knob_flag(value)?,
             "tcp_friendliness" => self.tcp_friendliness = knob_flag(value)?,
+            "alpha_switch" => self.alpha_switch = knob_flag(value)?,
+            "target_min_rtt" => self.target_min_rtt = knob_flag(value)?,
+            "whole_segments" => self.whole_segments = knob_flag(value)?,
+            "timeout_keeps_w_max" => self.timeout_keeps_w_max = knob_flag(value)?,
             _ => return None,
         }
         Some(())
@@ -158,6 +209,9 @@ pub struct Cubic {
     after_timeout: bool,
     /// Fraction of a byte of growth not yet added to cwnd, in [0, 1).
     cwnd_remainder_bytes: f64,
+    /// With `whole_segments`: segments acknowledged since cwnd last grew
+    /// (ns-3 m_cWndCnt, Linux snd_cwnd_cnt).
+    acked_since_increase_segments: f64,
 }
 
 impl Cubic {
@@ -173,6 +227,7 @@ impl Cubic {
             w_est_segments: 0.0,
             after_timeout: false,
             cwnd_remainder_bytes: 0.0,
+            acked_since_increase_segments: 0.0,
         }
     }
 
@@ -247,6 +302,59 @@ impl Cubic {
         };
     }
 
+    /// α for W_est (RFC 9438 §4.3): 1 once W_est has reached cwnd_prior,
+    /// unless `alpha_switch` is off (α_cubic throughout, as Linux and ns-3).
+    fn reno_alpha(&self) -> f64 {
+        if self.params.alpha_switch && self.w_est_segments >= self.cwnd_prior_segments {
+            1.0
+        } else {
+            self.params.alpha_cubic()
+        }
+    }
+
+    /// Congestion avoidance with cwnd in whole segments, as ns-3 3.44's
+    /// `TcpCubic::IncreaseWindow`/`Update` (and Linux `bictcp_update`): the
+    /// target is W_max ∓ ⌊C·|t + RTT − K|³⌋ in whole segments, and cwnd grows
+    /// by one segment once `cnt` segments have been acknowledged since the
+    /// last increase, with cnt = ⌊cwnd/(target − cwnd)⌋ (100·cwnd when the
+    /// target is not above cwnd), lowered to ⌊cwnd/(⌊W_est⌋ − cwnd)⌋ when the
+    /// Reno estimate is ahead, and at least 2.
+    fn whole_segment_growth(
+        &mut self,
+        state: &mut CcState,
+        mss_bytes: u64,
+        cwnd_segments: f64,
+        t_ahead_seconds: f64,
+        acked_segments: f64,
+    ) {
+        let offs = (t_ahead_seconds - self.k_seconds).abs();
+        let delta = (self.params.c * offs * offs * offs).floor();
+        let target = if t_ahead_seconds < self.k_seconds {
+            (self.w_max_segments - delta).max(0.0)
+        } else {
+            self.w_max_segments + delta
+        };
+        let cwnd = cwnd_segments.max(1.0);
+        let mut cnt = if target > cwnd {
+            (cwnd / (target - cwnd)).floor()
+        } else {
+            100.0 * cwnd
+        };
+        if self.params.tcp_friendliness {
+            self.w_est_segments += cong_avoid_ai_segments(self.reno_alpha(), acked_segments, cwnd);
+            let w_est = self.w_est_segments.floor();
+            if w_est > cwnd {
+                cnt = cnt.min((cwnd / (w_est - cwnd)).floor());
+            }
+        }
+        let cnt = cnt.max(2.0);
+        self.acked_since_increase_segments += acked_segments;
+        if self.acked_since_increase_segments >= cnt {
+            self.acked_since_increase_segments -= cnt;
+            state.cwnd_bytes = state.cwnd_bytes.saturating_add(mss_bytes);
+        }
+    }
+
     /// Begin a congestion-avoidance stage (RFC 9438 §4.2, §4.3, §4.8, §4.10).
     fn start_epoch(&mut self, now_ns: TimeNs, cwnd_segments: f64) {
         self.epoch_start_ns = Some(now_ns);
@@ -294,7 +402,11 @@ impl CongestionControl for Cubic {
         if mss_bytes == 0 {
             return;
         }
-        let cwnd_segments = self.cwnd_segments(state, mss_bytes);
+        let cwnd_segments = if self.params.whole_segments {
+            (state.cwnd_bytes / mss_bytes) as f64
+        } else {
+            self.cwnd_segments(state, mss_bytes)
+        };
         let epoch_start_ns = match self.epoch_start_ns {
             Some(t) => t,
             None => {
@@ -303,22 +415,36 @@ impl CongestionControl for Cubic {
             }
         };
         let t_seconds = ack.now_ns.saturating_sub(epoch_start_ns) as f64 / NS_PER_SEC as f64;
-        // RFC 9438 §4.4: RTT in W_cubic(t + RTT) is the smoothed RTT; before
-        // the first sample there is none and the target is W_cubic(t).
-        let rtt_seconds = ack.srtt_ns as f64 / NS_PER_SEC as f64;
+        // RFC 9438 §4.4: RTT in W_cubic(t + RTT) is the smoothed RTT (§4.1);
+        // before the first sample there is none and the target is W_cubic(t).
+        // `target_min_rtt` takes the smallest RTT instead (Linux, ns-3).
+        let rtt_ns = if self.params.target_min_rtt {
+            ack.min_rtt_ns
+        } else {
+            ack.srtt_ns
+        };
+        let rtt_seconds = rtt_ns as f64 / NS_PER_SEC as f64;
         let acked_segments = acked_bytes as f64 / mss_bytes as f64;
         // Guard the divisions below against a zero window.
         let cwnd_divisor = cwnd_segments.max(1.0);
 
+        if self.params.whole_segments {
+            self.whole_segment_growth(
+                state,
+                mss_bytes,
+                cwnd_segments,
+                t_seconds + rtt_seconds,
+                acked_segments,
+            );
+            return;
+        }
+
         let w_cubic_now = self.w_cubic_segments(t_seconds);
         if self.params.tcp_friendliness {
             // RFC 9438 §4.3 eq. 4: W_est += α·segments_acked/cwnd, with
-            // α = 1 once W_est has reached cwnd_prior.
-            let alpha = if self.w_est_segments >= self.cwnd_prior_segments {
-                1.0
-            } else {
-                self.params.alpha_cubic()
-            };
+            // α = 1 once W_est has reached cwnd_prior (unless `alpha_switch`
+            // is off: α_cubic throughout, as Linux and ns-3).
+            let alpha = self.reno_alpha();
             self.w_est_segments += cong_avoid_ai_segments(alpha, acked_segments, cwnd_divisor);
             if w_cubic_now < self.w_est_segments {
                 // Reno-friendly region: follow W_est.
@@ -351,8 +477,11 @@ impl CongestionControl for Cubic {
         _now_ns: TimeNs,
     ) -> u64 {
         let mss_bytes = self.mss_of(state);
+        let whole = self.params.whole_segments;
         let cwnd_segments = if mss_bytes == 0 {
             0.0
+        } else if whole {
+            (state.cwnd_bytes / mss_bytes) as f64
         } else {
             self.cwnd_segments(state, mss_bytes)
         };
@@ -361,7 +490,12 @@ impl CongestionControl for Cubic {
         // means the available bandwidth shrank; release some of it.
         let below_previous_max = cwnd_segments < self.w_max_segments;
         self.w_max_segments = if self.params.fast_convergence && below_previous_max {
-            cwnd_segments * (1.0 + beta) / 2.0
+            let w = cwnd_segments * (1.0 + beta) / 2.0;
+            if whole {
+                w.floor()
+            } else {
+                w
+            }
         } else {
             cwnd_segments
         };
@@ -373,10 +507,15 @@ impl CongestionControl for Cubic {
         self.cwnd_remainder_bytes = 0.0;
         // RFC 9438 §4.8: after a timeout ssthresh is set as on loss, and the
         // next stage uses K = 0, W_max = cwnd_epoch (see `start_epoch`).
-        self.after_timeout = event == CongestionEvent::Timeout;
+        // `timeout_keeps_w_max` (ns-3 3.44) treats a timeout as any loss.
+        self.after_timeout = event == CongestionEvent::Timeout && !self.params.timeout_keeps_w_max;
         // RFC 9438 §4.6: ssthresh = max(β·cwnd, 2 segments). The RFC uses
         // flight_size here; like Linux we use cwnd (see the module docs).
-        let ssthresh_bytes = (state.cwnd_bytes as f64 * beta) as u64;
+        let ssthresh_bytes = if whole {
+            ((cwnd_segments * beta).floor() as u64).saturating_mul(mss_bytes)
+        } else {
+            (state.cwnd_bytes as f64 * beta) as u64
+        };
         ssthresh_bytes.max(mss_bytes.saturating_mul(2))
     }
 
@@ -662,6 +801,156 @@ mod tests {
         assert!((cwnd_pure - cc_pure.w_cubic_segments(1.0)).abs() < 1.0);
     }
 
+    /// `alpha_switch = 0` (Linux, ns-3): W_est keeps growing by α_cubic per
+    /// RTT after it reaches cwnd_prior; by default (RFC 9438 §4.3) α becomes 1.
+    #[test]
+    fn alpha_switch_off_keeps_alpha_cubic() {
+        let rtt_ns = 10 * NS_PER_MS;
+        let run = |alpha_switch: bool| {
+            let mut cc = Cubic::new(
+                CubicParams {
+                    alpha_switch,
+                    ..CubicParams::default()
+                },
+                MSS,
+            );
+            let mut st = ca_state(10);
+            loss_at(&mut cc, &mut st, 10);
+            run_ack_clock(&mut cc, &mut st, 0, rtt_ns, NS_PER_SEC, |_, _| {});
+            cc.w_est_segments()
+        };
+        let alpha = CubicParams::default().alpha_cubic();
+        // 100 RTTs from 7 segments: α_cubic ≈ 0.53 per RTT throughout gives
+        // about 7 + 53 = 60; the RFC's switch to 1 at 10 segments about 104.
+        let w_linux = run(false);
+        let w_rfc = run(true);
+        assert!((w_linux - (7.0 + 100.0 * alpha)).abs() < 3.0, "W_est {w_linux}");
+        assert!((w_rfc - 104.0).abs() < 5.0, "W_est {w_rfc}");
+    }
+
+    /// `target_min_rtt = 1` looks ahead by the minimum RTT, not the smoothed
+    /// one: with a long smoothed RTT the convex target, and so the growth, is
+    /// smaller.
+    #[test]
+    fn target_min_rtt_uses_the_smallest_rtt() {
+        let grow = |target_min_rtt: bool| {
+            let mut cc = Cubic::new(
+                CubicParams {
+                    target_min_rtt,
+                    tcp_friendliness: false,
+                    ..CubicParams::default()
+                },
+                MSS,
+            );
+            let mut st = ca_state(100);
+            loss_at(&mut cc, &mut st, 100);
+            let before = st.cwnd_bytes;
+            for i in 0..70 {
+                let mut a = ack_at(NS_PER_SEC + i * NS_PER_MS, MSS, 500 * NS_PER_MS);
+                a.min_rtt_ns = 50 * NS_PER_MS;
+                cc.on_ack(&mut st, &a);
+            }
+            st.cwnd_bytes - before
+        };
+        assert!(grow(true) < grow(false), "{} {}", grow(true), grow(false));
+    }
+
+    /// `whole_segments = 1` (Linux, ns-3): W_max = ⌊cwnd⌋ and ssthresh =
+    /// ⌊β·⌊cwnd⌋⌋ segments; by default both use the fractional window.
+    #[test]
+    fn whole_segments_rounds_down_at_a_loss() {
+        let mut st = ca_state(10);
+        st.cwnd_bytes = 10 * MSS + MSS * 9 / 10; // 10.9 segments
+        let mut rfc = Cubic::new(CubicParams::default(), MSS);
+        let ssthresh = rfc.ssthresh_on_loss(&st, CongestionEvent::FastRetransmit, 0, 0);
+        assert_eq!(ssthresh, (st.cwnd_bytes as f64 * 0.7) as u64);
+        assert!((rfc.w_max_segments() - 10.9).abs() < 1e-3);
+        let mut whole = Cubic::new(
+            CubicParams {
+                whole_segments: true,
+                ..CubicParams::default()
+            },
+            MSS,
+        );
+        let ssthresh = whole.ssthresh_on_loss(&st, CongestionEvent::FastRetransmit, 0, 0);
+        assert_eq!(ssthresh, 7 * MSS);
+        assert_eq!(whole.w_max_segments(), 10.0);
+        // Fast convergence: ⌊9 · 1.7 / 2⌋ = 7.
+        st.cwnd_bytes = 9 * MSS + MSS / 2;
+        let ssthresh = whole.ssthresh_on_loss(&st, CongestionEvent::FastRetransmit, 0, 0);
+        assert_eq!(ssthresh, 6 * MSS);
+        assert_eq!(whole.w_max_segments(), 7.0);
+        // The floor of 2 segments still holds.
+        st.cwnd_bytes = 2 * MSS + 1;
+        let ssthresh = whole.ssthresh_on_loss(&st, CongestionEvent::FastRetransmit, 0, 0);
+        assert_eq!(ssthresh, 2 * MSS);
+    }
+
+    /// `whole_segments = 1` in congestion avoidance: cwnd stays a whole
+    /// number of segments and grows one segment per `cnt` acknowledged
+    /// segments. After a loss at 10 segments (W_max 10, cwnd 7, K ≈ 1.96 s)
+    /// the integer target W_max − ⌊C·(K − t − RTT)³⌋ is 8 at the start, so
+    /// cnt = ⌊7/(8 − 7)⌋ = 7: the first segment comes after 7 ACKs.
+    #[test]
+    fn whole_segments_grows_a_segment_at_a_time() {
+        let mut cc = Cubic::new(
+            CubicParams {
+                whole_segments: true,
+                tcp_friendliness: false,
+                ..CubicParams::default()
+            },
+            MSS,
+        );
+        let mut st = ca_state(10);
+        loss_at(&mut cc, &mut st, 10);
+        assert_eq!(st.cwnd_bytes, 7 * MSS);
+        let rtt_ns = 20 * NS_PER_MS;
+        for i in 0..6 {
+            cc.on_ack(&mut st, &ack_at(i * NS_PER_MS, MSS, rtt_ns));
+            assert_eq!(st.cwnd_bytes, 7 * MSS, "ack {i}");
+        }
+        cc.on_ack(&mut st, &ack_at(6 * NS_PER_MS, MSS, rtt_ns));
+        assert_eq!(st.cwnd_bytes, 8 * MSS);
+        let mut prev = st.cwnd_bytes;
+        run_ack_clock(
+            &mut cc,
+            &mut st,
+            10 * NS_PER_MS,
+            rtt_ns,
+            4 * NS_PER_SEC,
+            |_, _| {},
+        );
+        assert_eq!(st.cwnd_bytes % MSS, 0);
+        assert!(st.cwnd_bytes > prev);
+        // Past K the convex branch: at most one segment per ACK (ACKs counted
+        // on the plateau are kept, as ns-3 keeps m_cWndCnt).
+        prev = st.cwnd_bytes;
+        run_ack_clock(&mut cc, &mut st, 5 * NS_PER_SEC, rtt_ns, rtt_ns, |_, _| {});
+        assert!(st.cwnd_bytes > prev && st.cwnd_bytes <= 2 * prev);
+    }
+
+    /// `timeout_keeps_w_max = 1` (ns-3 3.44): after a timeout the next stage
+    /// climbs back towards the W_max set at the timeout (K > 0), as after a
+    /// fast retransmit, instead of RFC 9438 §4.8's K = 0.
+    #[test]
+    fn timeout_keeps_w_max_uses_k_from_w_max() {
+        let mut cc = Cubic::new(
+            CubicParams {
+                timeout_keeps_w_max: true,
+                ..CubicParams::default()
+            },
+            MSS,
+        );
+        let mut st = ca_state(100);
+        st.ssthresh_bytes = cc.ssthresh_on_loss(&st, CongestionEvent::Timeout, 100 * MSS, 0);
+        st.cwnd_bytes = st.ssthresh_bytes;
+        cc.on_ack(&mut st, &ack_at(NS_PER_MS, MSS, 100 * NS_PER_MS));
+        assert_eq!(cc.w_max_segments(), 100.0);
+        let k_expected = ((100.0 - cc.cwnd_epoch_segments()) / 0.4).cbrt();
+        assert!((cc.k_seconds() - k_expected).abs() < 1e-9);
+        assert!(cc.k_seconds() > 4.0);
+    }
+
     #[test]
     fn timeout_starts_convex_growth_from_cwnd_epoch() {
         let mut cc = Cubic::new(CubicParams::default(), MSS);
@@ -729,8 +1018,7 @@ mod tests {
         let weird = CubicParams {
             c: 0.0,
             beta: f64::NAN,
-            fast_convergence: true,
-            tcp_friendliness: true,
+            ..CubicParams::default()
         };
         let mut cc = Cubic::new(weird, 0);
         assert_eq!(cc.params().c, 0.4);

@@ -467,6 +467,8 @@ mod build_tests {
     fn bad_knobs_are_named_with_what_is_accepted() {
         let err = |name: &str, p: &[(&str, f64)]| CcSpec::parse(name, &kv(p)).err().unwrap().to_string();
         let e = err("newreno", &[("beta", 0.5)]);
+        assert!(e.contains("\"beta\"") && e.contains("per_ack_increase"), "{e}");
+        let e = err("westwood", &[("beta", 0.5)]);
         assert!(
             e.contains("\"beta\"") && e.contains("accepts no parameters"),
             "{e}"

@@ -4,21 +4,34 @@
 //! the window on ACKs and picks ssthresh after a congestion event.
 
 use super::{
-    cong_avoid_ai, halve_flight, slow_start, AckSample, CcState, CongestionControl, CongestionEvent,
-    ControllerParams, Knob,
+    cong_avoid_ai, halve_flight, knob_flag, slow_start, AckSample, CcState, CongestionControl,
+    CongestionEvent, ControllerParams, Knob,
 };
 use crate::TimeNs;
 
-/// NewReno has no constants to set: RFC 5681 fixes the decrease (ssthresh =
-/// FlightSize/2) and the increase (one SMSS per RTT).
+/// NewReno's constants are RFC 5681's (ssthresh = FlightSize/2, one SMSS per
+/// RTT); the one knob picks the form of the congestion-avoidance increase.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct NewRenoParams;
+pub struct NewRenoParams {
+    /// RFC 5681 §3.1 eq. (3): cwnd += max(1, ⌊SMSS·SMSS/cwnd⌋) bytes per ACK
+    /// of new data, whatever it acknowledges (ns-3 3.44
+    /// `TcpNewReno::CongestionAvoidance`). Off (default): byte counting, the
+    /// RECOMMENDED form (RFC 5681 §3.1, RFC 3465).
+    pub per_ack_increase: bool,
+}
 
 impl ControllerParams for NewRenoParams {
-    const KNOBS: &'static [Knob] = &[];
+    const KNOBS: &'static [Knob] = &[Knob {
+        key: "per_ack_increase",
+        about: "0 or 1; default 0 (byte counting; 1: cwnd += SMSS^2/cwnd per ACK, RFC 5681 eq. 3, as ns-3)",
+    }];
 
-    fn set(&mut self, _key: &str, _value: f64) -> Option<()> {
-        None
+    fn set(&mut self, key: &str, value: f64) -> Option<()> {
+        match key {
+            "per_ack_increase" => self.per_ack_increase = knob_flag(value)?,
+            _ => return None,
+        }
+        Some(())
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -26,7 +39,10 @@ impl ControllerParams for NewRenoParams {
     }
 
     fn build(&self, _mss_bytes: u64) -> Box<dyn CongestionControl> {
-        Box::new(NewReno::new())
+        Box::new(NewReno {
+            per_ack_increase: self.per_ack_increase,
+            ..NewReno::new()
+        })
     }
 }
 
@@ -45,11 +61,16 @@ impl ControllerParams for NewRenoParams {
 pub struct NewReno {
     /// RFC 5681 §3.1 `bytes_acked`: ACKed bytes not yet turned into growth.
     bytes_acked_ca: u64,
+    /// [`NewRenoParams::per_ack_increase`].
+    per_ack_increase: bool,
 }
 
 impl NewReno {
     pub fn new() -> Self {
-        Self { bytes_acked_ca: 0 }
+        Self {
+            bytes_acked_ca: 0,
+            per_ack_increase: false,
+        }
     }
 
     /// Bytes counted toward the next congestion-avoidance increment.
@@ -76,6 +97,13 @@ impl CongestionControl for NewReno {
             if acked_bytes == 0 || state.in_slow_start() {
                 return;
             }
+        }
+        if self.per_ack_increase {
+            // RFC 5681 §3.1 eq. (3), once per ACK (ns-3 TcpNewReno).
+            let mss = state.mss_bytes.max(1);
+            let adder = (mss * mss / state.cwnd_bytes.max(1)).max(1);
+            state.cwnd_bytes = state.cwnd_bytes.saturating_add(adder);
+            return;
         }
         // RFC 5681 §3.1 congestion avoidance, byte-counting variant: one
         // SMSS per cwnd of ACKed bytes.
@@ -172,6 +200,32 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// `per_ack_increase`: SMSS²/cwnd per ACK, so a round of one ACK per
+    /// segment adds a little less than one SMSS (cwnd grows within the
+    /// round), and a delayed ACK counts as one ACK.
+    #[test]
+    fn per_ack_increase_is_rfc5681_equation_3() {
+        let params = NewRenoParams {
+            per_ack_increase: true,
+        };
+        let mut cc = NewReno {
+            per_ack_increase: params.per_ack_increase,
+            ..NewReno::new()
+        };
+        let mut st = state(3, 3 * MSS);
+        cc.on_ack(&mut st, &ack(MSS));
+        assert_eq!(st.cwnd_bytes, 3 * MSS + MSS / 3);
+        let mut st = state(3, 3 * MSS);
+        one_round(&mut cc, &mut st, MSS);
+        let grown = st.cwnd_bytes - 3 * MSS;
+        assert!(grown < MSS && grown > MSS * 85 / 100, "{grown}");
+        let mut st = state(20, 20 * MSS);
+        one_round(&mut cc, &mut st, 2 * MSS);
+        let grown = st.cwnd_bytes - 20 * MSS;
+        assert!(grown < MSS / 2 + 10 && grown > MSS * 45 / 100, "{grown}");
+        assert_eq!(cc.bytes_acked_ca(), 0);
     }
 
     #[test]
