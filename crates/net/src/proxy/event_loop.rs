@@ -413,6 +413,12 @@ impl<'o> Proxy<'o> {
                 continue;
             }
             let _ = stream.set_nodelay(true);
+            if let (true, Some(bytes)) = (client_mptcp, self.opts.mptcp_sndbuf_bytes) {
+                // A larger buffer than autotuning's keeps a bulk download to
+                // an MPTCP client from stalling (args.rs, --mptcp-sndbuf-bytes).
+                // A refusal leaves autotuning, which still works.
+                let _ = sock::set_send_buffer(stream.as_raw_fd(), bytes);
+            }
             let request = match self.opts.mode {
                 ProxyMode::Fixed(_) => Request::Fixed,
                 ProxyMode::Http => Request::HttpForward,
