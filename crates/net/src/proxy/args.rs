@@ -69,7 +69,9 @@ pub struct ProxyArgs {
     /// stalled for 200 ms at a time: the client's kernel (6.18) acknowledges
     /// data at the MPTCP level later than on its subflow, the full buffer
     /// stops the sender and nothing new is sent to prompt a fresh DATA_ACK
-    /// until the MPTCP retransmission timer fires. Plain TCP clients keep
+    /// until the MPTCP retransmission timer fires. With the fixed buffer the
+    /// socket also gets TCP_NOTSENT_LOWAT 1 MiB, so the buffer holds bytes
+    /// in flight, not a queue of unsent ones. Plain TCP clients keep
     /// autotuning.
     #[arg(long, value_name = "BYTES")]
     pub mptcp_sndbuf_bytes: Option<u64>,

@@ -1,6 +1,6 @@
 //! The socket calls the proxy needs beyond std and mio: an MPTCP listener,
 //! splice(2) through a pipe, SO_LINGER 0 (to send a reset), TCP_IS_MPTCP,
-//! a fixed send buffer, and the open-file limit.
+//! a fixed send buffer, TCP_NOTSENT_LOWAT, and the open-file limit.
 //!
 //! Why a raw socket for the listener: std and mio only create IPPROTO_TCP
 //! sockets. A listener created with IPPROTO_MPTCP (262) accepts both MPTCP
@@ -117,6 +117,17 @@ pub fn set_send_buffer(fd: RawFd, bytes: usize) -> io::Result<usize> {
         set_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, want)?;
     }
     Ok(get_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF)? as usize)
+}
+
+/// TCP_NOTSENT_LOWAT: `fd` reports writable, and takes more bytes, only
+/// while fewer than `bytes` of what it holds are not yet sent.
+pub fn set_notsent_lowat(fd: RawFd, bytes: usize) -> io::Result<()> {
+    set_int(
+        fd,
+        libc::IPPROTO_TCP,
+        libc::TCP_NOTSENT_LOWAT,
+        bytes.min(i32::MAX as usize) as libc::c_int,
+    )
 }
 
 /// Make the next close(2) of `fd` abort the connection with a reset
