@@ -21,6 +21,11 @@ The first stdout line is {\"event\":\"ready\",\"listen\":...,\"protocol\":\"mptc
 /// See `--buffer-bytes`.
 pub const DEFAULT_BUFFER_BYTES: u64 = 1 << 20;
 
+/// See `--mptcp-sndbuf-bytes`: the kernel holds twice this, 16 MiB, the
+/// smallest that removed the stalls in benches/proxy_bench.py (8 MiB held
+/// still stalled; benches/README.md, "proxy").
+pub const DEFAULT_MPTCP_SNDBUF_BYTES: u64 = 8 << 20;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ModeName {
@@ -57,6 +62,19 @@ pub struct ProxyArgs {
     /// 1.5-2× the bytes per system call of the 64 KiB default].
     #[arg(long, value_name = "BYTES")]
     pub buffer_bytes: Option<u64>,
+    /// Send buffer of each MPTCP client socket, bytes, fixed at accept (the
+    /// kernel holds twice this; above net.core.wmem_max only with
+    /// CAP_NET_ADMIN); 0: the kernel's autotuning (net.ipv4.tcp_wmem) [default:
+    /// 8388608]. With autotuning's 4 MiB a bulk download to an MPTCP client
+    /// stalled for 200 ms at a time: the client's kernel (6.18) acknowledges
+    /// data at the MPTCP level later than on its subflow, the full buffer
+    /// stops the sender and nothing new is sent to prompt a fresh DATA_ACK
+    /// until the MPTCP retransmission timer fires. With the fixed buffer the
+    /// socket also gets TCP_NOTSENT_LOWAT 1 MiB, so the buffer holds bytes
+    /// in flight, not a queue of unsent ones. Plain TCP clients keep
+    /// autotuning.
+    #[arg(long, value_name = "BYTES")]
+    pub mptcp_sndbuf_bytes: Option<u64>,
     /// Largest HTTP request head or SOCKS request [default: 16384].
     #[arg(long, value_name = "BYTES")]
     pub max_header_bytes: Option<u64>,
@@ -118,6 +136,7 @@ struct FileConfig {
     mptcp: Option<bool>,
     max_connections: Option<u64>,
     buffer_bytes: Option<u64>,
+    mptcp_sndbuf_bytes: Option<u64>,
     max_header_bytes: Option<u64>,
     connect_timeout_ms: Option<f64>,
     idle_timeout_s: Option<f64>,
@@ -203,6 +222,11 @@ impl ProxyArgs {
             Some((v, key)) => in_range(key, v, 4096, 1 << 30)?,
             None => DEFAULT_BUFFER_BYTES,
         };
+        let mptcp_sndbuf_bytes = match pick!(mptcp_sndbuf_bytes, "mptcp-sndbuf-bytes") {
+            Some((0, _)) => 0,
+            Some((v, key)) => in_range(key, v, 4096, 1 << 30)?,
+            None => DEFAULT_MPTCP_SNDBUF_BYTES,
+        };
         let max_header_bytes = match pick!(max_header_bytes, "max-header-bytes") {
             Some((v, key)) => in_range(key, v, 64, 1 << 20)?,
             None => 16_384,
@@ -229,6 +253,7 @@ impl ProxyArgs {
             mptcp: !self.tcp_only && file.mptcp.unwrap_or(true),
             max_connections: max_connections as usize,
             buffer_bytes: buffer_bytes as usize,
+            mptcp_sndbuf_bytes: (mptcp_sndbuf_bytes > 0).then_some(mptcp_sndbuf_bytes as usize),
             max_header_bytes: max_header_bytes as usize,
             connect_timeout_ns,
             idle_timeout_ns: (idle_timeout_ns > 0).then_some(idle_timeout_ns),
@@ -280,6 +305,13 @@ mod tests {
         assert!(matches!(o.mode, super::ProxyMode::Http));
         assert_eq!((o.max_connections, o.idle_timeout_ns, o.mptcp), (9, None, false));
         assert_eq!((o.buffer_bytes, o.connect_timeout_ns), (1 << 20, 5_000_000_000));
+        assert_eq!(o.mptcp_sndbuf_bytes, Some(8 << 20));
+        let o = options(&format!(
+            "proxy --config {} --mptcp-sndbuf-bytes 0",
+            file.display()
+        ))
+        .unwrap();
+        assert_eq!(o.mptcp_sndbuf_bytes, None, "0: the kernel's autotuning");
         std::fs::write(&file, "listen = \"127.0.0.1:9000\"\nmax_conections = 7\n").unwrap();
         let err = options(&format!("proxy --config {}", file.display())).unwrap_err();
         assert!(err.contains("max_conections"), "{err}");
@@ -308,6 +340,10 @@ mod tests {
             (
                 "proxy --listen 127.0.0.1:1 --to 127.0.0.1:80 --buffer-bytes 1",
                 "--buffer-bytes",
+            ),
+            (
+                "proxy --listen 127.0.0.1:1 --to 127.0.0.1:80 --mptcp-sndbuf-bytes 100",
+                "--mptcp-sndbuf-bytes",
             ),
             (
                 "proxy --listen 127.0.0.1:1 --to 127.0.0.1:80 --connect-timeout-ms 0",

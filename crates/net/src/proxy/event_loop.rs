@@ -40,6 +40,13 @@ pub const TICK_NS: u64 = 50_000_000;
 /// How long a refused client may take to read the refusal and close.
 const LINGER_NS: u64 = 1_000_000_000;
 const LISTEN_BACKLOG: i32 = 4096;
+/// TCP_NOTSENT_LOWAT of an MPTCP client socket whose send buffer is fixed
+/// (`--mptcp-sndbuf-bytes`): the large buffer is there for bytes sent but
+/// not yet acknowledged at the MPTCP level; without this mark it also
+/// filled with unsent bytes, and the first subflow took a whole 5 MB
+/// download into its queue before a second subflow joined
+/// (tests/python/test_mptcp_real.py: one subflow, nothing to throttle).
+const MPTCP_NOTSENT_LOWAT_BYTES: usize = 1 << 20;
 /// Empty pipes kept for reuse (two fds each).
 const SPARE_PIPES: usize = 64;
 
@@ -216,6 +223,10 @@ pub struct Proxy<'o> {
     next_id: u64,
     /// Accepting stopped on EMFILE/ENFILE: retry at the next tick.
     accept_blocked: bool,
+    /// Connections (key, id) whose pump yielded on its turn budget (relay.rs):
+    /// driven again after this turn's events, and the next epoll_wait does
+    /// not sleep while any are listed.
+    yielded: Vec<(usize, u64)>,
     draining_until_ns: Option<u64>,
 }
 
@@ -287,6 +298,7 @@ impl<'o> Proxy<'o> {
             scratch: vec![0; COPY_CHUNK_BYTES.min(opts.buffer_bytes)],
             next_id: 1,
             accept_blocked: false,
+            yielded: Vec::new(),
             draining_until_ns: None,
         })
     }
@@ -298,7 +310,10 @@ impl<'o> Proxy<'o> {
         let mut next_tick = clock::now_ns() + TICK_NS;
         loop {
             let now = clock::now_ns();
-            let timeout = Duration::from_nanos(next_tick.saturating_sub(now).max(1));
+            let timeout = match self.yielded.is_empty() {
+                true => Duration::from_nanos(next_tick.saturating_sub(now).max(1)),
+                false => Duration::ZERO,
+            };
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     return Err(format!("epoll_wait: {e}"));
@@ -312,6 +327,15 @@ impl<'o> Proxy<'o> {
                     WAKER => self.resolved(now),
                     Token(t) if t >= METRICS_CLIENT_BASE => self.serve_metrics(t - METRICS_CLIENT_BASE),
                     Token(t) => self.drive(t >> 1, now, Wake::from_event(ev)),
+                }
+            }
+            // After everyone with an event had a turn: those that yielded.
+            // Both pumps, to EAGAIN or the budget again (no edge will come
+            // for bytes already waiting). The id guards against a key that
+            // was closed and reused meanwhile.
+            for (key, id) in std::mem::take(&mut self.yielded) {
+                if self.conns.get(key).is_some_and(|c| c.id == id) {
+                    self.drive(key, now, Wake::All);
                 }
             }
             if clock::stop_requested() && self.draining_until_ns.is_none() {
@@ -413,6 +437,14 @@ impl<'o> Proxy<'o> {
                 continue;
             }
             let _ = stream.set_nodelay(true);
+            if let (true, Some(bytes)) = (client_mptcp, self.opts.mptcp_sndbuf_bytes) {
+                // A larger buffer than autotuning's keeps a bulk download to
+                // an MPTCP client from stalling, and the low-water mark keeps
+                // what is not yet sent small (args.rs, --mptcp-sndbuf-bytes).
+                // A refusal leaves autotuning, which still works.
+                let _ = sock::set_send_buffer(stream.as_raw_fd(), bytes);
+                let _ = sock::set_notsent_lowat(stream.as_raw_fd(), MPTCP_NOTSENT_LOWAT_BYTES);
+            }
             let request = match self.opts.mode {
                 ProxyMode::Fixed(_) => Request::Fixed,
                 ProxyMode::Http => Request::HttpForward,
@@ -847,6 +879,9 @@ impl<'o> Proxy<'o> {
         }
         if conn.up.finished() && conn.down.finished() {
             return Err(Ending::clean("done"));
+        }
+        if conn.up.yielded || conn.down.yielded {
+            self.yielded.push((key, conn.id));
         }
         Ok(())
     }

@@ -64,6 +64,8 @@ pub struct ProxyOptions {
     pub mptcp: bool,
     pub max_connections: usize,
     pub buffer_bytes: usize,
+    /// The send buffer fixed on MPTCP client sockets (None: autotuning).
+    pub mptcp_sndbuf_bytes: Option<usize>,
     pub max_header_bytes: usize,
     pub connect_timeout_ns: u64,
     pub idle_timeout_ns: Option<u64>,

@@ -1,6 +1,6 @@
 //! The socket calls the proxy needs beyond std and mio: an MPTCP listener,
 //! splice(2) through a pipe, SO_LINGER 0 (to send a reset), TCP_IS_MPTCP,
-//! and the open-file limit.
+//! a fixed send buffer, TCP_NOTSENT_LOWAT, and the open-file limit.
 //!
 //! Why a raw socket for the listener: std and mio only create IPPROTO_TCP
 //! sockets. A listener created with IPPROTO_MPTCP (262) accepts both MPTCP
@@ -106,6 +106,30 @@ pub fn is_mptcp(fd: RawFd) -> bool {
         .unwrap_or(false)
 }
 
+/// Fix the send buffer of `fd` at `bytes` (what the kernel stores is
+/// twice that, for its bookkeeping, see socket(7)), which also ends the
+/// kernel's send-buffer autotuning for it. SO_SNDBUFFORCE first (needs
+/// CAP_NET_ADMIN; passes net.core.wmem_max), else SO_SNDBUF (capped at
+/// wmem_max). Returns the buffer the kernel now holds, bytes.
+pub fn set_send_buffer(fd: RawFd, bytes: usize) -> io::Result<usize> {
+    let want = bytes.min(i32::MAX as usize / 2) as libc::c_int;
+    if set_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, want).is_err() {
+        set_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, want)?;
+    }
+    Ok(get_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF)? as usize)
+}
+
+/// TCP_NOTSENT_LOWAT: `fd` reports writable, and takes more bytes, only
+/// while fewer than `bytes` of what it holds are not yet sent.
+pub fn set_notsent_lowat(fd: RawFd, bytes: usize) -> io::Result<()> {
+    set_int(
+        fd,
+        libc::IPPROTO_TCP,
+        libc::TCP_NOTSENT_LOWAT,
+        bytes.min(i32::MAX as usize) as libc::c_int,
+    )
+}
+
 /// Make the next close(2) of `fd` abort the connection with a reset
 /// (SO_LINGER on, timeout 0), as when its peer reset the other side.
 pub fn set_linger_zero(fd: RawFd) {
@@ -207,5 +231,24 @@ pub fn take_error(fd: RawFd) -> Option<io::Error> {
         Ok(0) => None,
         Ok(e) => Some(io::Error::from_raw_os_error(e)),
         Err(e) => Some(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fixed_send_buffer_is_what_the_kernel_reports() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let s = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        // 64 KiB is below every wmem_max, so privileged or not the kernel
+        // takes it, and keeps twice it.
+        let got = set_send_buffer(s.as_raw_fd(), 65_536).unwrap();
+        assert_eq!(got, 2 * 65_536);
+        assert_eq!(
+            get_int(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF).unwrap(),
+            2 * 65_536
+        );
     }
 }
