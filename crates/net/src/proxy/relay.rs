@@ -464,13 +464,19 @@ mod tests {
         (a, b)
     }
 
+    /// client_w → [client_r ==pump==> server_w] → server_r, the pump's two ends non-blocking as the proxy's are.
+    fn relay_path() -> (TcpStream, TcpStream, TcpStream, TcpStream) {
+        let (client_w, client_r) = pair();
+        let (server_w, server_r) = pair();
+        client_r.set_nonblocking(true).unwrap();
+        server_w.set_nonblocking(true).unwrap();
+        (client_w, client_r, server_w, server_r)
+    }
+
     #[test]
     fn moves_prelude_then_payload_then_forwards_the_fin() {
         // client_w → [client_r ==pump==> server_w] → server_r
-        let (mut client_w, client_r) = pair();
-        let (server_w, mut server_r) = pair();
-        client_r.set_nonblocking(true).unwrap();
-        server_w.set_nonblocking(true).unwrap();
+        let (mut client_w, client_r, server_w, mut server_r) = relay_path();
         let mut pool = PipePool::new(4096, 1);
         let mut scratch = vec![0; 4096];
         let mut pump = Pump::new(b"HEAD ".to_vec());
@@ -506,10 +512,7 @@ mod tests {
 
     #[test]
     fn small_reads_copy_a_full_read_splices_and_a_small_wakeup_copies_again() {
-        let (mut client_w, client_r) = pair();
-        let (server_w, mut server_r) = pair();
-        client_r.set_nonblocking(true).unwrap();
-        server_w.set_nonblocking(true).unwrap();
+        let (mut client_w, client_r, server_w, mut server_r) = relay_path();
         let mut pool = PipePool::new(65_536, 1);
         let mut scratch = vec![0; 4096];
         let mut pump = Pump::new(Vec::new());
@@ -563,10 +566,7 @@ mod tests {
 
     #[test]
     fn a_run_yields_at_its_budget_and_the_next_one_goes_on() {
-        let (mut client_w, client_r) = pair();
-        let (server_w, mut server_r) = pair();
-        client_r.set_nonblocking(true).unwrap();
-        server_w.set_nonblocking(true).unwrap();
+        let (mut client_w, client_r, server_w, mut server_r) = relay_path();
         let mut pool = PipePool::new(4096, 1);
         let mut scratch = vec![0; 4096];
         let (src, dst) = (client_r.as_raw_fd(), server_w.as_raw_fd());
@@ -601,10 +601,7 @@ mod tests {
     #[test]
     fn a_full_pipe_stops_reading() {
         // Nobody reads server_r: the pump may hold at most its pipe.
-        let (mut client_w, client_r) = pair();
-        let (server_w, _server_r) = pair();
-        client_r.set_nonblocking(true).unwrap();
-        server_w.set_nonblocking(true).unwrap();
+        let (mut client_w, client_r, server_w, _server_r) = relay_path();
         client_w.set_nonblocking(true).unwrap();
         let mut pool = PipePool::new(4096, 1);
         let mut scratch = vec![0; 4096];
