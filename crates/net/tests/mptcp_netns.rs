@@ -30,6 +30,7 @@ use latlab_net::mptcp::sockopt::{self, SockoptError};
 use latlab_net::mptcp::steer::{Action, Steering};
 use latlab_net::mptcp::throttle::{egress_device, ThrottleSet, Throttler};
 use latlab_net::mptcp::FourTuple;
+use latlab_net::proxy::args::DEFAULT_MPTCP_SNDBUF_BYTES;
 
 mod mptcp_util;
 use mptcp_util::{in_ns, sh, sh_out, veth, Namespaces};
@@ -435,6 +436,10 @@ fn mptcp_two_paths_events_subflow_stats_and_steering() {
         .join()
         .unwrap();
     let server = accept(lfd);
+    // The send buffer the proxy holds on its MPTCP client sockets: with
+    // autotuning's the transfer stalls for 200 ms at a time in the kernel.
+    latlab_net::proxy::sock::hold_mptcp_send_buffer(server.as_raw_fd(), DEFAULT_MPTCP_SNDBUF_BYTES as usize)
+        .expect("send buffer");
     let token = sockopt::token(server.as_raw_fd()).expect("MPTCP_INFO on the server socket");
 
     // Start the transfer (server → client, as a proxy sends to its client)

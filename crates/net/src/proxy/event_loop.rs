@@ -40,13 +40,6 @@ pub const TICK_NS: u64 = 50_000_000;
 /// How long a refused client may take to read the refusal and close.
 const LINGER_NS: u64 = 1_000_000_000;
 const LISTEN_BACKLOG: i32 = 4096;
-/// TCP_NOTSENT_LOWAT of an MPTCP client socket whose send buffer is fixed
-/// (`--mptcp-sndbuf-bytes`): the large buffer is there for bytes sent but
-/// not yet acknowledged at the MPTCP level; without this mark it also
-/// filled with unsent bytes, and the first subflow took a whole 5 MB
-/// download into its queue before a second subflow joined
-/// (tests/python/test_mptcp_real.py: one subflow, nothing to throttle).
-const MPTCP_NOTSENT_LOWAT_BYTES: usize = 1 << 20;
 /// Empty pipes kept for reuse (two fds each).
 const SPARE_PIPES: usize = 64;
 
@@ -442,8 +435,7 @@ impl<'o> Proxy<'o> {
                 // an MPTCP client from stalling, and the low-water mark keeps
                 // what is not yet sent small (args.rs, --mptcp-sndbuf-bytes).
                 // A refusal leaves autotuning, which still works.
-                let _ = sock::set_send_buffer(stream.as_raw_fd(), bytes);
-                let _ = sock::set_notsent_lowat(stream.as_raw_fd(), MPTCP_NOTSENT_LOWAT_BYTES);
+                let _ = sock::hold_mptcp_send_buffer(stream.as_raw_fd(), bytes);
             }
             let request = match self.opts.mode {
                 ProxyMode::Fixed(_) => Request::Fixed,

@@ -130,6 +130,25 @@ pub fn set_notsent_lowat(fd: RawFd, bytes: usize) -> io::Result<()> {
     )
 }
 
+/// TCP_NOTSENT_LOWAT of an MPTCP socket whose send buffer is held: the
+/// large buffer is there for bytes sent but not yet acknowledged at the
+/// MPTCP level; without this mark it also filled with unsent bytes, and the
+/// first subflow took a whole 5 MB download into its queue before a second
+/// subflow joined (tests/python/test_mptcp_real.py: one subflow, nothing to
+/// throttle).
+pub const MPTCP_NOTSENT_LOWAT_BYTES: usize = 1 << 20;
+
+/// Hold an MPTCP sender's send buffer at `bytes` (the kernel doubles it)
+/// with [`MPTCP_NOTSENT_LOWAT_BYTES`]. With autotuning's 4 MiB a bulk
+/// transfer stalls 200 ms at a time: the DATA_ACK the sender sees lags the
+/// receiver, the full buffer stops the sender, and only the MPTCP
+/// retransmission timer restarts it (benches/README.md, "proxy").
+pub fn hold_mptcp_send_buffer(fd: RawFd, bytes: usize) -> io::Result<usize> {
+    let held = set_send_buffer(fd, bytes)?;
+    set_notsent_lowat(fd, MPTCP_NOTSENT_LOWAT_BYTES)?;
+    Ok(held)
+}
+
 /// Make the next close(2) of `fd` abort the connection with a reset
 /// (SO_LINGER on, timeout 0), as when its peer reset the other side.
 pub fn set_linger_zero(fd: RawFd) {
