@@ -768,22 +768,25 @@ mod tests {
         assert_eq!(ssthresh, 2 * MSS);
     }
 
+    /// A loss at 10 segments, then 100 RTTs of 10 ms on the ACK clock: the
+    /// small-BDP set-up where the Reno-friendly region decides the growth.
+    fn one_second_after_a_loss_at_10(params: CubicParams) -> (Cubic, CcState) {
+        let mut cc = Cubic::new(params, MSS);
+        let mut st = ca_state(10);
+        loss_at(&mut cc, &mut st, 10);
+        run_ack_clock(&mut cc, &mut st, 0, 10 * NS_PER_MS, NS_PER_SEC, |_, _| {});
+        (cc, st)
+    }
+
     /// Short RTT, small window: Reno's additive increase outruns the cubic
     /// function, which needs K ≈ 2 s just to regain W_max (RFC 9438 §4.3).
     #[test]
     fn reno_friendly_region_dominates_at_small_bdp() {
-        let rtt_ns = 10 * NS_PER_MS;
         let run = |tcp_friendliness: bool| {
-            let mut cc = Cubic::new(
-                CubicParams {
-                    tcp_friendliness,
-                    ..CubicParams::default()
-                },
-                MSS,
-            );
-            let mut st = ca_state(10);
-            loss_at(&mut cc, &mut st, 10);
-            run_ack_clock(&mut cc, &mut st, 0, rtt_ns, NS_PER_SEC, |_, _| {});
+            let (cc, st) = one_second_after_a_loss_at_10(CubicParams {
+                tcp_friendliness,
+                ..CubicParams::default()
+            });
             (cc, st.cwnd_bytes as f64 / MSS as f64)
         };
         let (cc, cwnd_friendly) = run(true);
@@ -805,18 +808,11 @@ mod tests {
     /// RTT after it reaches cwnd_prior; by default (RFC 9438 §4.3) α becomes 1.
     #[test]
     fn alpha_switch_off_keeps_alpha_cubic() {
-        let rtt_ns = 10 * NS_PER_MS;
         let run = |alpha_switch: bool| {
-            let mut cc = Cubic::new(
-                CubicParams {
-                    alpha_switch,
-                    ..CubicParams::default()
-                },
-                MSS,
-            );
-            let mut st = ca_state(10);
-            loss_at(&mut cc, &mut st, 10);
-            run_ack_clock(&mut cc, &mut st, 0, rtt_ns, NS_PER_SEC, |_, _| {});
+            let (cc, _) = one_second_after_a_loss_at_10(CubicParams {
+                alpha_switch,
+                ..CubicParams::default()
+            });
             cc.w_est_segments()
         };
         let alpha = CubicParams::default().alpha_cubic();
