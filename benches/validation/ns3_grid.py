@@ -683,12 +683,18 @@ def window_100_paragraph(exps: dict, loss) -> list[str]:
         return []
     parts = [f"{cc_} {loss(FULL[cc_], 100, cc_, labels)} → {loss(FULL_PIPE[cc_], 100, cc_, labels)}"
              for cc_ in ("newreno", "cubic")]
+    same100 = [k for k, e in exps.items() if k[0] == 100 and "ns-3" in e.get("sack-ns3-data-retries", {})
+               and "ns-3" in e.get("sack", {}) and all(e["sack"]["ns-3"][m] == e["sack-ns3-data-retries"]["ns-3"][m]
+                                                       for m in ("goodput_mbps", "loss_rate", "timeouts"))]
+    retries_note = (" (not its data-retry limit: lifting it leaves the row of " + ", ".join(
+        f"{k[0]} flows {k[1]} {k[2]}{'' if k[3] == 'droptail' else ' ' + k[3]}" for k in same100)
+        + " unchanged, *sack-ns3-data-retries*)") if same100 else ""
     return ["**The window against the pipe at 100 flows.** The same knob moves the 100-flow points the other way "
             f"(loss gaps, every ns-3 rule found before → with `window_from_pipe` as well: {'; '.join(parts)}). "
             "There each window holds one to three segments and most losses end in a timeout, so what the sender "
             "may send on duplicate ACKs and after a timeout sets the loss rate; counting the window as ns-3 does, "
             "latlab now loses more than ns-3 at every 100-flow point. Some other ns-3 behaviour at these windows, "
-            "not found, must hold ns-3 back there; the agreement at 100 flows without the knob may be two "
+            "not found, must hold ns-3 back there" + retries_note + "; the agreement at 100 flows without the knob may be two "
             "differences cancelling. With the knob these 100-flow loss gaps are **unexplained**; the knob stays "
             "opt-in, and the next section gives both sets.\n"]
 
