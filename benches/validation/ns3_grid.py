@@ -491,6 +491,9 @@ ALL3_INTRO = ("The SACK rows again with the three latlab settings above at once,
 # set against.
 NS3_LAYERED = {"sack-ns3-data-retries": "sack", "sack-ns3-red-thresholds-unshifted": "sack",
                "sack-ns3-codel-target-5ms": "sack", "sack-ns3-limited-transmit": "sack"}
+# Experiments that change a setting on both sides, each side under its own name: latlab experiment -> ns-3 one.
+PAIRED = {"sack-ns3-cubic-all-min-rto-1s": "sack-min-rto-1s"}
+PAIRED_NAMES = set(PAIRED) | set(PAIRED.values())
 TWIN_INTROS = {
     "sack-ns3-red-thresholds-unshifted": (
         "RED at 100 flows, SACK on both sides, with one twin setting changed on ns-3's side: MinTh and MaxTh at "
@@ -711,6 +714,42 @@ def pipe_note(exps: dict) -> str:
                "cost at 100 flows (below)." if abs(sp["rel"]) <= 10 else "still outside."))
 
 
+def min_rto_paragraph(exps: dict) -> str:
+    """One CUBIC flow with the minimum RTO at 1 s on both sides: does the 2 BDP gap go with ns-3's timeouts?"""
+    lat_exp, ns_exp = next(iter(PAIRED.items()))
+    out, after = [], []
+    for b in ("1bdp", "2bdp"):
+        pairs = [(e[lat_exp]["latlab"], e[ns_exp]["ns-3"], e[FULL["cubic"]]["latlab"], e["sack"]["ns-3"])
+                 for k, e in sorted(exps.items()) if k[:4] == (1, b, "cubic", "droptail")
+                 and "latlab" in e.get(lat_exp, {}) and "ns-3" in e.get(ns_exp, {})
+                 and "latlab" in e.get(FULL["cubic"], {}) and "ns-3" in e.get("sack", {})]
+        if len(pairs) < 2:
+            continue
+        m = lambda i, f: sum(p_[i][f] for p_ in pairs) / len(pairs)  # noqa: E731
+        d = [p_[0]["core_drops_pkts"] - p_[1]["core_drops_pkts"] for p_ in pairs]
+        dm = sum(d) / len(d)
+        se = math.sqrt(sum((x - dm) ** 2 for x in d) / (len(d) - 1) / len(d))
+        after.append(rel(m(0, "loss_rate"), m(1, "loss_rate")))
+        out.append(f"{b}, {len(pairs)} seeds: timeouts per run latlab {m(2, 'timeouts'):.2f} → {m(0, 'timeouts'):.2f}, "
+                   f"ns-3 {m(3, 'timeouts'):.2f} → {m(1, 'timeouts'):.2f}; mean queue latlab {m(2, 'queue_mean_pkts'):.0f} "
+                   f"→ {m(0, 'queue_mean_pkts'):.0f}, ns-3 {m(3, 'queue_mean_pkts'):.0f} → {m(1, 'queue_mean_pkts'):.0f} "
+                   f"packets; loss {fmt_pct(rel(m(2, 'loss_rate'), m(3, 'loss_rate')))} → "
+                   f"{fmt_pct(rel(m(0, 'loss_rate'), m(1, 'loss_rate')))} ({m(0, 'core_drops_pkts'):.1f} vs "
+                   f"{m(1, 'core_drops_pkts'):.1f} drops per run, per seed {dm:+.1f} ± {se:.1f})")
+    if not out:
+        return ""
+    return (" What differs shows in the timeouts: at 2 BDP ns-3's fast recovery at the end of each CUBIC cycle is "
+            "followed by a timeout (seed 1, the twin's `rto_rows`: a loss at cwnd 327 segments, 228 after the fast "
+            "retransmit, 10 two or three 100-ms samples later), latlab's is not. With the "
+            f"minimum RTO at 1 s on both sides (latlab `min_rto_ms = 1000`, *{lat_exp}*; ns-3 MinRto 1 s, "
+            f"*{ns_exp}*), against the rows above: " + "; ".join(out) + ". "
+            + ("So the one-flow gaps are ns-3's timeouts after fast recovery, which latlab's timer (with ns-3's timer "
+               "rules, and also with an RTT sample per ACK, *sack-ns3-all-rtt-per-ack*) does not reproduce: with a "
+               "minimum RTO neither timer reaches they close, and they are **explained** by that experiment; why "
+               "ns-3's timer fires there and latlab's does not is not found (**unexplained**)."
+               if all(abs(g_) <= 10 for g_ in after) else "With it the gaps do not all close."))
+
+
 def seeds_paragraphs(exps: dict, loss) -> list[str]:
     """The points outside the goal with every ns-3 rule found switched on, run with more seeds: is the gap
     inside the seed-to-seed spread?"""
@@ -756,9 +795,7 @@ def seeds_paragraphs(exps: dict, loss) -> list[str]:
                     f"{wo['dd_se']:.1f} drops per seed), with it and still without the minimum-RTT target "
                     f"(*sack-ns3-cubic-alpha-whole-timeout*, {wt['n']} seeds) {fmt_pct(wt['rel'])} ({wt['dd']:+.1f} ± "
                     f"{wt['dd_se']:.1f}). ns-3 3.44 does keep W_max at a timeout (TcpCubic::CubicReset leaves "
-                    "m_lastMaxCwnd as GetSsThresh set it), so the knob copies that rule, and what still differs must "
-                    "be in how the window regrows after a timeout with one flow's deep window; it stays "
-                    "**unexplained**.")
+                    "m_lastMaxCwnd as GetSsThresh set it), so the knob copies that rule." + min_rto_paragraph(exps))
         out.append(txt + "\n")
     return out
 
@@ -1130,7 +1167,7 @@ def render(rows: list[dict], command: str) -> str:
                  f"(latlab − ns-3, relative to ns-3)."]
         closed = False
         for name, sides in sorted(exps.get(k, {}).items()):
-            if name in LAYERED or name in NS3_LAYERED:
+            if name in LAYERED or name in NS3_LAYERED or name in PAIRED_NAMES:
                 continue  # compared in its own section, against the experiment it builds on
             el, en = sides.get("latlab", lat), sides.get("ns-3", ns)
             changed = "; ".join(f"{s}: {json.dumps(r['overrides'])}" for s, r in sides.items())
@@ -1156,7 +1193,7 @@ def render(rows: list[dict], command: str) -> str:
     summary: dict = {}
     for k, lat, ns, g in flagged:
         for name, sides in exps.get(k, {}).items():
-            if name in LAYERED or name in NS3_LAYERED:
+            if name in LAYERED or name in NS3_LAYERED or name in PAIRED_NAMES:
                 continue
             g2 = gaps(sides.get("latlab", lat), sides.get("ns-3", ns))
             changed = "; ".join(f"{s_}: {json.dumps(r['overrides'])}" for s_, r in sorted(sides.items()))
