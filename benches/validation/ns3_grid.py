@@ -66,7 +66,8 @@ SETTINGS = [
     ("SACK, timestamps", "sack false, timestamps false", "Sack false, Timestamp false", "RTT by Karn's rule"),
     ("initial window", f"initial_window_segments {IW_SEGMENTS}", f"InitialCwnd {IW_SEGMENTS}", ""),
     ("recovery", "recovery \"newreno\" (RFC 6582)", "TcpClassicRecovery", "ns-3's default is PRR"),
-    ("limited transmit", "not implemented", "LimitedTransmit false", "ns-3 default true"),
+    ("limited transmit", "not implemented", "LimitedTransmit false", "ns-3 default true; with SACK ns-3's window "
+     "against the pipe sends on duplicate ACKs all the same (row *window outside recovery*)"),
     ("CUBIC", "RFC 9438, beta 0.7, C 0.4, fast convergence, no HyStart", "TcpCubic Beta 0.7, C 0.4, "
      "FastConvergence true, HyStart false", "ns-3 default HyStart true"),
     ("delayed ACK", "delayed_ack false", "DelAckCount 1", "an ACK per segment"),
@@ -99,6 +100,9 @@ SETTINGS = [
      "timeout in recovery", "not matched in the grid; experiment sack-rfc6298-timer-pipe-ssthresh"),
     ("RTO backoff after a new ACK", "kept until a new RTT sample (RFC 6298 §5; `rto_backoff_reset_on_ack` false)",
      "dropped at every new ACK (TcpSocketBase::NewAck)", "not matched in the grid; experiment sack-rto-backoff-reset"),
+    ("window outside recovery (SACK)", "RFC 5681 FlightSize, snd_max − snd_una (`window_from_pipe` false)",
+     "cwnd − BytesInFlight(), the RFC 6675 pipe, in every state (TcpSocketBase::AvailableWindow)",
+     "not matched; experiments sack-ns3-cubic-all-window-pipe, sack-ns3-newreno-window-pipe"),
     ("data retries", "unlimited", "TcpSocket::DataRetries 6 (default)", "not matched; experiment sack-ns3-data-retries"),
     ("CUBIC Reno-friendly α", "α = 1 once W_est reaches cwnd_prior (RFC 9438 §4.3; cubic `alpha_switch` 1)",
      "α_cubic = 3(1 − β)/(1 + β) throughout (TcpCubic::Update, as Linux)",
@@ -358,7 +362,8 @@ LAYERED = {"sack-rfc6298-timer": "sack", "sack-rfc6298-timer-pipe-ssthresh": "sa
            "sack-ns3-cubic-all": "sack", "sack-newreno-per-ack": "sack", "sack-ns3-newreno-per-ack": "sack",
            "sack-ns3-cubic-alpha-min-rtt": "sack", "sack-ns3-cubic-alpha-whole-min-rtt": "sack",
            "sack-ns3-cubic-alpha-whole-timeout": "sack", "sack-ns3-all-no-rescue": "sack",
-           "sack-ns3-all-rtt-per-ack": "sack", "sack-rtt-per-ack": "sack"}
+           "sack-ns3-all-rtt-per-ack": "sack", "sack-rtt-per-ack": "sack",
+           "sack-ns3-cubic-all-window-pipe": "sack", "sack-ns3-newreno-window-pipe": "sack"}
 TIMER_RULES = ("sack-ns3-timer-rules", "timer and ssthresh rules")
 # What each layered experiment switches to ns-3's way (the gap list names it).
 CAUSES = {"sack-rfc6298-timer": "ns-3's timer left running at a fast retransmit",
@@ -380,8 +385,30 @@ CAUSES = {"sack-rfc6298-timer": "ns-3's timer left running at a fast retransmit"
                                                 "minimum-RTT target)",
           "sack-ns3-all-no-rescue": "every ns-3 rule found and no RFC 6675 rescue retransmission",
           "sack-ns3-all-rtt-per-ack": "every ns-3 rule found and an RTT sample per ACK",
-          "sack-rtt-per-ack": "an RTT sample per ACK alone"}
+          "sack-rtt-per-ack": "an RTT sample per ACK alone",
+          "sack-ns3-cubic-all-window-pipe": "every ns-3 rule found for CUBIC and the window against the pipe",
+          "sack-ns3-newreno-window-pipe": "every ns-3 rule found for NewReno and the window against the pipe"}
 FULL = {"newreno": "sack-ns3-newreno-per-ack", "cubic": "sack-ns3-cubic-all"}
+# FULL with `window_from_pipe` as well: ns-3's window against the pipe outside recovery.
+FULL_PIPE = {"newreno": "sack-ns3-newreno-window-pipe", "cubic": "sack-ns3-cubic-all-window-pipe"}
+WINDOW_INTRO = ("The rows of the two sections that switch on every ns-3 rule found before (*sack-ns3-cubic-all*, "
+                "*sack-ns3-newreno-per-ack*) with one more latlab setting: `window_from_pipe = true`. Outside SACK "
+                "recovery latlab checks the window against RFC 5681 FlightSize, snd_max − snd_una (for the "
+                "go-back-N after a timeout, the sequence range from snd_una to the segment to resend). ns-3 3.44's "
+                "TcpSocketBase::AvailableWindow is cwnd − BytesInFlight() in every congestion state, and "
+                "BytesInFlight() is the RFC 6675 pipe (TcpTxBuffer: sent − SACKed − lost + retransmitted). So in "
+                "ns-3, with SACK, a duplicate ACK that SACKs a segment frees room for a new one before fast "
+                "retransmit (RFC 3042 limited transmit in effect, though LimitedTransmit is off), and after a "
+                "timeout, which marks every un-SACKed segment lost (TcpTxBuffer::SetSentListLost), new data "
+                "follows the retransmissions while SACKed data lies above a hole, where FlightSize holds it back "
+                "until the hole is acknowledged. The knob counts the window as ns-3 does (the pipe "
+                "`ssthresh_from_pipe` uses). The ns-3 columns are the SACK rows above, unchanged.\n")
+WINDOW_SECTIONS = [
+    ("sack-ns3-cubic-all-window-pipe", "SACK on both sides, every ns-3 rule found and the window against the pipe: "
+     "CUBIC", "every ns-3 rule found and the window against the pipe"),
+    ("sack-ns3-newreno-window-pipe", "SACK on both sides, every ns-3 rule found and the window against the pipe: "
+     "NewReno", "every ns-3 rule found and the window against the pipe"),
+]
 OTHER_EXPERIMENTS = [
     ("sack-ns3-cubic-alpha-min-rtt", TIMER_RULES, "`alpha_switch = 0`, `target_min_rtt = 1` on the timer and ssthresh "
      "rules"),
@@ -463,7 +490,10 @@ ALL3_INTRO = ("The SACK rows again with the three latlab settings above at once,
 # Experiments that change ns-3 only on top of another experiment: experiment -> the one whose latlab rows they are
 # set against.
 NS3_LAYERED = {"sack-ns3-data-retries": "sack", "sack-ns3-red-thresholds-unshifted": "sack",
-               "sack-ns3-codel-target-5ms": "sack"}
+               "sack-ns3-codel-target-5ms": "sack", "sack-ns3-limited-transmit": "sack"}
+# Experiments that change a setting on both sides, each side under its own name: latlab experiment -> ns-3 one.
+PAIRED = {"sack-ns3-cubic-all-min-rto-1s": "sack-min-rto-1s"}
+PAIRED_NAMES = set(PAIRED) | set(PAIRED.values())
 TWIN_INTROS = {
     "sack-ns3-red-thresholds-unshifted": (
         "RED at 100 flows, SACK on both sides, with one twin setting changed on ns-3's side: MinTh and MaxTh at "
@@ -527,6 +557,59 @@ def pipe_paragraph(exps: dict) -> list[str]:
 FULL_EMULATION = FULL
 
 
+def seed_spread(exps: dict, lat_exp: str, f: int, buf: str, cc_: str, q: str = "droptail") -> dict | None:
+    """latlab `lat_exp` against ns-3 *sack* at one point over every seed both ran: means, the paired per-seed
+    differences (loss in percentage points, drops in the window) with their standard errors, and the ranges."""
+    pairs = sorted((k[4], e[lat_exp]["latlab"], e["sack"]["ns-3"]) for k, e in exps.items()
+                   if k[:4] == (f, buf, cc_, q) and "latlab" in e.get(lat_exp, {}) and "ns-3" in e.get("sack", {}))
+    n = len(pairs)
+    if n < 2:
+        return None
+
+    def mean_se(xs: list[float]) -> tuple[float, float]:
+        m = sum(xs) / len(xs)
+        return m, math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1) / len(xs))
+
+    la, na = [p_[1] for p_ in pairs], [p_[2] for p_ in pairs]
+    dl, dl_se = mean_se([100 * (a["loss_rate"] - b["loss_rate"]) for a, b in zip(la, na)])
+    dd, dd_se = mean_se([a["core_drops_pkts"] - b["core_drops_pkts"] for a, b in zip(la, na)])
+    m = lambda rows, k: sum(r[k] for r in rows) / len(rows)  # noqa: E731
+    return {"n": n, "loss_l": 100 * m(la, "loss_rate"), "loss_n": 100 * m(na, "loss_rate"),
+            "rel": rel(m(la, "loss_rate"), m(na, "loss_rate")), "gp": rel(m(la, "goodput_mbps"), m(na, "goodput_mbps")),
+            "d": dl, "d_se": dl_se, "drops_l": m(la, "core_drops_pkts"), "drops_n": m(na, "core_drops_pkts"),
+            "dd": dd, "dd_se": dd_se, "lower": sum(a["loss_rate"] < b["loss_rate"] for a, b in zip(la, na)),
+            "range_l": (100 * min(r["loss_rate"] for r in la), 100 * max(r["loss_rate"] for r in la)),
+            "range_n": (100 * min(r["loss_rate"] for r in na), 100 * max(r["loss_rate"] for r in na)),
+            "drops_each": [(a["core_drops_pkts"], b["core_drops_pkts"]) for a, b in zip(la, na)]}  # fmt: skip
+
+
+def window_tail(exps: dict, at) -> str:
+    """The 10-flow 0.1 BDP CUBIC goodput gap with and without ns-3's window against the pipe."""
+    g_p = at(FULL_PIPE["cubic"], 10, "cubic", "0.1bdp")
+    if not g_p:
+        return "It stays **unexplained**."
+
+    def mean_of(exp: str, sim: str, m: str) -> float:
+        rows = [e[exp][sim] for k, e in exps.items() if k[:4] == (10, "0.1bdp", "cubic", "droptail")
+                and sim in e.get(exp, {}) and "ns-3" in e.get("sack", {}) and "latlab" in e.get(FULL_PIPE["cubic"], {})]
+        return sum(r[m] for r in rows) / len(rows)
+
+    to = [mean_of(FULL["cubic"], "latlab", "timeouts"), mean_of(FULL_PIPE["cubic"], "latlab", "timeouts"),
+          mean_of("sack", "ns-3", "timeouts")]
+    q = [mean_of(FULL["cubic"], "latlab", "queue_mean_pkts"), mean_of(FULL_PIPE["cubic"], "latlab", "queue_mean_pkts"),
+         mean_of("sack", "ns-3", "queue_mean_pkts")]
+    inside = abs(g_p[1]) <= 10 and abs(g_p[2]) <= 5
+    return (f"What moves it is ns-3's window against the pipe (`window_from_pipe = true`, the sections with tables "
+            f"above): goodput {fmt_pct(g_p[2])}, loss {fmt_pct(g_p[1])}; timeouts per run {to[0]:.1f} → {to[1]:.1f} "
+            f"(ns-3 {to[2]:.1f}), mean queue {q[0]:.2f} → {q[1]:.2f} packets (ns-3 {q[2]:.2f}), means over the "
+            "seeds. With SACK ns-3 sends a new segment for each duplicate ACK that SACKs one, because its window is "
+            "cwnd − pipe in every state; at windows of a few segments that keeps the ACK clock going until the "
+            "third duplicate ACK, where latlab, counting FlightSize, sends nothing, more often runs out of "
+            "duplicate ACKs and waits for the timer. "
+            + ("At 10 flows the goodput gap is **explained** by it; at 100 flows the same setting opens loss gaps "
+               "(below)." if inside else "It does not bring the point inside."))
+
+
 def explanations(exps: dict) -> list[str]:
     """The three gaps the CUBIC and NewReno experiments take up, each with its cause and numbers from the rows."""
     def at(exp: str, f: int, cc_: str, label: str):
@@ -559,8 +642,8 @@ def explanations(exps: dict) -> list[str]:
         "are RFC 9438's, and each knob is opt-in. Goodput at 0.1 BDP stays below ns-3's"
         + (f" ({fmt_pct(g[2])})" if g else "") + ": with the same loss latlab's flows sit in more timeouts and "
         "keep a shorter queue; neither ns-3's missing RFC 6675 rescue retransmission (*sack-ns3-all-no-rescue*: no "
-        "row changes) nor an RTT sample per ACK (*sack-ns3-all-rtt-per-ack*) moves it, and it stays "
-        "**unexplained**.\n")
+        "row changes) nor an RTT sample per ACK (*sack-ns3-all-rtt-per-ack*) moves it. "
+        + window_tail(exps, at) + "\n")
     nr2 = loss("sack", 100, "newreno", ["2bdp", "2bdp red", "1bdp red"])
     out.append(
         "**100-flow 2 BDP (RED and drop-tail).** NewReno's loss gaps with SACK "
@@ -587,35 +670,189 @@ def explanations(exps: dict) -> list[str]:
     out.append(
         "**One flow.** The single-flow SACK loss rates are a handful of drops in the window (the counts are in the "
         f"list below). NewReno's agree drop for drop with ns-3's per-ACK increase and rules ({one}); CUBIC's with "
-        f"TcpCubic's α and whole-segment arithmetic ({loss('sack-ns3-cubic', 1, 'cubic', b10)}, means over four "
-        "seeds), while the minimum-RTT look-ahead and kept W_max move the deep buffers away again "
+        f"TcpCubic's α and whole-segment arithmetic ({loss('sack-ns3-cubic', 1, 'cubic', b10)}, means over the "
+        "seeds in the tables), while the minimum-RTT look-ahead and kept W_max move the deep buffers away again "
         f"({loss('sack-ns3-cubic-all', 1, 'cubic', b10)}), by a few drops.\n")
+    out += seeds_paragraphs(exps, loss)
+    out += window_100_paragraph(exps, loss)
     return out
+
+
+def window_100_paragraph(exps: dict, loss) -> list[str]:
+    """What ns-3's window against the pipe does to the 100-flow points."""
+    labels = ["0.1bdp", "0.5bdp", "1bdp", "2bdp", "10KB", "0.5bdp red", "1bdp red", "2bdp red", "0.5bdp codel",
+              "1bdp codel", "2bdp codel"]
+    if not any(FULL_PIPE["cubic"] in e for k, e in exps.items() if k[0] == 100):
+        return []
+    parts = [f"{cc_} {loss(FULL[cc_], 100, cc_, labels)} → {loss(FULL_PIPE[cc_], 100, cc_, labels)}"
+             for cc_ in ("newreno", "cubic")]
+    same100 = [k for k, e in exps.items() if k[0] == 100 and "ns-3" in e.get("sack-ns3-data-retries", {})
+               and "ns-3" in e.get("sack", {}) and all(e["sack"]["ns-3"][m] == e["sack-ns3-data-retries"]["ns-3"][m]
+                                                       for m in ("goodput_mbps", "loss_rate", "timeouts"))]
+    retries_note = (" (not its data-retry limit: lifting it leaves the row of " + ", ".join(
+        f"{k[0]} flows {k[1]} {k[2]}{'' if k[3] == 'droptail' else ' ' + k[3]}" for k in same100)
+        + " unchanged, *sack-ns3-data-retries*)") if same100 else ""
+    return ["**The window against the pipe at 100 flows.** The same knob moves the 100-flow points the other way "
+            f"(loss gaps, every ns-3 rule found before → with `window_from_pipe` as well: {'; '.join(parts)}). "
+            "There each window holds one to three segments and most losses end in a timeout, so what the sender "
+            "may send on duplicate ACKs and after a timeout sets the loss rate; counting the window as ns-3 does, "
+            "latlab now loses more than ns-3 at every 100-flow point. Some other ns-3 behaviour at these windows, "
+            "not found, must hold ns-3 back there" + retries_note + "; the agreement at 100 flows without the knob may be two "
+            "differences cancelling. With the knob these 100-flow loss gaps are **unexplained**; the knob stays "
+            "opt-in, and the next section gives both sets.\n"]
+
+
+def pipe_note(exps: dict) -> str:
+    """The 10-flow 0.5 BDP NewReno point with ns-3's window against the pipe as well."""
+    sp = seed_spread(exps, FULL_PIPE["newreno"], 10, "0.5bdp", "newreno")
+    if not sp:
+        return ""
+    return (f" At 10 flows 0.5 BDP the gap is latlab losing less at every seed; with ns-3's window against the pipe "
+            f"as well (*{FULL_PIPE['newreno']}*, {sp['n']} seeds) it is {fmt_pct(sp['rel'])} ({sp['d']:+.3f} ± "
+            f"{sp['d_se']:.3f} points per seed), "
+            + ("inside the goal: the same ns-3 behaviour as the 10-flow CUBIC goodput gap above, with the same "
+               "cost at 100 flows (below)." if abs(sp["rel"]) <= 10 else "still outside."))
+
+
+def min_rto_paragraph(exps: dict) -> str:
+    """One CUBIC flow with the minimum RTO at 1 s on both sides: does the 2 BDP gap go with ns-3's timeouts?"""
+    lat_exp, ns_exp = next(iter(PAIRED.items()))
+    out, after = [], []
+    for b in ("1bdp", "2bdp"):
+        pairs = [(e[lat_exp]["latlab"], e[ns_exp]["ns-3"], e[FULL["cubic"]]["latlab"], e["sack"]["ns-3"])
+                 for k, e in sorted(exps.items()) if k[:4] == (1, b, "cubic", "droptail")
+                 and "latlab" in e.get(lat_exp, {}) and "ns-3" in e.get(ns_exp, {})
+                 and "latlab" in e.get(FULL["cubic"], {}) and "ns-3" in e.get("sack", {})]
+        if len(pairs) < 2:
+            continue
+        m = lambda i, f: sum(p_[i][f] for p_ in pairs) / len(pairs)  # noqa: E731
+        d = [p_[0]["core_drops_pkts"] - p_[1]["core_drops_pkts"] for p_ in pairs]
+        dm = sum(d) / len(d)
+        se = math.sqrt(sum((x - dm) ** 2 for x in d) / (len(d) - 1) / len(d))
+        after.append(rel(m(0, "loss_rate"), m(1, "loss_rate")))
+        out.append(f"{b}, {len(pairs)} seeds: timeouts per run latlab {m(2, 'timeouts'):.2f} → {m(0, 'timeouts'):.2f}, "
+                   f"ns-3 {m(3, 'timeouts'):.2f} → {m(1, 'timeouts'):.2f}; mean queue latlab {m(2, 'queue_mean_pkts'):.0f} "
+                   f"→ {m(0, 'queue_mean_pkts'):.0f}, ns-3 {m(3, 'queue_mean_pkts'):.0f} → {m(1, 'queue_mean_pkts'):.0f} "
+                   f"packets; loss {fmt_pct(rel(m(2, 'loss_rate'), m(3, 'loss_rate')))} → "
+                   f"{fmt_pct(rel(m(0, 'loss_rate'), m(1, 'loss_rate')))} ({m(0, 'core_drops_pkts'):.1f} vs "
+                   f"{m(1, 'core_drops_pkts'):.1f} drops per run, per seed {dm:+.1f} ± {se:.1f})")
+    if not out:
+        return ""
+    return (" What differs shows in the timeouts: at 2 BDP ns-3's fast recovery at the end of each CUBIC cycle is "
+            "followed by a timeout (seed 1, the twin's `rto_rows`: a loss at cwnd 327 segments, 228 after the fast "
+            "retransmit, 10 two or three 100-ms samples later), latlab's is not. With the "
+            f"minimum RTO at 1 s on both sides (latlab `min_rto_ms = 1000`, *{lat_exp}*; ns-3 MinRto 1 s, "
+            f"*{ns_exp}*), against the rows above: " + "; ".join(out) + ". "
+            + ("So the one-flow gaps are ns-3's timeouts after fast recovery, which latlab's timer (with ns-3's timer "
+               "rules, and also with an RTT sample per ACK, *sack-ns3-all-rtt-per-ack*) does not reproduce: with a "
+               "minimum RTO neither timer reaches they close, and they are **explained** by that experiment; why "
+               "ns-3's timer fires there and latlab's does not is not found (**unexplained**)."
+               if all(abs(g_) <= 10 for g_ in after) else "With it the gaps do not all close."))
+
+
+def seeds_paragraphs(exps: dict, loss) -> list[str]:
+    """The points outside the goal with every ns-3 rule found switched on, run with more seeds: is the gap
+    inside the seed-to-seed spread?"""
+    out = []
+
+    def verdict(sp: dict, drops: bool = False) -> str:
+        d, se = (sp["dd"], sp["dd_se"]) if drops else (sp["d"], sp["d_se"])
+        if abs(sp["rel"]) <= 10:
+            return "inside the goal over these seeds"
+        if abs(d) <= 2 * se:
+            return "within two standard errors of zero: inside the seed-to-seed spread"
+        return f"{abs(d) / se:.1f} standard errors from zero: not the seed spread"
+
+    nr = [(f, b, q, seed_spread(exps, FULL["newreno"], f, b, "newreno", q))
+          for f, b, q in ((10, "0.5bdp", "droptail"), (100, "1bdp", "red"))]
+    nr = [x for x in nr if x[3]]
+    if nr:
+        out.append("**NewReno, more seeds.** The two NewReno points just outside the goal with every ns-3 rule found "
+                   "(*sack-ns3-newreno-per-ack* against ns-3's SACK rows), each seed drawing its own delays and "
+                   "start times, the same on both sides: " + "; ".join(
+                       f"{f} flows {b}{'' if q == 'droptail' else ' ' + q}, {sp['n']} seeds: loss {sp['loss_l']:.3f}% "
+                       f"/ {sp['loss_n']:.3f}% ({fmt_pct(sp['rel'])}; goodput {fmt_pct(sp['gp'])}), per seed latlab − "
+                       f"ns-3 = {sp['d']:+.3f} ± {sp['d_se']:.3f} points (mean ± standard error), latlab lower at "
+                       f"{sp['lower']} of {sp['n']} seeds, ranges [{sp['range_l'][0]:.3f}, {sp['range_l'][1]:.3f}] / "
+                       f"[{sp['range_n'][0]:.3f}, {sp['range_n'][1]:.3f}]: {verdict(sp)}"
+                       for f, b, q, sp in nr) + "."
+                   + pipe_note(exps) + "\n")
+    one = [(b, seed_spread(exps, FULL["cubic"], 1, b, "cubic")) for b in ("1bdp", "2bdp")]
+    one = [x for x in one if x[1]]
+    if one:
+        txt = ("**One CUBIC flow, more seeds.** With all four TcpCubic knobs (*sack-ns3-cubic-all*) a run has a few "
+               "dozen drops in the window, so the loss rate is a count: " + "; ".join(
+                   f"{b}, {sp['n']} seeds: loss {fmt_pct(sp['rel'])}, {sp['drops_l']:.1f} vs {sp['drops_n']:.1f} "
+                   f"drops per run, per seed latlab − ns-3 = {sp['dd']:+.1f} ± {sp['dd_se']:.1f} drops (mean ± "
+                   f"standard error), {sum(abs(a - c) >= 5 for a, c in sp['drops_each'])} of {sp['n']} seeds apart by "
+                   f"5 drops or more: {verdict(sp, drops=True)}" for b, sp in one) + ".")
+        two = dict(one).get("2bdp")
+        wo = seed_spread(exps, "sack-ns3-cubic", 1, "2bdp", "cubic")
+        wt = seed_spread(exps, "sack-ns3-cubic-alpha-whole-timeout", 1, "2bdp", "cubic")
+        if two and wo and wt and abs(two["dd"]) > 2 * two["dd_se"]:
+            txt += (f" At 2 BDP the gap comes with `timeout_keeps_w_max`: without it and without the minimum-RTT "
+                    f"target (*sack-ns3-cubic*, {wo['n']} seeds) loss is {fmt_pct(wo['rel'])} ({wo['dd']:+.1f} ± "
+                    f"{wo['dd_se']:.1f} drops per seed), with it and still without the minimum-RTT target "
+                    f"(*sack-ns3-cubic-alpha-whole-timeout*, {wt['n']} seeds) {fmt_pct(wt['rel'])} ({wt['dd']:+.1f} ± "
+                    f"{wt['dd_se']:.1f}). ns-3 3.44 does keep W_max at a timeout (TcpCubic::CubicReset leaves "
+                    "m_lastMaxCwnd as GetSsThresh set it), so the knob copies that rule." + min_rto_paragraph(exps))
+        out.append(txt + "\n")
+    return out
+
+
+def limited_transmit_check(exps: dict) -> list[str]:
+    """ns-3's LimitedTransmit switched on with SACK: does the flag change anything once the window is the pipe?"""
+    pairs = [(k, e["sack"]["ns-3"], e["sack-ns3-limited-transmit"]["ns-3"]) for k, e in sorted(exps.items())
+             if "ns-3" in e.get("sack", {}) and "ns-3" in e.get("sack-ns3-limited-transmit", {})]
+    if not pairs:
+        return []
+    same = all(all(a[m] == b[m] for m in ("goodput_mbps", "loss_rate", "retransmitted_segments", "timeouts"))
+               for _, a, b in pairs)
+    where = ", ".join(f"{k[0]} flows {k[1]} {k[2]} seed {k[4]}" for k, _, _ in pairs)
+    return [f"On ns-3's side, TcpSocketBase::LimitedTransmit on instead of off with SACK (*sack-ns3-limited-transmit*, "
+            f"{where}) " + ("gives the same row to the last digit: with SACK the flag does not act, the window "
+                            "against the pipe sends on duplicate ACKs whatever it says (in TcpSocketBase::DupAck it "
+                            "only adds ns-3's emulated SACK block when SACK is off).\n" if same else
+                            "changes the row: the flag acts with SACK too.\n")]
 
 
 def full_emulation(exps: dict) -> list[str]:
     """The SACK points with latlab set to every ns-3 behaviour the experiments found (per congestion control, the
-    experiment in FULL_EMULATION): how many are inside the goal, and which are not."""
-    lines = []
-    for cc_, exp in FULL_EMULATION.items():
-        for f in sorted({k[0] for k, e in exps.items() if exp in e and k[2] == cc_}):
-            pts = loss_gaps_by_cc(exps, exp, "sack", f).get(cc_, [])
-            if not pts:
-                continue
-            out_ = [x for x in pts if not (abs(x[1]) <= 10 and abs(x[2]) <= 5)]
-            lines.append(f"* {cc_}, {f} flows (*{exp}*): loss within 10% and goodput within 5% at "
-                         f"{len(pts) - len(out_)} of {len(pts)} points"
-                         + (": outside, " + ", ".join(f"{x[0]} (loss {fmt_pct(x[1])}, goodput {fmt_pct(x[2])})"
-                                                      for x in out_) if out_ else "") + ".")
+    experiment in FULL_EMULATION): how many are inside the goal, and which are not; then the same with the window
+    against the pipe as well (FULL_PIPE)."""
+    def bullets(mapping: dict) -> tuple[list[str], int, int]:
+        lines, inside, total = [], 0, 0
+        for cc_, exp in mapping.items():
+            for f in sorted({k[0] for k, e in exps.items() if exp in e and k[2] == cc_}):
+                pts = loss_gaps_by_cc(exps, exp, "sack", f).get(cc_, [])
+                if not pts:
+                    continue
+                out_ = [x for x in pts if not (abs(x[1]) <= 10 and abs(x[2]) <= 5)]
+                inside += len(pts) - len(out_)
+                total += len(pts)
+                lines.append(f"* {cc_}, {f} flows (*{exp}*): loss within 10% and goodput within 5% at "
+                             f"{len(pts) - len(out_)} of {len(pts)} points"
+                             + (": outside, " + ", ".join(f"{x[0]} (loss {fmt_pct(x[1])}, goodput {fmt_pct(x[2])})"
+                                                          for x in out_) if out_ else "") + ".")
+        return lines, inside, total
+
+    lines, inside, total = bullets(FULL_EMULATION)
     if not lines:
         return []
-    return (["## latlab with every ns-3 behaviour found switched on\n",
-             "The SACK points once more, latlab set to every ns-3 3.44 behaviour the experiments above found to "
-             "matter, each an opt-in latlab setting: the timer and ssthresh rules (`rto_restart_on_fast_retransmit = "
-             "false`, `ssthresh_from_pipe = true`, `rto_backoff_reset_on_ack = true`) and, for NewReno, "
-             "TcpNewReno's per-ACK increase (`per_ack_increase = 1`), for CUBIC the four TcpCubic departures from RFC "
-             "9438 (`alpha_switch = 0`, `whole_segments = 1`, `target_min_rtt = 1`, `timeout_keeps_w_max = 1`). The "
-             "ns-3 side is the SACK rows, unchanged; means over seeds where several ran.\n"] + lines + [""])
+    out = ["## latlab with every ns-3 behaviour found switched on\n",
+           "The SACK points once more, latlab set to every ns-3 3.44 behaviour the experiments above found to "
+           "matter, each an opt-in latlab setting: the timer and ssthresh rules (`rto_restart_on_fast_retransmit = "
+           "false`, `ssthresh_from_pipe = true`, `rto_backoff_reset_on_ack = true`) and, for NewReno, "
+           "TcpNewReno's per-ACK increase (`per_ack_increase = 1`), for CUBIC the four TcpCubic departures from RFC "
+           "9438 (`alpha_switch = 0`, `whole_segments = 1`, `target_min_rtt = 1`, `timeout_keeps_w_max = 1`). The "
+           "ns-3 side is the SACK rows, unchanged; means over seeds where several ran.\n"] + lines
+    out += ["", f"In all: {inside} of {total} points inside the goal.\n"]
+    pipe, p_in, p_tot = bullets(FULL_PIPE)
+    if pipe:
+        out += ["With ns-3's window against the pipe as well (`window_from_pipe = true`, the last two sections "
+                "with tables):\n"] + pipe
+        out += ["", f"In all: {p_in} of {p_tot} points inside the goal.\n"]
+    return out
 
 
 def remaining_gaps(exps: dict) -> list[str]:
@@ -896,6 +1133,11 @@ def render(rows: list[dict], command: str) -> str:
     for name, title, base_exp, base_label, intro, cause in NEWRENO_SECTIONS:
         out += sack_section(exps, name, LAYERED[name], title, intro)
         out += layered_paragraph(exps, name, cause, (base_exp, base_label))
+    for i, (name, title, cause) in enumerate(WINDOW_SECTIONS):
+        out += sack_section(exps, name, LAYERED[name], title, WINDOW_INTRO if i == 0 else
+                            "As the previous section, for NewReno.\n")
+        out += layered_paragraph(exps, name, cause, (FULL, "every ns-3 rule found before"))
+    out += limited_transmit_check(exps)
     out += sack_section(exps, NS3_LAYERED["sack-ns3-data-retries"], "sack-ns3-data-retries",
                         "SACK on both sides, ns-3 without its data-retry limit", RETRIES_INTRO, zero_flows=True)
     out += retries_paragraph(exps)
@@ -925,7 +1167,7 @@ def render(rows: list[dict], command: str) -> str:
                  f"(latlab − ns-3, relative to ns-3)."]
         closed = False
         for name, sides in sorted(exps.get(k, {}).items()):
-            if name in LAYERED or name in NS3_LAYERED:
+            if name in LAYERED or name in NS3_LAYERED or name in PAIRED_NAMES:
                 continue  # compared in its own section, against the experiment it builds on
             el, en = sides.get("latlab", lat), sides.get("ns-3", ns)
             changed = "; ".join(f"{s}: {json.dumps(r['overrides'])}" for s, r in sides.items())
@@ -951,7 +1193,7 @@ def render(rows: list[dict], command: str) -> str:
     summary: dict = {}
     for k, lat, ns, g in flagged:
         for name, sides in exps.get(k, {}).items():
-            if name in LAYERED or name in NS3_LAYERED:
+            if name in LAYERED or name in NS3_LAYERED or name in PAIRED_NAMES:
                 continue
             g2 = gaps(sides.get("latlab", lat), sides.get("ns-3", ns))
             changed = "; ".join(f"{s_}: {json.dumps(r['overrides'])}" for s_, r in sorted(sides.items()))

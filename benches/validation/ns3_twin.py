@@ -32,6 +32,7 @@ OVERRIDES = {
     "codel_target_ms": "CoDel's Target (default: latlab's 5 ms less one data-packet serialisation, see build)",
     "red_threshold_shift": "subtract this from latlab's RED thresholds (default 1: the device queue's packet)",
     "data_retries": "TcpSocket::DataRetries (ns-3's default 6: the connection is dropped at the 7th timeout in a row)",
+    "min_rto_ms": "TcpSocketBase::MinRto in ms (default: the harness's, matched with latlab's min_rto_ms)",
 }
 
 # Counting in C++: a Python callback per packet would dominate the run time.
@@ -134,7 +135,7 @@ def build_and_run(p: dict) -> dict:
     cfg("ns3::TcpSocket::DelAckCount", ns.UintegerValue(1))
     cfg("ns3::TcpSocket::SndBufSize", ns.UintegerValue(p["socket_buffer_bytes"]))
     cfg("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(p["socket_buffer_bytes"]))
-    cfg("ns3::TcpSocketBase::MinRto", ns.TimeValue(ns.MilliSeconds(p["min_rto_ms"])))
+    cfg("ns3::TcpSocketBase::MinRto", ns.TimeValue(ns.MilliSeconds(float(ov.get("min_rto_ms", p["min_rto_ms"])))))
     cfg("ns3::TcpSocketBase::ClockGranularity", ns.TimeValue(ns.MilliSeconds(1)))
     cfg("ns3::RttEstimator::InitialEstimation", ns.TimeValue(ns.Seconds(1)))
     cfg("ns3::TcpSocketBase::Timestamp", ns.BooleanValue(False))

@@ -129,6 +129,9 @@ pub struct TcpSpec {
     /// Drop the RTO backoff on every ACK of new data (default false: RFC
     /// 6298 keeps it until a new RTT sample; true as ns-3 3.44).
     pub rto_backoff_reset_on_ack: Option<bool>,
+    /// Check the window against the RFC 6675 pipe outside SACK recovery too
+    /// (default false: RFC 5681 FlightSize; true as ns-3 3.44).
+    pub window_from_pipe: Option<bool>,
 }
 
 impl TcpSpec {
@@ -160,7 +163,8 @@ impl TcpSpec {
             rescue_retransmission,
             rto_restart_on_fast_retransmit,
             ssthresh_from_pipe,
-            rto_backoff_reset_on_ack
+            rto_backoff_reset_on_ack,
+            window_from_pipe
         )
     }
 }

@@ -134,7 +134,7 @@ fn unsupported_tcp_keys(t: &TcpSpec, prefix: &str, out: &mut Vec<String>) {
             "Linux has no per-socket switch for delayed ACKs",
         );
     }
-    let fixed: [(&str, bool); 16] = [
+    let fixed: [(&str, bool); 17] = [
         ("header_bytes", t.header_bytes.is_some()),
         ("initial_window_segments", t.initial_window_segments.is_some()),
         ("recovery", t.recovery.is_some()),
@@ -154,6 +154,7 @@ fn unsupported_tcp_keys(t: &TcpSpec, prefix: &str, out: &mut Vec<String>) {
         ),
         ("ssthresh_from_pipe", t.ssthresh_from_pipe.is_some()),
         ("rto_backoff_reset_on_ack", t.rto_backoff_reset_on_ack.is_some()),
+        ("window_from_pipe", t.window_from_pipe.is_some()),
     ];
     for (key, set) in fixed {
         if set {
@@ -447,12 +448,13 @@ mod tests {
     fn unsupported_features_are_named_in_one_error() {
         let text = PATH.replace(
             "cc = \"cubic\"",
-            "cc = \"vegas\"\nkind = \"tcp\"\ntcp = { pacing = true }",
+            "cc = \"vegas\"\nkind = \"tcp\"\ntcp = { pacing = true, window_from_pipe = true }",
         ) + "\n[[flows]]\nsrc = \"a\"\ndst = \"b\"\nkind = \"tfrc\"\n";
         let e = from_text(&text, "p.toml", &ccs()).unwrap_err();
         for key in [
             "flows[1].cc = \"vegas\"",
             "flows[1].tcp.pacing",
+            "flows[1].tcp.window_from_pipe",
             "flows[2].kind = \"tfrc\" (TFRC and DFlow run over real UDP with `latlab media",
         ] {
             assert!(e.contains(key), "{key}: {e}");

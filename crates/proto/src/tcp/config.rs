@@ -110,6 +110,17 @@ pub struct TcpConfig {
     /// TcpSocketBase::NewAck does. RFC 6298 §5 (the note after (5.7)) keeps
     /// the backed-off RTO until a new RTT measurement; false follows it.
     pub rto_backoff_reset_on_ack: bool,
+    /// Outside SACK recovery, check the window against the RFC 6675 pipe
+    /// instead of RFC 5681 FlightSize (snd_max − snd_una): SACKed bytes do
+    /// not count, nor, after a timeout, the un-SACKed bytes the go-back-N has
+    /// not resent yet (counted lost). ns-3 3.44's TcpSocketBase::
+    /// AvailableWindow is cwnd − BytesInFlight() in every state (Linux's
+    /// tcp_packets_in_flight likewise), so with SACK a duplicate ACK that
+    /// SACKs a segment releases a new one before fast retransmit (limited
+    /// transmit in effect, RFC 3042), and after a timeout new data follows
+    /// the retransmissions while SACKed data lies above a hole. Needs a SACK
+    /// recovery.
+    pub window_from_pipe: bool,
 }
 
 /// A receive window that does not limit anything in practice (1 GiB).
@@ -140,6 +151,7 @@ impl TcpConfig {
             rto_restart_on_fast_retransmit: true,
             ssthresh_from_pipe: false,
             rto_backoff_reset_on_ack: false,
+            window_from_pipe: false,
         }
     }
 
@@ -172,6 +184,7 @@ impl TcpConfig {
             rto_restart_on_fast_retransmit: true,
             ssthresh_from_pipe: false,
             rto_backoff_reset_on_ack: false,
+            window_from_pipe: false,
         }
     }
 
@@ -203,6 +216,12 @@ impl TcpConfig {
         if self.ssthresh_from_pipe && !self.recovery.uses_sack() {
             return Err(
                 "ssthresh_from_pipe needs a SACK recovery (recovery = Sack or Fack): the pipe is the SACK scoreboard's"
+                    .to_string(),
+            );
+        }
+        if self.window_from_pipe && !self.recovery.uses_sack() {
+            return Err(
+                "window_from_pipe needs a SACK recovery (recovery = Sack or Fack): the pipe is the SACK scoreboard's"
                     .to_string(),
             );
         }
@@ -298,6 +317,9 @@ mod tests {
         let mut c = TcpConfig::ns2();
         c.ssthresh_from_pipe = true;
         assert!(c.validate().unwrap_err().contains("ssthresh_from_pipe"));
+        let mut c = TcpConfig::ns2();
+        c.window_from_pipe = true;
+        assert!(c.validate().unwrap_err().contains("window_from_pipe"));
         let mut c = TcpConfig::ns2();
         c.min_rto_ns = 100 * NS_PER_SEC;
         assert!(c.validate().unwrap_err().contains("min_rto_ns"));

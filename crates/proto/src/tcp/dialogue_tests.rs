@@ -522,3 +522,43 @@ fn rto_during_newreno_recovery_keeps_ssthresh_and_goes_back_n() {
     send!(d, seq = s(2), len = 1000, rexmit);
     send!(d, nothing);
 }
+
+#[test]
+fn window_from_pipe_lets_sacked_data_release_new_segments() {
+    for pipe in [false, true] {
+        let mut config = cfg(Recovery::Sack);
+        config.window_from_pipe = pipe;
+        // Before fast retransmit: a duplicate ACK SACKs S1. FlightSize is
+        // still 10 000 = cwnd; the pipe (ns-3's BytesInFlight()) is 9000, so
+        // with `window_from_pipe` S10 goes out (limited transmit in effect).
+        let mut d = Dialogue::established(config.clone(), Some(20 * MSS), LARGE_RWND_BYTES);
+        send_initial_window(&mut d);
+        at!(d, 200);
+        recv!(d, ack = 1, sack = [(s(1), s(2))]);
+        if pipe {
+            send!(d, seq = s(10), len = 1000);
+        }
+        send!(d, nothing);
+
+        // After a timeout: S0 and S5 lost, no ACK before the timer fires at
+        // 400 ms (RTO 300 ms); S0 goes again with cwnd = 1 SMSS.
+        let mut d = Dialogue::established(config, Some(20 * MSS), LARGE_RWND_BYTES);
+        send_initial_window(&mut d);
+        at!(d, 400);
+        send!(d, seq = s(0), len = 1000, rexmit);
+        send!(d, nothing);
+        assert_eq!(d.s.ca_state(), CaState::Loss);
+        // Its ACK covers S1..S4 and SACKs S6..S9: cwnd 2000 in slow start,
+        // the go-back-N resends S5. FlightSize from S5 to S10 (5000) then
+        // holds new data back; the pipe (S5's retransmission, 1000) lets S10
+        // follow.
+        at!(d, 500);
+        recv!(d, ack = s(5), sack = [(s(6), s(10))]);
+        assert_eq!(d.s.cwnd_bytes(), 2000);
+        send!(d, seq = s(5), len = 1000, rexmit);
+        if pipe {
+            send!(d, seq = s(10), len = 1000);
+        }
+        send!(d, nothing);
+    }
+}

@@ -88,7 +88,6 @@ impl Scoreboard {
         self.recs.front()
     }
 
-    #[cfg(test)]
     pub fn sacked_bytes(&self) -> u64 {
         self.sacked_bytes
     }

@@ -113,6 +113,9 @@ pub(super) fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig,
     if let Some(v) = s.rto_backoff_reset_on_ack {
         c.rto_backoff_reset_on_ack = v;
     }
+    if let Some(v) = s.window_from_pipe {
+        c.window_from_pipe = v;
+    }
     c.validate().map_err(|m| cx.err(path, m))?;
     if c.recovery.uses_sack() && !c.sack {
         let msg = format!("recovery = \"{}\" needs sack = true", c.recovery.name());

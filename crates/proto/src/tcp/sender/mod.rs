@@ -340,6 +340,21 @@ impl TcpSender {
         }
     }
 
+    /// The bytes the window is checked against outside SACK recovery:
+    /// RFC 5681 FlightSize up to `seq_end` (the candidate segment's start
+    /// for the go-back-N, `snd_max` for new data), or with
+    /// `window_from_pipe` the pipe as ns-3's BytesInFlight() counts it
+    /// (see [`pipe_for_ssthresh`](Self::pipe_for_ssthresh)).
+    fn window_flight(&self, seq_end: u64) -> u64 {
+        if self.cfg.window_from_pipe
+            && (self.sb.sacked_bytes() > 0 || matches!(self.ca, CongestionState::Loss { .. }))
+        {
+            self.pipe_for_ssthresh()
+        } else {
+            seq_end.saturating_sub(self.snd_una)
+        }
+    }
+
     fn pacing_active(&self) -> bool {
         self.pacer.is_active(&self.rtt)
     }

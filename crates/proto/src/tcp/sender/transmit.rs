@@ -264,7 +264,7 @@ impl TcpSender {
         let Some(rec) = self.sb.get(idx) else {
             return Some(None);
         };
-        let in_flight = rec.seq.saturating_sub(self.snd_una);
+        let in_flight = self.window_flight(rec.seq);
         let rwnd_ok = rec.end() <= self.snd_una.saturating_add(self.peer_rwnd);
         if (in_flight + rec.len as u64 <= self.ccs.cwnd_bytes && rwnd_ok) || self.persist.probe_due {
             return Some(Some(Tx::Retransmit {
@@ -287,7 +287,7 @@ impl TcpSender {
             return None;
         }
         let len = (data_end - self.snd_max).min(self.mss) as u32;
-        let in_flight = self.snd_max.saturating_sub(self.snd_una);
+        let in_flight = self.window_flight(self.snd_max);
         let right_edge = self.snd_una.saturating_add(self.peer_rwnd);
         let cwnd_ok = in_flight + len as u64 <= self.ccs.cwnd_bytes;
         if cwnd_ok && self.snd_max + len as u64 <= right_edge {
@@ -296,7 +296,7 @@ impl TcpSender {
         if self.persist.probe_due {
             return Some(Tx::New { len, probe: true });
         }
-        if cwnd_ok && in_flight == 0 && right_edge > self.snd_max {
+        if cwnd_ok && self.snd_max == self.snd_una && right_edge > self.snd_max {
             let short = (right_edge - self.snd_max).min(len as u64) as u32;
             return Some(Tx::New {
                 len: short,
