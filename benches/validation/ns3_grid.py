@@ -2,11 +2,12 @@
 """latlab against ns-3 on a grid of dumbbells: one point description, two simulators, every setting matched.
 
 A `Point` (flows, core buffer in BDP or bytes, congestion control, core queue, seed, duration, window)
-becomes a latlab scenario (TOML text, run in this process) and an ns-3 twin (benches/validation/ns3_twin.py,
+becomes a latlab scenario (TOML text, run on latlab's sweep runner) and an ns-3 twin (benches/validation/ns3_twin.py,
 run in a subprocess of the interpreter that has the PyPI package `ns3` 3.44). Access delays and start
 times are drawn once here from the point's seed and handed to both, so both use the same numbers.
 
-    # the grid (latlab in this process, ns-3 points two at a time in subprocesses); a new --jsonl file
+    # the grid (latlab's points on the sweep runner with --jobs workers, ns-3 points --jobs at a time in
+    # subprocesses; --sweep-dir keeps latlab's runs, catalog and Parquet, to resume); a new --jsonl file
     # starts with the command, which the page names
     python benches/validation/ns3_grid.py --ns3-python /tmp/ns3venv/bin/python --flows 1,10,100 \\
         --buffers 0.1bdp,0.5bdp,1bdp,2bdp,10KB --cc newreno,cubic --duration 40 --measure-from 10 --jobs 2 \\
@@ -229,14 +230,39 @@ def latlab_scenario_toml(pt: Point, latlab_overrides: dict | None = None) -> str
     return Scenario.from_dict(sc).to_toml()
 
 
+def latlab_points(pts: list[Point], latlab_overrides: dict | None, jobs: int, sweep_dir: str | None) -> list[dict]:
+    """latlab's side of `pts` on the sweep runner (`jobs` worker processes; finished runs in `sweep_dir` are not
+    run again); the raw counters per point, in order. wall_s is the core's run alone, as the sweep records it."""
+    import tempfile
+
+    from latlab import Scenario
+    from latlab.sweep import load_run, run_sweep
+
+    specs = [({"flows": pt.flows, "buffer": pt.buffer, "cc": pt.cc, "qdisc": pt.qdisc, "seed": pt.seed},
+              Scenario.from_toml_str(latlab_scenario_toml(pt, latlab_overrides))) for pt in pts]  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="ns3-grid-latlab-") as scratch:
+        outdir = sweep_dir or scratch
+        catalog = run_sweep(specs, outdir, jobs=jobs, progress=False, name="ns3-grid")
+        failed = catalog[catalog["status"] != "ok"]
+        if len(failed):
+            raise RuntimeError(f"latlab runs failed: {failed[['run_id', 'error']].to_dict('records')}")
+        return [latlab_raw(pt, load_run(outdir, rid), float(wall))
+                for pt, rid, wall in zip(pts, catalog["run_id"], catalog["sim_wall_s"])]  # fmt: skip
+
+
 def latlab_point(pt: Point, latlab_overrides: dict | None = None) -> dict:
+    """One point in this process (the reference test and single checks), timed around `latlab.run`."""
     import latlab
     from latlab import Scenario
 
     sc = Scenario.from_toml_str(latlab_scenario_toml(pt, latlab_overrides))
     t0 = time.perf_counter()
     res = latlab.run(sc)
-    wall = time.perf_counter() - t0
+    return latlab_raw(pt, res, time.perf_counter() - t0)
+
+
+def latlab_raw(pt: Point, res, wall_s: float) -> dict:  # noqa: ANN001
+    """One latlab run's counters over the point's measurement window."""
     core_id = int(res.links.loc[res.links["name"] == "r1->r2", "link_id"].iloc[0])
     s = res.link_samples[res.link_samples["link_id"] == core_id].sort_values("time_ns")
     t_from, t_end = int(pt.measure_from_s * 1e9), int(pt.duration_s * 1e9)
@@ -244,7 +270,7 @@ def latlab_point(pt: Point, latlab_overrides: dict | None = None) -> dict:
     core = res.links[res.links["link_id"] == core_id].iloc[0]
     window = s[(s["time_ns"] >= t_from) & (s["time_ns"] < t_end)]
     flows = res.flows.sort_values("flow_id")
-    return {"simulator": "latlab", "wall_s": round(wall, 3),
+    return {"simulator": "latlab", "wall_s": round(wall_s, 3),
             "per_flow_goodput_bps": [round(float(x), 1) for x in flows["goodput_bps"]],
             "core_arrivals_pkts": int(core["arrivals_pkts"] - at_from["arrivals_pkts"]),
             "core_drops_pkts": int(core["drops_pkts"] - at_from["drops_pkts"]),
@@ -1090,7 +1116,8 @@ def render(rows: list[dict], command: str) -> str:
             f"{SAMPLE_INTERVAL_MS} ms in the window; retransmitted segments and timeouts over the whole run (ns-3: "
             "data segments sent at or below the socket's highest sequence; timeouts = entries into CA_LOSS, so "
             "back-to-back RTOs of one loss episode count once there). Wall = the simulation run alone "
-            "(ns-3: Simulator::Run; latlab: `latlab.run`), on a 2-core VM shared with other jobs; ratio = ns-3 / "
+            "(ns-3: Simulator::Run; latlab: the core's run in a sweep worker, as the sweep records it; rows from "
+            "before the sweep runner: `latlab.run`), on a 2-core VM shared with other jobs; ratio = ns-3 / "
             "latlab.\n", "## The grid\n",
             "| flows | buffer (B pkts) | cc | seed | goodput Mb/s latlab / ns-3 (Δ) | loss % latlab / ns-3 (Δ rel) | "
             "retx latlab / ns-3 | RTOs latlab / ns-3 | queue mean latlab / ns-3 | queue p95 latlab / ns-3 | "
@@ -1337,7 +1364,11 @@ def parse_args(argv=None):
     p.add_argument("--qdisc", default="droptail", help="core queue: droptail, red, codel (comma-separated)")
     p.add_argument("--duration", type=float, default=45.0, help="simulated seconds (45)")
     p.add_argument("--measure-from", type=float, default=15.0, help="window start, s (15)")
-    p.add_argument("--jobs", type=int, default=2, help="ns-3 subprocesses at once (2)")
+    p.add_argument("--jobs", type=int, default=2,
+                   help="ns-3 subprocesses at once, and latlab's sweep workers (latlab runs on the sweep runner) (2)")
+    p.add_argument("--sweep-dir", default=None,
+                   help="keep latlab's runs in this sweep folder (catalog, Parquet per run; finished runs are not "
+                        "run again); default: a temporary one")  # fmt: skip
     p.add_argument("--ns3-python", default=None, help="interpreter with the ns3 package (default: this one)")
     p.add_argument("--skip-ns3", action="store_true", help="latlab only")
     p.add_argument("--experiment", default="base", help="name for rows with settings changed (base)")
@@ -1433,10 +1464,8 @@ def main(argv=None) -> int:
         if ns3_python:
             futures = [(pt, pool.submit(ns3_point, pt, ns3_python, ns_ov)) for pt in pts]
         if args.only != "ns-3":
-            # the first run in a process pays one-off costs (loading the extension): keep them out of wall_s
-            latlab_point(Point(1, "1bdp", "newreno", duration_s=1.0, measure_from_s=0.5))
-            for pt in pts:
-                emit(row(pt, latlab_point(pt, lat_ov), args.experiment, lat_ov))
+            for pt, raw in zip(pts, latlab_points(pts, lat_ov, max(1, args.jobs), args.sweep_dir)):
+                emit(row(pt, raw, args.experiment, lat_ov))
         for pt, fu in futures:
             try:
                 emit(row(pt, fu.result(), args.experiment, ns_ov))
