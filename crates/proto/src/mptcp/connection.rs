@@ -305,21 +305,25 @@ impl MptcpSender {
         // What the subflows already owe: SYNs, their own retransmissions,
         // a chunk the pacer held back. A subflow that owed nothing at its
         // last change still owes nothing (and, unpaced, `poll_owed` would
-        // not touch it).
+        // not touch it), nor does one that owed nothing when asked earlier
+        // in this poll (see `SubflowSummary::may_owe_at`).
         for i in 0..self.summaries.len() {
             if self.owing == 0 {
                 break;
             }
-            if !self.summaries[i].may_owe {
+            if !self.summaries[i].may_owe_at(now_ns) {
                 continue;
             }
             // Asking may change the sender (an idle restart, a segment).
             self.streak = None;
             let owed = self.subflows[i].tcp.poll_owed(now_ns);
             self.refresh_summary(i);
-            if let Some(mut seg) = owed {
-                self.stamp(i, &mut seg);
-                return Some((i, seg));
+            match owed {
+                Some(mut seg) => {
+                    self.stamp(i, &mut seg);
+                    return Some((i, seg));
+                }
+                None => self.summaries[i].note_owed_nothing(now_ns),
             }
         }
         let (i, data_seq, chunk) = self.schedule(now_ns)?;
