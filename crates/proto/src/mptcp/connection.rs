@@ -305,21 +305,25 @@ impl MptcpSender {
         // What the subflows already owe: SYNs, their own retransmissions,
         // a chunk the pacer held back. A subflow that owed nothing at its
         // last change still owes nothing (and, unpaced, `poll_owed` would
-        // not touch it).
+        // not touch it), nor does one that owed nothing when asked earlier
+        // in this poll (see `SubflowSummary::may_owe_at`).
         for i in 0..self.summaries.len() {
             if self.owing == 0 {
                 break;
             }
-            if !self.summaries[i].may_owe {
+            if !self.summaries[i].may_owe_at(now_ns) {
                 continue;
             }
             // Asking may change the sender (an idle restart, a segment).
             self.streak = None;
             let owed = self.subflows[i].tcp.poll_owed(now_ns);
             self.refresh_summary(i);
-            if let Some(mut seg) = owed {
-                self.stamp(i, &mut seg);
-                return Some((i, seg));
+            match owed {
+                Some(mut seg) => {
+                    self.stamp(i, &mut seg);
+                    return Some((i, seg));
+                }
+                None => self.summaries[i].note_owed_nothing(now_ns),
             }
         }
         let (i, data_seq, chunk) = self.schedule(now_ns)?;
@@ -421,9 +425,7 @@ impl MptcpSender {
         // The same answers, see `max_mss_bytes`.
         let want = want.min(self.max_mss_bytes);
         if self.cfg.scheduler != Scheduler::MinRtt {
-            self.fill_views(now_ns, want, exclude);
-            let i = self.sched.pick(self.cfg.scheduler, &self.views)?;
-            return Some((i, self.rooms[i]?));
+            return self.pick_from_views(now_ns, want, exclude);
         }
         if want == 0 {
             return None;
@@ -475,6 +477,21 @@ impl MptcpSender {
         Some((i, chunk))
     }
 
+    /// [`pick_chunk`](Self::pick_chunk) for a scheduler other than min-RTT:
+    /// every subflow's view built and handed to [`SchedulerState::pick`].
+    // Kept apart from min-RTT's inlined path, which it would only crowd.
+    #[inline(never)]
+    fn pick_from_views(
+        &mut self,
+        now_ns: u64,
+        want: u64,
+        exclude: Option<usize>,
+    ) -> Option<(usize, NewChunk)> {
+        self.fill_views(now_ns, want, exclude);
+        let i = self.sched.pick(self.cfg.scheduler, &self.views)?;
+        Some((i, self.rooms[i]?))
+    }
+
     /// Fill `views`/`rooms` for a chunk of `want` bytes; `exclude` gets no room.
     fn fill_views(&mut self, now_ns: u64, want: u64, exclude: Option<usize>) {
         self.views.clear();
@@ -494,23 +511,10 @@ impl MptcpSender {
     #[inline]
     fn schedule(&mut self, now_ns: u64) -> Option<(usize, u64, NewChunk)> {
         // Reinjections first: that data is what the receiver waits for.
-        while let Some(&(seq, len)) = self.reinject.front() {
-            let end = seq + len as u64;
-            if end <= self.data_una {
-                self.reinject.pop_front();
-                continue;
+        if !self.reinject.is_empty() {
+            if let Some(decided) = self.schedule_reinjection(now_ns) {
+                return decided;
             }
-            let start = seq.max(self.data_una);
-            let (i, chunk) = self.pick_chunk(now_ns, end - start, None)?;
-            let sent = chunk.len_bytes();
-            self.reinject.pop_front();
-            if start + (sent as u64) < end {
-                self.reinject
-                    .push_front((start + sent as u64, (end - start - sent as u64) as u32));
-            }
-            self.stats.reinjected_segments += 1;
-            self.stats.reinjected_bytes += sent as u64;
-            return Some((i, start, chunk));
         }
         if self.data_nxt >= self.data_end {
             return None;
@@ -529,6 +533,36 @@ impl MptcpSender {
         self.data_nxt += chunk.len_bytes() as u64;
         self.stats.chunks_scheduled += 1;
         Some((i, seq, chunk))
+    }
+
+    /// The head of the reinjection queue for [`schedule`](Self::schedule):
+    /// `Some(decision)` if the queue decides, `None` once nothing in it is
+    /// left to send (new data is then next).
+    // Kept apart from the inlined path of new data, which it would only
+    // crowd: reinjection follows timeouts only.
+    #[inline(never)]
+    fn schedule_reinjection(&mut self, now_ns: u64) -> Option<Option<(usize, u64, NewChunk)>> {
+        while let Some(&(seq, len)) = self.reinject.front() {
+            let end = seq + len as u64;
+            if end <= self.data_una {
+                self.reinject.pop_front();
+                continue;
+            }
+            let start = seq.max(self.data_una);
+            let Some((i, chunk)) = self.pick_chunk(now_ns, end - start, None) else {
+                return Some(None);
+            };
+            let sent = chunk.len_bytes();
+            self.reinject.pop_front();
+            if start + (sent as u64) < end {
+                self.reinject
+                    .push_front((start + sent as u64, (end - start - sent as u64) as u32));
+            }
+            self.stats.reinjected_segments += 1;
+            self.stats.reinjected_bytes += sent as u64;
+            return Some(Some((i, start, chunk)));
+        }
+        None
     }
 
     /// The connection-level window is full and the data at the Data ACK is

@@ -79,6 +79,9 @@ impl SenderSubflow {
     /// move the loss marks when a new loss event began (Linux OLIA's
     /// `set_state`, which ignores repeated timeouts of one episode).
     /// Returns whether the retransmission timer fired.
+    // Inlined into the connection's ACK path, as it was until the
+    // compiler's choice moved with unrelated code: a call per ACK.
+    #[inline]
     pub(super) fn after_event(&mut self) -> bool {
         self.map.ack_to(self.tcp.snd_una());
         let st = self.tcp.stats();

@@ -27,6 +27,12 @@ pub(super) struct SubflowSummary {
     pub may_owe: bool,
     /// The sender paces: its room depends on the time, never remembered.
     paced: bool,
+    /// `poll_owed` at this time found nothing since the last refresh. At
+    /// the same time and with the sender unchanged, asking again would
+    /// find nothing and change nothing (an idle restart or a persist timer
+    /// it started is not started twice), so the poll loop does not ask
+    /// again for each segment the other subflows send.
+    owed_nothing_at_ns: Option<u64>,
     /// The sender refused a new chunk of this many bytes (its
     /// `new_chunk` said `None`) since the last refresh; `u64::MAX` when
     /// unknown.
@@ -45,6 +51,7 @@ impl SubflowSummary {
             may_owe: paced || !tcp.owes_nothing(),
             paced,
             no_room_from_bytes: u64::MAX,
+            owed_nothing_at_ns: None,
         }
     }
 
@@ -60,6 +67,17 @@ impl SubflowSummary {
         want_bytes < self.no_room_from_bytes
     }
 
+    /// Whether the poll loop must ask the sender for a segment it owes
+    /// at `now_ns`.
+    pub fn may_owe_at(&self, now_ns: u64) -> bool {
+        self.may_owe && self.owed_nothing_at_ns != Some(now_ns)
+    }
+
+    /// `poll_owed(now_ns)` returned nothing (the summary just refreshed).
+    pub fn note_owed_nothing(&mut self, now_ns: u64) {
+        self.owed_nothing_at_ns = Some(now_ns);
+    }
+
     /// The sender refused a chunk of `want_bytes`.
     pub fn note_no_room(&mut self, want_bytes: u64) {
         if !self.paced {
@@ -68,8 +86,10 @@ impl SubflowSummary {
     }
 
     /// The sender's window changed without an event (new data sent, a
-    /// penalty): what its room was no longer holds.
+    /// penalty): what its room was, and that it owed nothing, no longer
+    /// hold.
     pub fn forget_room(&mut self) {
         self.no_room_from_bytes = u64::MAX;
+        self.owed_nothing_at_ns = None;
     }
 }
