@@ -27,7 +27,9 @@ OVERRIDES = {
     "hystart": "TcpCubic::HyStart (off here: latlab's CUBIC has no HyStart)",
     "core_extra_pkts": "add this many packets to the core device queue",
     "sack": "TcpSocketBase::Sack (off here, as in latlab's ns2-era twin; on, ns-3 recovers by its RFC 6675 scoreboard)",
-    "rto_rows": "diagnosis only, no setting changed: also print (time, cwnd before, ssthresh after) per RTO",
+    "rto_rows": "diagnosis only, no setting changed: also print, per RTO, (time, cwnd before, ssthresh after, the RTO "
+                "in force, the last RTT sample, time since the cumulative ACK last advanced and since the fast "
+                "recovery began)",
     "core_fifo_qdisc": "hold the core buffer in a FifoQueueDisc (B - 1 packets) over a 1-packet device queue",
     "codel_target_ms": "CoDel's Target (default: latlab's 5 ms less one data-packet serialisation, see build)",
     "red_threshold_shift": "subtract this from latlab's RED thresholds (default 1: the device queue's packet)",
@@ -66,6 +68,12 @@ uint32_t g_cwnd = 0;  // the last traced cwnd (bytes) of the hooked sockets; rea
 // time (ns), cwnd just before the timeout and ssthresh just after (bytes).
 uint32_t g_cwnd_before = 0;
 uint32_t g_ssthresh = 0;
+// And the timer at that moment: the RTO in force before the timeout doubled it, the last RTT sample, when the
+// cumulative ACK last advanced (the timer's start) and when the fast recovery before it began (ns).
+uint64_t g_rto_ns = 0;
+uint64_t g_rtt_ns = 0;
+uint64_t g_ack_advance_ns = 0;
+uint64_t g_recovery_ns = 0;
 std::vector<uint64_t> g_rto_rows;
 void OnCong(TcpSocketState::TcpCongState_t from, TcpSocketState::TcpCongState_t to) {
     if (to == TcpSocketState::CA_LOSS && from != TcpSocketState::CA_LOSS) {
@@ -73,7 +81,13 @@ void OnCong(TcpSocketState::TcpCongState_t from, TcpSocketState::TcpCongState_t 
         g_rto_rows.push_back(Simulator::Now().GetNanoSeconds());
         g_rto_rows.push_back(g_cwnd_before);
         g_rto_rows.push_back(g_ssthresh);
+        g_rto_rows.push_back(g_rto_ns);
+        g_rto_rows.push_back(g_rtt_ns);
+        g_rto_rows.push_back(g_ack_advance_ns);
+        g_rto_rows.push_back(g_recovery_ns);
     }
+    if (to == TcpSocketState::CA_RECOVERY && from != TcpSocketState::CA_RECOVERY)
+        g_recovery_ns = Simulator::Now().GetNanoSeconds();
     Time now = Simulator::Now();
     if ((from == TcpSocketState::CA_RECOVERY || from == TcpSocketState::CA_LOSS) &&
         (to == TcpSocketState::CA_OPEN || to == TcpSocketState::CA_DISORDER)) g_last_exit = now;
@@ -84,12 +98,19 @@ void OnCong(TcpSocketState::TcpCongState_t from, TcpSocketState::TcpCongState_t 
 }
 void OnCwnd(uint32_t before_bytes, uint32_t now_bytes) { g_cwnd_before = before_bytes; g_cwnd = now_bytes; }
 void OnSsthresh(uint32_t, uint32_t now_bytes) { g_ssthresh = now_bytes; }
+// ReTxTimeout doubles m_rto before it enters CA_LOSS: keep the value in force when the timer was set.
+void OnRto(Time old_rto, Time now_rto) { if (now_rto != old_rto * 2) g_rto_ns = now_rto.GetNanoSeconds(); }
+void OnRtt(Time, Time now_rtt) { g_rtt_ns = now_rtt.GetNanoSeconds(); }
+void OnHighAck(SequenceNumber32, SequenceNumber32) { g_ack_advance_ns = Simulator::Now().GetNanoSeconds(); }
 void Hook(Ptr<Application> app) {
     Ptr<Socket> s = DynamicCast<BulkSendApplication>(app)->GetSocket();
     s->TraceConnectWithoutContext("Tx", MakeCallback(&OnTx));
     s->TraceConnectWithoutContext("CongState", MakeCallback(&OnCong));
     s->TraceConnectWithoutContext("CongestionWindow", MakeCallback(&OnCwnd));
     s->TraceConnectWithoutContext("SlowStartThreshold", MakeCallback(&OnSsthresh));
+    s->TraceConnectWithoutContext("RTO", MakeCallback(&OnRto));
+    s->TraceConnectWithoutContext("RTT", MakeCallback(&OnRtt));
+    s->TraceConnectWithoutContext("HighestRxAck", MakeCallback(&OnHighAck));
 }
 // The socket exists once the application has started: hook it just after.
 void HookAfter(Ptr<Application> app, double start_s) {
@@ -306,10 +327,15 @@ def build_and_run(p: dict) -> dict:
         "recoveries": int(g.g_recoveries),
         "back_to_back_recoveries": int(g.g_back_to_back),
     }
-    if ov.get("rto_rows"):  # (time s, cwnd before, ssthresh after, segments) at each CA_LOSS entry
+    if ov.get("rto_rows"):
+        # At each CA_LOSS entry: time (s), cwnd before and ssthresh after (segments), the RTO in force and the
+        # last RTT sample (ms), how long before the timeout the cumulative ACK last advanced and the fast
+        # recovery began (ms; the recovery's, if one came after that advance).
         v = g.g_rto_rows
-        out["rto_rows"] = [(round(v[i] / 1e9, 4), v[i + 1] // p["mss_bytes"], v[i + 2] // p["mss_bytes"])
-                           for i in range(0, v.size(), 3)]
+        out["rto_rows"] = [(round(v[i] / 1e9, 4), v[i + 1] // p["mss_bytes"], v[i + 2] // p["mss_bytes"],
+                            round(v[i + 3] / 1e6, 2), round(v[i + 4] / 1e6, 2), round((v[i] - v[i + 5]) / 1e6, 2),
+                            round((v[i] - v[i + 6]) / 1e6, 2) if v[i + 6] > v[i + 5] else None)
+                           for i in range(0, v.size(), 7)]  # fmt: skip
     if cwnd_samples:
         out["cwnd_samples_segments"] = cwnd_samples
     ns.Simulator.Destroy()
