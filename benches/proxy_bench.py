@@ -283,9 +283,10 @@ def wire_delays(rows: list[list]) -> dict:
         syn = bool(flags & syn_f) and not flags & ack_f
         if outgoing or not (syn or payload > 0):
             continue
-        if syn and (src, sport, seq) in seen_syn:  # a retransmitted SYN
-            continue
-        seen_syn.add((src, sport, seq))
+        if syn:
+            if (src, sport, seq) in seen_syn:  # a retransmitted SYN
+                continue
+            seen_syn.add((src, sport, seq))
         kind = None
         if {src, dst} == {CLIENT_ADDR, SERVER_ADDR}:  # forwarded: the same packet leaves
             kind = "direct"
@@ -306,7 +307,8 @@ def wire_delays(rows: list[list]) -> dict:
                 return r[3] == PROXY_C_ADDR and r[9] > 0 and (proxy_kind(r[4]) or ("", 0))[1] == base
         else:
             continue
-        for r in rows[i + 1 :]:
+        for j in range(i + 1, len(rows)):  # indices: a slice would copy the rest of the capture per packet
+            r = rows[j]
             if r[0] - t > 100_000_000:
                 break
             if r[2] and match(r):

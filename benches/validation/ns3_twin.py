@@ -71,6 +71,8 @@ uint32_t g_ssthresh = 0;
 // And the timer at that moment: the RTO in force before the timeout doubled it, the last RTT sample, when the
 // cumulative ACK last advanced (the timer's start) and when the fast recovery before it began (ns).
 uint64_t g_rto_ns = 0;
+uint64_t g_rto_before_ns = 0;   // m_rto before its last change, and when that change came
+uint64_t g_rto_changed_ns = 0;
 uint64_t g_rtt_ns = 0;
 uint64_t g_ack_advance_ns = 0;
 uint64_t g_recovery_ns = 0;
@@ -81,7 +83,7 @@ void OnCong(TcpSocketState::TcpCongState_t from, TcpSocketState::TcpCongState_t 
         g_rto_rows.push_back(Simulator::Now().GetNanoSeconds());
         g_rto_rows.push_back(g_cwnd_before);
         g_rto_rows.push_back(g_ssthresh);
-        g_rto_rows.push_back(g_rto_ns);
+        g_rto_rows.push_back(g_rto_changed_ns == Simulator::Now().GetNanoSeconds() ? g_rto_before_ns : g_rto_ns);
         g_rto_rows.push_back(g_rtt_ns);
         g_rto_rows.push_back(g_ack_advance_ns);
         g_rto_rows.push_back(g_recovery_ns);
@@ -98,8 +100,12 @@ void OnCong(TcpSocketState::TcpCongState_t from, TcpSocketState::TcpCongState_t 
 }
 void OnCwnd(uint32_t before_bytes, uint32_t now_bytes) { g_cwnd_before = before_bytes; g_cwnd = now_bytes; }
 void OnSsthresh(uint32_t, uint32_t now_bytes) { g_ssthresh = now_bytes; }
-// ReTxTimeout doubles m_rto before it enters CA_LOSS: keep the value in force when the timer was set.
-void OnRto(Time old_rto, Time now_rto) { if (now_rto != old_rto * 2) g_rto_ns = now_rto.GetNanoSeconds(); }
+// ReTxTimeout backs m_rto off in the same event as it enters CA_LOSS: the row takes the value before that change.
+void OnRto(Time old_rto, Time now_rto) {
+    g_rto_before_ns = old_rto.GetNanoSeconds();
+    g_rto_ns = now_rto.GetNanoSeconds();
+    g_rto_changed_ns = Simulator::Now().GetNanoSeconds();
+}
 void OnRtt(Time, Time now_rtt) { g_rtt_ns = now_rtt.GetNanoSeconds(); }
 void OnHighAck(SequenceNumber32, SequenceNumber32) { g_ack_advance_ns = Simulator::Now().GetNanoSeconds(); }
 void Hook(Ptr<Application> app) {
