@@ -5,11 +5,13 @@ The experiments live in latlab.studies.rtac.real (``latlab reproduce rtac
 --real`` runs them too and puts them in the study's report): a Linux CUBIC
 sender downloads to ``latlab-net recv`` (auto-tuning, DRWA, RTAC at each θ)
 through ``latlab emulate scenarios/emulate-bloated.toml`` (30 Mbit/s, 40 ms
-RTT, a 1000-packet buffer), each receiver alone and beside an auto-tuning
-receiver; every run is simulated on the same file too.
+RTT, a 1000-packet buffer, and the study's θ again through a 400-packet
+one), each receiver alone and beside an auto-tuning receiver; every run is
+simulated on the same file too, and a simulated sweep of the buffer shows
+where RTAC at the study's θ keeps its share.
 
     sudo .venv/bin/python benches/validation/rwnd_linux.py [--seconds 20] [--competition-seconds 300] \\
-        [--theta 1.38 2.5] [--repeats 2] \\
+        [--theta 1.38 2.5] [--repeats 2] [--buffer-packets 1000] [--shallow-buffer-packets 400] \\
         [--markdown docs/validation/rwnd-linux.md --jsonl docs/validation/rwnd-linux.jsonl]
 
 Needs root, /dev/net/tun, `ip`, a built `latlab-net` (make build) and the kernel's cubic.
@@ -37,6 +39,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="RTAC operating points θ = RTT*/RTT_min (default: %(default)s)")
     p.add_argument("--repeats", type=int, default=real.RealSettings.repeats, metavar="N",
                    help="runs of each competition case, for the share's mean and range (default: %(default)s)")
+    p.add_argument("--buffer-packets", type=int, default=real.BUFFER_PACKETS, metavar="N",
+                   help="the path's DropTail buffer, packets (default: %(default)s, ten BDPs)")
+    p.add_argument("--shallow-buffer-packets", type=int, default=real.SHALLOW_BUFFER_PACKETS, metavar="N",
+                   help="a second buffer on which the study's θ = 1.38 runs again (default: %(default)s; 0: none)")
     p.add_argument("--realtime", type=int, default=10, metavar="PRIO",
                    help="the emulator's SCHED_FIFO priority, so other jobs do not delay packets (10; 0: off)")
     p.add_argument("--binary", default=None, help="latlab-net (default: target/release/latlab-net or on PATH)")
@@ -55,13 +61,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--theta: every θ must be above 1 (θ = RTT*/RTT_min)")
     if args.repeats < 1:
         p.error("--repeats must be at least 1")
+    if args.buffer_packets < 1 or args.shallow_buffer_packets < 0:
+        p.error("--buffer-packets must be at least 1 and --shallow-buffer-packets at least 0 (0: none)")
     return args
 
 
 def settings_of(args: argparse.Namespace) -> real.RealSettings:
     return real.RealSettings(seconds=args.seconds, warmup_s=args.warmup, competition_seconds=args.competition_seconds,
                              competition_warmup_s=args.competition_warmup, thetas=tuple(args.theta),
-                             realtime=args.realtime, repeats=args.repeats)  # fmt: skip
+                             realtime=args.realtime, repeats=args.repeats, buffer_packets=args.buffer_packets,
+                             shallow_buffer_packets=args.shallow_buffer_packets or None)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -46,7 +46,8 @@ def reproduce(outdir: Path, quick: bool = False, jobs: int | None = None, real: 
     :class:`~latlab.emulated.EmulationUnavailable` before anything runs.
     """
     real_settings = (RealSettings(seconds=20.0, warmup_s=5.0, competition_seconds=60.0, competition_warmup_s=20.0,
-                                  thetas=(1.38, 2.0), repeats=1) if quick else RealSettings()) \
+                                  thetas=(1.38, 2.0), repeats=1, shallow_buffer_packets=None) if quick
+                     else RealSettings()) \
         if real else None
     return reproduce_with(QUICK if quick else FULL, Path(outdir), jobs=jobs, quick=quick, real=real_settings)
 
@@ -80,10 +81,14 @@ def reproduce_with(settings: Settings, outdir: Path, jobs: int | None = None, qu
     real_section = None
     if real is not None:
         t1 = time.monotonic()
-        rows = real_mod.run_real(real, outdir, on_row=_print_real_row if progress else None)
+        kept: list[tuple[int, str, int]] = []
+        rows = real_mod.run_real(real, outdir, on_row=_print_real_row if progress else None, kept_runs=kept)
         command = "latlab reproduce rtac --real" + (" --quick" if quick else "")
+        resumed = (f"; {len(kept)} case runs were found finished in `real.jsonl` with the same settings and kept, not "
+                   "run again" if kept else "")  # fmt: skip
         real_section = (real_mod.render(rows, real, command)
-                        + f"\nThe real runs took {time.monotonic() - t1:.0f} s of wall time; rows in `real.jsonl`.\n")
+                        + f"\nThe real runs took {time.monotonic() - t1:.0f} s of wall time{resumed}; rows in "
+                        "`real.jsonl`.\n")
     report = outdir / "report.md"
     write_text(report, render(data, settings, quick, jobs, elapsed_s, figures, real_section))
     return report

@@ -15,7 +15,14 @@ Runs: each receiver alone, then an auto-tuning receiver beside a DRWA or an
 RTAC receiver through the same buffer ("direct competition"). The same runs
 are simulated on the same path (the scenario file with the same controllers
 and parameters; CUBIC sender, timestamps on), so every real figure has its
-simulated twin.
+simulated twin. A second, shallower buffer (400 packets, four BDPs) runs the
+study's θ = 1.38 again: RTAC's share beside a loss-based flow depends on how
+far that flow can push the RTT, and so on the buffer's depth.
+
+Rows go to ``real.jsonl`` as they come. A later run into the same directory
+with the same settings keeps the cases already measured there and runs only
+the rest, so an interrupted run resumes; with other settings the old rows are
+kept beside as ``real.jsonl.prev``.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -30,7 +38,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +54,12 @@ RMEM_MAX_BYTES = 2_621_440
 PORT0 = 5101
 #: RTAC operating points run by default: the study's, and one that holds more of its share beside a full buffer.
 THETAS = (1.38, 2.5)
+#: The path file's buffer (packets): ten BDPs, up to 400 ms of queue.
+BUFFER_PACKETS = 1000
+#: A second buffer for the study's θ: four BDPs (160 ms of queue), the depth at which a simulated sweep of the
+#: buffer (docs/rtac/report.md, section 6) puts RTAC's share beside auto-tuning near the study's.
+SHALLOW_BUFFER_PACKETS = 400
+BDP_PACKETS = LINK_RATE_BPS * RTT_MIN_S / 8 / 1500
 
 #: A bulk sender that prints one JSON line: bytes sent and its srtt samples (tcpi_rtt, µs, at offset 68).
 #: Its send buffer is forced large: the flight is bounded by the receiver's window and by losses only.
@@ -105,7 +119,14 @@ class RealSettings:
     #: run (the sawteeth fall where they fall); the control case, two auto-tuning receivers, measures that spread on
     #: the same path.
     repeats: int = 2
-
+    #: The path's DropTail buffer (packets).
+    buffer_packets: int = BUFFER_PACKETS
+    #: A second buffer on which the study's θ = 1.38 runs again (each receiver alone and beside auto-tuning, and
+    #: the control); None: not run.
+    shallow_buffer_packets: int | None = SHALLOW_BUFFER_PACKETS
+    #: Buffers (packets) of the simulated sweep at the study's θ: RTAC's, DRWA's and a second auto-tuning
+    #: receiver's share beside auto-tuning at each depth (competition-length runs; simulated only).
+    sweep_buffers: tuple[int, ...] = (150, 200, 300, 400, 500, 700, 1000)
 
     def for_case(self, receivers: Sequence[str]) -> RealSettings:
         """The settings of one case: a competition case runs for ``competition_seconds``."""
@@ -134,12 +155,43 @@ def controller_params(receiver: str) -> dict[str, float]:
     return out
 
 
-def cases(thetas: Sequence[float]) -> list[list[str]]:
-    """Receivers downloading at once, one list per case: each alone, then each beside auto-tuning (the last, two
-    auto-tuning receivers, is the control: how two equal flows split the buffer)."""
-    rtacs = [f"rtac@{t:g}" for t in thetas]
-    return ([["autotuning"], ["drwa"]] + [[r] for r in rtacs] + [["autotuning", r] for r in rtacs]
-            + [["autotuning", "drwa"], ["autotuning", "autotuning"]])  # fmt: skip
+def cases(settings: RealSettings) -> list[tuple[int, list[str]]]:
+    """(buffer, receivers downloading at once), one per case: on the main buffer each receiver alone, then each
+    beside auto-tuning (the last, two auto-tuning receivers, is the control: how two equal flows split the buffer);
+    then the same for the study's θ alone on the shallow buffer, if any."""
+    def of(thetas: Sequence[float]) -> list[list[str]]:
+        rtacs = [f"rtac@{t:g}" for t in thetas]
+        return ([["autotuning"], ["drwa"]] + [[r] for r in rtacs] + [["autotuning", r] for r in rtacs]
+                + [["autotuning", "drwa"], ["autotuning", "autotuning"]])  # fmt: skip
+
+    out = [(settings.buffer_packets, c) for c in of(settings.thetas)]
+    if settings.shallow_buffer_packets:
+        out += [(settings.shallow_buffer_packets, c) for c in of((1.38,))]
+    return out
+
+
+def path_text(buffer_packets: int) -> str:
+    """The path's scenario file with its buffer set to ``buffer_packets``."""
+    text = PATH_FILE.read_text(encoding="utf-8")
+    new, n = re.subn(r"limit_packets = \d+", f"limit_packets = {int(buffer_packets)}", text)
+    if n != 1:
+        raise RuntimeError(f"{PATH_FILE}: expected one 'limit_packets = N' to set the buffer, found {n}")
+    return new
+
+
+def row_buffer(row: dict[str, Any]) -> int:
+    """The buffer a row ran on (rows written before the buffer was recorded ran on the path file's)."""
+    return int(row.get("buffer_packets", BUFFER_PACKETS))
+
+
+def row_case(row: dict[str, Any]) -> str:
+    """The case a row belongs to, its receivers in flow order joined by '+'."""
+    if "case" in row:
+        return row["case"]
+    if row["with"] == "alone":
+        return row["receiver"]
+    pair = [row["receiver"], row["with"]] if row.get("flow", 0) == 0 else [row["with"], row["receiver"]]
+    return "+".join(pair)
 
 
 def unavailable_reason() -> str | None:
@@ -161,12 +213,12 @@ def unavailable_reason() -> str | None:
 class Emulator:
     """``latlab-net emulate PATH --stay`` for the duration of a ``with`` block; always terminated."""
 
-    def __init__(self, exe: str, outdir: Path, realtime: int = 0):
-        self.exe, self.outdir, self.realtime = exe, outdir, realtime
+    def __init__(self, exe: str, outdir: Path, realtime: int = 0, path_file: Path = PATH_FILE):
+        self.exe, self.outdir, self.realtime, self.path_file = exe, outdir, realtime, path_file
 
     def __enter__(self) -> Emulator:
         rt = ["--realtime", str(self.realtime)] if self.realtime else []
-        self.proc = subprocess.Popen([self.exe, "emulate", str(PATH_FILE), "--stay", "--quiet", *rt, "--out",
+        self.proc = subprocess.Popen([self.exe, "emulate", str(self.path_file), "--stay", "--quiet", *rt, "--out",
                                       str(self.outdir)], stdout=subprocess.PIPE, text=True)  # fmt: skip
         line = self.proc.stdout.readline() if self.proc.stdout else ""
         if not line:
@@ -184,15 +236,22 @@ class Emulator:
             self.proc.wait()
 
 
-def run_case(settings: RealSettings, exe: str, receivers: list[str], work: Path) -> list[dict[str, Any]]:
-    """Download to one receiver each at once through the emulated path; one row per flow.
+def run_case(settings: RealSettings, exe: str, receivers: list[str], work: Path,
+             buffer_packets: int | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    """Download to one receiver each at once through the emulated path (its buffer ``buffer_packets``, by default
+    the settings'); one row per flow.
 
     A row records ``tcp_mem_pressure``: whether the machine's TCP memory
     passed net.ipv4.tcp_mem's pressure threshold during the run (other jobs'
     sockets count too). Under pressure Linux shrinks every receive window to
     four segments, so such a run does not measure the receivers.
     """
-    with Emulator(exe, work / "emu", settings.realtime) as emu, RunWatch() as watch:
+    buffer_packets = buffer_packets or settings.buffer_packets
+    path_file = PATH_FILE
+    if buffer_packets != BUFFER_PACKETS:
+        path_file = work / f"path-{buffer_packets}.toml"
+        path_file.write_text(path_text(buffer_packets), encoding="utf-8")
+    with Emulator(exe, work / "emu", settings.realtime, path_file) as emu, RunWatch() as watch:
         ns_c, ns_s, addr = emu.ready["client_ns"], emu.ready["server_ns"], emu.ready["client_addr"]
         recvs, senders = [], []
         for i, r in enumerate(receivers):
@@ -220,6 +279,7 @@ def run_case(settings: RealSettings, exe: str, receivers: list[str], work: Path)
             rtt = sorted(v for t, v in out["rtt_ms"] if t >= settings.warmup_s)
             others = [x for j, x in enumerate(receivers) if j != i]
             rows.append({"receiver": r, "with": "+".join(others) or "alone", "mode": "real", "flow": i,
+                         "buffer_packets": buffer_packets, "case": "+".join(receivers),
                          "goodput_mbps": sum(good) / len(good) / 1e6 if good else 0.0,
                          "rtt_mean_ms": sum(rtt) / len(rtt) if rtt else float("nan"),
                          "rtt_p50_ms": rtt[len(rtt) // 2] if rtt else float("nan")})  # fmt: skip
@@ -228,15 +288,18 @@ def run_case(settings: RealSettings, exe: str, receivers: list[str], work: Path)
     return rows
 
 
-def simulate_case(settings: RealSettings, receivers: list[str]) -> list[dict[str, Any]]:
-    """The same run in the simulator: the path's scenario file, one CUBIC download per receiver.
+def simulate_case(settings: RealSettings, receivers: list[str], buffer_packets: int | None = None,
+                  ) -> list[dict[str, Any]]:  # fmt: skip
+    """The same run in the simulator: the path's scenario file (its buffer ``buffer_packets``, by default the
+    settings'), one CUBIC download per receiver.
 
     The sender is Linux's: the ``linux`` preset (MSS 1448 in 1500-byte packets, timestamps, SACK, delayed ACKs),
     so the 1000-packet buffer holds the same bytes and the same 400 ms as the emulated one."""
     import latlab
     from latlab.scenario import Scenario
 
-    sc = Scenario.from_toml(PATH_FILE)
+    buffer_packets = buffer_packets or settings.buffer_packets
+    sc = Scenario.from_toml_str(path_text(buffer_packets), source=str(PATH_FILE))
     flows = [{"name": f"r{i}", "src": "server", "dst": "client", "cc": "cubic",
               "tcp": {"preset": "linux", "rwnd_controller": split(r)[0], "rwnd_params": controller_params(r)}}
              for i, r in enumerate(receivers)]  # fmt: skip
@@ -249,6 +312,7 @@ def simulate_case(settings: RealSettings, receivers: list[str]) -> list[dict[str
         srtt = s[s["flow_id"] == f.loc[i, "flow_id"]]["srtt_ns"].sort_values() / 1e6
         others = [x for j, x in enumerate(receivers) if j != i]
         rows.append({"receiver": r, "with": "+".join(others) or "alone", "mode": "sim", "flow": i,
+                     "buffer_packets": buffer_packets, "case": "+".join(receivers),
                      "goodput_mbps": float(f.loc[i, "goodput_bps"]) / 1e6,
                      "rtt_mean_ms": float(srtt.mean()) if len(srtt) else float("nan"),
                      "rtt_p50_ms": float(srtt.iloc[len(srtt) // 2]) if len(srtt) else float("nan")})  # fmt: skip
@@ -261,35 +325,107 @@ def find_exe() -> str:
     return str(find_binary())
 
 
+def buffer_sweep(settings: RealSettings) -> list[dict[str, Any]]:
+    """The simulated sweep of the buffer at the study's θ (rows with mode "sweep"): at each depth each receiver
+    alone, and RTAC, DRWA and a second auto-tuning receiver beside auto-tuning over competition-length runs."""
+    out = []
+    for buf in settings.sweep_buffers:
+        for case in (["autotuning"], ["rtac@1.38"], ["autotuning", "rtac@1.38"], ["autotuning", "drwa"],
+                     ["autotuning", "autotuning"]):  # fmt: skip
+            for row in simulate_case(settings.for_case(case), case, buf):
+                out.append({**row, "mode": "sweep", "run": 0})
+    return out
+
+
+def _settings_key(settings: RealSettings) -> dict[str, Any]:
+    """What decides whether earlier rows can stand for a case (the emulator's priority does not)."""
+    key = asdict(settings)
+    key.pop("realtime")
+    key["thetas"] = list(key["thetas"])
+    key["sweep_buffers"] = list(key["sweep_buffers"])
+    return key
+
+
+def _earlier_rows(outdir: Path, settings: RealSettings) -> list[dict[str, Any]]:
+    """Rows of an earlier run into ``outdir`` with the same settings (to resume); rows of other settings are kept
+    beside as real.jsonl.prev, not lost."""
+    jsonl, meta = outdir / "real.jsonl", outdir / "real-settings.json"
+    if not jsonl.exists():
+        return []
+    try:
+        same = json.loads(meta.read_text()) == _settings_key(settings)
+        rows = load_rows(jsonl) if same else []
+    except (OSError, ValueError):
+        same, rows = False, []
+    if not same and jsonl.stat().st_size:
+        jsonl.replace(outdir / "real.jsonl.prev")
+    return rows
+
+
 def run_real(settings: RealSettings, outdir: Path, exe: str | None = None,
-             on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:  # fmt: skip
-    """Every case real and simulated; rows also go to ``outdir/real.jsonl`` as they come."""
+             on_row: Callable[[dict[str, Any]], None] | None = None,
+             kept_runs: list[tuple[int, str, int]] | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    """Every case real and simulated; rows also go to ``outdir/real.jsonl`` as they come. Cases already measured
+    there with the same settings are kept, not run again (and listed in ``kept_runs`` as (buffer, case, run))."""
     exe = exe or find_exe()
     outdir.mkdir(parents=True, exist_ok=True)
-    rows: list[dict[str, Any]] = []
+    earlier = _earlier_rows(outdir, settings)
     jsonl = outdir / "real.jsonl"
-    jsonl.write_text("")
+    (outdir / "real-settings.json").write_text(json.dumps(_settings_key(settings)) + "\n")
+
+    def kept(buffer: int, case: list[str], k: int) -> list[dict[str, Any]]:
+        """The earlier rows of run ``k`` of a case, if complete: one real row per flow, and for the first run
+        the simulated twin's too."""
+        name = "+".join(case)
+        mine = [r for r in earlier if row_buffer(r) == buffer and row_case(r) == name and r.get("run", 0) == k]
+        out = []
+        for mode in ("real", "sim") if k == 0 else ("real",):
+            of_mode = [r for r in mine if r["mode"] == mode]
+            if len(of_mode) < len(case):
+                return []
+            out += of_mode[-len(case):]  # an interrupted attempt may have left a partial set before these
+        return out
+
+    rows: list[dict[str, Any]] = []
+    if not earlier:
+        jsonl.write_text("")
     with tempfile.TemporaryDirectory(prefix="latlab-rtac-real-") as tmp:
-        for i, case in enumerate(cases(settings.thetas)):
+        for i, (buffer, case) in enumerate(cases(settings)):
             for k in range(settings.repeats if len(case) > 1 else 1):
-                work = Path(tmp) / f"case{i}-{k}"
-                work.mkdir()
-                measured = run_case(settings.for_case(case), exe, case, work)
-                if any(r["tcp_mem_pressure"] for r in measured):
-                    # Another job's sockets pushed the machine into TCP memory pressure: wait for it to pass, run
-                    # again.
-                    _wait_for_tcp_memory(timeout_s=120.0)
-                    shutil.rmtree(work)
+                old = kept(buffer, case, k)
+                if old:
+                    new = old
+                    if kept_runs is not None:
+                        kept_runs.append((buffer, "+".join(case), k))
+                else:
+                    work = Path(tmp) / f"case{i}-{k}"
                     work.mkdir()
-                    measured = run_case(settings.for_case(case), exe, case, work)
-                # The simulator is deterministic: its twin runs once.
-                for row in measured + (simulate_case(settings.for_case(case), case) if k == 0 else []):
-                    row["run"] = k
+                    measured = run_case(settings.for_case(case), exe, case, work, buffer)
+                    if any(r["tcp_mem_pressure"] for r in measured):
+                        # Another job's sockets pushed the machine into TCP memory pressure: wait for it to pass,
+                        # run again.
+                        _wait_for_tcp_memory(timeout_s=120.0)
+                        shutil.rmtree(work)
+                        work.mkdir()
+                        measured = run_case(settings.for_case(case), exe, case, work, buffer)
+                    # The simulator is deterministic: its twin runs once.
+                    new = measured + (simulate_case(settings.for_case(case), case, buffer) if k == 0 else [])
+                for row in new:
+                    row = {**row, "run": k, "buffer_packets": buffer, "case": "+".join(case)}
                     rows.append(row)
-                    with jsonl.open("a") as f:
-                        f.write(json.dumps(row) + "\n")
-                    if on_row:
-                        on_row(row)
+                    if not old:  # appended as measured: a later failure loses nothing already run
+                        with jsonl.open("a") as f:
+                            f.write(json.dumps(row) + "\n")
+                        if on_row:
+                            on_row(row)
+    for row in buffer_sweep(settings):
+        rows.append(row)
+        if on_row:
+            on_row(row)
+    # Every case done: the file, in case order, without partial sets an interrupted attempt left.
+    from latlab._atomic import write_text
+
+    write_text(jsonl, "".join(json.dumps(r) + "\n" for r in rows))
     return rows
 
 
@@ -361,21 +497,98 @@ def _share_text(rows: list[dict], mode: str, receiver: str) -> str:
     return f"{sum(v) / len(v):.0%} ({min(v):.0%}–{max(v):.0%}, {len(v)} runs)"
 
 
+def bdps(buffer_packets: int) -> str:
+    """A buffer in BDPs of the path, for prose: ``10``, ``4``, ``2.5``."""
+    return f"{buffer_packets / BDP_PACKETS:.3g}"
+
+
 def render(rows: list[dict], settings: RealSettings, command: str) -> str:
-    """The Markdown section: real beside simulated, alone and in competition, and RTAC's operating point."""
-    nan = float("nan")
-    receivers = list(dict.fromkeys(r["receiver"] for r in rows if r["with"] == "alone"))
+    """The Markdown section: real beside simulated, alone and in competition, and RTAC's operating point; then the
+    study's θ on the shallow buffer and the simulated sweep of the buffer, where they ran."""
     thetas = ", ".join(f"{t:g}" for t in settings.thetas)
+    main = settings.buffer_packets
     out = [f"Command: `{command}`. A Linux CUBIC sender (timestamps on) downloads to `latlab-net recv` over "
-           "`latlab emulate scenarios/emulate-bloated.toml` (30 Mbit/s, 20 ms each way, a 1000-packet DropTail "
-           f"buffer: ten times the BDP); {settings.seconds:g} s per run alone, averages after {settings.warmup_s:g} s, "
-           f"{settings.competition_seconds:g} s per competition run, averages after "
+           f"`latlab emulate scenarios/emulate-bloated.toml` (30 Mbit/s, 20 ms each way, a {main}-packet DropTail "
+           f"buffer: {bdps(main)} times the BDP); {settings.seconds:g} s per run alone, averages after "
+           f"{settings.warmup_s:g} s, {settings.competition_seconds:g} s per competition run, averages after "
            f"{settings.competition_warmup_s:g} s; "
            "RTT is the sender's tcpi_rtt. The simulated column runs the same file with the same controllers and "
            f"parameters (tcp_rmem_max {RMEM_MAX_BYTES // 1024} KB; RTAC at θ = {thetas} with the path's rate; "
            "DRWA λ = 3)." + (f" The emulator ran at SCHED_FIFO priority {settings.realtime}." if settings.realtime
-                             else ""), "",
-           "| receiver | goodput real / sim (Mbit/s) | RTT mean real / sim (ms) | RTT vs auto-tuning, real |",
+                             else ""), ""]  # fmt: skip
+    out += _path_tables([r for r in rows if r["mode"] in ("real", "sim") and row_buffer(r) == main], main)
+    shallow = settings.shallow_buffer_packets
+    shallow_rows = [r for r in rows if r["mode"] in ("real", "sim") and shallow and row_buffer(r) == shallow]
+    sweep = [r for r in rows if r["mode"] == "sweep"]
+    if sweep:
+        out += ["", *_sweep_section(sweep)]
+    if shallow and shallow_rows:
+        out += ["", f"**The study's θ on a {shallow}-packet buffer ({bdps(shallow)} BDPs, up to "
+                f"{shallow * 1500 * 8 / LINK_RATE_BPS * 1e3:.0f} ms of queue).** The same runs on the same path, "
+                f"the buffer cut to {shallow} packets, RTAC at the study's θ = 1.38 only.", ""]
+        out += _path_tables(shallow_rows, shallow)
+    return "\n".join(out) + "\n"
+
+
+def _sweep_section(sweep: list[dict]) -> list[str]:
+    """The simulated sweep of the buffer: RTAC's and DRWA's share beside auto-tuning at each depth."""
+    out = ["**How deep a buffer RTAC at the study's θ stands beside auto-tuning** (simulated, the same path and "
+           "runs, the buffer swept; one run per point, the simulator being deterministic):", "",
+           "| buffer (packets) | BDPs | RTT alone, auto-tuning / RTAC (ms) | RTAC share | fixed point | "
+           "DRWA share | control |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for buf in sorted({int(r["buffer_packets"]) for r in sweep}):
+        def one(case: str, receiver: str) -> dict | None:
+            found = [r for r in sweep if int(r["buffer_packets"]) == buf and r["case"] == case
+                     and r["receiver"] == receiver]  # fmt: skip
+            return found[-1] if found else None
+
+        def share(case: str) -> float:
+            at, me = (one(case, "autotuning"), one(case, case.split("+")[1])) if case != "autotuning+autotuning" \
+                else _control_pair(sweep, buf)
+            return me["goodput_mbps"] / at["goodput_mbps"] if at and me and at["goodput_mbps"] > 0 else float("nan")
+
+        at_alone, rtac_alone = one("autotuning", "autotuning"), one("rtac@1.38", "rtac@1.38")
+        comp = one("autotuning+rtac@1.38", "rtac@1.38")
+        fixed = rtac_equilibrium_mbps(1.38, comp["rtt_mean_ms"] / 1e3) if comp else float("nan")
+        payload_mbps = LINK_RATE_BPS * MSS_BYTES / 1500 / 1e6
+        predicted = ("does not bind" if fixed >= payload_mbps / 2 else f"{fixed / (payload_mbps - fixed):.0%}") \
+            if fixed == fixed else "–"
+        out.append(f"| {buf} | {bdps(buf)} | {(at_alone or {}).get('rtt_mean_ms', float('nan')):.0f} / "
+                   f"{(rtac_alone or {}).get('rtt_mean_ms', float('nan')):.0f} | {share('autotuning+rtac@1.38'):.0%} | "
+                   f"{predicted} | {share('autotuning+drwa'):.0%} | {share('autotuning+autotuning'):.0%} |")
+    rtac = {int(r["buffer_packets"]): r for r in sweep if r["case"] == "autotuning+rtac@1.38"}
+    fair = sorted(b for b in rtac if _sweep_share(sweep, b, "autotuning+rtac@1.38") >= 0.8)
+    unfair = sorted(b for b in rtac if _sweep_share(sweep, b, "autotuning+rtac@1.38") < 0.8)
+    words = ["RTAC's share is its goodput over the auto-tuning receiver's beside it; \"fixed point\" is the share RTAC's "
+             "rule predicts at that run's RTT, its window ŵ^{3/2} = sqrt(a)·(RTT/RTT_m)/sqrt(K·(1 − RTT_m/RTT)) "
+             "against what the link's payload rate leaves the other flow "
+             "(\"does not bind\": that window exceeds half the link, so the two CUBIC senders split it as loss-based "
+             "flows do); the control is two auto-tuning receivers."]
+    if fair and unfair and max(fair) < min(unfair):
+        words.append(f"At the study's θ RTAC keeps at least 80 % up to {max(fair)} packets "
+                     f"({bdps(max(fair))} BDPs) and less from {min(unfair)} packets ({bdps(min(unfair))} BDPs) on: "
+                     "the deeper the buffer, the further the auto-tuning flow pushes the RTT, and RTAC's emulated "
+                     "price with it.")  # fmt: skip
+    return out + ["", " ".join(words)]
+
+
+def _control_pair(sweep: list[dict], buf: int) -> tuple[dict | None, dict | None]:
+    two = [r for r in sweep if int(r["buffer_packets"]) == buf and r["case"] == "autotuning+autotuning"]
+    two.sort(key=lambda r: r["flow"])
+    return (two[1], two[0]) if len(two) == 2 else (None, None)
+
+
+def _sweep_share(sweep: list[dict], buf: int, case: str) -> float:
+    at = [r for r in sweep if int(r["buffer_packets"]) == buf and r["case"] == case and r["flow"] == 0]
+    me = [r for r in sweep if int(r["buffer_packets"]) == buf and r["case"] == case and r["flow"] == 1]
+    return me[-1]["goodput_mbps"] / at[-1]["goodput_mbps"] if at and me and at[-1]["goodput_mbps"] > 0 else float("nan")
+
+
+def _path_tables(rows: list[dict], buffer_packets: int) -> list[str]:
+    """The tables and the verdict of one buffer's runs."""
+    nan = float("nan")
+    receivers = list(dict.fromkeys(r["receiver"] for r in rows if r["with"] == "alone"))
+    out = ["| receiver | goodput real / sim (Mbit/s) | RTT mean real / sim (ms) | RTT vs auto-tuning, real |",
            "|---|---|---|---|"]  # fmt: skip
     pressured = [r for r in rows if r.get("tcp_mem_pressure")]
     at_real = _pick(rows, "real", "autotuning", "alone")
@@ -430,11 +643,11 @@ def render(rows: list[dict], settings: RealSettings, command: str) -> str:
             out.append(f"| {theta:g} | {me['rtt_mean_ms']:.0f} | {me['goodput_mbps']:.2f} | "
                        f"{rtac_equilibrium_mbps(theta, me['rtt_mean_ms'] / 1e3):.2f} | "
                        f"{_share_text(rows, 'real', rc)} | {(solo or {}).get('rtt_mean_ms', nan):.0f} |")
-        out += ["", _operating_point_verdict(rows, rtacs)]
-    return "\n".join(out) + "\n"
+        out += ["", _operating_point_verdict(rows, rtacs, buffer_packets)]
+    return out
 
 
-def _operating_point_verdict(rows: list[dict], rtacs: list[str]) -> str:
+def _operating_point_verdict(rows: list[dict], rtacs: list[str], buffer_packets: int = BUFFER_PACKETS) -> str:
     """What the measured shares and RTTs say, sentence by sentence; nothing that does not follow from them."""
     at = _pick(rows, "real", "autotuning", "alone")
     parts, below = [], []
@@ -454,9 +667,14 @@ def _operating_point_verdict(rows: list[dict], rtacs: list[str]) -> str:
     if fair:
         out.append(f"RTAC holds at least 80 % of the auto-tuning receiver's goodput{' on average' if several else ''} "
                    f"at θ = {', '.join(f'{t:g}' for t in fair)}"
-                   + ("; at the study's θ = 1.38 it does not on this ten-BDP buffer, where the other flow keeps the "
+                   + (f"; at the study's θ = 1.38 it does not on this {bdps(buffer_packets)}-BDP buffer, where the "
+                      "other flow keeps the "
                       "queue, and so RTAC's emulated price, high." if 1.38 not in fair
                       and any(split(rc)[1] == 1.38 for rc in rtacs) else "."))  # fmt: skip
+    else:
+        out.append(f"RTAC keeps less than 80 % of the auto-tuning receiver's goodput at every θ run on this "
+                   f"{bdps(buffer_packets)}-BDP buffer, where the other flow keeps the queue, and so RTAC's emulated "
+                   "price, high.")  # fmt: skip
     for theta, got, fixed, sim_share in below:
         out.append(f"At θ = {theta:g} the real receiver got {got:.2f} Mbit/s, under 70 % of its fixed point "
                    f"({fixed:.2f}), while its simulated twin took {sim_share:.0%} of the auto-tuning flow's goodput: "
