@@ -20,7 +20,10 @@
 //!
 //! Coupled congestion control: before an ACK reaches subflow i's sender,
 //! its controller receives the connection's view of all subflows
-//! ([`CongestionControl::on_coupling`](crate::cc::CongestionControl::on_coupling)).
+//! ([`CongestionControl::on_coupling`](crate::cc::CongestionControl::on_coupling)),
+//! before every ACK or only when a subflow's window or congestion state
+//! changed since its last view, as the controller asks
+//! ([`CouplingRefresh`]).
 //!
 //! Mitigations of a small receive buffer (Raiciu et al., "How hard can it
 //! be? Designing and implementing a deployable multipath TCP", NSDI'12
@@ -39,7 +42,7 @@ use std::collections::VecDeque;
 use super::scheduler::{Scheduler, SchedulerState, SubflowView};
 use super::subflow::SenderSubflow;
 use super::summary::SubflowSummary;
-use crate::cc::{CongestionControl, SubflowCoupling};
+use crate::cc::{CongestionControl, CouplingRefresh, SubflowCoupling};
 use crate::segment::{Dss, Segment};
 use crate::tcp::{NewChunk, TcpConfig, TcpSender};
 
@@ -124,6 +127,11 @@ pub struct MptcpSender {
     views: Vec<SubflowView>,
     rooms: Vec<Option<NewChunk>>,
     coupling: Vec<SubflowCoupling>,
+    /// Bumped whenever a subflow's [`CouplingKey`](super::subflow::CouplingKey)
+    /// changes: a controller that asks for
+    /// [`CouplingRefresh::OnWindowChange`] gets a view when its subflow
+    /// last had one at an older generation.
+    coupling_gen: u64,
     completed_at_ns: Option<u64>,
     stats: MptcpSenderStats,
 }
@@ -156,6 +164,7 @@ impl MptcpSender {
             views: Vec::new(),
             rooms: Vec::new(),
             coupling: Vec::new(),
+            coupling_gen: 0,
             completed_at_ns: None,
             stats: MptcpSenderStats::default(),
         }
@@ -263,7 +272,16 @@ impl MptcpSender {
             }
         }
         self.streak = None;
-        self.give_coupling_view(i);
+        let sf = &mut self.subflows[i];
+        let give_view = match sf.coupling_refresh {
+            CouplingRefresh::Never => false,
+            CouplingRefresh::EveryAck => true,
+            CouplingRefresh::OnWindowChange => sf.coupling_seen != self.coupling_gen,
+        };
+        if give_view {
+            sf.coupling_seen = self.coupling_gen;
+            self.give_coupling_view(i);
+        }
         let more = self.has_data_for_subflows();
         let sf = &mut self.subflows[i];
         sf.tcp.set_app_has_more(more);
@@ -353,6 +371,7 @@ impl MptcpSender {
     #[inline]
     fn refresh_summary(&mut self, i: usize) {
         let summary = SubflowSummary::of(&self.subflows[i]);
+        self.coupling_gen += u64::from(summary.coupling_key != self.summaries[i].coupling_key);
         self.owing = self.owing - usize::from(self.summaries[i].may_owe) + usize::from(summary.may_owe);
         self.summaries[i] = summary;
     }
