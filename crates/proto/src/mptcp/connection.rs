@@ -461,7 +461,14 @@ impl MptcpSender {
                     self.streak = Some(s);
                     return Some((s.subflow, chunk));
                 }
-                None => self.summaries[s.subflow].note_no_room(want),
+                None => {
+                    self.summaries[s.subflow].note_no_room(want);
+                    // No other subflow had room when the streak began,
+                    // and none has changed since: none has room now.
+                    if s.alone {
+                        return None;
+                    }
+                }
             }
         }
         // Without backup subflows every usable subflow is an alive regular
@@ -469,18 +476,24 @@ impl MptcpSender {
         let any_regular = !self.any_backup || self.subflows.iter().any(|sf| !sf.backup && sf.is_alive());
         // Best candidate with room so far: ((srtt, index), chunk).
         let mut best: Option<((u64, usize), NewChunk)> = None;
+        // Candidates that had room or were not asked (the best among them).
+        let mut contenders = 0u32;
         for k in 0..self.summaries.len() {
             let s = &self.summaries[k];
             if !s.usable || s.backup == any_regular || !s.may_have_room(want) || exclude == Some(k) {
                 continue;
             }
+            contenders += 1;
             let key = (s.srtt_ns, k);
             if best.is_some_and(|(b, _)| b <= key) {
                 continue;
             }
             match self.subflows[k].tcp.new_chunk(now_ns, want) {
                 Some(chunk) => best = Some((key, chunk)),
-                None => self.summaries[k].note_no_room(want),
+                None => {
+                    contenders -= 1;
+                    self.summaries[k].note_no_room(want);
+                }
             }
         }
         // The round-robin position `sched` keeps is left alone: only round
@@ -491,6 +504,7 @@ impl MptcpSender {
                 subflow: i,
                 now_ns,
                 want_bytes: want,
+                alone: contenders == 1,
             });
         }
         Some((i, chunk))
@@ -645,12 +659,16 @@ impl MptcpSender {
 /// the same, so the next chunk of the same size at the same time goes to
 /// `subflow` again if it still has room: the scheduler asks it alone, as
 /// the TCP sender of a plain flow would be asked, instead of going over
-/// every subflow for each segment.
+/// every subflow for each segment. When `alone`, no other subflow had
+/// room for the chunk at the streak's start; then, once `subflow` has no
+/// room left either, none has, and the scheduler answers so without going
+/// over the subflows (the last question after every ACK).
 #[derive(Clone, Copy, Debug)]
 struct Streak {
     subflow: usize,
     now_ns: u64,
     want_bytes: u64,
+    alone: bool,
 }
 
 impl Streak {
