@@ -368,7 +368,9 @@ impl MptcpSender {
     // ----- internals -------------------------------------------------------
 
     /// Subflow `i`'s sender changed: summarise it again.
-    #[inline]
+    // Always inlined: after every ACK, where the call cost a fifth as much
+    // as the summary.
+    #[inline(always)]
     fn refresh_summary(&mut self, i: usize) {
         let summary = SubflowSummary::of(&self.subflows[i]);
         self.coupling_gen += u64::from(summary.coupling_key != self.summaries[i].coupling_key);
