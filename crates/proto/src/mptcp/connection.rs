@@ -482,7 +482,9 @@ impl MptcpSender {
         let mut contenders = 0u32;
         for k in 0..self.summaries.len() {
             let s = &self.summaries[k];
-            if !s.usable || s.backup == any_regular || !s.may_have_room(want) || exclude == Some(k) {
+            // Known to lack room first: after an ACK, every subflow but the
+            // acknowledged one usually is.
+            if !s.may_have_room(want) || !s.usable || s.backup == any_regular || exclude == Some(k) {
                 continue;
             }
             contenders += 1;
