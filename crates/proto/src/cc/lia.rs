@@ -20,10 +20,31 @@
 //! denominators), which avoids rounding a fraction of a byte per ACK.
 //! Without a coupling view (a single-path connection) `alpha = 1` and
 //! `cwnd_total = cwnd_i`, so LIA is NewReno.
+//!
+//! Alpha is refreshed as Linux's LIA does (the out-of-tree multipath-tcp
+//! kernel, `net/mptcp/mptcp_coupled.c`): `mptcp_ccc_recalc_alpha` runs
+//! after every ACK in slow start, after each congestion-avoidance increase
+//! of one MSS (`snd_cwnd++`), on `CA_EVENT_LOSS` and, through
+//! `forced_update`, at the first ACK after any change of congestion state;
+//! between those, an ACK in congestion avoidance only compares
+//! `snd_cwnd_cnt` against the kept `max(cwnd_total / alpha, cwnd_i)`. Here
+//! the controller asks for [`CouplingRefresh::OnWindowChange`]: the
+//! connection gives it a fresh view before the first ACK after any
+//! subflow's window (cwnd, or ssthresh in fast recovery), congestion state
+//! or establishment changed, and the controller works `cwnd_total / alpha`
+//! out of it at once and keeps only that. The reason is cost per ACK: a
+//! view of every subflow built before each ACK, and alpha worked out from
+//! it, cost MPTCP about 36 instructions per packet-hop (of about 1045,
+//! `benches/mptcp_speed.py --callgrind`) for a value that moves with the
+//! windows; between window changes only the RTT estimates move it, and
+//! Linux ignores that too. One difference: Linux keeps alpha at the
+//! connection (the meta socket), so one subflow's recalculation serves the
+//! others at once; here each subflow's controller works it out from the
+//! view it is given at its own next ACK.
 
 use super::{
     cong_avoid_ai, halve_flight, slow_start, AckSample, CcState, CongestionControl, CongestionEvent,
-    ControllerParams, Knob, SubflowCoupling,
+    ControllerParams, CouplingRefresh, Knob, SubflowCoupling,
 };
 use crate::TimeNs;
 
@@ -80,13 +101,14 @@ fn lia_alpha_and_total(subflows: &[SubflowCoupling]) -> (Option<f64>, u64) {
 pub struct Lia {
     /// Acknowledged bytes not yet turned into growth (as NewReno's).
     credit_bytes: u64,
-    /// The latest coupling view, as given (empty before any: the subflow
-    /// then runs as NewReno). Alpha is worked out from it only when an ACK
-    /// can use it (see `on_ack`): the view changes on nearly every ACK (the
-    /// RTT estimates move), so a cached alpha would rarely be reused, while
-    /// most ACKs in congestion avoidance cannot earn growth whatever alpha
-    /// is. Reused buffer: no allocation per ACK.
-    view: Vec<SubflowCoupling>,
+    /// Alpha from the latest coupling view (1 before any, or when the view
+    /// had nothing to couple to).
+    alpha: f64,
+    /// `⌈cwnd_total / alpha⌉` from the latest coupling view, bytes: the
+    /// coupled term of [`Lia::bytes_per_mss_increase`]; 0 before any view
+    /// or when it had nothing to couple to (the subflow then runs as
+    /// NewReno).
+    coupled_bytes: u64,
 }
 
 impl Default for Lia {
@@ -99,43 +121,42 @@ impl Lia {
     pub fn new() -> Self {
         Lia {
             credit_bytes: 0,
-            view: Vec::new(),
+            alpha: 1.0,
+            coupled_bytes: 0,
         }
     }
 
     /// Alpha from the latest coupling view (1 before any).
     pub fn alpha(&self) -> f64 {
-        self.alpha_and_total().0
-    }
-
-    /// Alpha and Σ cwnd (bytes) of the latest view; (1, 0) when there is
-    /// nothing to couple to.
-    fn alpha_and_total(&self) -> (f64, u64) {
-        match lia_alpha_and_total(&self.view) {
-            (Some(alpha), cwnd_total_bytes) => (alpha, cwnd_total_bytes),
-            (None, _) => (1.0, 0),
-        }
+        self.alpha
     }
 
     /// Acknowledged bytes that earn one MSS of growth for a subflow with
     /// window `cwnd_bytes`: `max(cwnd_total / alpha, cwnd_i)` (RFC 6356 §3's
-    /// min of the two increases, inverted).
+    /// min of the two increases, inverted), with alpha and cwnd_total from
+    /// the latest coupling view.
     pub fn bytes_per_mss_increase(&self, cwnd_bytes: u64) -> u64 {
-        let (alpha, cwnd_total_bytes) = self.alpha_and_total();
-        if cwnd_total_bytes == 0 || !(alpha > 0.0) {
-            return cwnd_bytes;
-        }
-        let coupled = cwnd_total_bytes as f64 / alpha;
-        let coupled = if coupled >= u64::MAX as f64 {
-            u64::MAX
-        } else {
-            // ⌈coupled⌉ without a call to libm's `ceil`: the quotient is
-            // positive and below 2^64, where truncation is exact, so the
-            // ceiling is the truncation plus one if anything was cut.
-            let whole = coupled as u64;
-            whole + u64::from((whole as f64) < coupled)
-        };
-        coupled.max(cwnd_bytes)
+        self.coupled_bytes.max(cwnd_bytes)
+    }
+}
+
+/// `⌈cwnd_total / alpha⌉` in bytes, 0 when there is nothing to couple to.
+fn coupled_bytes(alpha: Option<f64>, cwnd_total_bytes: u64) -> u64 {
+    let Some(alpha) = alpha else {
+        return 0;
+    };
+    if cwnd_total_bytes == 0 || !(alpha > 0.0) {
+        return 0;
+    }
+    let coupled = cwnd_total_bytes as f64 / alpha;
+    if coupled >= u64::MAX as f64 {
+        u64::MAX
+    } else {
+        // ⌈coupled⌉ without a call to libm's `ceil`: the quotient is
+        // positive and below 2^64, where truncation is exact, so the
+        // ceiling is the truncation plus one if anything was cut.
+        let whole = coupled as u64;
+        whole + u64::from((whole as f64) < coupled)
     }
 }
 
@@ -144,10 +165,19 @@ impl CongestionControl for Lia {
         "lia"
     }
 
+    fn coupling_refresh(&self) -> CouplingRefresh {
+        // Linux `mptcp_ccc_recalc_alpha`'s points (module comment).
+        CouplingRefresh::OnWindowChange
+    }
+
     fn on_coupling(&mut self, subflows: &[SubflowCoupling], _me: usize) {
-        // Called before every ACK: keep the view, work alpha out later.
-        self.view.clear();
-        self.view.extend_from_slice(subflows);
+        let (alpha, cwnd_total_bytes) = lia_alpha_and_total(subflows);
+        self.coupled_bytes = coupled_bytes(alpha, cwnd_total_bytes);
+        self.alpha = if self.coupled_bytes == 0 {
+            1.0
+        } else {
+            alpha.unwrap_or(1.0)
+        };
     }
 
     fn on_ack(&mut self, state: &mut CcState, ack: &AckSample) {
@@ -163,14 +193,7 @@ impl CongestionControl for Lia {
                 return;
             }
         }
-        // w = max(cwnd_total / alpha, cwnd_i) is at least cwnd_i: while the
-        // credit stays below cwnd_i no w makes it grow, and any such w
-        // leaves the same state, so alpha is not needed.
-        let w_bytes = if self.credit_bytes.saturating_add(acked_bytes) < state.cwnd_bytes {
-            state.cwnd_bytes
-        } else {
-            self.bytes_per_mss_increase(state.cwnd_bytes)
-        };
+        let w_bytes = self.bytes_per_mss_increase(state.cwnd_bytes);
         cong_avoid_ai(state, &mut self.credit_bytes, w_bytes, acked_bytes);
     }
 

@@ -8,8 +8,10 @@
 //! (Westwood+) gets what it needs from [`AckSample`] and its own fields. A
 //! coupled multipath controller (MPTCP LIA, OLIA) also needs a view of the
 //! other subflows of its connection: the connection hands it one before
-//! every ACK through [`CongestionControl::on_coupling`] (a no-op for every
-//! single-path controller, which is then an uncoupled subflow controller).
+//! an ACK through [`CongestionControl::on_coupling`], before every ACK or
+//! only after a window changed, as [`CongestionControl::coupling_refresh`]
+//! asks (a single-path controller never gets one, and is then an uncoupled
+//! subflow controller).
 //!
 //! # Choosing a controller: [`CcSpec`]
 //!
@@ -105,7 +107,8 @@ pub struct AckSample {
 
 /// What a coupled multipath controller sees of one subflow of its
 /// connection (RFC 6356 §3; Khalili et al., OLIA). The connection builds
-/// one per established subflow with an RTT estimate, before every ACK.
+/// one per established subflow with an RTT estimate whenever it gives a
+/// controller a view ([`CongestionControl::on_coupling`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct SubflowCoupling {
     /// The subflow's congestion window; during fast recovery its ssthresh,
@@ -164,10 +167,36 @@ pub trait CongestionControl: Send {
     fn on_idle_restart(&mut self, _state: &mut CcState, _now_ns: TimeNs) {}
 
     /// A multipath connection's view of all its established subflows, given
-    /// before an ACK on this subflow is processed; `me` is this subflow's
-    /// index in `subflows`. Coupled controllers (LIA, OLIA) keep what they
-    /// need of it; every other controller ignores it and runs uncoupled.
+    /// before an ACK on this subflow is processed, as often as
+    /// [`coupling_refresh`](Self::coupling_refresh) asks; `me` is this
+    /// subflow's index in `subflows`. Coupled controllers (LIA, OLIA) keep
+    /// what they need of it; every other controller ignores it and runs
+    /// uncoupled.
     fn on_coupling(&mut self, _subflows: &[SubflowCoupling], _me: usize) {}
+
+    /// When the connection gives [`on_coupling`](Self::on_coupling) a
+    /// fresh view. Asked once, when the subflow is added: the answer is
+    /// fixed for the controller. Uncoupled controllers: never.
+    fn coupling_refresh(&self) -> CouplingRefresh {
+        CouplingRefresh::Never
+    }
+}
+
+/// How often a coupled controller needs the connection's view of its
+/// subflows ([`CongestionControl::on_coupling`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CouplingRefresh {
+    /// An uncoupled controller: no view is built.
+    Never,
+    /// Before every ACK on the subflow (OLIA, whose increase reads every
+    /// path's current window and RTT).
+    EveryAck,
+    /// Before the first ACK on the subflow after any subflow's coupled
+    /// window (cwnd, or ssthresh in fast recovery), congestion state
+    /// (Linux `icsk_ca_state`) or establishment changed, and never when
+    /// only RTT estimates moved: Linux LIA's recalculation points (see
+    /// `lia.rs`).
+    OnWindowChange,
 }
 
 /// RFC 5681 §3.1 eq. (4): after a loss, ssthresh = max(FlightSize / 2,

@@ -21,8 +21,8 @@
 //! (one path: ε = 0 and the first term is 1/w).
 
 use super::{
-    halve_flight, slow_start, AckSample, CcState, CongestionControl, CongestionEvent, ControllerParams, Knob,
-    SubflowCoupling,
+    halve_flight, slow_start, AckSample, CcState, CongestionControl, CongestionEvent, ControllerParams,
+    CouplingRefresh, Knob, SubflowCoupling,
 };
 use crate::TimeNs;
 
@@ -140,6 +140,11 @@ impl Olia {
 impl CongestionControl for Olia {
     fn name(&self) -> &'static str {
         "olia"
+    }
+
+    fn coupling_refresh(&self) -> CouplingRefresh {
+        // Linux `mptcp_olia_cong_avoid` reads every path per ACK.
+        CouplingRefresh::EveryAck
     }
 
     fn on_coupling(&mut self, subflows: &[SubflowCoupling], me: usize) {

@@ -5,7 +5,7 @@
 
 use super::dss::DssMap;
 use super::scheduler::SubflowView;
-use crate::cc::SubflowCoupling;
+use crate::cc::{CouplingRefresh, SubflowCoupling};
 use crate::tcp::{CaState, NewChunk, TcpSender};
 
 /// A sending subflow.
@@ -26,10 +26,27 @@ pub struct SenderSubflow {
     /// When this subflow, having room, last penalised a slower one for
     /// holding the connection's window (Linux `last_rbuf_opti`).
     pub(super) last_penalised_ns: Option<u64>,
+    /// When its controller wants the coupling view (fixed by the
+    /// controller), and for [`CouplingRefresh::OnWindowChange`] the
+    /// connection's coupling generation it last had a view at.
+    pub(super) coupling_refresh: CouplingRefresh,
+    pub(super) coupling_seen: u64,
+}
+
+/// What of a subflow, when it changes, makes a coupled controller's view
+/// stale under [`CouplingRefresh::OnWindowChange`]: its window as coupled
+/// (see [`SenderSubflow::coupling`]), its congestion state, and whether it
+/// is a path yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct CouplingKey {
+    cwnd_bytes: u64,
+    ca_state: CaState,
+    path: bool,
 }
 
 impl SenderSubflow {
     pub(super) fn new(tcp: TcpSender, backup: bool) -> Self {
+        let tcp_refresh = tcp.cc().coupling_refresh();
         SenderSubflow {
             tcp,
             map: DssMap::default(),
@@ -41,6 +58,9 @@ impl SenderSubflow {
             loss_events: 0,
             timeouts: 0,
             last_penalised_ns: None,
+            coupling_refresh: tcp_refresh,
+            // No generation yet: the first ACK gets a view.
+            coupling_seen: u64::MAX,
         }
     }
 
@@ -123,6 +143,21 @@ impl SenderSubflow {
             srtt_ns,
             loss_interval_bytes: self.loss_interval_bytes(),
         })
+    }
+
+    /// See [`CouplingKey`].
+    #[inline]
+    pub(super) fn coupling_key(&self) -> CouplingKey {
+        let in_recovery = self.tcp.in_recovery();
+        CouplingKey {
+            cwnd_bytes: if in_recovery {
+                self.tcp.ssthresh_bytes()
+            } else {
+                self.tcp.cwnd_bytes()
+            },
+            ca_state: self.tcp.ca_state(),
+            path: self.tcp.is_established() && self.tcp.srtt_ns() > 0,
+        }
     }
 
     pub(super) fn view(&self, now_ns: u64, want_bytes: u64) -> (SubflowView, Option<NewChunk>) {

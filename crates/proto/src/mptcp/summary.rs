@@ -10,7 +10,7 @@
 //! are the same as asking it; the room memory is the one part learnt from
 //! the scheduler's own questions (see [`SubflowSummary::may_have_room`]).
 
-use super::subflow::SenderSubflow;
+use super::subflow::{CouplingKey, SenderSubflow};
 
 /// The scheduler's view of one subflow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +37,9 @@ pub(super) struct SubflowSummary {
     /// `new_chunk` said `None`) since the last refresh; `u64::MAX` when
     /// unknown.
     no_room_from_bytes: u64,
+    /// [`SenderSubflow::coupling_key`]: when it changes, coupled views
+    /// are stale.
+    pub coupling_key: CouplingKey,
 }
 
 impl SubflowSummary {
@@ -52,6 +55,7 @@ impl SubflowSummary {
             paced,
             no_room_from_bytes: u64::MAX,
             owed_nothing_at_ns: None,
+            coupling_key: sf.coupling_key(),
         }
     }
 
