@@ -165,7 +165,7 @@ def cases(settings: RealSettings) -> list[tuple[int, list[str]]]:
                 + [["autotuning", "drwa"], ["autotuning", "autotuning"]])  # fmt: skip
 
     out = [(settings.buffer_packets, c) for c in of(settings.thetas)]
-    if settings.shallow_buffer_packets:
+    if settings.shallow_buffer_packets and settings.shallow_buffer_packets != settings.buffer_packets:
         out += [(settings.shallow_buffer_packets, c) for c in of((1.38,))]
     return out
 
@@ -518,7 +518,8 @@ def render(rows: list[dict], settings: RealSettings, command: str) -> str:
                              else ""), ""]  # fmt: skip
     out += _path_tables([r for r in rows if r["mode"] in ("real", "sim") and row_buffer(r) == main], main)
     shallow = settings.shallow_buffer_packets
-    shallow_rows = [r for r in rows if r["mode"] in ("real", "sim") and shallow and row_buffer(r) == shallow]
+    shallow_rows = [r for r in rows if r["mode"] in ("real", "sim") and shallow and shallow != main
+                    and row_buffer(r) == shallow]  # fmt: skip
     sweep = [r for r in rows if r["mode"] == "sweep"]
     if sweep:
         out += ["", *_sweep_section(sweep)]
