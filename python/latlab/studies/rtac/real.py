@@ -544,9 +544,7 @@ def _sweep_section(sweep: list[dict]) -> list[str]:
             return found[-1] if found else None
 
         def share(case: str) -> float:
-            at, me = (one(case, "autotuning"), one(case, case.split("+")[1])) if case != "autotuning+autotuning" \
-                else _control_pair(sweep, buf)
-            return me["goodput_mbps"] / at["goodput_mbps"] if at and me and at["goodput_mbps"] > 0 else float("nan")
+            return _sweep_share(sweep, buf, case)
 
         at_alone, rtac_alone = one("autotuning", "autotuning"), one("rtac@1.38", "rtac@1.38")
         comp = one("autotuning+rtac@1.38", "rtac@1.38")
@@ -573,16 +571,17 @@ def _sweep_section(sweep: list[dict]) -> list[str]:
     return out + ["", " ".join(words)]
 
 
-def _control_pair(sweep: list[dict], buf: int) -> tuple[dict | None, dict | None]:
-    two = [r for r in sweep if int(r["buffer_packets"]) == buf and r["case"] == "autotuning+autotuning"]
-    two.sort(key=lambda r: r["flow"])
-    return (two[1], two[0]) if len(two) == 2 else (None, None)
-
-
 def _sweep_share(sweep: list[dict], buf: int, case: str) -> float:
-    at = [r for r in sweep if int(r["buffer_packets"]) == buf and r["case"] == case and r["flow"] == 0]
-    me = [r for r in sweep if int(r["buffer_packets"]) == buf and r["case"] == case and r["flow"] == 1]
-    return me[-1]["goodput_mbps"] / at[-1]["goodput_mbps"] if at and me and at[-1]["goodput_mbps"] > 0 else float("nan")
+    """In a sweep case beside auto-tuning, the second flow's goodput over the first's (the auto-tuning flow's); for
+    the control, two auto-tuning receivers, the first's over the second's, as in the real runs."""
+    def flow(i: int) -> dict | None:
+        found = [r for r in sweep if int(r["buffer_packets"]) == buf and r["case"] == case and r["flow"] == i]
+        return found[-1] if found else None
+
+    at, me = flow(0), flow(1)
+    if case == "autotuning+autotuning":
+        at, me = me, at
+    return me["goodput_mbps"] / at["goodput_mbps"] if at and me and at["goodput_mbps"] > 0 else float("nan")
 
 
 def _path_tables(rows: list[dict], buffer_packets: int) -> list[str]:
