@@ -21,7 +21,10 @@ per run and the ratio of the medians.
 Wall and CPU time on a shared machine are noisy; `--callgrind` counts the
 instructions each run executes under valgrind's callgrind (deterministic,
 about 40 times slower) and prints instructions per packet-hop and their
-ratio instead.
+ratio instead, then the same per packet-hop by where each instruction's
+source line lives (the MPTCP layer, the TCP machines, segment fields, the
+simulator, the standard library inlined into all of them): which layer
+the difference is in.
 """
 
 from __future__ import annotations
@@ -127,12 +130,85 @@ def run_once(path: Path) -> dict[str, float]:
             "cpu_ns_hop": cpu_s * 1e9 / max(int(m["hops"]), 1)}  # fmt: skip
 
 
+# Where an instruction's source line lives, first match wins. Code inlined
+# from another file counts where it was written: an MPTCP call inlined into
+# the simulator's loop is "mptcp", a slice bounds check inlined anywhere is
+# "std".
+AREAS = (
+    ("mptcp", ("/proto/src/mptcp/", "/proto/src/cc/lia.rs", "/proto/src/cc/olia.rs")),
+    ("tcp", ("/proto/src/tcp/", "/proto/src/cc/")),
+    ("segment", ("/proto/src/segment.rs",)),
+    ("simulator", ("/crates/sim/", "/crates/qdisc/", "/crates/link/")),
+    ("std", ("/rustc/",)),
+)
+AREA_LABELS = {
+    "mptcp": "MPTCP layer (proto/src/mptcp, LIA/OLIA)",
+    "tcp": "TCP sender, receiver, controllers",
+    "segment": "segment fields (DSS, SACK)",
+    "simulator": "simulator, links, queues",
+    "std": "Rust standard library, inlined",
+    "other": "libc, start-up, the rest",
+}
+
+
+def area_of(source_file: str) -> str:
+    for area, needles in AREAS:
+        if any(n in source_file for n in needles):
+            return area
+    return "other"
+
+
+def callgrind_by_area(out_file: Path) -> dict[str, int]:
+    """Self cost (instructions) per source area from a callgrind output file.
+
+    Each cost line counts under the file callgrind names for it: `fl=`
+    (the function's file) or, inside inlined code, `fi=`/`fe=`. A `calls=`
+    line is followed by the call's inclusive cost, which the callee's own
+    lines already count: skipped. File names are compressed as "(id) name"
+    on first use and "(id)" after, shared by fl/fi/fe/cfi/cfl.
+    """
+    names: dict[str, str] = {}
+    per_file: dict[str, int] = {}
+    current = "?"
+    skip_next = False
+
+    def file_name(spec: str) -> str:
+        m = re.match(r"\((\d+)\)(?: (.*))?", spec.strip())
+        if m is None:
+            return spec.strip()
+        if m[2]:
+            names[m[1]] = m[2]
+        return names.get(m[1], "?")
+
+    with open(out_file, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            c = line[:1]
+            if c.isdigit() or c in "+-*":
+                if skip_next:
+                    skip_next = False
+                    continue
+                per_file[current] = per_file.get(current, 0) + int(line.split()[-1])
+            elif line.startswith(("fl=", "fi=", "fe=")):
+                current = file_name(line[3:])
+            elif line.startswith(("cfi=", "cfl=")):
+                file_name(line[4:])
+            elif line.startswith("calls="):
+                skip_next = True
+    areas: dict[str, int] = {}
+    for source_file, ir in per_file.items():
+        a = area_of(source_file)
+        areas[a] = areas.get(a, 0) + ir
+    return areas
+
+
 def callgrind_once(path: Path) -> dict[str, float]:
-    """Instructions executed by one run (valgrind --tool=callgrind)."""
+    """Instructions executed by one run (valgrind --tool=callgrind), in all
+    and per source area."""
     with tempfile.TemporaryDirectory() as tmp:
         out_file = Path(tmp) / "callgrind.out"
         cmd = ["nice", "-n", "10", "valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}", str(BINARY), str(path)]
         out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        areas = callgrind_by_area(out_file)
     m = LINE.search(out.stdout)
     refs = re.search(r"I\s+refs:\s+([\d,]+)", out.stderr)
     if m is None or refs is None:
@@ -140,7 +216,20 @@ def callgrind_once(path: Path) -> dict[str, float]:
     instructions = int(refs[1].replace(",", ""))
     hops = max(int(m["hops"]), 1)
     return {"instructions": instructions, "hops": int(m["hops"]), "per_hop": instructions / hops,
-            "events_per_hop": int(m["events"]) / hops}  # fmt: skip
+            "events_per_hop": int(m["events"]) / hops,
+            "areas_per_hop": {a: ir / hops for a, ir in areas.items()}}  # fmt: skip
+
+
+def print_areas(counts: dict[str, dict]) -> None:
+    """Instructions per packet-hop by where their source line lives, MPTCP
+    against TCP: which layer the difference is in."""
+    m, t = counts["mptcp"]["areas_per_hop"], counts["tcp"]["areas_per_hop"]
+    print(f"{'per packet-hop, by source':<44} {'MPTCP':>7} {'TCP':>7} {'diff':>7}")
+    for area, label in AREA_LABELS.items():
+        a, b = m.get(area, 0.0), t.get(area, 0.0)
+        print(f"{label:<44} {a:7.1f} {b:7.1f} {a - b:+7.1f}")
+    a, b = sum(m.values()), sum(t.values())
+    print(f"{'all':<44} {a:7.1f} {b:7.1f} {a - b:+7.1f}")
 
 
 def main() -> None:
@@ -165,6 +254,7 @@ def main() -> None:
                 print(f"{label:>12}: {c['instructions']} instructions, {c['hops']} packet-hops, {c['per_hop']:.0f} per packet-hop, "
                       f"{c['events_per_hop']:.3f} events per packet-hop")  # fmt: skip
         print(f"instructions per packet-hop ratio MPTCP/TCP {counts['mptcp']['per_hop'] / counts['tcp']['per_hop']:.2f}")
+        print_areas(counts)
         return
     results: dict[str, list[dict[str, float]]] = {"mptcp": [], "tcp": []}
     with tempfile.TemporaryDirectory() as tmp:
