@@ -9,6 +9,7 @@
 //! `on_timeout`), poll actions out (`poll_transmit`, `next_timeout`).
 
 pub mod cc;
+pub mod knobs;
 pub mod mptcp;
 pub mod segment;
 pub mod tcp;

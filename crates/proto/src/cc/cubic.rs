@@ -36,6 +36,7 @@ use super::{
     cong_avoid_ai_segments, knob_flag, knob_real, slow_start, AckSample, CcState, CongestionControl,
     CongestionEvent, ControllerParams, Knob,
 };
+use crate::knobs::Knobs;
 use crate::{TimeNs, NS_PER_SEC};
 
 /// CUBIC constants (RFC 9438 §5 defaults in [`Default`]).
@@ -86,7 +87,7 @@ impl Default for CubicParams {
     }
 }
 
-impl ControllerParams for CubicParams {
+impl Knobs for CubicParams {
     const KNOBS: &'static [Knob] = &[
         Knob {
             key: "c",
@@ -151,7 +152,9 @@ impl ControllerParams for CubicParams {
         }
         Ok(())
     }
+}
 
+impl ControllerParams for CubicParams {
     fn build(&self, mss_bytes: u64) -> Box<dyn CongestionControl> {
         Box::new(Cubic::new(*self, mss_bytes))
     }

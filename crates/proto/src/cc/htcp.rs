@@ -49,6 +49,7 @@ use super::{
     cong_avoid_ai, knob_flag, slow_start, AckSample, CcState, CongestionControl, CongestionEvent,
     ControllerParams, Knob,
 };
+use crate::knobs::Knobs;
 use crate::{TimeNs, NS_PER_MS, NS_PER_SEC};
 
 /// Δ_L: the low-speed period after a congestion event (Leith & Shorten: 1 s).
@@ -81,7 +82,7 @@ impl Default for HtcpParams {
     }
 }
 
-impl ControllerParams for HtcpParams {
+impl Knobs for HtcpParams {
     const KNOBS: &'static [Knob] = &[
         Knob {
             key: "rtt_scaling",
@@ -106,7 +107,9 @@ impl ControllerParams for HtcpParams {
     fn validate(&self) -> Result<(), String> {
         Ok(())
     }
+}
 
+impl ControllerParams for HtcpParams {
     fn build(&self, mss_bytes: u64) -> Box<dyn CongestionControl> {
         Box::new(Htcp::new(*self, mss_bytes))
     }

@@ -64,6 +64,7 @@ use super::{
     knob_flag, knob_real, knob_whole, slow_start, AckSample, CcState, CongestionControl, CongestionEvent,
     ControllerParams, Knob,
 };
+use crate::knobs::Knobs;
 use crate::{TimeNs, NS_PER_MS, NS_PER_SEC};
 
 /// Largest BASE_HISTORY accepted (one-minute buckets).
@@ -107,7 +108,7 @@ impl Default for LedbatParams {
     }
 }
 
-impl ControllerParams for LedbatParams {
+impl Knobs for LedbatParams {
     const KNOBS: &'static [Knob] = &[
         Knob {
             key: "target_ms",
@@ -197,7 +198,9 @@ impl ControllerParams for LedbatParams {
         }
         Ok(())
     }
+}
 
+impl ControllerParams for LedbatParams {
     fn build(&self, mss_bytes: u64) -> Box<dyn CongestionControl> {
         Box::new(Ledbat::new(*self, mss_bytes))
     }

@@ -46,13 +46,14 @@ use super::{
     cong_avoid_ai, halve_flight, slow_start, AckSample, CcState, CongestionControl, CongestionEvent,
     ControllerParams, CouplingRefresh, Knob, SubflowCoupling,
 };
+use crate::knobs::Knobs;
 use crate::TimeNs;
 
 /// LIA has no constants: RFC 6356 fixes the increase and the decrease.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LiaParams;
 
-impl ControllerParams for LiaParams {
+impl Knobs for LiaParams {
     const KNOBS: &'static [Knob] = &[];
 
     fn set(&mut self, _key: &str, _value: f64) -> Option<()> {
@@ -62,7 +63,9 @@ impl ControllerParams for LiaParams {
     fn validate(&self) -> Result<(), String> {
         Ok(())
     }
+}
 
+impl ControllerParams for LiaParams {
     fn build(&self, _mss_bytes: u64) -> Box<dyn CongestionControl> {
         Box::new(Lia::new())
     }

@@ -64,6 +64,8 @@ pub use olia::{olia_epsilons, Olia, OliaParams};
 pub use vegas::{Vegas, VegasParams};
 pub use westwood::{Westwood, WestwoodParams};
 
+use crate::knobs;
+pub use crate::knobs::{knob_flag, knob_real, knob_whole, Knob, Knobs};
 use crate::TimeNs;
 
 /// The window state a controller may read and write. Bytes throughout.
@@ -258,55 +260,12 @@ pub fn cong_avoid_ai_segments(increase_segments: f64, acked_segments: f64, windo
     increase_segments * acked_segments / window_segments
 }
 
-/// One knob a controller accepts in a scenario's `cc_params`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Knob {
-    /// The key, e.g. `"beta"`.
-    pub key: &'static str,
-    /// What it sets, its range and its default, e.g.
-    /// `"multiplicative decrease factor, (0, 1); default 0.7"`.
-    pub about: &'static str,
-}
-
-/// A controller's constants: the typed form of a scenario's `cc_params`.
-/// Implemented beside each controller; [`CcSpec`] holds one per variant.
-pub trait ControllerParams: Default + Clone + std::fmt::Debug + PartialEq {
-    /// The knobs a scenario may set, with range and default: the one list
-    /// that error messages and documentation print.
-    const KNOBS: &'static [Knob];
-
-    /// Set knob `key` (one of [`Self::KNOBS`]) from a finite scenario
-    /// number. `None` when the value is outside the knob's range (the
-    /// caller names the knob and lists the accepted ones).
-    fn set(&mut self, key: &str, value: f64) -> Option<()>;
-
-    /// Check the whole set (ranges of constants built in code, and
-    /// constraints between knobs); the error names the offending constant.
-    fn validate(&self) -> Result<(), String>;
-
+/// A controller's constants: the typed form of a scenario's `cc_params`
+/// (its knobs: [`Knobs`]). Implemented beside each controller; [`CcSpec`]
+/// holds one per variant.
+pub trait ControllerParams: Knobs + Clone + std::fmt::Debug + PartialEq {
     /// A fresh controller with these constants for a sender of `mss_bytes`.
     fn build(&self, mss_bytes: u64) -> Box<dyn CongestionControl>;
-}
-
-/// A boolean knob: exactly 0 or 1.
-pub fn knob_flag(value: f64) -> Option<bool> {
-    if value == 0.0 {
-        Some(false)
-    } else if value == 1.0 {
-        Some(true)
-    } else {
-        None
-    }
-}
-
-/// A whole-number knob in `lo..=hi`.
-pub fn knob_whole(value: f64, lo: u64, hi: u64) -> Option<u64> {
-    (value.fract() == 0.0 && value >= lo as f64 && value <= hi as f64).then_some(value as u64)
-}
-
-/// A real knob accepted when `ok(value)`.
-pub fn knob_real(value: f64, ok: impl FnOnce(f64) -> bool) -> Option<f64> {
-    ok(value).then_some(value)
 }
 
 /// Why [`CcSpec::parse`] refused a scenario's controller.
@@ -335,54 +294,6 @@ impl std::fmt::Display for CcSpecError {
 
 impl std::error::Error for CcSpecError {}
 
-/// `(key, value)` pairs into `P`: every key must be one of `P::KNOBS`, given
-/// once, finite and in range, and the whole set must pass `validate`.
-fn parse_params<P: ControllerParams>(name: &str, params: &[(String, f64)]) -> Result<P, String> {
-    let accepted_list = || {
-        if P::KNOBS.is_empty() {
-            format!("{name} accepts no parameters")
-        } else {
-            let knobs: Vec<String> = P::KNOBS
-                .iter()
-                .map(|k| format!("{} ({})", k.key, k.about))
-                .collect();
-            format!("{name} accepts: {}", knobs.join("; "))
-        }
-    };
-    let mut p = P::default();
-    for (i, (key, value)) in params.iter().enumerate() {
-        if !P::KNOBS.iter().any(|k| k.key == key) {
-            return Err(format!(
-                "unknown parameter {key:?} for {name}; {}",
-                accepted_list()
-            ));
-        }
-        if params[..i].iter().any(|(k, _)| k == key) {
-            return Err(format!("parameter {key:?} given twice for {name}"));
-        }
-        if !value.is_finite() {
-            return Err(format!(
-                "parameter {key:?} for {name} must be finite, got {value}; {}",
-                accepted_list()
-            ));
-        }
-    }
-    // Knobs in the controller's order (as the checks always ran), not the
-    // scenario's, so the first error reported does not depend on key order.
-    for knob in P::KNOBS {
-        if let Some((key, value)) = params.iter().find(|(k, _)| k == knob.key) {
-            p.set(key, *value).ok_or_else(|| {
-                format!(
-                    "parameter {key:?} = {value} out of range for {name}; {}",
-                    accepted_list()
-                )
-            })?;
-        }
-    }
-    p.validate().map_err(|e| format!("{e}; {}", accepted_list()))?;
-    Ok(p)
-}
-
 /// The controller registry: one line per controller, `Variant(ParamsType) =
 /// "name" | "alias";`. Generates [`CcSpec`], its names, `parse`, `build`,
 /// `name` and `knobs`.
@@ -408,7 +319,7 @@ macro_rules! controllers {
             /// what is accepted.
             pub fn parse(name: &str, params: &[(String, f64)]) -> Result<Self, CcSpecError> {
                 match name {
-                    $( $name $(| $alias)* => parse_params::<$params>(name, params)
+                    $( $name $(| $alias)* => knobs::parse::<$params>(name, params)
                         .map(Self::$variant)
                         .map_err(CcSpecError::Param), )+
                     _ => Err(CcSpecError::UnknownController(name.to_string())),
@@ -432,7 +343,7 @@ macro_rules! controllers {
             /// The knobs controller `name` accepts (None for an unknown name).
             pub fn knobs(name: &str) -> Option<&'static [Knob]> {
                 match name {
-                    $( $name $(| $alias)* => Some(<$params as ControllerParams>::KNOBS), )+
+                    $( $name $(| $alias)* => Some(<$params as Knobs>::KNOBS), )+
                     _ => None,
                 }
             }

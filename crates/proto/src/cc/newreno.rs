@@ -7,6 +7,7 @@ use super::{
     cong_avoid_ai, halve_flight, knob_flag, slow_start, AckSample, CcState, CongestionControl,
     CongestionEvent, ControllerParams, Knob,
 };
+use crate::knobs::Knobs;
 use crate::TimeNs;
 
 /// NewReno's constants are RFC 5681's (ssthresh = FlightSize/2, one SMSS per
@@ -20,7 +21,7 @@ pub struct NewRenoParams {
     pub per_ack_increase: bool,
 }
 
-impl ControllerParams for NewRenoParams {
+impl Knobs for NewRenoParams {
     const KNOBS: &'static [Knob] = &[Knob {
         key: "per_ack_increase",
         about: "0 or 1; default 0 (byte counting; 1: cwnd += SMSS^2/cwnd per ACK, RFC 5681 eq. 3, as ns-3)",
@@ -37,7 +38,9 @@ impl ControllerParams for NewRenoParams {
     fn validate(&self) -> Result<(), String> {
         Ok(())
     }
+}
 
+impl ControllerParams for NewRenoParams {
     fn build(&self, _mss_bytes: u64) -> Box<dyn CongestionControl> {
         Box::new(NewReno {
             per_ack_increase: self.per_ack_increase,

@@ -24,13 +24,14 @@ use super::{
     halve_flight, slow_start, AckSample, CcState, CongestionControl, CongestionEvent, ControllerParams,
     CouplingRefresh, Knob, SubflowCoupling,
 };
+use crate::knobs::Knobs;
 use crate::TimeNs;
 
 /// OLIA has no constants.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OliaParams;
 
-impl ControllerParams for OliaParams {
+impl Knobs for OliaParams {
     const KNOBS: &'static [Knob] = &[];
 
     fn set(&mut self, _key: &str, _value: f64) -> Option<()> {
@@ -40,7 +41,9 @@ impl ControllerParams for OliaParams {
     fn validate(&self) -> Result<(), String> {
         Ok(())
     }
+}
 
+impl ControllerParams for OliaParams {
     fn build(&self, _mss_bytes: u64) -> Box<dyn CongestionControl> {
         Box::new(Olia::new())
     }

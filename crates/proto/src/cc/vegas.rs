@@ -44,6 +44,7 @@
 //! sample per round and Vegas degrades to Reno-like growth.
 
 use super::{slow_start, AckSample, CcState, CongestionControl, CongestionEvent, ControllerParams, Knob};
+use crate::knobs::Knobs;
 use crate::TimeNs;
 
 /// Vegas thresholds in packets (Linux defaults in [`Default`]).
@@ -69,7 +70,7 @@ impl Default for VegasParams {
 
 /// The thresholds are set as given; `validate` checks their ranges and
 /// α ≤ β.
-impl ControllerParams for VegasParams {
+impl Knobs for VegasParams {
     const KNOBS: &'static [Knob] = &[
         Knob {
             key: "alpha",
@@ -110,7 +111,9 @@ impl ControllerParams for VegasParams {
         }
         Ok(())
     }
+}
 
+impl ControllerParams for VegasParams {
     fn build(&self, mss_bytes: u64) -> Box<dyn CongestionControl> {
         Box::new(Vegas::new(*self, mss_bytes))
     }

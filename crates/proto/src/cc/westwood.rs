@@ -43,6 +43,7 @@
 //!   as in Linux.
 
 use super::{AckSample, CcState, CongestionControl, CongestionEvent, ControllerParams, Knob, NewReno};
+use crate::knobs::Knobs;
 use crate::{TimeNs, NS_PER_MS, NS_PER_SEC};
 
 /// Shortest bandwidth-sampling interval (Linux TCP_WESTWOOD_RTT_MIN, 50 ms).
@@ -53,7 +54,7 @@ pub const WESTWOOD_MIN_INTERVAL_NS: u64 = 50 * NS_PER_MS;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WestwoodParams;
 
-impl ControllerParams for WestwoodParams {
+impl Knobs for WestwoodParams {
     const KNOBS: &'static [Knob] = &[];
 
     fn set(&mut self, _key: &str, _value: f64) -> Option<()> {
@@ -63,7 +64,9 @@ impl ControllerParams for WestwoodParams {
     fn validate(&self) -> Result<(), String> {
         Ok(())
     }
+}
 
+impl ControllerParams for WestwoodParams {
     fn build(&self, mss_bytes: u64) -> Box<dyn CongestionControl> {
         Box::new(Westwood::new(mss_bytes))
     }

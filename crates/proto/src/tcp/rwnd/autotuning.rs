@@ -25,6 +25,7 @@ use super::{
     DEFAULT_INITIAL_RWND_BYTES, DEFAULT_RMEM_MAX_BYTES, INITIAL_RWND_ABOUT, RMEM_MAX_ABOUT,
 };
 use crate::cc::Knob;
+use crate::knobs::Knobs;
 use crate::tcp::config::TcpConfig;
 use crate::TimeNs;
 
@@ -49,7 +50,7 @@ impl Default for AutotuningParams {
     }
 }
 
-impl RwndParams for AutotuningParams {
+impl Knobs for AutotuningParams {
     const KNOBS: &'static [Knob] = &[
         Knob {
             key: "rmem_max_bytes",
@@ -68,7 +69,9 @@ impl RwndParams for AutotuningParams {
     fn validate(&self) -> Result<(), String> {
         validate_windows("autotuning", self.rmem_max_bytes, self.initial_rwnd_bytes)
     }
+}
 
+impl RwndParams for AutotuningParams {
     fn build(&self, cfg: &TcpConfig) -> Box<dyn RwndController> {
         Box::new(Autotuning::new(*self, cfg.mss_bytes as u64))
     }

@@ -24,6 +24,7 @@ use super::{
     DEFAULT_INITIAL_RWND_BYTES, DEFAULT_RMEM_MAX_BYTES, INITIAL_RWND_ABOUT, RMEM_MAX_ABOUT,
 };
 use crate::cc::{knob_real, Knob};
+use crate::knobs::Knobs;
 use crate::tcp::config::TcpConfig;
 use crate::TimeNs;
 
@@ -52,7 +53,7 @@ impl Default for DrwaParams {
     }
 }
 
-impl RwndParams for DrwaParams {
+impl Knobs for DrwaParams {
     const KNOBS: &'static [Knob] = &[
         Knob {
             key: "lambda",
@@ -90,7 +91,9 @@ impl RwndParams for DrwaParams {
         }
         validate_windows("drwa", self.rmem_max_bytes, self.initial_rwnd_bytes)
     }
+}
 
+impl RwndParams for DrwaParams {
     fn build(&self, cfg: &TcpConfig) -> Box<dyn RwndController> {
         Box::new(Drwa::new(*self, cfg.mss_bytes as u64))
     }

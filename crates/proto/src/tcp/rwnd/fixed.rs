@@ -4,6 +4,7 @@
 
 use super::{RwndController, RwndParams, SegmentArrival};
 use crate::cc::Knob;
+use crate::knobs::Knobs;
 use crate::tcp::config::TcpConfig;
 use crate::TimeNs;
 
@@ -27,7 +28,7 @@ impl RwndController for FixedRwnd {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FixedRwndParams;
 
-impl RwndParams for FixedRwndParams {
+impl Knobs for FixedRwndParams {
     const KNOBS: &'static [Knob] = &[];
 
     fn set(&mut self, _key: &str, _value: f64) -> Option<()> {
@@ -37,7 +38,9 @@ impl RwndParams for FixedRwndParams {
     fn validate(&self) -> Result<(), String> {
         Ok(())
     }
+}
 
+impl RwndParams for FixedRwndParams {
     fn build(&self, cfg: &TcpConfig) -> Box<dyn RwndController> {
         Box::new(FixedRwnd(cfg.rwnd_bytes))
     }

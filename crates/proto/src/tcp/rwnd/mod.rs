@@ -52,7 +52,7 @@ pub use rtac::{Rtac, RtacParams};
 pub use rtt::ReceiverRtt;
 
 use super::config::TcpConfig;
-use crate::cc::Knob;
+use crate::knobs::{self, Knob, Knobs};
 use crate::TimeNs;
 
 /// Linux's `tcp_rmem[2]` default in the study (2560 KB): the largest
@@ -100,14 +100,9 @@ pub trait RwndController: Send {
     }
 }
 
-/// A controller's constants: the typed form of a scenario's `rwnd_params`.
-pub trait RwndParams: Default + Clone + std::fmt::Debug + PartialEq {
-    /// The knobs a scenario may set, with range and default.
-    const KNOBS: &'static [Knob];
-    /// Set knob `key` from a finite number; `None` when out of range.
-    fn set(&mut self, key: &str, value: f64) -> Option<()>;
-    /// Check the whole set; the error names the offending constant.
-    fn validate(&self) -> Result<(), String>;
+/// A controller's constants: the typed form of a scenario's `rwnd_params`
+/// (its knobs: [`Knobs`]).
+pub trait RwndParams: Knobs + Clone + std::fmt::Debug + PartialEq {
     /// A fresh controller for a receiver configured by `cfg` (its MSS, and
     /// for the fixed window its `rwnd_bytes`).
     fn build(&self, cfg: &TcpConfig) -> Box<dyn RwndController>;
@@ -138,52 +133,6 @@ impl std::fmt::Display for RwndSpecError {
 
 impl std::error::Error for RwndSpecError {}
 
-fn parse_params<P: RwndParams>(name: &str, params: &[(String, f64)]) -> Result<P, String> {
-    let accepted_list = || {
-        if P::KNOBS.is_empty() {
-            format!("{name} accepts no parameters")
-        } else {
-            let knobs: Vec<String> = P::KNOBS
-                .iter()
-                .map(|k| format!("{} ({})", k.key, k.about))
-                .collect();
-            format!("{name} accepts: {}", knobs.join("; "))
-        }
-    };
-    for (i, (key, value)) in params.iter().enumerate() {
-        if !P::KNOBS.iter().any(|k| k.key == key) {
-            return Err(format!(
-                "unknown parameter {key:?} for {name}; {}",
-                accepted_list()
-            ));
-        }
-        if params[..i].iter().any(|(k, _)| k == key) {
-            return Err(format!("parameter {key:?} given twice for {name}"));
-        }
-        if !value.is_finite() {
-            return Err(format!(
-                "parameter {key:?} for {name} must be finite, got {value}; {}",
-                accepted_list()
-            ));
-        }
-    }
-    let mut p = P::default();
-    // In the controller's knob order, so the first error does not depend on
-    // the scenario's key order.
-    for knob in P::KNOBS {
-        if let Some((key, value)) = params.iter().find(|(k, _)| k == knob.key) {
-            p.set(key, *value).ok_or_else(|| {
-                format!(
-                    "parameter {key:?} = {value} out of range for {name}; {}",
-                    accepted_list()
-                )
-            })?;
-        }
-    }
-    p.validate().map_err(|e| format!("{e}; {}", accepted_list()))?;
-    Ok(p)
-}
-
 /// A receiver-window controller with validated constants, as a scenario
 /// chose it.
 #[derive(Clone, Debug, PartialEq)]
@@ -212,10 +161,10 @@ impl RwndSpec {
     pub fn parse(name: &str, params: &[(String, f64)]) -> Result<Self, RwndSpecError> {
         let p = |r: Result<Self, String>| r.map_err(RwndSpecError::Param);
         match name {
-            "fixed" => p(parse_params(name, params).map(Self::Fixed)),
-            "autotuning" => p(parse_params(name, params).map(Self::Autotuning)),
-            "drwa" => p(parse_params(name, params).map(Self::Drwa)),
-            "rtac" => p(parse_params(name, params).map(Self::Rtac)),
+            "fixed" => p(knobs::parse(name, params).map(Self::Fixed)),
+            "autotuning" => p(knobs::parse(name, params).map(Self::Autotuning)),
+            "drwa" => p(knobs::parse(name, params).map(Self::Drwa)),
+            "rtac" => p(knobs::parse(name, params).map(Self::Rtac)),
             _ => Err(RwndSpecError::UnknownController(name.to_string())),
         }
     }
@@ -295,7 +244,7 @@ fn set_window_knob(
     rmem_max_bytes: &mut u64,
     initial_rwnd_bytes: &mut u64,
 ) -> Option<()> {
-    let bytes = crate::cc::knob_whole(value, 1, MAX_WINDOW_BYTES)?;
+    let bytes = knobs::knob_whole(value, 1, MAX_WINDOW_BYTES)?;
     match key {
         "rmem_max_bytes" => *rmem_max_bytes = bytes,
         "initial_rwnd_bytes" => *initial_rwnd_bytes = bytes,

@@ -37,6 +37,7 @@ use super::{
     DEFAULT_INITIAL_RWND_BYTES, DEFAULT_RMEM_MAX_BYTES, INITIAL_RWND_ABOUT, RMEM_MAX_ABOUT,
 };
 use crate::cc::{knob_real, Knob};
+use crate::knobs::Knobs;
 use crate::tcp::config::TcpConfig;
 use crate::TimeNs;
 
@@ -80,7 +81,7 @@ impl Default for RtacParams {
     }
 }
 
-impl RwndParams for RtacParams {
+impl Knobs for RtacParams {
     const KNOBS: &'static [Knob] = &[
         Knob {
             key: "alpha",
@@ -162,7 +163,9 @@ impl RwndParams for RtacParams {
         }
         validate_windows("rtac", self.rmem_max_bytes, self.initial_rwnd_bytes)
     }
+}
 
+impl RwndParams for RtacParams {
     fn build(&self, cfg: &TcpConfig) -> Box<dyn RwndController> {
         Box::new(Rtac::new(*self, cfg.mss_bytes as u64))
     }
