@@ -165,18 +165,25 @@ pub struct QueueView {
     pub in_service_pkts: u64,
 }
 
-/// The queue of `link` (see [`QueueView`]).
-pub fn queue_view(link: &Link, media: &[SharedMedium]) -> QueueView {
-    let own = |q: &dyn Qdisc<PacketRef>, in_service_pkts| QueueView {
-        name: q.name(),
-        stats: *q.stats(),
-        len_pkts: q.len_pkts() as u64,
-        len_bytes: q.len_bytes(),
-        in_service_pkts,
-    };
-    match link.service {
-        Service::Shared { medium, member } => match &media[medium as usize].kind {
-            MediumKind::Cell(c) => own(c.queue(member), c.in_transit_pkts(member)),
+impl QueueView {
+    /// A discipline of the link's own (or a member's queue in a cell), with
+    /// `in_service_pkts` taken from it and not yet on the wire.
+    pub fn of(q: &dyn Qdisc<PacketRef>, in_service_pkts: u64) -> Self {
+        QueueView {
+            name: q.name(),
+            stats: *q.stats(),
+            len_pkts: q.len_pkts() as u64,
+            len_bytes: q.len_bytes(),
+            in_service_pkts,
+        }
+    }
+}
+
+impl MediumKind {
+    /// Member `member`'s share of the medium's queues.
+    pub fn member_queue_view(&self, member: u32) -> QueueView {
+        match self {
+            MediumKind::Cell(c) => QueueView::of(c.queue(member), c.in_transit_pkts(member)),
             MediumKind::Ap(ap) => {
                 let st = ap.station_stats(member);
                 QueueView {
@@ -187,8 +194,15 @@ pub fn queue_view(link: &Link, media: &[SharedMedium]) -> QueueView {
                     in_service_pkts: 0,
                 }
             }
-        },
-        _ => own(link.qdisc.as_dyn(), 0),
+        }
+    }
+}
+
+/// The queue of `link` (see [`QueueView`]).
+pub fn queue_view(link: &Link, media: &[SharedMedium]) -> QueueView {
+    match link.service {
+        Service::Shared { medium, member } => media[medium as usize].kind.member_queue_view(member),
+        _ => QueueView::of(link.qdisc.as_dyn(), 0),
     }
 }
 

@@ -18,8 +18,8 @@
 use std::collections::VecDeque;
 
 use latlab_link::{Departure, Transmitter};
-use latlab_qdisc::{Dequeue, Enqueue, Qdisc, QdiscStats};
-use latlab_sim::network::{LinkCounters, LinkRate, MediumKind};
+use latlab_qdisc::{Dequeue, Enqueue, Qdisc};
+use latlab_sim::network::{LinkCounters, LinkRate, MediumKind, QueueView};
 use latlab_sim::packet::PacketRef;
 use rand::Rng;
 use rand_pcg::Pcg64Mcg;
@@ -36,18 +36,6 @@ pub enum HopService {
         medium: Box<MediumKind>,
         member: u32,
     },
-}
-
-/// A hop's queue as the records see it (its own discipline, or its share
-/// of a medium's queues).
-#[derive(Clone, Copy, Debug)]
-pub struct QueueView {
-    pub name: &'static str,
-    pub stats: QdiscStats,
-    pub len_pkts: u64,
-    pub len_bytes: u64,
-    /// Packets a cell has taken from the queue but not yet delivered (HARQ).
-    pub in_service_pkts: u64,
 }
 
 /// One link of the path.
@@ -133,30 +121,11 @@ impl Hop {
         }
     }
 
-    /// The hop's queue (as crates/sim/src/network.rs `queue_view`).
+    /// The hop's queue, as the simulator's tables see a link's.
     pub fn queue_view(&self) -> QueueView {
-        let own = |q: &dyn Qdisc<PacketRef>, in_service_pkts| QueueView {
-            name: q.name(),
-            stats: *q.stats(),
-            len_pkts: q.len_pkts() as u64,
-            len_bytes: q.len_bytes(),
-            in_service_pkts,
-        };
         match &self.service {
-            HopService::Shared { medium, member } => match medium.as_ref() {
-                MediumKind::Cell(c) => own(c.queue(*member), c.in_transit_pkts(*member)),
-                MediumKind::Ap(ap) => {
-                    let st = ap.station_stats(*member);
-                    QueueView {
-                        name: ap.queue().name(),
-                        stats: st.queue,
-                        len_pkts: st.queued_pkts,
-                        len_bytes: st.queued_bytes,
-                        in_service_pkts: 0,
-                    }
-                }
-            },
-            _ => own(self.qdisc.as_ref(), 0),
+            HopService::Shared { medium, member } => medium.member_queue_view(*member),
+            _ => QueueView::of(self.qdisc.as_ref(), 0),
         }
     }
 
