@@ -24,8 +24,7 @@ use super::{
     set_window_knob, validate_windows, RwndController, RwndParams, SegmentArrival,
     DEFAULT_INITIAL_RWND_BYTES, DEFAULT_RMEM_MAX_BYTES, INITIAL_RWND_ABOUT, RMEM_MAX_ABOUT,
 };
-use crate::cc::Knob;
-use crate::knobs::Knobs;
+use crate::knobs::{Knob, Knobs};
 use crate::tcp::config::TcpConfig;
 use crate::TimeNs;
 

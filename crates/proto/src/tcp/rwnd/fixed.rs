@@ -3,8 +3,7 @@
 //! as it did before receiver-window control existed.
 
 use super::{RwndController, RwndParams, SegmentArrival};
-use crate::cc::Knob;
-use crate::knobs::Knobs;
+use crate::knobs::{Knob, Knobs};
 use crate::tcp::config::TcpConfig;
 use crate::TimeNs;
 
