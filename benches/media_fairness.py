@@ -61,8 +61,8 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from latlab.cli import UserError
-from latlab.commands.media import find_binary
+from latlab.errors import UserError
+from latlab.netbin import find_binary
 from latlab.netns import TestbedUnavailable, bottleneck_testbed, unavailable_reason
 from latlab.models.fairness import jain_index
 

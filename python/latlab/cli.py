@@ -23,26 +23,12 @@ from typing import Any
 import click
 
 from latlab import builtin
-from latlab.errors import ConservationWarning, CoreNotBuiltError, ScenarioError, SimulationError
-
-EXIT_USER_ERROR = 2
+from latlab.errors import EXIT_USER_ERROR, ConservationWarning, CoreNotBuiltError, ScenarioError, SimulationError, UserError
+from latlab.errors import error_line as _error_line
 EXIT_INTERRUPTED = 130
 DEFAULT_OUT_ROOT = Path("out")
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-
-
-class UserError(click.ClickException):
-    """A mistake the user can fix: shown as one red line, exit code 2."""
-
-    exit_code = EXIT_USER_ERROR
-
-    def show(self, file: Any = None) -> None:
-        _error_line(self.format_message())
-
-
-def _error_line(message: str) -> None:
-    click.secho(f"error: {message}", fg="red", err=True)
 
 
 def _debug() -> bool:

@@ -8,6 +8,10 @@ loaded, edited and saved, and ``except latlab.ScenarioError`` keeps working.
 
 from __future__ import annotations
 
+from typing import Any
+
+import click
+
 try:
     from latlab._core import ScenarioError, SimulationError
 except ImportError:  # core not built (yet): pure-Python stand-ins
@@ -31,3 +35,22 @@ class ConservationWarning(RuntimeWarning):
 
 
 __all__ = ["ScenarioError", "SimulationError", "CoreNotBuiltError", "ConservationWarning"]
+
+
+# The exit status of a mistake the user can fix (a bad flag, an invalid
+# scenario, a missing file).
+EXIT_USER_ERROR = 2
+
+
+class UserError(click.ClickException):
+    """A mistake the user can fix: shown as one red line, exit code 2."""
+
+    exit_code = EXIT_USER_ERROR
+
+    def show(self, file: Any = None) -> None:
+        error_line(self.format_message())
+
+
+def error_line(message: str) -> None:
+    """Print ``error: message`` in red on stderr."""
+    click.secho(f"error: {message}", fg="red", err=True)

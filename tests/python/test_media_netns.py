@@ -32,8 +32,8 @@ from latlab.netns import TestbedUnavailable, bottleneck_testbed
 
 
 def _binary() -> Path | None:
-    from latlab.cli import UserError
-    from latlab.commands.media import find_binary
+    from latlab.errors import UserError
+    from latlab.netbin import find_binary
 
     try:
         return find_binary()

@@ -36,8 +36,8 @@ from conftest import REPO
 
 
 def _binary() -> Path | None:
-    from latlab.cli import UserError
-    from latlab.commands.media import find_binary
+    from latlab.errors import UserError
+    from latlab.netbin import find_binary
 
     try:
         return find_binary()

@@ -24,7 +24,7 @@ def exe() -> str:
     reason = real.unavailable_reason()
     if reason:
         pytest.skip(reason)
-    from latlab.cli import UserError
+    from latlab.errors import UserError
 
     try:
         return real.find_exe()

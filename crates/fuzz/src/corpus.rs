@@ -79,14 +79,6 @@ fn seed(name: String, text: String) -> Result<Seed, String> {
     Ok(Seed { name, text, tree })
 }
 
-/// The corpus a target's inputs are mutated from.
-pub fn for_target(target: crate::targets::Target, root: &Path) -> Result<Vec<Seed>, String> {
-    match target {
-        crate::targets::Target::Traces => load_traces(root),
-        _ => load(root),
-    }
-}
-
 /// Lines of a shipped trace kept in one trace seed: the shipped traces hold
 /// 25 000 to 120 000 lines, and an input should parse in microseconds.
 const TRACE_SLICE_LINES: [usize; 5] = [1, 2, 7, 100, 2_000];

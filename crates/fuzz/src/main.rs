@@ -106,7 +106,7 @@ enum Cmd {
 
 fn run(target: Target, a: RunArgs) -> Result<bool, String> {
     let root = a.root.unwrap_or_else(corpus::repo_root);
-    let seeds = corpus::for_target(target, &root)?;
+    let seeds = target.corpus(&root)?;
     let opts = RunOptions {
         target,
         seed: a.seed,
@@ -187,7 +187,7 @@ fn main() -> ExitCode {
             index_file,
             mem_limit_mb,
             root,
-        } => corpus::for_target(target.into(), &root).and_then(|seeds| {
+        } => Target::from(target).corpus(&root).and_then(|seeds| {
             driver::worker(
                 target.into(),
                 &seeds,

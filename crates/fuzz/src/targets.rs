@@ -35,6 +35,14 @@ pub enum Target {
 }
 
 impl Target {
+    /// The corpus this target's inputs are mutated from (see corpus.rs).
+    pub fn corpus(self, root: &Path) -> Result<Vec<Seed>, String> {
+        match self {
+            Target::Traces => crate::corpus::load_traces(root),
+            _ => crate::corpus::load(root),
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Target::Scenarios => "scenarios",

@@ -8,7 +8,7 @@ use latlab_fuzz::driver::run_in_process;
 use latlab_fuzz::targets::{self, Target};
 
 fn assert_clean(target: Target, inputs: u64) -> latlab_fuzz::driver::Stats {
-    let seeds = corpus::for_target(target, &corpus::repo_root()).unwrap();
+    let seeds = target.corpus(&corpus::repo_root()).unwrap();
     let (stats, found) = run_in_process(target, &seeds, 1, 0, inputs, None, &mut |_| {});
     println!("{}: {stats}", target.name());
     for f in &found {
@@ -76,7 +76,7 @@ fn the_trace_corpus_holds_slices_of_the_shipped_traces() {
 fn an_input_is_a_function_of_seed_and_index() {
     for i in [0, 1, 977, 123_456] {
         for target in [Target::Scenarios, Target::Wire, Target::Traces] {
-            let seeds = corpus::for_target(target, &corpus::repo_root()).unwrap();
+            let seeds = target.corpus(&corpus::repo_root()).unwrap();
             assert_eq!(
                 targets::input(target, &seeds, 7, i),
                 targets::input(target, &seeds, 7, i)

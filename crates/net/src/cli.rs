@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use latlab_proto::tcp::RwndSpec;
 use latlab_proto::tfrc::{DflowParams, TfrcConfig, TfrcMode};
 
+use crate::arg_values::{non_negative_finite, positive_finite};
 use crate::media::receiver::RecvOptions;
 use crate::media::sender::SendOptions;
 use crate::recv::RecvOptions as TcpRecvOptions;
@@ -240,24 +241,6 @@ pub struct RecvArgs {
     pub warmup_s: f64,
     #[command(flatten)]
     pub output: OutputArgs,
-}
-
-fn non_negative_finite(s: &str) -> Result<f64, String> {
-    let v: f64 = s.trim().parse().map_err(|_| format!("'{s}' is not a number"))?;
-    if v.is_finite() && v >= 0.0 {
-        Ok(v)
-    } else {
-        Err(format!("must be a finite number ≥ 0, got {s}"))
-    }
-}
-
-pub(crate) fn positive_finite(s: &str) -> Result<f64, String> {
-    let v: f64 = s.trim().parse().map_err(|_| format!("'{s}' is not a number"))?;
-    if v.is_finite() && v > 0.0 {
-        Ok(v)
-    } else {
-        Err(format!("must be a positive finite number, got {s}"))
-    }
 }
 
 /// Seconds or milliseconds to ns, refusing what does not fit (a year).

@@ -23,6 +23,7 @@
 //! - [`record`]: per-interval CSV rows and the JSON summary.
 //! - [`cli`]: the command line.
 
+pub mod arg_values;
 pub mod cli;
 pub mod clock;
 pub mod emulate;

@@ -3,7 +3,14 @@
 
 use crate::flow::Flow;
 use crate::network::{queue_view, Link, Service, SharedMedium};
-use crate::sim::AccessDelay;
+
+/// Delay at access hops, summed since the last sample.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AccessDelay {
+    pub sum_ns: u64,
+    pub count: u64,
+    pub max_ns: u64,
+}
 
 /// ssthresh is "infinite" before the first loss; samples report it as null.
 const SSTHRESH_INFINITE: u64 = u64::MAX / 4;

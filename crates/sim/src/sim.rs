@@ -12,7 +12,7 @@ use crate::engine::{Event, EventQueue};
 use crate::flow::{
     Flow, MptcpEnd, MptcpFlow, ProxyEnd, TcpFlow, TfrcFlow, TimerSlot, Transfer, Transport, UPSTREAM_SUBFLOW,
 };
-use crate::measure::Samples;
+use crate::measure::{AccessDelay, Samples};
 use crate::network::{queue_view, Link, LinkQueue, MediumKind, Node, Service, SharedMedium};
 use crate::packet::{Packet, PacketRef, PacketSlab, Payload};
 use crate::routing::RouteTable;
@@ -35,14 +35,6 @@ pub struct Conservation {
     pub lost: u64,
     pub queued: u64,
     pub ok: bool,
-}
-
-/// Delay at access hops, summed since the last sample.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct AccessDelay {
-    pub sum_ns: u64,
-    pub count: u64,
-    pub max_ns: u64,
 }
 
 pub struct Simulation {

@@ -7,65 +7,18 @@ find that binary and run it with the arguments as given, so
 added here, ``--parquet``, also writes the ``--record`` CSV as Parquet
 beside it when the run ends.
 
-The binary is looked up in ``$LATLAB_NET_BIN``, then in the source tree's
-cargo target folder (``$CARGO_TARGET_DIR`` or ``target/release``), then on
-``PATH``.
+The binary is looked up as ``latlab.netbin`` says: ``$LATLAB_NET_BIN``,
+then the source tree's cargo target folder (``$CARGO_TARGET_DIR`` or
+``target/release``), then ``PATH``.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import subprocess
 from pathlib import Path
 
 import click
 
-BINARY = "latlab-net"
-ENV_VAR = "LATLAB_NET_BIN"
-BUILD_HINT = (
-    f"build it with 'cargo build --release -p latlab-net' (or 'make build') in the latlab source tree, "
-    f"or point {ENV_VAR} at it"
-)
-
-
-def repo_root() -> Path | None:
-    """The source tree this package lives in (python/latlab/commands/ -> the root), if it is one."""
-    root = Path(__file__).resolve().parents[3]
-    return root if (root / "Cargo.toml").is_file() else None
-
-
-def _is_executable(path: Path) -> bool:
-    return path.is_file() and os.access(path, os.X_OK)
-
-
-def find_binary() -> Path:
-    """The ``latlab-net`` executable, or a UserError that says how to get one."""
-    from latlab.cli import UserError
-
-    env = os.environ.get(ENV_VAR, "")
-    if env:
-        path = Path(env).expanduser()
-        if not _is_executable(path):
-            raise UserError(f"{ENV_VAR}={env} is not an executable file")
-        return path
-    candidates: list[Path] = []
-    target_dir = os.environ.get("CARGO_TARGET_DIR", "")
-    root = repo_root()
-    if target_dir:
-        base = Path(target_dir)
-        candidates.append((base if base.is_absolute() or root is None else root / base) / "release" / BINARY)
-    if root is not None:
-        candidates.append(root / "target" / "release" / BINARY)
-    for path in candidates:
-        if _is_executable(path):
-            return path
-    on_path = shutil.which(BINARY)
-    if on_path:
-        return Path(on_path)
-    looked = ", ".join(str(p) for p in candidates) or "(no source tree)"
-    raise UserError(f"{BINARY} is not built (looked in ${ENV_VAR}, {looked} and PATH); {BUILD_HINT}")
+from latlab.netbin import BUILD_HINT, find_binary, run_binary
 
 
 def record_path(args: tuple[str, ...]) -> Path | None:
@@ -77,28 +30,6 @@ def record_path(args: tuple[str, ...]) -> Path | None:
         elif arg.startswith("--record="):
             found = Path(arg.split("=", 1)[1])
     return found
-
-
-def run_binary(argv: list[str]) -> int:
-    """Run the binary in the foreground and return its exit code.
-
-    Ctrl-C reaches the binary directly (it is in the terminal's foreground
-    process group) and makes it stop cleanly and write its summary, so this
-    process ignores SIGINT meanwhile; a SIGTERM sent to this process is
-    passed on.
-    """
-    proc = subprocess.Popen(argv)
-
-    def forward(signum: int, _frame: object) -> None:
-        proc.send_signal(signum)
-
-    old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    old_term = signal.signal(signal.SIGTERM, forward)
-    try:
-        return proc.wait()
-    finally:
-        signal.signal(signal.SIGINT, old_int)
-        signal.signal(signal.SIGTERM, old_term)
 
 
 def to_parquet(csv_path: Path) -> Path:
@@ -121,7 +52,7 @@ def _command(role: str, summary: str) -> click.Command:
     @click.argument("args", nargs=-1, type=click.UNPROCESSED)
     @click.pass_context
     def command(ctx: click.Context, parquet: bool, args: tuple[str, ...]) -> None:
-        from latlab.cli import UserError
+        from latlab.errors import UserError
 
         binary = find_binary()
         record = record_path(args)

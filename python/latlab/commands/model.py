@@ -132,7 +132,7 @@ def register(cli: click.Group) -> None:
           latlab model efficiency --profile 4G --tfo --iw 30 --sizes 10k,100k,1M
           latlab model efficiency --samples my.csv -o my-efficiency.png
         """
-        from latlab.cli import UserError
+        from latlab.errors import UserError
 
         if (profile_name is None) == (samples_path is None):
             raise click.UsageError("give one of --profile NAME or --samples FILE")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import click
 
-from latlab.commands.media import BUILD_HINT, find_binary, run_binary
+from latlab.netbin import BUILD_HINT, find_binary, run_binary
 
 
 def register(cli: click.Group) -> None:
@@ -33,7 +33,7 @@ def register(cli: click.Group) -> None:
 
         Arguments go to 'latlab-net proxy'; '--help' shows them.
         """
-        from latlab.cli import UserError
+        from latlab.errors import UserError
 
         binary = find_binary()
         try:

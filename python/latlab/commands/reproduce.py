@@ -29,7 +29,7 @@ def register(cli: click.Group) -> None:
           sudo latlab reproduce rtac --quick --real
         """
         from latlab import studies
-        from latlab.cli import UserError
+        from latlab.errors import UserError
 
         found = studies.available()
         if list_only or name is None:

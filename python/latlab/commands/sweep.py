@@ -223,7 +223,7 @@ def register(cli: click.Group) -> None:
           latlab results out/buffer --group      # averaged over seeds
           latlab results out/buffer --failed
         """
-        from latlab.cli import UserError
+        from latlab.errors import UserError
         from latlab.sweep.store import Store, load_catalog
 
         if not outdir.is_dir():

@@ -46,7 +46,7 @@ def _user_errors(fn):  # noqa: ANN001, ANN202 - a decorator
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        from latlab.cli import UserError
+        from latlab.errors import UserError
         from latlab.traces import TraceError
 
         try:

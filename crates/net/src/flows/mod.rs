@@ -727,7 +727,7 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
         let stamped = udp.filter(|_| {
             flow.udp
                 .as_ref()
-                .is_some_and(|u| u.min_bytes as usize >= udp::STAMP_BYTES)
+                .is_some_and(|u| u.min_bytes as usize >= plan::STAMP_BYTES)
         });
         rows.row(&FlowRow {
             flow_id: flow.flow_id,

@@ -23,7 +23,10 @@ use latlab_sim::scenario::{FlowGroup, Range, Scenario, TcpSpec, Topology};
 use latlab_sim::traffic::UdpSource;
 use serde::Serialize;
 
-use super::udp::STAMP_BYTES;
+/// Bytes of the stamp every UDP datagram starts with: its sequence number
+/// and send time, u64 each (written and read in udp.rs). A flow's shorter
+/// datagrams carry no stamp.
+pub const STAMP_BYTES: usize = 16;
 
 /// What a UDP flow sends: the simulator's source for this flow, before its
 /// start, plus the settings shown in the plan.

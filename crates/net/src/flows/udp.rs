@@ -45,12 +45,9 @@ use std::net::{SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use super::plan::FlowSpec;
+use super::plan::{FlowSpec, STAMP_BYTES};
 use super::{enter, os_err, set_opt, sleep_until, timeout_opt};
 use crate::clock::now_ns;
-
-/// Bytes of the per-datagram stamp: seq (u64) and send time (u64).
-pub const STAMP_BYTES: usize = 16;
 
 /// The sink socket's receive buffer: 0.3 s of 100 Mbit/s, far more than a
 /// descheduled sink thread falls behind (the kernel doubles the value for

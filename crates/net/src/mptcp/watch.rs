@@ -25,7 +25,7 @@ pub struct WatchArgs {
     #[arg(long, value_name = "N")]
     pub count: Option<u64>,
     /// Stop after this long, s [default: on SIGINT/SIGTERM].
-    #[arg(long, value_name = "S", value_parser = crate::cli::positive_finite)]
+    #[arg(long, value_name = "S", value_parser = crate::arg_values::positive_finite)]
     pub duration_s: Option<f64>,
 }
 

@@ -227,7 +227,7 @@ def unavailable_reason() -> str | None:
 
 
 def find_exe() -> str:
-    from latlab.commands.media import find_binary
+    from latlab.netbin import find_binary
 
     return str(find_binary())
 

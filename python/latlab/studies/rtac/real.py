@@ -320,7 +320,7 @@ def simulate_case(settings: RealSettings, receivers: list[str], buffer_packets: 
 
 
 def find_exe() -> str:
-    from latlab.commands.media import find_binary
+    from latlab.netbin import find_binary
 
     return str(find_binary())
 
