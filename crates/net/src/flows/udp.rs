@@ -214,7 +214,8 @@ fn socket_drops(sock: &UdpSocket) -> Result<u64, String> {
 
 /// The sender: enter the client namespace, then send on the source's
 /// schedule from the flow's start until the run's end (`end_ns`, as the
-/// simulator's source stops there) or the stop, whichever is first.
+/// simulator's source stops there). The stop ends the wait for a datagram
+/// not yet due; one already due is sent first.
 pub fn sender(
     flow: &FlowSpec,
     to: SocketAddrV4,
@@ -246,8 +247,16 @@ pub fn sender(
     let mut buf = vec![0u8; 64 * 1024];
     while let Some(due) = source.next_ns() {
         // Datagrams due at or after the end are not sent, whenever the
-        // main thread (late on a loaded machine) raises the stop.
-        if due >= end_ns || !sleep_until(t0, due, stop) {
+        // main thread (late on a loaded machine) raises the stop. Those
+        // due before it are, even once the stop is up: on a loaded machine
+        // this thread may still be catching up with the schedule when the
+        // main thread raises it at the end, and the simulator's source
+        // sends everything due before the end. Only a datagram not yet due
+        // waits, and the stop ends that wait.
+        if due >= end_ns {
+            break;
+        }
+        if now_ns().saturating_sub(t0) < due && !sleep_until(t0, due, stop) {
             break;
         }
         let now = now_ns().saturating_sub(t0);
