@@ -34,9 +34,6 @@ class ConservationWarning(RuntimeWarning):
     """
 
 
-__all__ = ["ScenarioError", "SimulationError", "CoreNotBuiltError", "ConservationWarning"]
-
-
 # The exit status of a mistake the user can fix (a bad flag, an invalid
 # scenario, a missing file).
 EXIT_USER_ERROR = 2
@@ -54,3 +51,14 @@ class UserError(click.ClickException):
 def error_line(message: str) -> None:
     """Print ``error: message`` in red on stderr."""
     click.secho(f"error: {message}", fg="red", err=True)
+
+
+__all__ = [
+    "ScenarioError",
+    "SimulationError",
+    "CoreNotBuiltError",
+    "ConservationWarning",
+    "UserError",
+    "EXIT_USER_ERROR",
+    "error_line",
+]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import click
 
+from latlab.errors import UserError
 from latlab.netbin import BUILD_HINT, find_binary, run_binary
 
 
@@ -33,7 +34,6 @@ def register(cli: click.Group) -> None:
 
         Arguments go to 'latlab-net emulate'; '--help' shows them.
         """
-        from latlab.errors import UserError
 
         binary = find_binary()
         try:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import click
 
+from latlab.errors import UserError
 from latlab.netbin import BUILD_HINT, find_binary, run_binary
 
 
@@ -52,7 +53,6 @@ def _command(role: str, summary: str) -> click.Command:
     @click.argument("args", nargs=-1, type=click.UNPROCESSED)
     @click.pass_context
     def command(ctx: click.Context, parquet: bool, args: tuple[str, ...]) -> None:
-        from latlab.errors import UserError
 
         binary = find_binary()
         record = record_path(args)

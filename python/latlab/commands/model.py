@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from latlab.errors import UserError
+
 _SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
 _UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9,
           "kib": 1024, "mib": 1024**2, "gib": 1024**3}  # fmt: skip
@@ -132,7 +134,6 @@ def register(cli: click.Group) -> None:
           latlab model efficiency --profile 4G --tfo --iw 30 --sizes 10k,100k,1M
           latlab model efficiency --samples my.csv -o my-efficiency.png
         """
-        from latlab.errors import UserError
 
         if (profile_name is None) == (samples_path is None):
             raise click.UsageError("give one of --profile NAME or --samples FILE")

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from latlab.errors import UserError
+
 
 def register(cli: click.Group) -> None:
     @cli.command("reproduce")
@@ -29,7 +31,6 @@ def register(cli: click.Group) -> None:
           sudo latlab reproduce rtac --quick --real
         """
         from latlab import studies
-        from latlab.errors import UserError
 
         found = studies.available()
         if list_only or name is None:

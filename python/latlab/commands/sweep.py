@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from latlab.errors import UserError
+
 MAX_FAILURES_SHOWN = 10
 DEFAULT_ROWS = 50
 
@@ -161,7 +163,7 @@ def register(cli: click.Group) -> None:
         """
         from rich.console import Console
 
-        from latlab.cli import UserError, default_outdir
+        from latlab.cli import default_outdir
         from latlab.sweep import StaleRunsError, Sweep, SweepError, run_sweep
 
         if dask is not None and inline:
@@ -223,7 +225,6 @@ def register(cli: click.Group) -> None:
           latlab results out/buffer --group      # averaged over seeds
           latlab results out/buffer --failed
         """
-        from latlab.errors import UserError
         from latlab.sweep.store import Store, load_catalog
 
         if not outdir.is_dir():

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from latlab.errors import UserError
+
 _RATE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([kKmMgG]?)(?:bit/s|bps|b/s)?\s*$")
 _RATE_UNITS = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
 _OUT = click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
@@ -46,7 +48,6 @@ def _user_errors(fn):  # noqa: ANN001, ANN202 - a decorator
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        from latlab.errors import UserError
         from latlab.traces import TraceError
 
         try:
