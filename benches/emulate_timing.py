@@ -83,7 +83,9 @@ def cpu_seconds(pid: int) -> float:
 def run_one(mbit: float, seconds: float, workdir: Path, extra: list[str]) -> dict:
     rate_bps = mbit * 1e6
     scenario = workdir / f"path-{mbit:g}.toml"
-    scenario.write_text(SCENARIO.format(mbit=mbit, rate_bps=rate_bps, limit_bytes=int(rate_bps / 8 * 0.100)))
+    scenario.write_text(
+        SCENARIO.format(mbit=mbit, rate_bps=rate_bps, limit_bytes=int(rate_bps / 8 * 0.100))
+    )
     out = workdir / f"out-{mbit:g}"
     emu = subprocess.Popen(
         [str(BINARY), "emulate", str(scenario), "--stay", "--quiet", "--out", str(out), *extra],
@@ -93,14 +95,28 @@ def run_one(mbit: float, seconds: float, workdir: Path, extra: list[str]) -> dic
     sink = None
     try:
         ready = json.loads(emu.stdout.readline())
-        sink = subprocess.Popen(["ip", "netns", "exec", ready["server_ns"], sys.executable, "-c", SINK])
+        sink = subprocess.Popen(
+            ["ip", "netns", "exec", ready["server_ns"], sys.executable, "-c", SINK]
+        )
         time.sleep(0.3)
         cpu0, t0 = cpu_seconds(emu.pid), time.monotonic()
         src = subprocess.run(
-            ["ip", "netns", "exec", ready["client_ns"], sys.executable, "-c", SOURCE,
-             ready["server_addr"], str(rate_bps * 1.05), str(seconds)],
-            capture_output=True, text=True, check=True,
-        )  # fmt: skip
+            [
+                "ip",
+                "netns",
+                "exec",
+                ready["client_ns"],
+                sys.executable,
+                "-c",
+                SOURCE,
+                ready["server_addr"],
+                str(rate_bps * 1.05),
+                str(seconds),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         time.sleep(0.2)
         cpu = (cpu_seconds(emu.pid) - cpu0) / (time.monotonic() - t0)
     finally:
@@ -129,9 +145,13 @@ def run_one(mbit: float, seconds: float, workdir: Path, extra: list[str]) -> dic
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rates", type=float, nargs="+", default=[10, 100, 500], help="link rates, Mbit/s")
+    ap.add_argument(
+        "--rates", type=float, nargs="+", default=[10, 100, 500], help="link rates, Mbit/s"
+    )
     ap.add_argument("--seconds", type=float, default=3.0, help="how long to offer traffic per rate")
-    ap.add_argument("--realtime", type=int, metavar="PRIO", help="pass --realtime PRIO to the emulator")
+    ap.add_argument(
+        "--realtime", type=int, metavar="PRIO", help="pass --realtime PRIO to the emulator"
+    )
     ap.add_argument("--spin-us", type=float, help="pass --spin-us US to the emulator")
     ap.add_argument("--json", type=Path, help="also write the results here")
     args = ap.parse_args()
@@ -147,8 +167,10 @@ def main() -> int:
             extra = ["--realtime", str(args.realtime)] if args.realtime else []
             extra += ["--spin-us", str(args.spin_us)] if args.spin_us is not None else []
             rows.append(run_one(mbit, args.seconds, Path(d), extra))
-    print("| link Mbit/s | offered Mbit/s | delivered (scheduled) Mbit/s | rate error | timing error p50 / p99 / p99.9 / max (us) "
-          "| lost before the emulator | queue drops | emulator CPU |")  # fmt: skip
+    print(
+        "| link Mbit/s | offered Mbit/s | delivered (scheduled) Mbit/s | rate error | timing error p50 / p99 / p99.9 / max (us) "
+        "| lost before the emulator | queue drops | emulator CPU |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         t = r["timing"] or {}

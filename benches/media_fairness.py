@@ -62,9 +62,9 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from latlab.errors import UserError
+from latlab.models.fairness import jain_index
 from latlab.netbin import find_binary
 from latlab.netns import TestbedUnavailable, bottleneck_testbed, unavailable_reason
-from latlab.models.fairness import jain_index
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -91,7 +91,17 @@ _children: list[subprocess.Popen] = []
 def parse_rate(text: str) -> int:
     """tc's rate syntax (bit, kbit, mbit, gbit, bare = bit/s; bps, kbps, mbps = bytes/s) -> bit/s."""
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", text)
-    units = {"": 1, "bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "bps": 8, "kbps": 8e3, "mbps": 8e6, "gbps": 8e9}
+    units = {
+        "": 1,
+        "bit": 1,
+        "kbit": 1e3,
+        "mbit": 1e6,
+        "gbit": 1e9,
+        "bps": 8,
+        "kbps": 8e3,
+        "mbps": 8e6,
+        "gbps": 8e9,
+    }
     if not m or m.group(2).lower() not in units:
         raise argparse.ArgumentTypeError(f"not a rate: {text!r} (e.g. 2mbit, 500kbit)")
     bps = int(round(float(m.group(1)) * units[m.group(2).lower()]))
@@ -139,14 +149,18 @@ def wait_for_line(path: Path, text: str, proc: subprocess.Popen, timeout_s: floa
         if path.exists() and text in path.read_text():
             return
         if proc.poll() is not None:
-            raise RuntimeError(f"process ended early ({proc.returncode}): {path.read_text()[-2000:]}")
+            raise RuntimeError(
+                f"process ended early ({proc.returncode}): {path.read_text()[-2000:]}"
+            )
         time.sleep(0.02)
     raise RuntimeError(f"no '{text}' in {path} after {timeout_s} s")
 
 
 def read_rows(path: Path) -> list[dict[str, float | None]]:
     with path.open() as f:
-        return [{k: float(v) if v != "" else None for k, v in row.items()} for row in csv.DictReader(f)]
+        return [
+            {k: float(v) if v != "" else None for k, v in row.items()} for row in csv.DictReader(f)
+        ]
 
 
 def weighted_rank(pairs: list[tuple[float, float]], q: float) -> float:
@@ -193,7 +207,9 @@ def run_mode(mode: str, args: argparse.Namespace, binary: Path, out: Path) -> di
     n, d, w, stagger = args.flows, args.duration_s, args.warmup_s, args.stagger_s
     load_before = os.getloadavg()
     testbed = ExitStack()
-    ns = testbed.enter_context(bottleneck_testbed(f"mf-{mode}", args.rate, BURST_BYTES, LIMIT_BYTES, TX_ADDR, RX_ADDR))
+    ns = testbed.enter_context(
+        bottleneck_testbed(f"mf-{mode}", args.rate, BURST_BYTES, LIMIT_BYTES, TX_ADDR, RX_ADDR)
+    )
     receivers: list[subprocess.Popen] = []
     senders: list[subprocess.Popen] = []
     recv_launch: list[float] = []
@@ -203,10 +219,22 @@ def run_mode(mode: str, args: argparse.Namespace, binary: Path, out: Path) -> di
         for i in range(n):
             log = out / f"recv-{i}.log"
             cmd = [
-                *ns.in_rx([str(binary)]), "media", "recv",
-                "--listen", f"{RX_ADDR}:{BASE_PORT + i}", "--duration-s", str(d + 30), "--idle-timeout-s", "2",
-                "--warmup-s", str(w), "--interval-ms", str(ROW_INTERVAL_MS), "--record", str(out / f"recv-{i}.csv"),
-            ]  # fmt: skip
+                *ns.in_rx([str(binary)]),
+                "media",
+                "recv",
+                "--listen",
+                f"{RX_ADDR}:{BASE_PORT + i}",
+                "--duration-s",
+                str(d + 30),
+                "--idle-timeout-s",
+                "2",
+                "--warmup-s",
+                str(w),
+                "--interval-ms",
+                str(ROW_INTERVAL_MS),
+                "--record",
+                str(out / f"recv-{i}.csv"),
+            ]
             with log.open("w") as f:
                 recv_launch.append(time.monotonic())
                 proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT)
@@ -221,10 +249,21 @@ def run_mode(mode: str, args: argparse.Namespace, binary: Path, out: Path) -> di
             start = t0 + i * stagger
             time.sleep(max(0.0, start - time.monotonic()))
             cmd = [
-                *ns.in_tx([str(binary)]), "media", "send", "--to", f"{RX_ADDR}:{BASE_PORT + i}",
-                "--mode", mode, "--duration-s", f"{d - i * stagger:.3f}", "--packet-bytes", str(PACKET_BYTES),
-                "--record", str(out / f"send-{i}.csv"), "-q",
-            ]  # fmt: skip
+                *ns.in_tx([str(binary)]),
+                "media",
+                "send",
+                "--to",
+                f"{RX_ADDR}:{BASE_PORT + i}",
+                "--mode",
+                mode,
+                "--duration-s",
+                f"{d - i * stagger:.3f}",
+                "--packet-bytes",
+                str(PACKET_BYTES),
+                "--record",
+                str(out / f"send-{i}.csv"),
+                "-q",
+            ]
             if mode == "dflow":
                 cmd += ["--cd-thresh-ms", str(args.cd_thresh_ms)]
             with (out / f"send-{i}.log").open("w") as f:
@@ -237,7 +276,9 @@ def run_mode(mode: str, args: argparse.Namespace, binary: Path, out: Path) -> di
         for i, proc in enumerate(senders):
             code = proc.wait(timeout=d + 60)
             if code != 0:
-                failures.append(f"sender {i} exited {code}: {(out / f'send-{i}.log').read_text()[-1000:]}")
+                failures.append(
+                    f"sender {i} exited {code}: {(out / f'send-{i}.log').read_text()[-1000:]}"
+                )
         # Each receiver stops 2 s after its last packet (--idle-timeout-s).
         for i, proc in enumerate(receivers):
             try:
@@ -246,7 +287,9 @@ def run_mode(mode: str, args: argparse.Namespace, binary: Path, out: Path) -> di
                 stop(proc)
                 code = proc.returncode
             if code != 0:
-                failures.append(f"receiver {i} exited {code}: {(out / f'recv-{i}.log').read_text()[-1000:]}")
+                failures.append(
+                    f"receiver {i} exited {code}: {(out / f'recv-{i}.log').read_text()[-1000:]}"
+                )
         wall_s = time.monotonic() - t0
         busy, total = cpu_times()
         own_cpu_s = children_cpu_s() - cpu_before[2]
@@ -268,8 +311,15 @@ def run_mode(mode: str, args: argparse.Namespace, binary: Path, out: Path) -> di
         "own_fraction": own_cpu_s / (wall_s * cores),
         "own_cpu_s": own_cpu_s,
     }
-    res = analyse(mode, args, out, t0_offsets=[r - t0 for r in recv_launch], send_launch=send_launch,
-                  load=(load_before, load_after), tbf=tbf)  # fmt: skip
+    res = analyse(
+        mode,
+        args,
+        out,
+        t0_offsets=[r - t0 for r in recv_launch],
+        send_launch=send_launch,
+        load=(load_before, load_after),
+        tbf=tbf,
+    )
     res["cpu"] = cpu
     return res
 
@@ -420,7 +470,10 @@ def markdown(results: list[dict], args: argparse.Namespace) -> str:
             )
         tbf = res["tbf"]
         if tbf:
-            lines += ["", f"tbf, whole run: {tbf['sent_packets']} packets sent, {tbf['dropped']} dropped."]
+            lines += [
+                "",
+                f"tbf, whole run: {tbf['sent_packets']} packets sent, {tbf['dropped']} dropped.",
+            ]
         lines.append("")
     return "\n".join(lines)
 
@@ -429,10 +482,19 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--flows", type=int, default=3)
     ap.add_argument("--mode", choices=["dflow", "tfrc", "both"], default="both")
-    ap.add_argument("--duration-s", type=float, default=60.0, help="senders stop this long after the first starts")
-    ap.add_argument("--warmup-s", type=float, default=15.0, help="left out after each flow's first packet")
+    ap.add_argument(
+        "--duration-s",
+        type=float,
+        default=60.0,
+        help="senders stop this long after the first starts",
+    )
+    ap.add_argument(
+        "--warmup-s", type=float, default=15.0, help="left out after each flow's first packet"
+    )
     ap.add_argument("--stagger-s", type=float, default=1.0, help="between sender starts")
-    ap.add_argument("--rate", type=parse_rate, default=parse_rate("2mbit"), help="tbf rate, tc syntax (2mbit)")
+    ap.add_argument(
+        "--rate", type=parse_rate, default=parse_rate("2mbit"), help="tbf rate, tc syntax (2mbit)"
+    )
     ap.add_argument("--cd-thresh-ms", type=float, default=50.0, help="DFlow's delay threshold")
     ap.add_argument("--out", type=Path, default=REPO / "out" / "media-fairness")
     args = ap.parse_args()
@@ -457,7 +519,10 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     modes = ["tfrc", "dflow"] if args.mode == "both" else [args.mode]
     load = os.getloadavg()
-    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores", flush=True)
+    print(
+        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores",
+        flush=True,
+    )
     if load[0] > 1.5:
         print("warning: the machine is busy; real-time pacing may suffer", flush=True)
     results = []

@@ -116,7 +116,9 @@ def _children_cpu_s() -> float:
 
 def run_once(path: Path) -> dict[str, float]:
     cpu0 = _children_cpu_s()
-    out = subprocess.run(["nice", "-n", "10", str(BINARY), str(path)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        ["nice", "-n", "10", str(BINARY), str(path)], capture_output=True, text=True, check=True
+    )
     cpu_s = _children_cpu_s() - cpu0
     m = LINE.search(out.stdout)
     if m is None:
@@ -125,9 +127,15 @@ def run_once(path: Path) -> dict[str, float]:
         sys.exit(f"conservation violated in {path}")
     # CPU time of the whole process (build included, small here): on a
     # loaded machine wall time also counts the time other processes ran.
-    return {"run_s": float(m["run_s"]), "events": int(m["events"]), "meps": float(m["meps"]),
-            "hops": int(m["hops"]), "ns_hop": float(m["ns_hop"]), "cpu_s": cpu_s,
-            "cpu_ns_hop": cpu_s * 1e9 / max(int(m["hops"]), 1)}  # fmt: skip
+    return {
+        "run_s": float(m["run_s"]),
+        "events": int(m["events"]),
+        "meps": float(m["meps"]),
+        "hops": int(m["hops"]),
+        "ns_hop": float(m["ns_hop"]),
+        "cpu_s": cpu_s,
+        "cpu_ns_hop": cpu_s * 1e9 / max(int(m["hops"]), 1),
+    }
 
 
 # Where an instruction's source line lives, first match wins. Code inlined
@@ -206,7 +214,16 @@ def callgrind_once(path: Path) -> dict[str, float]:
     and per source area."""
     with tempfile.TemporaryDirectory() as tmp:
         out_file = Path(tmp) / "callgrind.out"
-        cmd = ["nice", "-n", "10", "valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}", str(BINARY), str(path)]
+        cmd = [
+            "nice",
+            "-n",
+            "10",
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={out_file}",
+            str(BINARY),
+            str(path),
+        ]
         out = subprocess.run(cmd, capture_output=True, text=True, check=True)
         areas = callgrind_by_area(out_file)
     m = LINE.search(out.stdout)
@@ -215,9 +232,13 @@ def callgrind_once(path: Path) -> dict[str, float]:
         sys.exit(f"unexpected output from valgrind: {out.stdout!r} {out.stderr!r}")
     instructions = int(refs[1].replace(",", ""))
     hops = max(int(m["hops"]), 1)
-    return {"instructions": instructions, "hops": int(m["hops"]), "per_hop": instructions / hops,
-            "events_per_hop": int(m["events"]) / hops,
-            "areas_per_hop": {a: ir / hops for a, ir in areas.items()}}  # fmt: skip
+    return {
+        "instructions": instructions,
+        "hops": int(m["hops"]),
+        "per_hop": instructions / hops,
+        "events_per_hop": int(m["events"]) / hops,
+        "areas_per_hop": {a: ir / hops for a, ir in areas.items()},
+    }
 
 
 def print_areas(counts: dict[str, dict]) -> None:
@@ -237,7 +258,11 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=100, help="MPTCP connections (TCP flows: 2n)")
     ap.add_argument("--duration", type=float, default=20.0, help="simulated seconds")
     ap.add_argument("--repeat", type=int, default=2, help="runs of each, alternating")
-    ap.add_argument("--callgrind", action="store_true", help="count instructions under valgrind instead of timing")
+    ap.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="count instructions under valgrind instead of timing",
+    )
     args = ap.parse_args()
     if not BINARY.is_file():
         sys.exit(f"{BINARY} missing: cargo build --release --bin latlab-sim")
@@ -251,9 +276,13 @@ def main() -> None:
                 c = counts[kind]
                 label = f"{args.n} MPTCP x2" if kind == "mptcp" else f"{2 * args.n} TCP"
                 # Events per hop too: an extra timer per packet would show there.
-                print(f"{label:>12}: {c['instructions']} instructions, {c['hops']} packet-hops, {c['per_hop']:.0f} per packet-hop, "
-                      f"{c['events_per_hop']:.3f} events per packet-hop")  # fmt: skip
-        print(f"instructions per packet-hop ratio MPTCP/TCP {counts['mptcp']['per_hop'] / counts['tcp']['per_hop']:.2f}")
+                print(
+                    f"{label:>12}: {c['instructions']} instructions, {c['hops']} packet-hops, {c['per_hop']:.0f} per packet-hop, "
+                    f"{c['events_per_hop']:.3f} events per packet-hop"
+                )
+        print(
+            f"instructions per packet-hop ratio MPTCP/TCP {counts['mptcp']['per_hop'] / counts['tcp']['per_hop']:.2f}"
+        )
         print_areas(counts)
         return
     results: dict[str, list[dict[str, float]]] = {"mptcp": [], "tcp": []}
@@ -267,14 +296,25 @@ def main() -> None:
                 res = run_once(paths[kind])
                 results[kind].append(res)
                 label = f"{args.n} MPTCP x2" if kind == "mptcp" else f"{2 * args.n} TCP"
-                print(f"run {r + 1} {label:>12}: {res['run_s']:.3f} s wall, {res['events']} events "
-                      f"({res['meps']:.2f} M events/s), {res['hops']} packet-hops, {res['ns_hop']:.0f} ns wall and "
-                      f"{res['cpu_ns_hop']:.0f} ns CPU per packet-hop")  # fmt: skip
-    med = {k: {f: statistics.median(r[f] for r in v) for f in ("ns_hop", "meps", "run_s", "cpu_ns_hop")} for k, v in results.items()}
-    print(f"median ns per packet-hop: MPTCP {med['mptcp']['ns_hop']:.0f}, TCP {med['tcp']['ns_hop']:.0f}; "
-          f"ratio MPTCP/TCP {med['mptcp']['ns_hop'] / med['tcp']['ns_hop']:.2f}")  # fmt: skip
-    print(f"median CPU ns per packet-hop: MPTCP {med['mptcp']['cpu_ns_hop']:.0f}, TCP {med['tcp']['cpu_ns_hop']:.0f}; "
-          f"ratio MPTCP/TCP {med['mptcp']['cpu_ns_hop'] / med['tcp']['cpu_ns_hop']:.2f}")  # fmt: skip
+                print(
+                    f"run {r + 1} {label:>12}: {res['run_s']:.3f} s wall, {res['events']} events "
+                    f"({res['meps']:.2f} M events/s), {res['hops']} packet-hops, {res['ns_hop']:.0f} ns wall and "
+                    f"{res['cpu_ns_hop']:.0f} ns CPU per packet-hop"
+                )
+    med = {
+        k: {
+            f: statistics.median(r[f] for r in v) for f in ("ns_hop", "meps", "run_s", "cpu_ns_hop")
+        }
+        for k, v in results.items()
+    }
+    print(
+        f"median ns per packet-hop: MPTCP {med['mptcp']['ns_hop']:.0f}, TCP {med['tcp']['ns_hop']:.0f}; "
+        f"ratio MPTCP/TCP {med['mptcp']['ns_hop'] / med['tcp']['ns_hop']:.2f}"
+    )
+    print(
+        f"median CPU ns per packet-hop: MPTCP {med['mptcp']['cpu_ns_hop']:.0f}, TCP {med['tcp']['cpu_ns_hop']:.0f}; "
+        f"ratio MPTCP/TCP {med['mptcp']['cpu_ns_hop'] / med['tcp']['cpu_ns_hop']:.2f}"
+    )
     print(f"median M events/s: MPTCP {med['mptcp']['meps']:.2f}, TCP {med['tcp']['meps']:.2f}")
 
 

@@ -55,10 +55,14 @@ def parse_args():
     p.add_argument("--duration", type=float, default=400.0, help="simulated seconds (400)")
     p.add_argument("--seed", type=int, default=1, help="seed for delays and start times (1)")
     p.add_argument("--json", action="store_true", help="print one JSON line with the figures")
-    p.add_argument("--progress", action="store_true",
-                   help="print simulated time to stderr every duration/20 s")
-    p.add_argument("--weak-es", action="store_true",
-                   help="keep ns-3's default weak end-system model (slower, same results)")
+    p.add_argument(
+        "--progress", action="store_true", help="print simulated time to stderr every duration/20 s"
+    )
+    p.add_argument(
+        "--weak-es",
+        action="store_true",
+        help="keep ns-3's default weak end-system model (slower, same results)",
+    )
     return p.parse_args()
 
 
@@ -74,6 +78,7 @@ def main():
     import_s = time.perf_counter() - t_import
     try:
         from importlib.metadata import version
+
         ns3_version = version("ns3")
     except Exception:  # a source build on PYTHONPATH has no wheel metadata
         ns3_version = "unknown"
@@ -102,7 +107,7 @@ def main():
     cfg("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(512 * 1024))
     cfg("ns3::TcpSocketBase::MinRto", ns.TimeValue(ns.MilliSeconds(200)))
     cfg("ns3::TcpSocketBase::Timestamp", ns.BooleanValue(False))  # else +12 B per segment
-    cfg("ns3::TcpSocketBase::Sack", ns.BooleanValue(False))       # plain NewReno, no SACK blocks
+    cfg("ns3::TcpSocketBase::Sack", ns.BooleanValue(False))  # plain NewReno, no SACK blocks
     # On Ipv4, not Ipv4L3Protocol: SetDefault on a wrong name is NS_FATAL (aborts).
     cfg("ns3::Ipv4::StrongEndSystemModel", ns.BooleanValue(not args.weak_es))
 
@@ -146,15 +151,17 @@ def main():
     # --- applications ---
     stop = ns.Seconds(args.duration)
     sink_helper = ns.PacketSinkHelper(
-        "ns3::TcpSocketFactory", ns.InetSocketAddress(ns.Ipv4Address.GetAny(), PORT).ConvertTo())
+        "ns3::TcpSocketFactory", ns.InetSocketAddress(ns.Ipv4Address.GetAny(), PORT).ConvertTo()
+    )
     sink_apps = sink_helper.Install(receivers)
     sink_apps.Start(ns.Seconds(0))
     sink_apps.Stop(stop)
     sinks = [sink_apps.Get(i).GetObject[ns.PacketSink]() for i in range(n)]
     for i in range(n):
         bulk = ns.BulkSendHelper(
-            "ns3::TcpSocketFactory", ns.InetSocketAddress(sink_addrs[i], PORT).ConvertTo())
-        bulk.SetAttribute("MaxBytes", ns.UintegerValue(0))    # unlimited
+            "ns3::TcpSocketFactory", ns.InetSocketAddress(sink_addrs[i], PORT).ConvertTo()
+        )
+        bulk.SetAttribute("MaxBytes", ns.UintegerValue(0))  # unlimited
         bulk.SetAttribute("SendSize", ns.UintegerValue(960))  # one segment per write
         app = bulk.Install(senders.Get(i))
         app.Start(ns.MicroSeconds(round(rng.uniform(0.0, 10.0) * 1e6)))
@@ -184,9 +191,13 @@ def main():
 
     def progress():
         now = ns.Simulator.Now().GetSeconds()
-        print(f"[ns3_dumbbell] sim {now:7.1f} s / {args.duration:g} s  "
-              f"wall {time.perf_counter() - wall0[0]:8.1f} s  "
-              f"events {event_count() if event_count else 'n/a'}", file=sys.stderr, flush=True)
+        print(
+            f"[ns3_dumbbell] sim {now:7.1f} s / {args.duration:g} s  "
+            f"wall {time.perf_counter() - wall0[0]:8.1f} s  "
+            f"events {event_count() if event_count else 'n/a'}",
+            file=sys.stderr,
+            flush=True,
+        )
         if now + step < args.duration:
             ns.Simulator.Schedule(ns.Seconds(step), py_event(progress))
 
@@ -206,33 +217,46 @@ def main():
     span = args.duration - window_start
     goodput_mbps = (rx["end"] - rx["start"]) * 8 / span / 1e6
     out = {
-        "scenario": "dumbbell", "simulator": "ns-3 " + ns3_version, "flows": n,
+        "scenario": "dumbbell",
+        "simulator": "ns-3 " + ns3_version,
+        "flows": n,
         "strong_es": not args.weak_es,
-        "duration_s": args.duration, "seed": args.seed,
-        "import_s": round(import_s, 2), "setup_s": round(setup_s, 2),
-        "wall_s": round(run_s, 3), "cpu_s": round(run_cpu_s, 3), "sim_s": sim_s, "events": events,
+        "duration_s": args.duration,
+        "seed": args.seed,
+        "import_s": round(import_s, 2),
+        "setup_s": round(setup_s, 2),
+        "wall_s": round(run_s, 3),
+        "cpu_s": round(run_cpu_s, 3),
+        "sim_s": sim_s,
+        "events": events,
         "events_per_s": round(events / run_s) if events is not None and run_s > 0 else None,
         "goodput_window_s": [window_start, args.duration],
         "core_goodput_mbps": round(goodput_mbps, 3),
         "mean_flow_goodput_kbps": round(goodput_mbps * 1000 / n, 3),
-        "rss_after_import_mb": round(rss_import, 1), "peak_rss_mb": round(rss_mb(), 1),
+        "rss_after_import_mb": round(rss_import, 1),
+        "peak_rss_mb": round(rss_mb(), 1),
     }
     ns.Simulator.Destroy()
     if args.json:
         print(json.dumps(out))
         return
     na = lambda v: "n/a" if v is None else v  # noqa: E731
-    print(f"ns-3 {ns3_version} dumbbell: {n} flows, {args.duration:g} s simulated, "
-          f"seed {args.seed}{', weak ES' if args.weak_es else ''}")
+    print(
+        f"ns-3 {ns3_version} dumbbell: {n} flows, {args.duration:g} s simulated, "
+        f"seed {args.seed}{', weak ES' if args.weak_es else ''}"
+    )
     print(f"  import {import_s:.1f} s, setup {setup_s:.1f} s (not in wall time)")
     print(f"  wall time        {run_s:.2f} s  (Simulator::Run only; CPU {run_cpu_s:.2f} s)")
     print(f"  simulated        {sim_s:.1f} s  ({sim_s / run_s:.3f} x real time)")
     print(f"  events           {na(events)}")
     print(f"  events/s         {na(out['events_per_s'])}")
-    print(f"  core goodput     {goodput_mbps:.3f} Mbps over [{window_start:g}, {args.duration:g}] s")
+    print(
+        f"  core goodput     {goodput_mbps:.3f} Mbps over [{window_start:g}, {args.duration:g}] s"
+    )
     print(f"  mean flow goodput {goodput_mbps * 1000 / n:.3f} Kbps")
-    print(f"  peak RSS         {out['peak_rss_mb']:.1f} MB "
-          f"({rss_import:.1f} MB after importing ns-3)")
+    print(
+        f"  peak RSS         {out['peak_rss_mb']:.1f} MB ({rss_import:.1f} MB after importing ns-3)"
+    )
 
 
 if __name__ == "__main__":

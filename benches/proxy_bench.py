@@ -50,7 +50,6 @@ import resource
 import selectors
 import shutil
 import socket
-import statistics
 import struct
 import subprocess
 import sys
@@ -59,7 +58,12 @@ import time
 from pathlib import Path
 
 IPPROTO_MPTCP = 262
-CLIENT_ADDR, PROXY_C_ADDR, PROXY_S_ADDR, SERVER_ADDR = "10.78.1.1", "10.78.1.2", "10.78.2.1", "10.78.2.2"
+CLIENT_ADDR, PROXY_C_ADDR, PROXY_S_ADDR, SERVER_ADDR = (
+    "10.78.1.1",
+    "10.78.1.2",
+    "10.78.2.1",
+    "10.78.2.2",
+)
 # Server ports: banner (speaks first), echo, bulk source, idle holder.
 BANNER, ECHO, BULK, IDLE = 5001, 5002, 5003, 5004
 PROXY_PORT_OFFSET = {"latlab": 2000, "socat": 3000, "baseline": 4000}
@@ -241,7 +245,7 @@ def capture_role(out: str) -> None:
     while not stop:
         try:
             data, anc, _flags, addr = sock.recvmsg(128, socket.CMSG_SPACE(16))
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             continue
         except InterruptedError:
             continue
@@ -255,9 +259,20 @@ def capture_role(out: str) -> None:
         tcp = 14 + ihl
         sport, dport, seq = struct.unpack("!HHI", data[tcp : tcp + 8])
         doff = (data[tcp + 12] >> 4) * 4
-        rows.append([t_ns[0] * 1_000_000_000 + t_ns[1], addr[1], addr[2] == PACKET_OUTGOING,
-                     socket.inet_ntoa(data[26:30]), sport, socket.inet_ntoa(data[30:34]), dport,
-                     data[tcp + 13], seq, total - ihl - doff])  # fmt: skip
+        rows.append(
+            [
+                t_ns[0] * 1_000_000_000 + t_ns[1],
+                addr[1],
+                addr[2] == PACKET_OUTGOING,
+                socket.inet_ntoa(data[26:30]),
+                sport,
+                socket.inet_ntoa(data[30:34]),
+                dport,
+                data[tcp + 13],
+                seq,
+                total - ihl - doff,
+            ]
+        )
     Path(out).write_text("\n".join(json.dumps(r) for r in rows) + "\n")
 
 
@@ -299,15 +314,22 @@ def wire_delays(rows: list[list]) -> dict:
             kind, base = proxy_kind(dport)
 
             def match(r, syn=syn, base=base):  # noqa: ANN001, ANN202
-                return r[3] == PROXY_S_ADDR and r[6] == base and (
-                    (r[7] & (syn_f | ack_f)) == syn_f if syn else r[9] > 0)
+                return (
+                    r[3] == PROXY_S_ADDR
+                    and r[6] == base
+                    and ((r[7] & (syn_f | ack_f)) == syn_f if syn else r[9] > 0)
+                )
         elif src == SERVER_ADDR and dst == PROXY_S_ADDR and sport in (BANNER, ECHO) and not syn:
 
             def match(r, base=sport):  # noqa: ANN001, ANN202
-                return r[3] == PROXY_C_ADDR and r[9] > 0 and (proxy_kind(r[4]) or ("", 0))[1] == base
+                return (
+                    r[3] == PROXY_C_ADDR and r[9] > 0 and (proxy_kind(r[4]) or ("", 0))[1] == base
+                )
         else:
             continue
-        for j in range(i + 1, len(rows)):  # indices: a slice would copy the rest of the capture per packet
+        for j in range(
+            i + 1, len(rows)
+        ):  # indices: a slice would copy the rest of the capture per packet
             r = rows[j]
             if r[0] - t > 100_000_000:
                 break
@@ -316,8 +338,10 @@ def wire_delays(rows: list[list]) -> dict:
                 what = "syn" if syn else ("data_c2s" if src == CLIENT_ADDR else "data_s2c")
                 out.setdefault(k, {}).setdefault(what, []).append(r[0] - t)
                 break
-    return {k: {w: {"n": len(v), "p50": pct(v, 0.5), "p99": pct(v, 0.99)} for w, v in d.items()}
-            for k, d in out.items()}  # fmt: skip
+    return {
+        k: {w: {"n": len(v), "p50": pct(v, 0.5), "p99": pct(v, 0.99)} for w, v in d.items()}
+        for k, d in out.items()
+    }
 
 
 # ---------------------------------------------------------------- the testbed, from the root namespace
@@ -345,8 +369,36 @@ class Testbed:
             a, b, c, d = (f"lp{pid}{x}"[:15] for x in "abcd")
             self.server_dev = d
             for cmd in (
-                ["ip", "link", "add", a, "netns", ns["cli"], "type", "veth", "peer", "name", b, "netns", ns["prx"]],
-                ["ip", "link", "add", c, "netns", ns["prx"], "type", "veth", "peer", "name", d, "netns", ns["srv"]],
+                [
+                    "ip",
+                    "link",
+                    "add",
+                    a,
+                    "netns",
+                    ns["cli"],
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    b,
+                    "netns",
+                    ns["prx"],
+                ],
+                [
+                    "ip",
+                    "link",
+                    "add",
+                    c,
+                    "netns",
+                    ns["prx"],
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    d,
+                    "netns",
+                    ns["srv"],
+                ],
                 ["ip", "-n", ns["cli"], "addr", "add", f"{CLIENT_ADDR}/24", "dev", a],
                 ["ip", "-n", ns["prx"], "addr", "add", f"{PROXY_C_ADDR}/24", "dev", b],
                 ["ip", "-n", ns["prx"], "addr", "add", f"{PROXY_S_ADDR}/24", "dev", c],
@@ -359,7 +411,7 @@ class Testbed:
                 ["ip", "-n", ns["cli"], "route", "add", "default", "via", PROXY_C_ADDR],
                 ["ip", "-n", ns["srv"], "route", "add", "default", "via", PROXY_S_ADDR],
                 ["ip", "netns", "exec", ns["prx"], "sysctl", "-qw", "net.ipv4.ip_forward=1"],
-            ):  # fmt: skip
+            ):
                 run(cmd)
         except BaseException:
             self.__exit__(None, None, None)
@@ -441,19 +493,39 @@ def rss_kib(pid: int, children: bool) -> int:
     return total
 
 
-def start_proxies(tb: Testbed, kind: str, binary: str, events_dir: Path, tag: str) -> dict[int, subprocess.Popen]:
+def start_proxies(
+    tb: Testbed, kind: str, binary: str, events_dir: Path, tag: str
+) -> dict[int, subprocess.Popen]:
     """One proxy process per server port; returns port → process."""
     procs = {}
     for port in (BANNER, ECHO, BULK, IDLE):
         lport = port + PROXY_PORT_OFFSET[kind]
         if kind in ("latlab", "baseline"):
-            cmd = [binary, "proxy", "--listen", f"{PROXY_C_ADDR}:{lport}", "--to", f"{SERVER_ADDR}:{port}",
-                   "--events", str(events_dir / f"events-{kind}-{tag}-{port}.jsonl"), "--quiet", "--grace-s", "0.5"]  # fmt: skip
+            cmd = [
+                binary,
+                "proxy",
+                "--listen",
+                f"{PROXY_C_ADDR}:{lport}",
+                "--to",
+                f"{SERVER_ADDR}:{port}",
+                "--events",
+                str(events_dir / f"events-{kind}-{tag}-{port}.jsonl"),
+                "--quiet",
+                "--grace-s",
+                "0.5",
+            ]
         else:
-            hexaddr = "x" + (struct.pack("!H", lport) + socket.inet_aton(PROXY_C_ADDR) + b"\0" * 8).hex()
-            cmd = ["socat", f"SOCKET-LISTEN:2:{IPPROTO_MPTCP}:{hexaddr},reuseaddr,fork,backlog=4096",
-                   f"TCP:{SERVER_ADDR}:{port}"]  # fmt: skip
-        p = subprocess.Popen(tb.exec("prx", cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            hexaddr = (
+                "x" + (struct.pack("!H", lport) + socket.inet_aton(PROXY_C_ADDR) + b"\0" * 8).hex()
+            )
+            cmd = [
+                "socat",
+                f"SOCKET-LISTEN:2:{IPPROTO_MPTCP}:{hexaddr},reuseaddr,fork,backlog=4096",
+                f"TCP:{SERVER_ADDR}:{port}",
+            ]
+        p = subprocess.Popen(
+            tb.exec("prx", cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         if kind in ("latlab", "baseline"):
             line = p.stdout.readline()
             if not line.startswith("{"):
@@ -484,14 +556,25 @@ def pct(values: list[int], q: float) -> float:
     return v[min(len(v) - 1, int(q * len(v)))] / 1e3  # µs
 
 
-def latency(tb: Testbed, kinds: list[str], args: argparse.Namespace, events_dir: Path, rounds: int = 5) -> dict:
+def latency(
+    tb: Testbed, kinds: list[str], args: argparse.Namespace, events_dir: Path, rounds: int = 5
+) -> dict:
     """Connect and ping-pong times, the kinds interleaved in rounds so that all
     see the same background load (the machine is shared)."""
-    procs = {k: start_proxies(tb, k, binary_of(k, args), events_dir, "latency") for k in kinds if k != "direct"}
+    procs = {
+        k: start_proxies(tb, k, binary_of(k, args), events_dir, "latency")
+        for k in kinds
+        if k != "direct"
+    }
     samples: dict = {k: {"connect_us": [], "pingpong_us": []} for k in kinds}
     capture_file = events_dir / "capture.jsonl"
-    capture = subprocess.Popen(tb.exec("prx", [sys.executable, __file__, "--role", "capture", "--spec", str(capture_file)]),
-                               stdout=subprocess.PIPE, text=True)  # fmt: skip
+    capture = subprocess.Popen(
+        tb.exec(
+            "prx", [sys.executable, __file__, "--role", "capture", "--spec", str(capture_file)]
+        ),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     if capture.stdout.readline().strip() != "ready":
         raise RuntimeError("the packet capture did not start")
     try:
@@ -500,16 +583,32 @@ def latency(tb: Testbed, kinds: list[str], args: argparse.Namespace, events_dir:
                 addr = SERVER_ADDR if k == "direct" else PROXY_C_ADDR
                 off = 0 if k == "direct" else PROXY_PORT_OFFSET[k]
                 samples[k]["connect_us"] += client(
-                    tb, {"task": "connect", "addr": addr, "port": BANNER + off, "n": max(1, args.connects // rounds)})
+                    tb,
+                    {
+                        "task": "connect",
+                        "addr": addr,
+                        "port": BANNER + off,
+                        "n": max(1, args.connects // rounds),
+                    },
+                )
                 samples[k]["pingpong_us"] += client(
-                    tb, {"task": "pingpong", "addr": addr, "port": ECHO + off, "n": max(1, args.pings // rounds)})
+                    tb,
+                    {
+                        "task": "pingpong",
+                        "addr": addr,
+                        "port": ECHO + off,
+                        "n": max(1, args.pings // rounds),
+                    },
+                )
     finally:
         for p in procs.values():
             stop(p)
         capture.terminate()
         capture.wait(60)
-    res = {k: {key: {"p50": pct(v, 0.5), "p99": pct(v, 0.99), "n": len(v)} for key, v in s.items()}
-           for k, s in samples.items()}  # fmt: skip
+    res = {
+        k: {key: {"p50": pct(v, 0.5), "p99": pct(v, 0.99), "n": len(v)} for key, v in s.items()}
+        for k, s in samples.items()
+    }
     rows = [json.loads(line) for line in capture_file.read_text().splitlines() if line]
     for k, w in wire_delays(rows).items():
         if k in res:
@@ -519,7 +618,11 @@ def latency(tb: Testbed, kinds: list[str], args: argparse.Namespace, events_dir:
 
 def measure(tb: Testbed, kind: str, args: argparse.Namespace, events_dir: Path) -> dict:
     """Throughput, CPU and idle memory of one kind."""
-    procs = start_proxies(tb, kind, binary_of(kind, args), events_dir, "bulk") if kind != "direct" else {}
+    procs = (
+        start_proxies(tb, kind, binary_of(kind, args), events_dir, "bulk")
+        if kind != "direct"
+        else {}
+    )
     addr = SERVER_ADDR if kind == "direct" else PROXY_C_ADDR
     off = 0 if kind == "direct" else PROXY_PORT_OFFSET[kind]
     children = kind == "socat"
@@ -527,12 +630,36 @@ def measure(tb: Testbed, kind: str, args: argparse.Namespace, events_dir: Path) 
     try:
         for shaped in (False, True) if args.rate_mbit > 0 else (False,):
             if shaped:
-                run(tb.exec("srv", ["tc", "qdisc", "replace", "dev", tb.server_dev, "root", "tbf", "rate",
-                                    f"{args.rate_mbit}mbit", "burst", "256kb", "limit", "2mb"]))  # fmt: skip
+                run(
+                    tb.exec(
+                        "srv",
+                        [
+                            "tc",
+                            "qdisc",
+                            "replace",
+                            "dev",
+                            tb.server_dev,
+                            "root",
+                            "tbf",
+                            "rate",
+                            f"{args.rate_mbit}mbit",
+                            "burst",
+                            "256kb",
+                            "limit",
+                            "2mb",
+                        ],
+                    )
+                )
             try:
                 for conns in (1, 100):
                     cpu0 = cpu_seconds(procs[BULK].pid, children) if procs else 0.0
-                    spec = {"task": "bulk", "addr": addr, "port": BULK + off, "conns": conns, "seconds": args.seconds}
+                    spec = {
+                        "task": "bulk",
+                        "addr": addr,
+                        "port": BULK + off,
+                        "conns": conns,
+                        "seconds": args.seconds,
+                    }
                     busy0, wall0 = machine_busy_seconds(), time.monotonic()
                     b = client(tb, spec)
                     busy, wall = machine_busy_seconds() - busy0, time.monotonic() - wall0
@@ -543,7 +670,9 @@ def measure(tb: Testbed, kind: str, args: argparse.Namespace, events_dir: Path) 
                     r[f"bulk_{conns}{'_shaped' if shaped else ''}"] = {
                         "gbps": b["gbps"],
                         "cpu_s": cpu,
-                        "cpu_s_per_gbit": (cpu / gbit_total) if cpu is not None and gbit_total > 0 else None,
+                        "cpu_s_per_gbit": (cpu / gbit_total)
+                        if cpu is not None and gbit_total > 0
+                        else None,
                         # The whole machine, softirq included (much of the
                         # veth and TCP receive work is charged to no process).
                         # On a quiet machine, when the cores are busy
@@ -559,17 +688,35 @@ def measure(tb: Testbed, kind: str, args: argparse.Namespace, events_dir: Path) 
             pid = procs[IDLE].pid
             rss0 = rss_kib(pid, children)
             holder = subprocess.Popen(
-                tb.exec("cli", [sys.executable, __file__, "--role", "client", "--spec",
-                                json.dumps({"task": "idle", "addr": addr, "port": IDLE + off, "n": args.idle})]),
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+                tb.exec(
+                    "cli",
+                    [
+                        sys.executable,
+                        __file__,
+                        "--role",
+                        "client",
+                        "--spec",
+                        json.dumps(
+                            {"task": "idle", "addr": addr, "port": IDLE + off, "n": args.idle}
+                        ),
+                    ],
+                ),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
             if holder.stdout.readline().strip() != "open":
                 raise RuntimeError("idle connections did not open")
             time.sleep(1.0)
             rss1 = rss_kib(pid, children)
             holder.stdin.close()
             holder.wait(30)
-            r["idle"] = {"n": args.idle, "rss_before_kib": rss0, "rss_open_kib": rss1,
-                         "kib_per_connection": (rss1 - rss0) / args.idle}  # fmt: skip
+            r["idle"] = {
+                "n": args.idle,
+                "rss_before_kib": rss0,
+                "rss_open_kib": rss1,
+                "kib_per_connection": (rss1 - rss0) / args.idle,
+            }
     finally:
         stop(procs)
     return r
@@ -582,11 +729,17 @@ def event_log_delays(events_dir: Path) -> dict:
             e = json.loads(line)
             if e.get("upstream_connect_start_ns") is not None:
                 syn.append(e["upstream_connect_start_ns"])
-            for lst, a, b in ((c2s, "c2s_first_in_ns", "c2s_first_out_ns"), (s2c, "s2c_first_in_ns", "s2c_first_out_ns")):
+            for lst, a, b in (
+                (c2s, "c2s_first_in_ns", "c2s_first_out_ns"),
+                (s2c, "s2c_first_in_ns", "s2c_first_out_ns"),
+            ):
                 if e.get(a) is not None and e.get(b) is not None:
                     lst.append(e[b] - e[a])
-    return {name: {"n": len(v), "p50": pct(v, 0.5), "p99": pct(v, 0.99)}
-            for name, v in (("syn", syn), ("data_c2s", c2s), ("data_s2c", s2c)) if v}  # fmt: skip
+    return {
+        name: {"n": len(v), "p50": pct(v, 0.5), "p99": pct(v, 0.99)}
+        for name, v in (("syn", syn), ("data_c2s", c2s), ("data_s2c", s2c))
+        if v
+    }
 
 
 def markdown(res: dict, args: argparse.Namespace) -> str:
@@ -615,21 +768,40 @@ def markdown(res: dict, args: argparse.Namespace) -> str:
         row.append(f"{r['idle']['kib_per_connection']:.1f}" if "idle" in r else "")
         lines.append("| " + " | ".join(row) + " |")
     variants = [v for v in ("bulk_1", "bulk_100", "bulk_1_shaped", "bulk_100_shaped") if v in d]
-    names = {"bulk_1": "1 conn", "bulk_100": "100 conns", "bulk_1_shaped": f"1 conn, {args.rate_mbit} Mbit/s tbf",
-             "bulk_100_shaped": f"100 conns, {args.rate_mbit} Mbit/s tbf"}  # fmt: skip
+    names = {
+        "bulk_1": "1 conn",
+        "bulk_100": "100 conns",
+        "bulk_1_shaped": f"1 conn, {args.rate_mbit} Mbit/s tbf",
+        "bulk_100_shaped": f"100 conns, {args.rate_mbit} Mbit/s tbf",
+    }
+
     def variant_table(caption: str, cell) -> list[str]:  # noqa: ANN001
         """A table with a row per kind and a column per bulk variant; ``cell(run, variant)`` fills it."""
-        return (["", caption, "", "| | " + " | ".join(names[v] for v in variants) + " |",
-                 "|---|" + "---|" * len(variants)]
-                + [f"| {k} | " + " | ".join(cell(res["runs"][k][v], v) for v in variants) + " |" for k in kinds])  # fmt: skip
+        return [
+            "",
+            caption,
+            "",
+            "| | " + " | ".join(names[v] for v in variants) + " |",
+            "|---|" + "---|" * len(variants),
+        ] + [
+            f"| {k} | " + " | ".join(cell(res["runs"][k][v], v) for v in variants) + " |"
+            for k in kinds
+        ]
 
     def throughput(r: dict, v: str) -> str:
-        share = f"{100 * r['gbps'] / d[v]['gbps']:.0f}%" if d[v]["gbps"] > 0 else "direct moved nothing"
+        share = (
+            f"{100 * r['gbps'] / d[v]['gbps']:.0f}%" if d[v]["gbps"] > 0 else "direct moved nothing"
+        )
         cell = f"{r['gbps']:.2f} ({share})"
-        return cell + (f", {r['cpu_s_per_gbit']:.3f} CPU s/Gbit" if r["cpu_s_per_gbit"] is not None else "")
+        return cell + (
+            f", {r['cpu_s_per_gbit']:.3f} CPU s/Gbit" if r["cpu_s_per_gbit"] is not None else ""
+        )
 
-    lines += variant_table("Throughput server → client, Gbit/s (% of direct) and the proxy's CPU seconds per Gbit "
-                           "relayed:", throughput)
+    lines += variant_table(
+        "Throughput server → client, Gbit/s (% of direct) and the proxy's CPU seconds per Gbit "
+        "relayed:",
+        throughput,
+    )
     if all("machine_cores_busy" in res["runs"][k].get(v, {}) for k in kinds for v in variants):
         lines += variant_table(
             f"The whole machine during each run (user, kernel, irq and softirq time of all {os.cpu_count()} cores; "
@@ -637,23 +809,45 @@ def markdown(res: dict, args: argparse.Namespace) -> str:
             "cores kept busy and CPU seconds per Gbit delivered. Where every core is busy, throughput is bounded "
             "by the machine, and a relay that runs a second TCP connection pays that connection's kernel work on "
             "every byte:",
-            lambda r, v: f"{r['machine_cores_busy']:.2f} cores, " + (
-                f"{r['machine_cpu_s_per_gbit']:.3f} CPU s/Gbit" if r["machine_cpu_s_per_gbit"] else "nothing delivered"))
+            lambda r, v: (
+                f"{r['machine_cores_busy']:.2f} cores, "
+                + (
+                    f"{r['machine_cpu_s_per_gbit']:.3f} CPU s/Gbit"
+                    if r["machine_cpu_s_per_gbit"]
+                    else "nothing delivered"
+                )
+            ),
+        )
     ev = res.get("latlab_event_log", {})
     if ev:
-        lines += ["", "latlab-net proxy's own conversion delays (its event log, all runs above):", ""]
+        lines += [
+            "",
+            "latlab-net proxy's own conversion delays (its event log, all runs above):",
+            "",
+        ]
         for name, v in ev.items():
             lines.append(f"- {name}: p50 {v['p50']:.1f} µs, p99 {v['p99']:.1f} µs (n = {v['n']})")
     wired = [k for k in kinds if "wire" in res["runs"][k]]
     if wired:
-        lines += ["", "Conversion delay on the wire (µs, p50 / p99, n): a packet socket in the proxy namespace "
-                  "timestamps each packet in and the packet it becomes on the other side; SYN includes the "
-                  "client handshake and accept; for direct, the kernel forwarding the same packet:", "",
-                  "| | SYN in → SYN out | data client → server | data server → client |", "|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "",
+            "Conversion delay on the wire (µs, p50 / p99, n): a packet socket in the proxy namespace "
+            "timestamps each packet in and the packet it becomes on the other side; SYN includes the "
+            "client handshake and accept; for direct, the kernel forwarding the same packet:",
+            "",
+            "| | SYN in → SYN out | data client → server | data server → client |",
+            "|---|---|---|---|",
+        ]
         for k in wired:
             w = res["runs"][k]["wire"]
-            lines.append(f"| {k} | " + " | ".join(
-                f"{w[x]['p50']:.1f} / {w[x]['p99']:.1f} ({w[x]['n']})" if x in w else "" for x in ("syn", "data_c2s", "data_s2c")) + " |")  # fmt: skip
+            lines.append(
+                f"| {k} | "
+                + " | ".join(
+                    f"{w[x]['p50']:.1f} / {w[x]['p99']:.1f} ({w[x]['n']})" if x in w else ""
+                    for x in ("syn", "data_c2s", "data_s2c")
+                )
+                + " |"
+            )
     lines += ["", "Goals (issue 15):", ""]
     for g in res["goals"]:
         lines.append(f"- {g['goal']}: {'met' if g['met'] else 'NOT met'} ({g['measured']})")
@@ -666,34 +860,59 @@ def goals(res: dict) -> list[dict]:
     out = []
     ev = res.get("latlab_event_log", {})
     if "syn" in ev:
-        out.append({"goal": "conversion p50 ≤ 0.1 ms (SYN, event log)", "met": ev["syn"]["p50"] <= 100,
-                    "measured": f"{ev['syn']['p50']:.1f} µs"})  # fmt: skip
+        out.append(
+            {
+                "goal": "conversion p50 ≤ 0.1 ms (SYN, event log)",
+                "met": ev["syn"]["p50"] <= 100,
+                "measured": f"{ev['syn']['p50']:.1f} µs",
+            }
+        )
     # The study's proxy: 7.8 ms per SYN and 15.3 ms per data segment, on the wire.
-    for key, what, study_ms in (("syn", "SYN", 7.8), ("data_s2c", "data, server → client", 15.3),
-                                ("data_c2s", "data, client → server", 15.3)):  # fmt: skip
+    for key, what, study_ms in (
+        ("syn", "SYN", 7.8),
+        ("data_s2c", "data, server → client", 15.3),
+        ("data_c2s", "data, client → server", 15.3),
+    ):
         w = lat.get("wire", {}).get(key)
         if w:
-            out.append({"goal": f"conversion on the wire p50 ≤ 0.1 ms ({what})", "met": w["p50"] <= 100,
-                        "measured": f"{w['p50']:.1f} µs, p99 {w['p99']:.1f} µs; {study_ms * 1e3 / w['p50']:.0f}× below "
-                                    f"the study's {study_ms} ms"})  # fmt: skip
-    for key, what in (("connect_us", "added connect latency p50 ≤ 0.1 ms"), ("pingpong_us", "added data latency p50 ≤ 0.1 ms")):
+            out.append(
+                {
+                    "goal": f"conversion on the wire p50 ≤ 0.1 ms ({what})",
+                    "met": w["p50"] <= 100,
+                    "measured": f"{w['p50']:.1f} µs, p99 {w['p99']:.1f} µs; {study_ms * 1e3 / w['p50']:.0f}× below "
+                    f"the study's {study_ms} ms",
+                }
+            )
+    for key, what in (
+        ("connect_us", "added connect latency p50 ≤ 0.1 ms"),
+        ("pingpong_us", "added data latency p50 ≤ 0.1 ms"),
+    ):
         added = lat[key]["p50"] - d[key]["p50"]
         out.append({"goal": what, "met": added <= 100, "measured": f"{added:+.0f} µs"})
     for v in ("bulk_1", "bulk_100", "bulk_1_shaped", "bulk_100_shaped"):
         if v in d:
             if d[v]["gbps"] <= 0:
-                out.append({"goal": f"throughput, {v}", "met": False,
-                            "measured": "the direct run moved nothing: no reference (MPTCP fallback stall)"})  # fmt: skip
+                out.append(
+                    {
+                        "goal": f"throughput, {v}",
+                        "met": False,
+                        "measured": "the direct run moved nothing: no reference (MPTCP fallback stall)",
+                    }
+                )
                 continue
             ratio = lat[v]["gbps"] / d[v]["gbps"]
-            what = f"throughput ≥ 90% of direct, {v.replace('bulk_', '').replace('_', ' conn(s), ')}"
+            what = (
+                f"throughput ≥ 90% of direct, {v.replace('bulk_', '').replace('_', ' conn(s), ')}"
+            )
             measured = f"{100 * ratio:.0f}%"
             if lat[v].get("machine_cpu_s_per_gbit") and d[v].get("machine_cpu_s_per_gbit"):
                 # If both runs kept every core busy, the machine delivers
                 # cores / (CPU s per Gbit): the ratio of costs is the ceiling.
-                measured += (f"; machine {d[v]['machine_cores_busy']:.2f} cores busy direct, "
-                             f"{lat[v]['machine_cores_busy']:.2f} through the proxy; CPU per Gbit "
-                             f"{lat[v]['machine_cpu_s_per_gbit'] / d[v]['machine_cpu_s_per_gbit']:.2f}× direct's")
+                measured += (
+                    f"; machine {d[v]['machine_cores_busy']:.2f} cores busy direct, "
+                    f"{lat[v]['machine_cores_busy']:.2f} through the proxy; CPU per Gbit "
+                    f"{lat[v]['machine_cpu_s_per_gbit'] / d[v]['machine_cpu_s_per_gbit']:.2f}× direct's"
+                )
             out.append({"goal": what, "met": ratio >= 0.9, "measured": measured})
     if "socat" in runs:
         s = runs["socat"]
@@ -702,10 +921,18 @@ def goals(res: dict) -> list[dict]:
             ("ping-pong p50", lat["pingpong_us"]["p50"] <= s["pingpong_us"]["p50"]),
             ("1-conn throughput", lat["bulk_1"]["gbps"] >= s["bulk_1"]["gbps"]),
             ("100-conn throughput", lat["bulk_100"]["gbps"] >= s["bulk_100"]["gbps"]),
-            ("RSS per idle conn", lat["idle"]["kib_per_connection"] <= s["idle"]["kib_per_connection"]),
+            (
+                "RSS per idle conn",
+                lat["idle"]["kib_per_connection"] <= s["idle"]["kib_per_connection"],
+            ),
         ]
-        out.append({"goal": "beat socat", "met": all(b for _, b in beats),
-                    "measured": ", ".join(f"{n} {'yes' if b else 'no'}" for n, b in beats)})  # fmt: skip
+        out.append(
+            {
+                "goal": "beat socat",
+                "met": all(b for _, b in beats),
+                "measured": ", ".join(f"{n} {'yes' if b else 'no'}" for n, b in beats),
+            }
+        )
     return out
 
 
@@ -713,17 +940,36 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--role", choices=["server", "client", "capture"], help=argparse.SUPPRESS)
     ap.add_argument("--spec", help=argparse.SUPPRESS)
-    ap.add_argument("--binary", default=os.environ.get("LATLAB_NET_BIN", str(ROOT / "target/release/latlab-net")))
-    ap.add_argument("--seconds", type=float, default=5.0, help="measured bulk seconds per run (after 1 s warm-up)")
+    ap.add_argument(
+        "--binary",
+        default=os.environ.get("LATLAB_NET_BIN", str(ROOT / "target/release/latlab-net")),
+    )
+    ap.add_argument(
+        "--seconds",
+        type=float,
+        default=5.0,
+        help="measured bulk seconds per run (after 1 s warm-up)",
+    )
     ap.add_argument("--connects", type=int, default=1000, help="connections timed")
     ap.add_argument("--pings", type=int, default=5000, help="ping-pong round trips timed")
     ap.add_argument("--idle", type=int, default=1000, help="idle connections for the RSS figure")
-    ap.add_argument("--rate-mbit", type=int, default=1000,
-                    help="also run the bulk tests with a tbf of this rate on the server's egress (0: not)")  # fmt: skip
+    ap.add_argument(
+        "--rate-mbit",
+        type=int,
+        default=1000,
+        help="also run the bulk tests with a tbf of this rate on the server's egress (0: not)",
+    )
     ap.add_argument("--no-socat", action="store_true")
-    ap.add_argument("--client-protocol", choices=["mptcp", "tcp"], default="mptcp",
-                    help="the clients' sockets: MPTCP (default) or plain TCP, to separate MPTCP's cost from the relay's")
-    ap.add_argument("--baseline", help="also measure this latlab-net binary (e.g. an earlier build), side by side")
+    ap.add_argument(
+        "--client-protocol",
+        choices=["mptcp", "tcp"],
+        default="mptcp",
+        help="the clients' sockets: MPTCP (default) or plain TCP, to separate MPTCP's cost from the relay's",
+    )
+    ap.add_argument(
+        "--baseline",
+        help="also measure this latlab-net binary (e.g. an earlier build), side by side",
+    )
     ap.add_argument("--markdown", type=Path)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
@@ -755,16 +1001,24 @@ def main() -> int:
     if args.no_socat:
         pass
     elif shutil.which("socat") is None:
-        print("socat is not installed (apt-get install -y socat): skipping its runs", file=sys.stderr)
+        print(
+            "socat is not installed (apt-get install -y socat): skipping its runs", file=sys.stderr
+        )
     else:
         kinds.append("socat")
-    res: dict = {"command": "python3 benches/proxy_bench.py " + " ".join(sys.argv[1:]), "runs": {},
-                 "loadavg": " ".join(f"{x:.2f}" for x in os.getloadavg())}  # fmt: skip
+    res: dict = {
+        "command": "python3 benches/proxy_bench.py " + " ".join(sys.argv[1:]),
+        "runs": {},
+        "loadavg": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+    }
     events_dir = Path(f"/tmp/latlab-proxy-bench-{os.getpid()}")
     events_dir.mkdir(exist_ok=True)
     with Testbed() as tb:
-        server = subprocess.Popen(tb.exec("srv", [sys.executable, __file__, "--role", "server"]),
-                                  stdout=subprocess.PIPE, text=True)  # fmt: skip
+        server = subprocess.Popen(
+            tb.exec("srv", [sys.executable, __file__, "--role", "server"]),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         try:
             if server.stdout.readline().strip() != "ready":
                 raise RuntimeError("server did not start")

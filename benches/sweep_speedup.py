@@ -72,43 +72,61 @@ def speedup(repeat: int) -> None:
     t1, t2, td = (min(times[k]) for k in ("1", "2", "dask"))
     print(f"  pool, 1 worker : {t1:6.1f} s")
     print(f"  pool, 2 workers: {t2:6.1f} s   speed-up {t1 / t2:.2f}x")
-    print(f"  Dask LocalCluster, 2 workers: {td:6.1f} s   speed-up {t1 / td:.2f}x (vs pool, 1 worker)")
+    print(
+        f"  Dask LocalCluster, 2 workers: {td:6.1f} s   speed-up {t1 / td:.2f}x (vs pool, 1 worker)"
+    )
 
 
 def overhead(small: int, large: int, repeat: int) -> None:
     base = Scenario.from_toml_str(EMPTY_RUN, source="empty.toml")
     sweeps = {n: Sweep(base, seeds=n) for n in (small, large)}
     print(f"overhead per run: sweeps of {small} and {large} near-empty runs (best of {repeat})")
-    runners = {"inline": {"inline": True}, "pool, 1 worker": {"jobs": 1},
-               "Dask LocalCluster, 1 worker": {"jobs": 1, "dask": "local"}}  # fmt: skip
-    times: dict[tuple[str, int], list[tuple[float, float]]] = {(label, n): [] for label in runners for n in sweeps}
+    runners = {
+        "inline": {"inline": True},
+        "pool, 1 worker": {"jobs": 1},
+        "Dask LocalCluster, 1 worker": {"jobs": 1, "dask": "local"},
+    }
+    times: dict[tuple[str, int], list[tuple[float, float]]] = {
+        (label, n): [] for label in runners for n in sweeps
+    }
     for _ in range(repeat):  # interleaved, so a burst of load elsewhere hits all alike
         for label, kwargs in runners.items():
             for n, sweep in sweeps.items():
                 times[(label, n)].append(timed_runs(sweep, **kwargs))
     slopes = {}
     for label in runners:
-        (t_small, e_small), (t_large, e_large) = min(times[(label, small)]), min(times[(label, large)])
+        (t_small, e_small), (t_large, e_large) = (
+            min(times[(label, small)]),
+            min(times[(label, large)]),
+        )
         slope = (t_large - t_small) / (large - small)
         outside = (t_large - t_small - (e_large - e_small)) / (large - small)
         slopes[label] = slope
         start = t_small - small * slope
-        print(f"  {label:28s}: {1e3 * slope:6.1f} ms per run end to end, of which {1e3 * outside:5.1f} ms outside "
-              f"the run itself (dispatch, transfer, bookkeeping); start-up {start:5.2f} s")  # fmt: skip
+        print(
+            f"  {label:28s}: {1e3 * slope:6.1f} ms per run end to end, of which {1e3 * outside:5.1f} ms outside "
+            f"the run itself (dispatch, transfer, bookkeeping); start-up {start:5.2f} s"
+        )
     for label, slope in slopes.items():
         if label != "inline":
-            print(f"  {label} adds {1e3 * (slope - slopes['inline']):.1f} ms per run over running in-process")
+            print(
+                f"  {label} adds {1e3 * (slope - slopes['inline']):.1f} ms per run over running in-process"
+            )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--speedup", action="store_true")
     parser.add_argument("--overhead", action="store_true")
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
     both = not (args.speedup or args.overhead)
-    print(f"machine: {cpu_model()}, {default_jobs()} cores, Python {platform.python_version()}, "
-          f"load average before: {os.getloadavg()[0]:.2f}")  # fmt: skip
+    print(
+        f"machine: {cpu_model()}, {default_jobs()} cores, Python {platform.python_version()}, "
+        f"load average before: {os.getloadavg()[0]:.2f}"
+    )
     if args.speedup or both:
         speedup(args.repeat)
     if args.overhead or both:

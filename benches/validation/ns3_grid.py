@@ -30,7 +30,6 @@ import argparse
 import dataclasses
 import json
 import math
-import os
 import random
 import subprocess
 import sys
@@ -55,73 +54,177 @@ SOCKET_BUFFER_BYTES = 8 * 1024 * 1024
 SAMPLE_INTERVAL_MS = 100
 
 SETTINGS = [
-    ("topology", "custom dumbbell s_i - r1 = r2 - d_i", "same, PointToPoint links, one /30 per link", ""),
+    (
+        "topology",
+        "custom dumbbell s_i - r1 = r2 - d_i",
+        "same, PointToPoint links, one /30 per link",
+        "",
+    ),
     ("core link", f"{CORE_RATE_BPS / 1e6:g} Mbit/s, {CORE_DELAY_MS:g} ms", "same", ""),
-    ("access links", f"{ACCESS_RATE_BPS / 1e6:g} Mbit/s, delay uniform [{ACCESS_DELAY_MS[0]:g}, "
-     f"{ACCESS_DELAY_MS[1]:g}] ms per link", "same numbers (drawn once by the harness)", "Python random.Random(seed)"),
-    ("start times", f"uniform [0, {START_SPREAD_S:g}) s per flow", "same numbers", "BulkSend starts the handshake"),
+    (
+        "access links",
+        f"{ACCESS_RATE_BPS / 1e6:g} Mbit/s, delay uniform [{ACCESS_DELAY_MS[0]:g}, "
+        f"{ACCESS_DELAY_MS[1]:g}] ms per link",
+        "same numbers (drawn once by the harness)",
+        "Python random.Random(seed)",
+    ),
+    (
+        "start times",
+        f"uniform [0, {START_SPREAD_S:g}) s per flow",
+        "same numbers",
+        "BulkSend starts the handshake",
+    ),
     ("traffic", "one bulk TCP flow per pair", "BulkSendApplication MaxBytes 0, SendSize = MSS", ""),
     ("segment", f"mss_bytes {MSS_BYTES}", f"SegmentSize {MSS_BYTES}", "no options"),
-    ("headers on the wire", f"header_bytes {IP_TCP_HEADER_BYTES + PPP_HEADER_BYTES} (IP 20 + TCP 20 + PPP 2)",
-     "IP 20 + TCP 20 + PPP 2", f"data {WIRE_DATA_BYTES} B, ACK 42 B on both"),
-    ("SACK, timestamps", "sack false, timestamps false", "Sack false, Timestamp false", "RTT by Karn's rule"),
+    (
+        "headers on the wire",
+        f"header_bytes {IP_TCP_HEADER_BYTES + PPP_HEADER_BYTES} (IP 20 + TCP 20 + PPP 2)",
+        "IP 20 + TCP 20 + PPP 2",
+        f"data {WIRE_DATA_BYTES} B, ACK 42 B on both",
+    ),
+    (
+        "SACK, timestamps",
+        "sack false, timestamps false",
+        "Sack false, Timestamp false",
+        "RTT by Karn's rule",
+    ),
     ("initial window", f"initial_window_segments {IW_SEGMENTS}", f"InitialCwnd {IW_SEGMENTS}", ""),
-    ("recovery", "recovery \"newreno\" (RFC 6582)", "TcpClassicRecovery", "ns-3's default is PRR"),
-    ("limited transmit", "not implemented", "LimitedTransmit false", "ns-3 default true; with SACK ns-3's window "
-     "against the pipe sends on duplicate ACKs all the same (row *window outside recovery*)"),
-    ("CUBIC", "RFC 9438, beta 0.7, C 0.4, fast convergence, no HyStart", "TcpCubic Beta 0.7, C 0.4, "
-     "FastConvergence true, HyStart false", "ns-3 default HyStart true"),
+    ("recovery", 'recovery "newreno" (RFC 6582)', "TcpClassicRecovery", "ns-3's default is PRR"),
+    (
+        "limited transmit",
+        "not implemented",
+        "LimitedTransmit false",
+        "ns-3 default true; with SACK ns-3's window "
+        "against the pipe sends on duplicate ACKs all the same (row *window outside recovery*)",
+    ),
+    (
+        "CUBIC",
+        "RFC 9438, beta 0.7, C 0.4, fast convergence, no HyStart",
+        "TcpCubic Beta 0.7, C 0.4, FastConvergence true, HyStart false",
+        "ns-3 default HyStart true",
+    ),
     ("delayed ACK", "delayed_ack false", "DelAckCount 1", "an ACK per segment"),
-    ("RTO", f"min_rto_ms {MIN_RTO_MS:g}, initial 1 s, granularity 1 ms", f"MinRto {MIN_RTO_MS:g} ms, "
-     "RttEstimator InitialEstimation 1 s, ClockGranularity 1 ms", ""),
-    ("socket buffers / rwnd", "latlab's large fixed rwnd", f"SndBufSize = RcvBufSize = {SOCKET_BUFFER_BYTES} B",
-     "never binds"),
-    ("core queue", "droptail limit_packets B on r1->r2", "DropTailQueue MaxSize Bp on r1's device, "
-     "traffic-control layer uninstalled", "the packet being serialised is outside the queue on both"),
-    ("core drops", "links table / link_samples drops_pkts", "device queue drops + r1's TrafficControlLayer TcDrop",
-     "with no queue disc ns-3 drops at the TC layer once the device stops its full queue; a FifoQueueDisc twin "
-     "gives identical rows (experiment fifo-qdisc)"),
-    ("core RED (--qdisc red)", "red, limit_packets B, min_th round(0.4 B), max_th B, max_p 0.1, w_q 0.002, gentle, "
-     "wait, mean_pkt_size_bytes 1000", "RedQueueDisc MaxSize (B − 1)p over a 1p device queue, MinTh min_th − 1, "
-     "MaxTh max_th − 1, LInterm 10, QW 0.002, Gentle, Wait, MeanPktSize 1000, LinkBandwidth 10 Mb/s, UseHardDrop",
-     "B packets waiting on both. Under load the device queue always holds its one packet, so the disc's length "
-     "(what ns-3's RED averages) is latlab's queue length − 1: thresholds one lower drop at the same number of "
-     "waiting packets, and MaxTh = the disc's limit as latlab's max_th = its limit"),
-    ("core CoDel (--qdisc codel)", "codel, target 5 ms, interval 100 ms, mtu_bytes 1500, limit_packets B",
-     f"CoDelQueueDisc MaxSize (B − 1)p over a 1p device queue, Target 5 ms − {WIRE_DATA_BYTES * 8 / CORE_RATE_BPS * 1e3:.4f} ms, "
-     "Interval 100ms, MinBytes 1500",
-     "B packets waiting on both. latlab's sojourn runs to the start of transmission; ns-3's disc sojourn ends one "
-     "data-packet serialisation earlier (the packet then waits behind the one being sent), so its Target is 5 ms less "
-     "that time"),
-    ("other queues", "latlab's default (deep)", "100000p device queues, no queue disc", "never drop"),
-    ("timer at a fast retransmit", "restarted (ns-2, Linux; `rto_restart_on_fast_retransmit` true)",
-     "left running (RFC 6298 (5.1))", "not matched in the grid; experiment sack-rfc6298-timer"),
-    ("ssthresh at a loss (SACK)", "controller's rule on FlightSize; held at a timeout in recovery "
-     "(`ssthresh_from_pipe` false)", "controller's rule on BytesInFlight() (the RFC 6675 pipe), recomputed at a "
-     "timeout in recovery", "not matched in the grid; experiment sack-rfc6298-timer-pipe-ssthresh"),
-    ("RTO backoff after a new ACK", "kept until a new RTT sample (RFC 6298 §5; `rto_backoff_reset_on_ack` false)",
-     "dropped at every new ACK (TcpSocketBase::NewAck)", "not matched in the grid; experiment sack-rto-backoff-reset"),
-    ("window outside recovery (SACK)", "RFC 5681 FlightSize, snd_max − snd_una (`window_from_pipe` false)",
-     "cwnd − BytesInFlight(), the RFC 6675 pipe, in every state (TcpSocketBase::AvailableWindow)",
-     "not matched; experiments sack-ns3-cubic-all-window-pipe, sack-ns3-newreno-window-pipe"),
-    ("data retries", "unlimited", "TcpSocket::DataRetries 6 (default)", "not matched; experiment sack-ns3-data-retries"),
-    ("CUBIC Reno-friendly α", "α = 1 once W_est reaches cwnd_prior (RFC 9438 §4.3; cubic `alpha_switch` 1)",
-     "α_cubic = 3(1 − β)/(1 + β) throughout (TcpCubic::Update, as Linux)",
-     "not matched; experiment sack-ns3-cubic-alpha"),
-    ("CUBIC window arithmetic", "fractional segments (RFC 9438; cubic `whole_segments` 0)",
-     "whole segments: ssthresh = max(⌊β·cwnd⌋, 2), +1 segment per cnt = ⌊cwnd/(target − cwnd)⌋ ACKs, integer "
-     "target (TcpCubic::GetSsThresh, Update)", "not matched; experiment sack-ns3-cubic-whole-segments"),
-    ("CUBIC target RTT", "smoothed RTT in W_cubic(t + RTT) (RFC 9438 §4.1; cubic `target_min_rtt` 0)",
-     "a minimum (m_delayMin: the smallest SRTT since the last timeout)", "not matched; experiment "
-     "sack-ns3-cubic-min-rtt"),
-    ("CUBIC after a timeout", "K = 0, W_max = cwnd_epoch (RFC 9438 §4.8; cubic `timeout_keeps_w_max` 0)",
-     "K from the W_max set at the timeout (m_lastMaxCwnd kept)", "not matched; experiment sack-ns3-cubic-timeout-w-max"),
-    ("NewReno congestion avoidance", "byte counting, one SMSS per cwnd acknowledged (RFC 3465; newreno "
-     "`per_ack_increase` 0)", "max(1, ⌊SMSS²/cwnd⌋) bytes per ACK of new data (RFC 5681 eq. (3), "
-     "TcpNewReno::CongestionAvoidance)", "not matched; experiments sack-newreno-per-ack, sack-ns3-newreno-per-ack"),
+    (
+        "RTO",
+        f"min_rto_ms {MIN_RTO_MS:g}, initial 1 s, granularity 1 ms",
+        f"MinRto {MIN_RTO_MS:g} ms, RttEstimator InitialEstimation 1 s, ClockGranularity 1 ms",
+        "",
+    ),
+    (
+        "socket buffers / rwnd",
+        "latlab's large fixed rwnd",
+        f"SndBufSize = RcvBufSize = {SOCKET_BUFFER_BYTES} B",
+        "never binds",
+    ),
+    (
+        "core queue",
+        "droptail limit_packets B on r1->r2",
+        "DropTailQueue MaxSize Bp on r1's device, traffic-control layer uninstalled",
+        "the packet being serialised is outside the queue on both",
+    ),
+    (
+        "core drops",
+        "links table / link_samples drops_pkts",
+        "device queue drops + r1's TrafficControlLayer TcDrop",
+        "with no queue disc ns-3 drops at the TC layer once the device stops its full queue; a FifoQueueDisc twin "
+        "gives identical rows (experiment fifo-qdisc)",
+    ),
+    (
+        "core RED (--qdisc red)",
+        "red, limit_packets B, min_th round(0.4 B), max_th B, max_p 0.1, w_q 0.002, gentle, "
+        "wait, mean_pkt_size_bytes 1000",
+        "RedQueueDisc MaxSize (B − 1)p over a 1p device queue, MinTh min_th − 1, "
+        "MaxTh max_th − 1, LInterm 10, QW 0.002, Gentle, Wait, MeanPktSize 1000, LinkBandwidth 10 Mb/s, UseHardDrop",
+        "B packets waiting on both. Under load the device queue always holds its one packet, so the disc's length "
+        "(what ns-3's RED averages) is latlab's queue length − 1: thresholds one lower drop at the same number of "
+        "waiting packets, and MaxTh = the disc's limit as latlab's max_th = its limit",
+    ),
+    (
+        "core CoDel (--qdisc codel)",
+        "codel, target 5 ms, interval 100 ms, mtu_bytes 1500, limit_packets B",
+        f"CoDelQueueDisc MaxSize (B − 1)p over a 1p device queue, Target 5 ms − {WIRE_DATA_BYTES * 8 / CORE_RATE_BPS * 1e3:.4f} ms, "
+        "Interval 100ms, MinBytes 1500",
+        "B packets waiting on both. latlab's sojourn runs to the start of transmission; ns-3's disc sojourn ends one "
+        "data-packet serialisation earlier (the packet then waits behind the one being sent), so its Target is 5 ms less "
+        "that time",
+    ),
+    (
+        "other queues",
+        "latlab's default (deep)",
+        "100000p device queues, no queue disc",
+        "never drop",
+    ),
+    (
+        "timer at a fast retransmit",
+        "restarted (ns-2, Linux; `rto_restart_on_fast_retransmit` true)",
+        "left running (RFC 6298 (5.1))",
+        "not matched in the grid; experiment sack-rfc6298-timer",
+    ),
+    (
+        "ssthresh at a loss (SACK)",
+        "controller's rule on FlightSize; held at a timeout in recovery "
+        "(`ssthresh_from_pipe` false)",
+        "controller's rule on BytesInFlight() (the RFC 6675 pipe), recomputed at a "
+        "timeout in recovery",
+        "not matched in the grid; experiment sack-rfc6298-timer-pipe-ssthresh",
+    ),
+    (
+        "RTO backoff after a new ACK",
+        "kept until a new RTT sample (RFC 6298 §5; `rto_backoff_reset_on_ack` false)",
+        "dropped at every new ACK (TcpSocketBase::NewAck)",
+        "not matched in the grid; experiment sack-rto-backoff-reset",
+    ),
+    (
+        "window outside recovery (SACK)",
+        "RFC 5681 FlightSize, snd_max − snd_una (`window_from_pipe` false)",
+        "cwnd − BytesInFlight(), the RFC 6675 pipe, in every state (TcpSocketBase::AvailableWindow)",
+        "not matched; experiments sack-ns3-cubic-all-window-pipe, sack-ns3-newreno-window-pipe",
+    ),
+    (
+        "data retries",
+        "unlimited",
+        "TcpSocket::DataRetries 6 (default)",
+        "not matched; experiment sack-ns3-data-retries",
+    ),
+    (
+        "CUBIC Reno-friendly α",
+        "α = 1 once W_est reaches cwnd_prior (RFC 9438 §4.3; cubic `alpha_switch` 1)",
+        "α_cubic = 3(1 − β)/(1 + β) throughout (TcpCubic::Update, as Linux)",
+        "not matched; experiment sack-ns3-cubic-alpha",
+    ),
+    (
+        "CUBIC window arithmetic",
+        "fractional segments (RFC 9438; cubic `whole_segments` 0)",
+        "whole segments: ssthresh = max(⌊β·cwnd⌋, 2), +1 segment per cnt = ⌊cwnd/(target − cwnd)⌋ ACKs, integer "
+        "target (TcpCubic::GetSsThresh, Update)",
+        "not matched; experiment sack-ns3-cubic-whole-segments",
+    ),
+    (
+        "CUBIC target RTT",
+        "smoothed RTT in W_cubic(t + RTT) (RFC 9438 §4.1; cubic `target_min_rtt` 0)",
+        "a minimum (m_delayMin: the smallest SRTT since the last timeout)",
+        "not matched; experiment sack-ns3-cubic-min-rtt",
+    ),
+    (
+        "CUBIC after a timeout",
+        "K = 0, W_max = cwnd_epoch (RFC 9438 §4.8; cubic `timeout_keeps_w_max` 0)",
+        "K from the W_max set at the timeout (m_lastMaxCwnd kept)",
+        "not matched; experiment sack-ns3-cubic-timeout-w-max",
+    ),
+    (
+        "NewReno congestion avoidance",
+        "byte counting, one SMSS per cwnd acknowledged (RFC 3465; newreno `per_ack_increase` 0)",
+        "max(1, ⌊SMSS²/cwnd⌋) bytes per ACK of new data (RFC 5681 eq. (3), "
+        "TcpNewReno::CongestionAvoidance)",
+        "not matched; experiments sack-newreno-per-ack, sack-ns3-newreno-per-ack",
+    ),
     ("IPv4", "", "StrongEndSystemModel true", "same results, faster"),
-    ("measurement", "goodput, core loss, queue samples over [measure_from, duration)", "same window",
-     "retransmissions and timeouts over the whole run on both"),
+    (
+        "measurement",
+        "goodput, core loss, queue samples over [measure_from, duration)",
+        "same window",
+        "retransmissions and timeouts over the whole run on both",
+    ),
 ]
 
 BDP_FACTORS = (0.1, 0.5, 1.0, 2.0)
@@ -138,13 +241,27 @@ class Point:
     measure_from_s: float = 15.0
 
     def key(self) -> tuple:
-        return (self.flows, self.buffer, self.cc, self.qdisc, self.seed, self.duration_s, self.measure_from_s)
+        return (
+            self.flows,
+            self.buffer,
+            self.cc,
+            self.qdisc,
+            self.seed,
+            self.duration_s,
+            self.measure_from_s,
+        )
 
     def draws(self) -> list[tuple[float, float, float]]:
         """(sender access delay ms, receiver access delay ms, start s) per flow: the one source for both sides."""
         rng = random.Random(self.seed)
-        return [(round(rng.uniform(*ACCESS_DELAY_MS), 6), round(rng.uniform(*ACCESS_DELAY_MS), 6),
-                 round(rng.uniform(0.0, START_SPREAD_S), 6)) for _ in range(self.flows)]  # fmt: skip
+        return [
+            (
+                round(rng.uniform(*ACCESS_DELAY_MS), 6),
+                round(rng.uniform(*ACCESS_DELAY_MS), 6),
+                round(rng.uniform(0.0, START_SPREAD_S), 6),
+            )
+            for _ in range(self.flows)
+        ]
 
     def bdp_pkts(self) -> float:
         """Core rate x the flows' mean two-way propagation delay, in wire-sized data packets."""
@@ -161,14 +278,27 @@ class Point:
         raise ValueError(f"buffer {self.buffer!r}: expected e.g. '0.5bdp' or '10KB'")
 
     def twin_json(self, ns3_overrides: dict | None = None) -> dict:
-        return {"flows": self.flows, "buffer_pkts": self.buffer_pkts(), "cc": self.cc, "seed": self.seed,
-                "duration_s": self.duration_s, "measure_from_s": self.measure_from_s,
-                "sample_interval_ms": SAMPLE_INTERVAL_MS, "mss_bytes": MSS_BYTES, "wire_data_bytes": WIRE_DATA_BYTES,
-                "initial_window_segments": IW_SEGMENTS, "socket_buffer_bytes": SOCKET_BUFFER_BYTES,
-                "min_rto_ms": MIN_RTO_MS, "core_rate_bps": CORE_RATE_BPS, "core_delay_ms": CORE_DELAY_MS,
-                "access_rate_bps": ACCESS_RATE_BPS, "draws": self.draws(), "qdisc": self.qdisc,
-                "red": red_params(self.buffer_pkts()),
-                "ns3_overrides": ns3_overrides or {}}  # fmt: skip
+        return {
+            "flows": self.flows,
+            "buffer_pkts": self.buffer_pkts(),
+            "cc": self.cc,
+            "seed": self.seed,
+            "duration_s": self.duration_s,
+            "measure_from_s": self.measure_from_s,
+            "sample_interval_ms": SAMPLE_INTERVAL_MS,
+            "mss_bytes": MSS_BYTES,
+            "wire_data_bytes": WIRE_DATA_BYTES,
+            "initial_window_segments": IW_SEGMENTS,
+            "socket_buffer_bytes": SOCKET_BUFFER_BYTES,
+            "min_rto_ms": MIN_RTO_MS,
+            "core_rate_bps": CORE_RATE_BPS,
+            "core_delay_ms": CORE_DELAY_MS,
+            "access_rate_bps": ACCESS_RATE_BPS,
+            "draws": self.draws(),
+            "qdisc": self.qdisc,
+            "red": red_params(self.buffer_pkts()),
+            "ns3_overrides": ns3_overrides or {},
+        }
 
 
 # ----- latlab ----------------------------------------------------------------------------------------------
@@ -178,8 +308,15 @@ def red_params(limit_packets: int) -> dict:
     """RED at the core, as the small-buffer pacing study's experiment G sets it: max_th = B, min_th = 40% of B,
     max_p 0.1, w_q 0.002; gentle and ns-2's wait on; 1000-B mean packet for the idle correction."""
     max_th = max(2, limit_packets)
-    return {"min_th": max(1, min(max_th - 1, round(0.4 * limit_packets))), "max_th": max_th, "max_p": 0.1,
-            "w_q": 0.002, "gentle": True, "wait": True, "mean_pkt_size_bytes": 1000}  # fmt: skip
+    return {
+        "min_th": max(1, min(max_th - 1, round(0.4 * limit_packets))),
+        "max_th": max_th,
+        "max_p": 0.1,
+        "w_q": 0.002,
+        "gentle": True,
+        "wait": True,
+        "mean_pkt_size_bytes": 1000,
+    }
 
 
 def core_queue(qdisc: str, limit_packets: int) -> dict:
@@ -189,8 +326,13 @@ def core_queue(qdisc: str, limit_packets: int) -> dict:
     if qdisc == "red":
         return {"kind": "red", "limit_packets": limit_packets, **red_params(limit_packets)}
     if qdisc == "codel":
-        return {"kind": "codel", "target_ms": 5.0, "interval_ms": 100.0, "mtu_bytes": 1500,
-                "limit_packets": limit_packets}  # fmt: skip
+        return {
+            "kind": "codel",
+            "target_ms": 5.0,
+            "interval_ms": 100.0,
+            "mtu_bytes": 1500,
+            "limit_packets": limit_packets,
+        }
     raise ValueError(f"qdisc {qdisc!r}: expected droptail, red or codel")
 
 
@@ -199,38 +341,73 @@ def latlab_scenario_toml(pt: Point, latlab_overrides: dict | None = None) -> str
     from latlab import Scenario
 
     ov = dict(latlab_overrides or {})
-    tcp = {"preset": "ns2", "mss_bytes": MSS_BYTES, "header_bytes": IP_TCP_HEADER_BYTES + PPP_HEADER_BYTES,
-           "initial_window_segments": IW_SEGMENTS, "recovery": "newreno", "sack": False, "timestamps": False,
-           "min_rto_ms": MIN_RTO_MS, "initial_rto_ms": 1000.0, "delayed_ack": False}  # fmt: skip
+    tcp = {
+        "preset": "ns2",
+        "mss_bytes": MSS_BYTES,
+        "header_bytes": IP_TCP_HEADER_BYTES + PPP_HEADER_BYTES,
+        "initial_window_segments": IW_SEGMENTS,
+        "recovery": "newreno",
+        "sack": False,
+        "timestamps": False,
+        "min_rto_ms": MIN_RTO_MS,
+        "initial_rto_ms": 1000.0,
+        "delayed_ack": False,
+    }
     tcp.update(ov.pop("tcp", {}))
     core_pkts = pt.buffer_pkts() + int(ov.pop("core_extra_pkts", 0))
     # controller knobs, cc_params of the flows of that controller: e.g. cubic.alpha_switch=0, newreno.per_ack_increase=1
     cc_params = {cc: ov.pop(cc, {}) for cc in ("newreno", "cubic")}
     if ov:
-        raise ValueError(f"latlab overrides: unknown keys {sorted(ov)}; expected 'tcp', 'newreno', 'cubic' or "
-                         "'core_extra_pkts'")
+        raise ValueError(
+            f"latlab overrides: unknown keys {sorted(ov)}; expected 'tcp', 'newreno', 'cubic' or "
+            "'core_extra_pkts'"
+        )
     names = ["r1", "r2"] + [f"s{i}" for i in range(pt.flows)] + [f"d{i}" for i in range(pt.flows)]
-    links = [{"from": "r1", "to": "r2", "rate_bps": CORE_RATE_BPS, "delay_ms": CORE_DELAY_MS,
-              "queue": core_queue(pt.qdisc, core_pkts), "duplex": False},
-             {"from": "r2", "to": "r1", "rate_bps": CORE_RATE_BPS, "delay_ms": CORE_DELAY_MS, "duplex": False}]
+    links = [
+        {
+            "from": "r1",
+            "to": "r2",
+            "rate_bps": CORE_RATE_BPS,
+            "delay_ms": CORE_DELAY_MS,
+            "queue": core_queue(pt.qdisc, core_pkts),
+            "duplex": False,
+        },
+        {
+            "from": "r2",
+            "to": "r1",
+            "rate_bps": CORE_RATE_BPS,
+            "delay_ms": CORE_DELAY_MS,
+            "duplex": False,
+        },
+    ]
     d = pt.draws()
     for i, (a, b, _) in enumerate(d):
         links.append({"from": f"s{i}", "to": "r1", "rate_bps": ACCESS_RATE_BPS, "delay_ms": a})
         links.append({"from": "r2", "to": f"d{i}", "rate_bps": ACCESS_RATE_BPS, "delay_ms": b})
-    flows = [{"name": f"f{i}", "src": f"s{i}", "dst": f"d{i}", "cc": pt.cc, "start_s": s}
-             for i, (_, _, s) in enumerate(d)]  # fmt: skip
+    flows = [
+        {"name": f"f{i}", "src": f"s{i}", "dst": f"d{i}", "cc": pt.cc, "start_s": s}
+        for i, (_, _, s) in enumerate(d)
+    ]
     if cc_params.get(pt.cc):
         for f in flows:
             f["cc_params"] = {k: float(v) for k, v in cc_params[pt.cc].items()}
-    sc = {"name": f"ns3-grid-{pt.flows}f-{pt.buffer}-{pt.cc}-s{pt.seed}", "seed": pt.seed,
-          "duration_s": pt.duration_s, "measure_from_s": pt.measure_from_s,
-          "sample_interval_ms": SAMPLE_INTERVAL_MS, "tcp": tcp,
-          "topology": {"kind": "custom", "nodes": [{"name": n} for n in names], "links": links},
-          "flows": flows, "outputs": {"max_sampled_flows": 0}}  # fmt: skip
+    sc = {
+        "name": f"ns3-grid-{pt.flows}f-{pt.buffer}-{pt.cc}-s{pt.seed}",
+        "seed": pt.seed,
+        "duration_s": pt.duration_s,
+        "measure_from_s": pt.measure_from_s,
+        "sample_interval_ms": SAMPLE_INTERVAL_MS,
+        "tcp": tcp,
+        "topology": {"kind": "custom", "nodes": [{"name": n} for n in names], "links": links},
+        "flows": flows,
+        "outputs": {"max_sampled_flows": 0},
+    }
     return Scenario.from_dict(sc).to_toml()
 
 
-def latlab_points(pts: list[Point], latlab_overrides: dict | None, jobs: int, sweep_dir: str | None) -> list[dict]:
+def latlab_points(
+    pts: list[Point], latlab_overrides: dict | None, jobs: int, sweep_dir: str | None
+) -> list[dict]:
     """latlab's side of `pts` on the sweep runner (`jobs` worker processes; finished runs in `sweep_dir` are not
     run again); the raw counters per point, in order. wall_s is the core's run alone, as the sweep records it."""
     import tempfile
@@ -238,16 +415,31 @@ def latlab_points(pts: list[Point], latlab_overrides: dict | None, jobs: int, sw
     from latlab import Scenario
     from latlab.sweep import load_run, run_sweep
 
-    specs = [({"flows": pt.flows, "buffer": pt.buffer, "cc": pt.cc, "qdisc": pt.qdisc, "seed": pt.seed},
-              Scenario.from_toml_str(latlab_scenario_toml(pt, latlab_overrides))) for pt in pts]  # fmt: skip
+    specs = [
+        (
+            {
+                "flows": pt.flows,
+                "buffer": pt.buffer,
+                "cc": pt.cc,
+                "qdisc": pt.qdisc,
+                "seed": pt.seed,
+            },
+            Scenario.from_toml_str(latlab_scenario_toml(pt, latlab_overrides)),
+        )
+        for pt in pts
+    ]
     with tempfile.TemporaryDirectory(prefix="ns3-grid-latlab-") as scratch:
         outdir = sweep_dir or scratch
         catalog = run_sweep(specs, outdir, jobs=jobs, progress=False, name="ns3-grid")
         failed = catalog[catalog["status"] != "ok"]
         if len(failed):
-            raise RuntimeError(f"latlab runs failed: {failed[['run_id', 'error']].to_dict('records')}")
-        return [latlab_raw(pt, load_run(outdir, rid), float(wall))
-                for pt, rid, wall in zip(pts, catalog["run_id"], catalog["sim_wall_s"])]  # fmt: skip
+            raise RuntimeError(
+                f"latlab runs failed: {failed[['run_id', 'error']].to_dict('records')}"
+            )
+        return [
+            latlab_raw(pt, load_run(outdir, rid), float(wall))
+            for pt, rid, wall in zip(pts, catalog["run_id"], catalog["sim_wall_s"])
+        ]
 
 
 def latlab_point(pt: Point, latlab_overrides: dict | None = None) -> dict:
@@ -270,25 +462,34 @@ def latlab_raw(pt: Point, res, wall_s: float) -> dict:  # noqa: ANN001
     core = res.links[res.links["link_id"] == core_id].iloc[0]
     window = s[(s["time_ns"] >= t_from) & (s["time_ns"] < t_end)]
     flows = res.flows.sort_values("flow_id")
-    return {"simulator": "latlab", "wall_s": round(wall_s, 3),
-            "per_flow_goodput_bps": [round(float(x), 1) for x in flows["goodput_bps"]],
-            "core_arrivals_pkts": int(core["arrivals_pkts"] - at_from["arrivals_pkts"]),
-            "core_drops_pkts": int(core["drops_pkts"] - at_from["drops_pkts"]),
-            "queue_samples_pkts": [int(x) for x in window["queue_pkts"]],
-            "segments_sent": int(flows["segments_sent"].sum()),
-            "retransmitted_segments": int(flows["retransmitted_segments"].sum()),
-            "timeouts": int(flows["timeouts"].sum())}  # fmt: skip
+    return {
+        "simulator": "latlab",
+        "wall_s": round(wall_s, 3),
+        "per_flow_goodput_bps": [round(float(x), 1) for x in flows["goodput_bps"]],
+        "core_arrivals_pkts": int(core["arrivals_pkts"] - at_from["arrivals_pkts"]),
+        "core_drops_pkts": int(core["drops_pkts"] - at_from["drops_pkts"]),
+        "queue_samples_pkts": [int(x) for x in window["queue_pkts"]],
+        "segments_sent": int(flows["segments_sent"].sum()),
+        "retransmitted_segments": int(flows["retransmitted_segments"].sum()),
+        "timeouts": int(flows["timeouts"].sum()),
+    }
 
 
 # ----- ns-3 ------------------------------------------------------------------------------------------------
 
 
 def ns3_point(pt: Point, python: str, ns3_overrides: dict | None = None) -> dict:
-    r = subprocess.run(["nice", "-n", "19", python, str(TWIN)], input=json.dumps(pt.twin_json(ns3_overrides)),
-                       capture_output=True, text=True)  # fmt: skip
+    r = subprocess.run(
+        ["nice", "-n", "19", python, str(TWIN)],
+        input=json.dumps(pt.twin_json(ns3_overrides)),
+        capture_output=True,
+        text=True,
+    )
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
     if r.returncode != 0 or not lines:
-        raise RuntimeError(f"ns-3 point {pt} failed (exit {r.returncode}): {r.stderr.strip()[-600:]}")
+        raise RuntimeError(
+            f"ns-3 point {pt} failed (exit {r.returncode}): {r.stderr.strip()[-600:]}"
+        )
     return json.loads(lines[-1])
 
 
@@ -316,17 +517,29 @@ def reduce(raw: dict) -> dict:
     g = raw["per_flow_goodput_bps"]
     q = raw["queue_samples_pkts"]
     arr = raw["core_arrivals_pkts"]
-    return {"goodput_mbps": round(sum(g) / 1e6, 4), "jain": round(jain(g), 4),
-            "loss_rate": round(raw["core_drops_pkts"] / arr, 6) if arr else 0.0, "core_drops_pkts": raw["core_drops_pkts"],
-            "retransmitted_segments": raw["retransmitted_segments"], "timeouts": raw["timeouts"],
-            "queue_mean_pkts": round(sum(q) / len(q), 2) if q else float("nan"), "queue_p95_pkts": p95(q),
-            "wall_s": raw["wall_s"]}  # fmt: skip
+    return {
+        "goodput_mbps": round(sum(g) / 1e6, 4),
+        "jain": round(jain(g), 4),
+        "loss_rate": round(raw["core_drops_pkts"] / arr, 6) if arr else 0.0,
+        "core_drops_pkts": raw["core_drops_pkts"],
+        "retransmitted_segments": raw["retransmitted_segments"],
+        "timeouts": raw["timeouts"],
+        "queue_mean_pkts": round(sum(q) / len(q), 2) if q else float("nan"),
+        "queue_p95_pkts": p95(q),
+        "wall_s": raw["wall_s"],
+    }
 
 
 def row(pt: Point, raw: dict, experiment: str, overrides: dict) -> dict:
-    r = {"experiment": experiment, "overrides": overrides, **dataclasses.asdict(pt),
-         "buffer_pkts": pt.buffer_pkts(), "bdp_pkts": round(pt.bdp_pkts(), 1), **reduce(raw),
-         "simulator": raw["simulator"]}  # fmt: skip
+    r = {
+        "experiment": experiment,
+        "overrides": overrides,
+        **dataclasses.asdict(pt),
+        "buffer_pkts": pt.buffer_pkts(),
+        "bdp_pkts": round(pt.bdp_pkts(), 1),
+        **reduce(raw),
+        "simulator": raw["simulator"],
+    }
     if "version" in raw:
         r["version"] = raw["version"]
     r["per_flow_goodput_bps"] = raw["per_flow_goodput_bps"]
@@ -344,7 +557,10 @@ def rel(a: float, b: float) -> float:
 
 
 def gaps(lat: dict, ns: dict) -> dict:
-    return {"goodput": rel(lat["goodput_mbps"], ns["goodput_mbps"]), "loss": rel(lat["loss_rate"], ns["loss_rate"])}
+    return {
+        "goodput": rel(lat["goodput_mbps"], ns["goodput_mbps"]),
+        "loss": rel(lat["loss_rate"], ns["loss_rate"]),
+    }
 
 
 def over(g: dict, limit: float = 5.0) -> list[str]:
@@ -355,176 +571,265 @@ def fmt_pct(v: float) -> str:
     return "n/a" if math.isnan(v) else f"{v:+.1f}%"
 
 
-SACK_INTRO = ("The same points with one setting changed on both sides: SACK on (latlab `sack = true`, `recovery = "
-              "\"sack\"`, RFC 6675; ns-3 `TcpSocketBase::Sack` true with TcpClassicRecovery). With SACK off the two "
-              "simulators run different recovery algorithms (ns3-nosack.md); with SACK on they run the same one. "
-              "Where a point ran with several seeds, the row gives the means over seeds and, in brackets, each "
-              "simulator's lowest and highest value; *overlap* says whether the two ranges of loss overlap.\n")
-TIMER_INTRO = ("The SACK rows again with one more setting changed on latlab's side only: "
-               "`rto_restart_on_fast_retransmit = false`. latlab by default restarts the retransmission timer when a "
-               "fast retransmission leaves, as ns-2 and Linux do; ns-3 3.44 does not (TcpSocketBase::SendDataPacket "
-               "schedules the timer only when it is not running, and EnterRecovery/DoRetransmit leave it alone), "
-               "which is what RFC 6298 (5.1) says. Its timer, last restarted by the ACK before the hole, then has to "
-               "outlast the retransmission's trip through a standing queue, and when RTO ≈ SRTT it fires first: a "
-               "timeout, ssthresh from ns-3's RFC 6675 pipe (mostly 2 segments here) and a go-back-N. The ns-3 "
-               "columns are the SACK rows above, unchanged.\n")
+SACK_INTRO = (
+    "The same points with one setting changed on both sides: SACK on (latlab `sack = true`, `recovery = "
+    '"sack"`, RFC 6675; ns-3 `TcpSocketBase::Sack` true with TcpClassicRecovery). With SACK off the two '
+    "simulators run different recovery algorithms (ns3-nosack.md); with SACK on they run the same one. "
+    "Where a point ran with several seeds, the row gives the means over seeds and, in brackets, each "
+    "simulator's lowest and highest value; *overlap* says whether the two ranges of loss overlap.\n"
+)
+TIMER_INTRO = (
+    "The SACK rows again with one more setting changed on latlab's side only: "
+    "`rto_restart_on_fast_retransmit = false`. latlab by default restarts the retransmission timer when a "
+    "fast retransmission leaves, as ns-2 and Linux do; ns-3 3.44 does not (TcpSocketBase::SendDataPacket "
+    "schedules the timer only when it is not running, and EnterRecovery/DoRetransmit leave it alone), "
+    "which is what RFC 6298 (5.1) says. Its timer, last restarted by the ACK before the hole, then has to "
+    "outlast the retransmission's trip through a standing queue, and when RTO ≈ SRTT it fires first: a "
+    "timeout, ssthresh from ns-3's RFC 6675 pipe (mostly 2 segments here) and a go-back-N. The ns-3 "
+    "columns are the SACK rows above, unchanged.\n"
+)
 
-PIPE_INTRO = ("The timer rows again with one more setting changed on latlab's side only: `ssthresh_from_pipe = "
-              "true`. ns-3 3.44 hands its congestion control BytesInFlight(), which with SACK is the RFC 6675 pipe "
-              "(TcpTxBuffer::BytesInFlight: sent − SACKed − lost + retransmitted), when it sets ssthresh at a fast "
-              "retransmit (TcpSocketBase::EnterRecovery) and at a timeout (TcpSocketBase::ReTxTimeout), and "
-              "ReTxTimeout recomputes ssthresh also when the timer fires during fast recovery. RFC 5681 §3.1 eq. (4) "
-              "and RFC 6675 §5 (4.2) say FlightSize, which is what latlab uses by default; latlab also keeps the "
-              "recovery's ssthresh when the timer fires during it (as Linux's tcp_enter_loss). TcpNewReno halves the "
-              "pipe; TcpCubic takes 0.7 × cwnd whatever the flight, so for CUBIC only the recomputation during "
-              "recovery changes (latlab's CUBIC also uses cwnd). The ns-3 columns are the SACK rows above, "
-              "unchanged.\n")
+PIPE_INTRO = (
+    "The timer rows again with one more setting changed on latlab's side only: `ssthresh_from_pipe = "
+    "true`. ns-3 3.44 hands its congestion control BytesInFlight(), which with SACK is the RFC 6675 pipe "
+    "(TcpTxBuffer::BytesInFlight: sent − SACKed − lost + retransmitted), when it sets ssthresh at a fast "
+    "retransmit (TcpSocketBase::EnterRecovery) and at a timeout (TcpSocketBase::ReTxTimeout), and "
+    "ReTxTimeout recomputes ssthresh also when the timer fires during fast recovery. RFC 5681 §3.1 eq. (4) "
+    "and RFC 6675 §5 (4.2) say FlightSize, which is what latlab uses by default; latlab also keeps the "
+    "recovery's ssthresh when the timer fires during it (as Linux's tcp_enter_loss). TcpNewReno halves the "
+    "pipe; TcpCubic takes 0.7 × cwnd whatever the flight, so for CUBIC only the recomputation during "
+    "recovery changes (latlab's CUBIC also uses cwnd). The ns-3 columns are the SACK rows above, "
+    "unchanged.\n"
+)
 
 # Experiments that change latlab only on top of another experiment: experiment -> the one whose ns-3 rows they are
 # set against (not against the base rows).
-LAYERED = {"sack-rfc6298-timer": "sack", "sack-rfc6298-timer-pipe-ssthresh": "sack", "sack-rto-backoff-reset": "sack",
-           "sack-ns3-timer-rules": "sack", "sack-ns3-cubic-alpha": "sack", "sack-ns3-cubic-whole-segments": "sack",
-           "sack-ns3-cubic-min-rtt": "sack", "sack-ns3-cubic-timeout-w-max": "sack", "sack-ns3-cubic": "sack",
-           "sack-ns3-cubic-all": "sack", "sack-newreno-per-ack": "sack", "sack-ns3-newreno-per-ack": "sack",
-           "sack-ns3-cubic-alpha-min-rtt": "sack", "sack-ns3-cubic-alpha-whole-min-rtt": "sack",
-           "sack-ns3-cubic-alpha-whole-timeout": "sack", "sack-ns3-all-no-rescue": "sack",
-           "sack-ns3-all-rtt-per-ack": "sack", "sack-rtt-per-ack": "sack",
-           "sack-ns3-cubic-all-window-pipe": "sack", "sack-ns3-newreno-window-pipe": "sack",
-           "sack-ns3-cubic-all-window-pipe-rtt-per-ack": "sack", "sack-ns3-newreno-window-pipe-rtt-per-ack": "sack"}
+LAYERED = {
+    "sack-rfc6298-timer": "sack",
+    "sack-rfc6298-timer-pipe-ssthresh": "sack",
+    "sack-rto-backoff-reset": "sack",
+    "sack-ns3-timer-rules": "sack",
+    "sack-ns3-cubic-alpha": "sack",
+    "sack-ns3-cubic-whole-segments": "sack",
+    "sack-ns3-cubic-min-rtt": "sack",
+    "sack-ns3-cubic-timeout-w-max": "sack",
+    "sack-ns3-cubic": "sack",
+    "sack-ns3-cubic-all": "sack",
+    "sack-newreno-per-ack": "sack",
+    "sack-ns3-newreno-per-ack": "sack",
+    "sack-ns3-cubic-alpha-min-rtt": "sack",
+    "sack-ns3-cubic-alpha-whole-min-rtt": "sack",
+    "sack-ns3-cubic-alpha-whole-timeout": "sack",
+    "sack-ns3-all-no-rescue": "sack",
+    "sack-ns3-all-rtt-per-ack": "sack",
+    "sack-rtt-per-ack": "sack",
+    "sack-ns3-cubic-all-window-pipe": "sack",
+    "sack-ns3-newreno-window-pipe": "sack",
+    "sack-ns3-cubic-all-window-pipe-rtt-per-ack": "sack",
+    "sack-ns3-newreno-window-pipe-rtt-per-ack": "sack",
+}
 TIMER_RULES = ("sack-ns3-timer-rules", "timer and ssthresh rules")
 # What each layered experiment switches to ns-3's way (the gap list names it).
-CAUSES = {"sack-rfc6298-timer": "ns-3's timer left running at a fast retransmit",
-          "sack-rfc6298-timer-pipe-ssthresh": "that timer and ssthresh from the pipe",
-          "sack-rto-backoff-reset": "ns-3's RTO backoff dropped at every new ACK",
-          "sack-ns3-timer-rules": "ns-3's timer and ssthresh rules",
-          "sack-ns3-cubic-alpha": "the timer and ssthresh rules and TcpCubic's Reno-friendly α",
-          "sack-ns3-cubic-whole-segments": "the timer and ssthresh rules and TcpCubic's whole-segment arithmetic",
-          "sack-ns3-cubic-min-rtt": "the timer and ssthresh rules and TcpCubic's minimum-RTT target",
-          "sack-ns3-cubic-timeout-w-max": "the timer and ssthresh rules and TcpCubic's W_max kept after a timeout",
-          "sack-ns3-cubic": "ns-3's timer and ssthresh rules, TcpCubic's α and whole-segment arithmetic",
-          "sack-ns3-cubic-all": "the timer and ssthresh rules and all four TcpCubic knobs",
-          "sack-newreno-per-ack": "TcpNewReno's per-ACK increase alone",
-          "sack-ns3-newreno-per-ack": "ns-3's timer and ssthresh rules and TcpNewReno's per-ACK increase",
-          "sack-ns3-cubic-alpha-min-rtt": "the timer and ssthresh rules and TcpCubic's α and minimum-RTT target",
-          "sack-ns3-cubic-alpha-whole-min-rtt": "the timer and ssthresh rules and three TcpCubic knobs (no W_max "
-                                                "after a timeout)",
-          "sack-ns3-cubic-alpha-whole-timeout": "the timer and ssthresh rules and three TcpCubic knobs (no "
-                                                "minimum-RTT target)",
-          "sack-ns3-all-no-rescue": "every ns-3 rule found and no RFC 6675 rescue retransmission",
-          "sack-ns3-all-rtt-per-ack": "every ns-3 rule found and an RTT sample per ACK",
-          "sack-rtt-per-ack": "an RTT sample per ACK alone",
-          "sack-ns3-cubic-all-window-pipe": "every ns-3 rule found for CUBIC and the window against the pipe",
-          "sack-ns3-newreno-window-pipe": "every ns-3 rule found for NewReno and the window against the pipe",
-          "sack-ns3-cubic-all-window-pipe-rtt-per-ack": "every ns-3 rule found for CUBIC, the window against the pipe "
-                                                        "and an RTT sample per ACK",
-          "sack-ns3-newreno-window-pipe-rtt-per-ack": "every ns-3 rule found for NewReno, the window against the "
-                                                      "pipe and an RTT sample per ACK"}
+CAUSES = {
+    "sack-rfc6298-timer": "ns-3's timer left running at a fast retransmit",
+    "sack-rfc6298-timer-pipe-ssthresh": "that timer and ssthresh from the pipe",
+    "sack-rto-backoff-reset": "ns-3's RTO backoff dropped at every new ACK",
+    "sack-ns3-timer-rules": "ns-3's timer and ssthresh rules",
+    "sack-ns3-cubic-alpha": "the timer and ssthresh rules and TcpCubic's Reno-friendly α",
+    "sack-ns3-cubic-whole-segments": "the timer and ssthresh rules and TcpCubic's whole-segment arithmetic",
+    "sack-ns3-cubic-min-rtt": "the timer and ssthresh rules and TcpCubic's minimum-RTT target",
+    "sack-ns3-cubic-timeout-w-max": "the timer and ssthresh rules and TcpCubic's W_max kept after a timeout",
+    "sack-ns3-cubic": "ns-3's timer and ssthresh rules, TcpCubic's α and whole-segment arithmetic",
+    "sack-ns3-cubic-all": "the timer and ssthresh rules and all four TcpCubic knobs",
+    "sack-newreno-per-ack": "TcpNewReno's per-ACK increase alone",
+    "sack-ns3-newreno-per-ack": "ns-3's timer and ssthresh rules and TcpNewReno's per-ACK increase",
+    "sack-ns3-cubic-alpha-min-rtt": "the timer and ssthresh rules and TcpCubic's α and minimum-RTT target",
+    "sack-ns3-cubic-alpha-whole-min-rtt": "the timer and ssthresh rules and three TcpCubic knobs (no W_max "
+    "after a timeout)",
+    "sack-ns3-cubic-alpha-whole-timeout": "the timer and ssthresh rules and three TcpCubic knobs (no "
+    "minimum-RTT target)",
+    "sack-ns3-all-no-rescue": "every ns-3 rule found and no RFC 6675 rescue retransmission",
+    "sack-ns3-all-rtt-per-ack": "every ns-3 rule found and an RTT sample per ACK",
+    "sack-rtt-per-ack": "an RTT sample per ACK alone",
+    "sack-ns3-cubic-all-window-pipe": "every ns-3 rule found for CUBIC and the window against the pipe",
+    "sack-ns3-newreno-window-pipe": "every ns-3 rule found for NewReno and the window against the pipe",
+    "sack-ns3-cubic-all-window-pipe-rtt-per-ack": "every ns-3 rule found for CUBIC, the window against the pipe "
+    "and an RTT sample per ACK",
+    "sack-ns3-newreno-window-pipe-rtt-per-ack": "every ns-3 rule found for NewReno, the window against the "
+    "pipe and an RTT sample per ACK",
+}
 FULL = {"newreno": "sack-ns3-newreno-per-ack", "cubic": "sack-ns3-cubic-all"}
 # FULL with `window_from_pipe` as well: ns-3's window against the pipe outside recovery.
 FULL_PIPE = {"newreno": "sack-ns3-newreno-window-pipe", "cubic": "sack-ns3-cubic-all-window-pipe"}
 # FULL_PIPE with an RTT sample per ACK as well (latlab's `timestamps = true`), as ns-3 samples without timestamps.
-FULL_PIPE_RTT = {"newreno": "sack-ns3-newreno-window-pipe-rtt-per-ack",
-                 "cubic": "sack-ns3-cubic-all-window-pipe-rtt-per-ack"}
-WINDOW_INTRO = ("The rows of the two sections that switch on every ns-3 rule found before (*sack-ns3-cubic-all*, "
-                "*sack-ns3-newreno-per-ack*) with one more latlab setting: `window_from_pipe = true`. Outside SACK "
-                "recovery latlab checks the window against RFC 5681 FlightSize, snd_max − snd_una (for the "
-                "go-back-N after a timeout, the sequence range from snd_una to the segment to resend). ns-3 3.44's "
-                "TcpSocketBase::AvailableWindow is cwnd − BytesInFlight() in every congestion state, and "
-                "BytesInFlight() is the RFC 6675 pipe (TcpTxBuffer: sent − SACKed − lost + retransmitted). So in "
-                "ns-3, with SACK, a duplicate ACK that SACKs a segment frees room for a new one before fast "
-                "retransmit (RFC 3042 limited transmit in effect, though LimitedTransmit is off), and after a "
-                "timeout, which marks every un-SACKed segment lost (TcpTxBuffer::SetSentListLost), new data "
-                "follows the retransmissions while SACKed data lies above a hole, where FlightSize holds it back "
-                "until the hole is acknowledged. The knob counts the window as ns-3 does (the pipe "
-                "`ssthresh_from_pipe` uses). The ns-3 columns are the SACK rows above, unchanged.\n")
+FULL_PIPE_RTT = {
+    "newreno": "sack-ns3-newreno-window-pipe-rtt-per-ack",
+    "cubic": "sack-ns3-cubic-all-window-pipe-rtt-per-ack",
+}
+WINDOW_INTRO = (
+    "The rows of the two sections that switch on every ns-3 rule found before (*sack-ns3-cubic-all*, "
+    "*sack-ns3-newreno-per-ack*) with one more latlab setting: `window_from_pipe = true`. Outside SACK "
+    "recovery latlab checks the window against RFC 5681 FlightSize, snd_max − snd_una (for the "
+    "go-back-N after a timeout, the sequence range from snd_una to the segment to resend). ns-3 3.44's "
+    "TcpSocketBase::AvailableWindow is cwnd − BytesInFlight() in every congestion state, and "
+    "BytesInFlight() is the RFC 6675 pipe (TcpTxBuffer: sent − SACKed − lost + retransmitted). So in "
+    "ns-3, with SACK, a duplicate ACK that SACKs a segment frees room for a new one before fast "
+    "retransmit (RFC 3042 limited transmit in effect, though LimitedTransmit is off), and after a "
+    "timeout, which marks every un-SACKed segment lost (TcpTxBuffer::SetSentListLost), new data "
+    "follows the retransmissions while SACKed data lies above a hole, where FlightSize holds it back "
+    "until the hole is acknowledged. The knob counts the window as ns-3 does (the pipe "
+    "`ssthresh_from_pipe` uses). The ns-3 columns are the SACK rows above, unchanged.\n"
+)
 WINDOW_SECTIONS = [
-    ("sack-ns3-cubic-all-window-pipe", "SACK on both sides, every ns-3 rule found and the window against the pipe: "
-     "CUBIC", "every ns-3 rule found and the window against the pipe"),
-    ("sack-ns3-newreno-window-pipe", "SACK on both sides, every ns-3 rule found and the window against the pipe: "
-     "NewReno", "every ns-3 rule found and the window against the pipe"),
+    (
+        "sack-ns3-cubic-all-window-pipe",
+        "SACK on both sides, every ns-3 rule found and the window against the pipe: CUBIC",
+        "every ns-3 rule found and the window against the pipe",
+    ),
+    (
+        "sack-ns3-newreno-window-pipe",
+        "SACK on both sides, every ns-3 rule found and the window against the pipe: NewReno",
+        "every ns-3 rule found and the window against the pipe",
+    ),
 ]
 OTHER_EXPERIMENTS = [
-    ("sack-ns3-cubic-alpha-min-rtt", TIMER_RULES, "`alpha_switch = 0`, `target_min_rtt = 1` on the timer and ssthresh "
-     "rules"),
-    ("sack-ns3-cubic-alpha-whole-min-rtt", TIMER_RULES, "`alpha_switch = 0`, `whole_segments = 1`, `target_min_rtt "
-     "= 1` on the timer and ssthresh rules"),
-    ("sack-ns3-cubic-alpha-whole-timeout", TIMER_RULES, "`alpha_switch = 0`, `whole_segments = 1`, "
-     "`timeout_keeps_w_max = 1` on the timer and ssthresh rules"),
-    ("sack-ns3-all-no-rescue", (FULL, "every ns-3 rule found"), "every ns-3 rule found (the last section's settings: "
-     "NewReno with `per_ack_increase = 1`, CUBIC with the four TcpCubic knobs) and `rescue_retransmission = false`: "
-     "ns-3 3.44 has no RFC 6675 rescue retransmission (a SHOULD), latlab does by default"),
-    ("sack-ns3-all-rtt-per-ack", (FULL, "every ns-3 rule found"), "every ns-3 rule found and `timestamps = true` "
-     "(in latlab RTT measurement only; the wire size is set by header_bytes): an RTT sample from every ACK of new "
-     "data, as ns-3's TcpSocketBase::EstimateRtt takes one per ACK from its RttHistory without timestamps (Karn's "
-     "rule aside), where latlab times one segment per RTT"),
+    (
+        "sack-ns3-cubic-alpha-min-rtt",
+        TIMER_RULES,
+        "`alpha_switch = 0`, `target_min_rtt = 1` on the timer and ssthresh rules",
+    ),
+    (
+        "sack-ns3-cubic-alpha-whole-min-rtt",
+        TIMER_RULES,
+        "`alpha_switch = 0`, `whole_segments = 1`, `target_min_rtt "
+        "= 1` on the timer and ssthresh rules",
+    ),
+    (
+        "sack-ns3-cubic-alpha-whole-timeout",
+        TIMER_RULES,
+        "`alpha_switch = 0`, `whole_segments = 1`, "
+        "`timeout_keeps_w_max = 1` on the timer and ssthresh rules",
+    ),
+    (
+        "sack-ns3-all-no-rescue",
+        (FULL, "every ns-3 rule found"),
+        "every ns-3 rule found (the last section's settings: "
+        "NewReno with `per_ack_increase = 1`, CUBIC with the four TcpCubic knobs) and `rescue_retransmission = false`: "
+        "ns-3 3.44 has no RFC 6675 rescue retransmission (a SHOULD), latlab does by default",
+    ),
+    (
+        "sack-ns3-all-rtt-per-ack",
+        (FULL, "every ns-3 rule found"),
+        "every ns-3 rule found and `timestamps = true` "
+        "(in latlab RTT measurement only; the wire size is set by header_bytes): an RTT sample from every ACK of new "
+        "data, as ns-3's TcpSocketBase::EstimateRtt takes one per ACK from its RttHistory without timestamps (Karn's "
+        "rule aside), where latlab times one segment per RTT",
+    ),
     ("sack-rtt-per-ack", ("sack", "SACK rows"), "`timestamps = true` alone on the SACK rows"),
 ]
 CUBIC_SECTIONS = [
-    ("sack-ns3-cubic-alpha", "SACK on both sides, ns-3's rules, TcpCubic's Reno-friendly α",
-     "The rows of the section above (latlab's timer and ssthresh rules as ns-3) with one CUBIC knob changed on "
-     "latlab's side: `alpha_switch = 0`. In the Reno-friendly region RFC 9438 §4.3 grows W_est by α = 3(1 − β)/"
-     "(1 + β) ≈ 0.53 segments per RTT until it reaches cwnd_prior, the window at the last reduction, and from "
-     "there by 1 (a SHOULD), which latlab does by default. ns-3 3.44's TcpCubic::Update, like Linux's "
-     "tcp_friendliness, keeps α_cubic throughout (m_tcpCwnd + 1 every cwnd·(1 + β)/(3(1 − β)) acknowledged "
-     "segments). With 10 flows each window is 10 to 40 segments and K = ∛(W_max(1 − β)/C) is 2 to 3 s, longer than "
-     "the Reno estimate takes to regain W_max, so the Reno-friendly region sets the window for most of each cycle, "
-     "and past cwnd_prior latlab's window grows twice as fast as ns-3's. The ns-3 columns are the SACK rows above, "
-     "unchanged.\n", "TcpCubic keeping α_cubic past cwnd_prior"),
-    ("sack-ns3-cubic-whole-segments", "SACK on both sides, ns-3's rules, TcpCubic's whole-segment arithmetic",
-     "The same rows with a different single CUBIC knob: `whole_segments = 1`. ns-3's TcpCubic, like Linux, keeps "
-     "cwnd in whole segments. At a loss it sets W_max = cwnd (⌊cwnd·(1 + β)/2⌋ with fast convergence) and ssthresh "
-     "= max(⌊β·cwnd⌋, 2) segments (TcpCubic::GetSsThresh); latlab's RFC 9438 window is fractional and β·cwnd is "
-     "not rounded, so its reduction ends about 0.85 segment higher (12% of ssthresh at a 10-segment window). In "
-     "congestion avoidance TcpCubic::Update takes the integer target W_max ∓ ⌊C·|t + RTT − K|³⌋ and adds a "
-     "segment every cnt = ⌊cwnd/(target − cwnd)⌋ acknowledged segments (at least 2; lower when the Reno estimate "
-     "is ahead), which at windows of a few segments grows faster than the RFC's (target − cwnd)/cwnd per ACK: the "
-     "rounded-down cube holds the concave target up to a segment higher, and cnt is rounded down. The knob does "
-     "both as ns-3. The ns-3 columns are the SACK rows above, unchanged.\n",
-     "TcpCubic's whole-segment arithmetic"),
-    ("sack-ns3-cubic-min-rtt", "SACK on both sides, ns-3's rules, TcpCubic's minimum-RTT target",
-     "The same rows with `target_min_rtt = 1` alone: the target W_cubic(t + RTT) looks ahead by the minimum RTT, as "
-     "Linux (delay_min) does, instead of RFC 9438's smoothed RTT (§4.1, §4.4); TcpCubic's m_delayMin is the "
-     "smallest smoothed RTT since the last timeout, between the two.\n",
-     "TcpCubic's minimum-RTT target"),
-    ("sack-ns3-cubic-timeout-w-max", "SACK on both sides, ns-3's rules, TcpCubic's W_max after a timeout",
-     "The same rows with `timeout_keeps_w_max = 1` alone. RFC 9438 §4.8 starts the first stage after a timeout with "
-     "K = 0 and W_max = cwnd_epoch (Linux gets the same by clearing W_max when it enters the Loss state); ns-3 "
-     "3.44's TcpCubic::CubicReset at CA_LOSS leaves m_lastMaxCwnd as GetSsThresh set it, so the stage climbs back "
-     "towards it with K > 0, as after a fast retransmit.\n", "TcpCubic keeping W_max after a timeout"),
-    ("sack-ns3-cubic", "SACK on both sides, ns-3's rules, TcpCubic's α and whole-segment arithmetic",
-     "The two CUBIC knobs that move the loss rate above, together, on top of latlab's timer and ssthresh rules as "
-     "ns-3: `alpha_switch = 0`, `whole_segments = 1`. The ns-3 columns are the SACK rows above, unchanged.\n",
-     "TcpCubic's Reno-friendly α and whole-segment arithmetic"),
-    ("sack-ns3-cubic-all", "SACK on both sides, ns-3's rules, all four TcpCubic knobs",
-     "As the previous section with the two knobs that do not close a gap on their own as well: `alpha_switch = 0`, "
-     "`whole_segments = 1`, `target_min_rtt = 1`, `timeout_keeps_w_max = 1`, i.e. latlab's CUBIC with all four "
-     "TcpCubic departures from RFC 9438 that latlab can switch on. Where the buffer is deep the minimum-RTT "
-     "look-ahead and W_max kept after a timeout matter once the window is counted in whole segments (at 2 BDP the "
-     "smoothed RTT is three times the minimum). The ns-3 columns are the SACK rows above, unchanged.\n",
-     "all four TcpCubic behaviours"),
+    (
+        "sack-ns3-cubic-alpha",
+        "SACK on both sides, ns-3's rules, TcpCubic's Reno-friendly α",
+        "The rows of the section above (latlab's timer and ssthresh rules as ns-3) with one CUBIC knob changed on "
+        "latlab's side: `alpha_switch = 0`. In the Reno-friendly region RFC 9438 §4.3 grows W_est by α = 3(1 − β)/"
+        "(1 + β) ≈ 0.53 segments per RTT until it reaches cwnd_prior, the window at the last reduction, and from "
+        "there by 1 (a SHOULD), which latlab does by default. ns-3 3.44's TcpCubic::Update, like Linux's "
+        "tcp_friendliness, keeps α_cubic throughout (m_tcpCwnd + 1 every cwnd·(1 + β)/(3(1 − β)) acknowledged "
+        "segments). With 10 flows each window is 10 to 40 segments and K = ∛(W_max(1 − β)/C) is 2 to 3 s, longer than "
+        "the Reno estimate takes to regain W_max, so the Reno-friendly region sets the window for most of each cycle, "
+        "and past cwnd_prior latlab's window grows twice as fast as ns-3's. The ns-3 columns are the SACK rows above, "
+        "unchanged.\n",
+        "TcpCubic keeping α_cubic past cwnd_prior",
+    ),
+    (
+        "sack-ns3-cubic-whole-segments",
+        "SACK on both sides, ns-3's rules, TcpCubic's whole-segment arithmetic",
+        "The same rows with a different single CUBIC knob: `whole_segments = 1`. ns-3's TcpCubic, like Linux, keeps "
+        "cwnd in whole segments. At a loss it sets W_max = cwnd (⌊cwnd·(1 + β)/2⌋ with fast convergence) and ssthresh "
+        "= max(⌊β·cwnd⌋, 2) segments (TcpCubic::GetSsThresh); latlab's RFC 9438 window is fractional and β·cwnd is "
+        "not rounded, so its reduction ends about 0.85 segment higher (12% of ssthresh at a 10-segment window). In "
+        "congestion avoidance TcpCubic::Update takes the integer target W_max ∓ ⌊C·|t + RTT − K|³⌋ and adds a "
+        "segment every cnt = ⌊cwnd/(target − cwnd)⌋ acknowledged segments (at least 2; lower when the Reno estimate "
+        "is ahead), which at windows of a few segments grows faster than the RFC's (target − cwnd)/cwnd per ACK: the "
+        "rounded-down cube holds the concave target up to a segment higher, and cnt is rounded down. The knob does "
+        "both as ns-3. The ns-3 columns are the SACK rows above, unchanged.\n",
+        "TcpCubic's whole-segment arithmetic",
+    ),
+    (
+        "sack-ns3-cubic-min-rtt",
+        "SACK on both sides, ns-3's rules, TcpCubic's minimum-RTT target",
+        "The same rows with `target_min_rtt = 1` alone: the target W_cubic(t + RTT) looks ahead by the minimum RTT, as "
+        "Linux (delay_min) does, instead of RFC 9438's smoothed RTT (§4.1, §4.4); TcpCubic's m_delayMin is the "
+        "smallest smoothed RTT since the last timeout, between the two.\n",
+        "TcpCubic's minimum-RTT target",
+    ),
+    (
+        "sack-ns3-cubic-timeout-w-max",
+        "SACK on both sides, ns-3's rules, TcpCubic's W_max after a timeout",
+        "The same rows with `timeout_keeps_w_max = 1` alone. RFC 9438 §4.8 starts the first stage after a timeout with "
+        "K = 0 and W_max = cwnd_epoch (Linux gets the same by clearing W_max when it enters the Loss state); ns-3 "
+        "3.44's TcpCubic::CubicReset at CA_LOSS leaves m_lastMaxCwnd as GetSsThresh set it, so the stage climbs back "
+        "towards it with K > 0, as after a fast retransmit.\n",
+        "TcpCubic keeping W_max after a timeout",
+    ),
+    (
+        "sack-ns3-cubic",
+        "SACK on both sides, ns-3's rules, TcpCubic's α and whole-segment arithmetic",
+        "The two CUBIC knobs that move the loss rate above, together, on top of latlab's timer and ssthresh rules as "
+        "ns-3: `alpha_switch = 0`, `whole_segments = 1`. The ns-3 columns are the SACK rows above, unchanged.\n",
+        "TcpCubic's Reno-friendly α and whole-segment arithmetic",
+    ),
+    (
+        "sack-ns3-cubic-all",
+        "SACK on both sides, ns-3's rules, all four TcpCubic knobs",
+        "As the previous section with the two knobs that do not close a gap on their own as well: `alpha_switch = 0`, "
+        "`whole_segments = 1`, `target_min_rtt = 1`, `timeout_keeps_w_max = 1`, i.e. latlab's CUBIC with all four "
+        "TcpCubic departures from RFC 9438 that latlab can switch on. Where the buffer is deep the minimum-RTT "
+        "look-ahead and W_max kept after a timeout matter once the window is counted in whole segments (at 2 BDP the "
+        "smoothed RTT is three times the minimum). The ns-3 columns are the SACK rows above, unchanged.\n",
+        "all four TcpCubic behaviours",
+    ),
 ]
 NEWRENO_SECTIONS = [
-    ("sack-newreno-per-ack", "SACK on both sides, TcpNewReno's per-ACK increase", "sack", "SACK rows",
-     "The SACK rows with one setting changed on latlab's side only: NewReno's `per_ack_increase = 1`. ns-3 3.44's "
-     "TcpNewReno::CongestionAvoidance adds max(1, ⌊SMSS²/cwnd⌋) bytes per ACK that acknowledges new data (RFC 5681 "
-     "eq. (3)), however much the ACK covers; latlab counts bytes (RFC 3465, the form RFC 5681 §3.1 RECOMMENDS), one "
-     "SMSS per cwnd of acknowledged data. The per-ACK form grows a little less than a segment per RTT (cwnd grows "
-     "within the round: about 0.9 segment at three segments), and the cumulative ACK that ends a SACK recovery, "
-     "covering many segments, adds one increment instead of one per segment. The ns-3 columns are the SACK rows "
-     "above, unchanged.\n", "TcpNewReno's per-ACK increase"),
-    ("sack-ns3-newreno-per-ack", "SACK on both sides, ns-3's rules and TcpNewReno's per-ACK increase",
-     TIMER_RULES[0], "timer and ssthresh rules",
-     "latlab's timer and ssthresh rules as ns-3 (the section with all three) and NewReno's `per_ack_increase = 1`: "
-     "NewReno with every ns-3 behaviour latlab can switch on. The ns-3 columns are the SACK rows above, "
-     "unchanged.\n", "ns-3's timer and ssthresh rules with TcpNewReno's per-ACK increase"),
+    (
+        "sack-newreno-per-ack",
+        "SACK on both sides, TcpNewReno's per-ACK increase",
+        "sack",
+        "SACK rows",
+        "The SACK rows with one setting changed on latlab's side only: NewReno's `per_ack_increase = 1`. ns-3 3.44's "
+        "TcpNewReno::CongestionAvoidance adds max(1, ⌊SMSS²/cwnd⌋) bytes per ACK that acknowledges new data (RFC 5681 "
+        "eq. (3)), however much the ACK covers; latlab counts bytes (RFC 3465, the form RFC 5681 §3.1 RECOMMENDS), one "
+        "SMSS per cwnd of acknowledged data. The per-ACK form grows a little less than a segment per RTT (cwnd grows "
+        "within the round: about 0.9 segment at three segments), and the cumulative ACK that ends a SACK recovery, "
+        "covering many segments, adds one increment instead of one per segment. The ns-3 columns are the SACK rows "
+        "above, unchanged.\n",
+        "TcpNewReno's per-ACK increase",
+    ),
+    (
+        "sack-ns3-newreno-per-ack",
+        "SACK on both sides, ns-3's rules and TcpNewReno's per-ACK increase",
+        TIMER_RULES[0],
+        "timer and ssthresh rules",
+        "latlab's timer and ssthresh rules as ns-3 (the section with all three) and NewReno's `per_ack_increase = 1`: "
+        "NewReno with every ns-3 behaviour latlab can switch on. The ns-3 columns are the SACK rows above, "
+        "unchanged.\n",
+        "ns-3's timer and ssthresh rules with TcpNewReno's per-ACK increase",
+    ),
 ]
-ALL3_INTRO = ("The SACK rows again with the three latlab settings above at once, each as ns-3 3.44 does it: "
-              "`rto_restart_on_fast_retransmit = false`, `ssthresh_from_pipe = true`, `rto_backoff_reset_on_ack = "
-              "true`. The ns-3 columns are the SACK rows above, unchanged.\n")
+ALL3_INTRO = (
+    "The SACK rows again with the three latlab settings above at once, each as ns-3 3.44 does it: "
+    "`rto_restart_on_fast_retransmit = false`, `ssthresh_from_pipe = true`, `rto_backoff_reset_on_ack = "
+    "true`. The ns-3 columns are the SACK rows above, unchanged.\n"
+)
 # Experiments that change ns-3 only on top of another experiment: experiment -> the one whose latlab rows they are
 # set against.
-NS3_LAYERED = {"sack-ns3-data-retries": "sack", "sack-ns3-red-thresholds-unshifted": "sack",
-               "sack-ns3-codel-target-5ms": "sack", "sack-ns3-limited-transmit": "sack"}
+NS3_LAYERED = {
+    "sack-ns3-data-retries": "sack",
+    "sack-ns3-red-thresholds-unshifted": "sack",
+    "sack-ns3-codel-target-5ms": "sack",
+    "sack-ns3-limited-transmit": "sack",
+}
 # Experiments that change a setting on both sides, each side under its own name: latlab experiment -> ns-3 one.
 PAIRED = {"sack-ns3-cubic-all-min-rto-1s": "sack-min-rto-1s"}
 PAIRED_NAMES = set(PAIRED) | set(PAIRED.values())
@@ -532,26 +837,32 @@ TWIN_INTROS = {
     "sack-ns3-red-thresholds-unshifted": (
         "RED at 100 flows, SACK on both sides, with one twin setting changed on ns-3's side: MinTh and MaxTh at "
         "latlab's min_th and max_th instead of one lower (the settings table's choice). The latlab columns are the "
-        "SACK rows above, unchanged.\n"),
+        "SACK rows above, unchanged.\n"
+    ),
     "sack-ns3-codel-target-5ms": (
         "CoDel at 100 flows, SACK on both sides, with one twin setting changed on ns-3's side: Target 5 ms instead "
         "of 5 ms less one data-packet serialisation (the settings table's choice). The latlab columns are the SACK "
-        "rows above, unchanged.\n"),
+        "rows above, unchanged.\n"
+    ),
 }
-BACKOFF_INTRO = ("The SACK rows again with one setting changed on latlab's side only: `rto_backoff_reset_on_ack = "
-                 "true`. ns-3 3.44's TcpSocketBase::NewAck sets RTO = SRTT + 4·RTTVAR (at least MinRto) at every ACK "
-                 "of new data, which drops the exponential backoff even when the ACK gave no RTT sample because it "
-                 "acknowledges a retransmission (Karn's rule); RFC 6298 §5 (the note after (5.7)) keeps the "
-                 "backed-off RTO until a new RTT measurement, as latlab does by default. The ns-3 columns are the "
-                 "SACK rows above, unchanged. Where timeouts repeat (100 and 1000 flows) the RTO columns do not "
-                 "compare like with like: ns-3 counts entries into CA_LOSS, latlab every expiry.\n")
-RETRIES_INTRO = ("The SACK rows again with one setting changed on ns-3's side only: TcpSocket::DataRetries 1000 in "
-                 "place of ns-3's default 6. ns-3 drops a connection when its retransmission timer expires a seventh "
-                 "time without a new ACK in between (TcpSocketBase::ReTxTimeout: \"No more data retries available. "
-                 "Dropping connection\"); latlab retransmits until acknowledged. From the 200 ms minimum RTO the seven "
-                 "backed-off waits last at least 25.4 s, while RFC 1122 §4.2.3.5 says the threshold R2 for data "
-                 "SHOULD correspond to at least 100 s. The latlab columns are the SACK rows above, unchanged; *zero "
-                 "flows* counts the flows with no goodput in the window (latlab / ns-3).\n")
+BACKOFF_INTRO = (
+    "The SACK rows again with one setting changed on latlab's side only: `rto_backoff_reset_on_ack = "
+    "true`. ns-3 3.44's TcpSocketBase::NewAck sets RTO = SRTT + 4·RTTVAR (at least MinRto) at every ACK "
+    "of new data, which drops the exponential backoff even when the ACK gave no RTT sample because it "
+    "acknowledges a retransmission (Karn's rule); RFC 6298 §5 (the note after (5.7)) keeps the "
+    "backed-off RTO until a new RTT measurement, as latlab does by default. The ns-3 columns are the "
+    "SACK rows above, unchanged. Where timeouts repeat (100 and 1000 flows) the RTO columns do not "
+    "compare like with like: ns-3 counts entries into CA_LOSS, latlab every expiry.\n"
+)
+RETRIES_INTRO = (
+    "The SACK rows again with one setting changed on ns-3's side only: TcpSocket::DataRetries 1000 in "
+    "place of ns-3's default 6. ns-3 drops a connection when its retransmission timer expires a seventh "
+    'time without a new ACK in between (TcpSocketBase::ReTxTimeout: "No more data retries available. '
+    'Dropping connection"); latlab retransmits until acknowledged. From the 200 ms minimum RTO the seven '
+    "backed-off waits last at least 25.4 s, while RFC 1122 §4.2.3.5 says the threshold R2 for data "
+    "SHOULD correspond to at least 100 s. The latlab columns are the SACK rows above, unchanged; *zero "
+    "flows* counts the flows with no goodput in the window (latlab / ns-3).\n"
+)
 
 
 def loss_gaps_by_cc(exps: dict, lat_exp: str, ns_exp: str, flows: int) -> dict:
@@ -566,36 +877,55 @@ def loss_gaps_by_cc(exps: dict, lat_exp: str, ns_exp: str, flows: int) -> dict:
     for g, runs in sorted(groups.items(), key=order):
         mean = lambda side, m: sum(r[side][m] for r in runs) / len(runs)  # noqa: E731
         label = f"{g[1]}" + ("" if g[3] == "droptail" else f" {g[3]}")
-        out.setdefault(g[2], []).append((label, rel(mean(0, "loss_rate"), mean(1, "loss_rate")),
-                                         rel(mean(0, "goodput_mbps"), mean(1, "goodput_mbps"))))
+        out.setdefault(g[2], []).append(
+            (
+                label,
+                rel(mean(0, "loss_rate"), mean(1, "loss_rate")),
+                rel(mean(0, "goodput_mbps"), mean(1, "goodput_mbps")),
+            )
+        )
     return out
 
 
 def pipe_paragraph(exps: dict) -> list[str]:
     """What the pipe-ssthresh experiment shows, per flow count and congestion control, from the rows."""
-    out = layered_paragraph(exps, "sack-rfc6298-timer-pipe-ssthresh", "ns-3's ssthresh rule (the pipe, recomputed "
-                            "at a timeout during recovery) with its timer")
+    out = layered_paragraph(
+        exps,
+        "sack-rfc6298-timer-pipe-ssthresh",
+        "ns-3's ssthresh rule (the pipe, recomputed at a timeout during recovery) with its timer",
+    )
     if not out:
         return []
     after10 = loss_gaps_by_cc(exps, "sack-rfc6298-timer-pipe-ssthresh", "sack", 10)
-    if any(cc_ == "cubic" and sum(abs(x[1]) <= 10 for x in pts) < len(pts) for cc_, pts in after10.items()) \
-            and not any("sack-ns3-cubic" in e for e in exps.values()):
-        out.append("The 10-flow CUBIC loss gap stays **unexplained**. Candidates, untested, where latlab's RFC 9438 controller and ns-3's TcpCubic (which "
-                   "follows Linux's tcp_cubic) differ in the Reno-friendly region, where windows of ten or so segments "
-                   "spend most of their time: RFC 9438 §4.3 raises α from 3(1 − β)/(1 + β) to 1 once W_est reaches "
-                   "cwnd_prior, TcpCubic keeps the smaller α; and the cubic target W_cubic(t + RTT) uses latlab's "
-                   "smoothed RTT, TcpCubic's t + the minimum RTT.\n")
+    if any(
+        cc_ == "cubic" and sum(abs(x[1]) <= 10 for x in pts) < len(pts)
+        for cc_, pts in after10.items()
+    ) and not any("sack-ns3-cubic" in e for e in exps.values()):
+        out.append(
+            "The 10-flow CUBIC loss gap stays **unexplained**. Candidates, untested, where latlab's RFC 9438 controller and ns-3's TcpCubic (which "
+            "follows Linux's tcp_cubic) differ in the Reno-friendly region, where windows of ten or so segments "
+            "spend most of their time: RFC 9438 §4.3 raises α from 3(1 − β)/(1 + β) to 1 once W_est reaches "
+            "cwnd_prior, TcpCubic keeps the smaller α; and the cubic target W_cubic(t + RTT) uses latlab's "
+            "smoothed RTT, TcpCubic's t + the minimum RTT.\n"
+        )
     return out
 
 
 FULL_EMULATION = FULL
 
 
-def seed_spread(exps: dict, lat_exp: str, f: int, buf: str, cc_: str, q: str = "droptail") -> dict | None:
+def seed_spread(
+    exps: dict, lat_exp: str, f: int, buf: str, cc_: str, q: str = "droptail"
+) -> dict | None:
     """latlab `lat_exp` against ns-3 *sack* at one point over every seed both ran: means, the paired per-seed
     differences (loss in percentage points, drops in the window) with their standard errors, and the ranges."""
-    pairs = sorted((k[4], e[lat_exp]["latlab"], e["sack"]["ns-3"]) for k, e in exps.items()
-                   if k[:4] == (f, buf, cc_, q) and "latlab" in e.get(lat_exp, {}) and "ns-3" in e.get("sack", {}))
+    pairs = sorted(
+        (k[4], e[lat_exp]["latlab"], e["sack"]["ns-3"])
+        for k, e in exps.items()
+        if k[:4] == (f, buf, cc_, q)
+        and "latlab" in e.get(lat_exp, {})
+        and "ns-3" in e.get("sack", {})
+    )
     n = len(pairs)
     if n < 2:
         return None
@@ -608,13 +938,23 @@ def seed_spread(exps: dict, lat_exp: str, f: int, buf: str, cc_: str, q: str = "
     dl, dl_se = mean_se([100 * (a["loss_rate"] - b["loss_rate"]) for a, b in zip(la, na)])
     dd, dd_se = mean_se([a["core_drops_pkts"] - b["core_drops_pkts"] for a, b in zip(la, na)])
     m = lambda rows, k: sum(r[k] for r in rows) / len(rows)  # noqa: E731
-    return {"n": n, "loss_l": 100 * m(la, "loss_rate"), "loss_n": 100 * m(na, "loss_rate"),
-            "rel": rel(m(la, "loss_rate"), m(na, "loss_rate")), "gp": rel(m(la, "goodput_mbps"), m(na, "goodput_mbps")),
-            "d": dl, "d_se": dl_se, "drops_l": m(la, "core_drops_pkts"), "drops_n": m(na, "core_drops_pkts"),
-            "dd": dd, "dd_se": dd_se, "lower": sum(a["loss_rate"] < b["loss_rate"] for a, b in zip(la, na)),
-            "range_l": (100 * min(r["loss_rate"] for r in la), 100 * max(r["loss_rate"] for r in la)),
-            "range_n": (100 * min(r["loss_rate"] for r in na), 100 * max(r["loss_rate"] for r in na)),
-            "drops_each": [(a["core_drops_pkts"], b["core_drops_pkts"]) for a, b in zip(la, na)]}  # fmt: skip
+    return {
+        "n": n,
+        "loss_l": 100 * m(la, "loss_rate"),
+        "loss_n": 100 * m(na, "loss_rate"),
+        "rel": rel(m(la, "loss_rate"), m(na, "loss_rate")),
+        "gp": rel(m(la, "goodput_mbps"), m(na, "goodput_mbps")),
+        "d": dl,
+        "d_se": dl_se,
+        "drops_l": m(la, "core_drops_pkts"),
+        "drops_n": m(na, "core_drops_pkts"),
+        "dd": dd,
+        "dd_se": dd_se,
+        "lower": sum(a["loss_rate"] < b["loss_rate"] for a, b in zip(la, na)),
+        "range_l": (100 * min(r["loss_rate"] for r in la), 100 * max(r["loss_rate"] for r in la)),
+        "range_n": (100 * min(r["loss_rate"] for r in na), 100 * max(r["loss_rate"] for r in na)),
+        "drops_each": [(a["core_drops_pkts"], b["core_drops_pkts"]) for a, b in zip(la, na)],
+    }
 
 
 def window_tail(exps: dict, at) -> str:
@@ -624,28 +964,47 @@ def window_tail(exps: dict, at) -> str:
         return "It stays **unexplained**."
 
     def mean_of(exp: str, sim: str, m: str) -> float:
-        rows = [e[exp][sim] for k, e in exps.items() if k[:4] == (10, "0.1bdp", "cubic", "droptail")
-                and sim in e.get(exp, {}) and "ns-3" in e.get("sack", {}) and "latlab" in e.get(FULL_PIPE["cubic"], {})]
+        rows = [
+            e[exp][sim]
+            for k, e in exps.items()
+            if k[:4] == (10, "0.1bdp", "cubic", "droptail")
+            and sim in e.get(exp, {})
+            and "ns-3" in e.get("sack", {})
+            and "latlab" in e.get(FULL_PIPE["cubic"], {})
+        ]
         return sum(r[m] for r in rows) / len(rows)
 
-    to = [mean_of(FULL["cubic"], "latlab", "timeouts"), mean_of(FULL_PIPE["cubic"], "latlab", "timeouts"),
-          mean_of("sack", "ns-3", "timeouts")]
-    q = [mean_of(FULL["cubic"], "latlab", "queue_mean_pkts"), mean_of(FULL_PIPE["cubic"], "latlab", "queue_mean_pkts"),
-         mean_of("sack", "ns-3", "queue_mean_pkts")]
+    to = [
+        mean_of(FULL["cubic"], "latlab", "timeouts"),
+        mean_of(FULL_PIPE["cubic"], "latlab", "timeouts"),
+        mean_of("sack", "ns-3", "timeouts"),
+    ]
+    q = [
+        mean_of(FULL["cubic"], "latlab", "queue_mean_pkts"),
+        mean_of(FULL_PIPE["cubic"], "latlab", "queue_mean_pkts"),
+        mean_of("sack", "ns-3", "queue_mean_pkts"),
+    ]
     inside = abs(g_p[1]) <= 10 and abs(g_p[2]) <= 5
-    return (f"What moves it is ns-3's window against the pipe (`window_from_pipe = true`, the sections with tables "
-            f"above): goodput {fmt_pct(g_p[2])}, loss {fmt_pct(g_p[1])}; timeouts per run {to[0]:.1f} → {to[1]:.1f} "
-            f"(ns-3 {to[2]:.1f}), mean queue {q[0]:.2f} → {q[1]:.2f} packets (ns-3 {q[2]:.2f}), means over the "
-            "seeds. With SACK ns-3 sends a new segment for each duplicate ACK that SACKs one, because its window is "
-            "cwnd − pipe in every state; at windows of a few segments that keeps the ACK clock going until the "
-            "third duplicate ACK, where latlab, counting FlightSize, sends nothing, more often runs out of "
-            "duplicate ACKs and waits for the timer. "
-            + ("At 10 flows the goodput gap is **explained** by it; at 100 flows the same setting opens loss gaps "
-               "(below)." if inside else "It does not bring the point inside."))
+    return (
+        f"What moves it is ns-3's window against the pipe (`window_from_pipe = true`, the sections with tables "
+        f"above): goodput {fmt_pct(g_p[2])}, loss {fmt_pct(g_p[1])}; timeouts per run {to[0]:.1f} → {to[1]:.1f} "
+        f"(ns-3 {to[2]:.1f}), mean queue {q[0]:.2f} → {q[1]:.2f} packets (ns-3 {q[2]:.2f}), means over the "
+        "seeds. With SACK ns-3 sends a new segment for each duplicate ACK that SACKs one, because its window is "
+        "cwnd − pipe in every state; at windows of a few segments that keeps the ACK clock going until the "
+        "third duplicate ACK, where latlab, counting FlightSize, sends nothing, more often runs out of "
+        "duplicate ACKs and waits for the timer. "
+        + (
+            "At 10 flows the goodput gap is **explained** by it; at 100 flows the same setting opens loss gaps "
+            "(below)."
+            if inside
+            else "It does not bring the point inside."
+        )
+    )
 
 
 def explanations(exps: dict) -> list[str]:
     """The three gaps the CUBIC and NewReno experiments take up, each with its cause and numbers from the rows."""
+
     def at(exp: str, f: int, cc_: str, label: str):
         for x in loss_gaps_by_cc(exps, exp, "sack", f).get(cc_, []):
             if x[0] == label:
@@ -674,10 +1033,13 @@ def explanations(exps: dict) -> list[str]:
         f"timeout as well, all four as TcpCubic, every 10-flow point is inside 10% "
         f"({loss('sack-ns3-cubic-all', 10, 'cubic', b10)}). None of the four is a latlab defect: latlab's defaults "
         "are RFC 9438's, and each knob is opt-in. Goodput at 0.1 BDP stays below ns-3's"
-        + (f" ({fmt_pct(g[2])})" if g else "") + ": with the same loss latlab's flows sit in more timeouts and "
+        + (f" ({fmt_pct(g[2])})" if g else "")
+        + ": with the same loss latlab's flows sit in more timeouts and "
         "keep a shorter queue; neither ns-3's missing RFC 6675 rescue retransmission (*sack-ns3-all-no-rescue*: no "
         "row changes) nor an RTT sample per ACK (*sack-ns3-all-rtt-per-ack*) moves it. "
-        + window_tail(exps, at) + "\n")
+        + window_tail(exps, at)
+        + "\n"
+    )
     nr2 = loss("sack", 100, "newreno", ["2bdp", "2bdp red", "1bdp red"])
     out.append(
         "**100-flow 2 BDP (RED and drop-tail).** NewReno's loss gaps with SACK "
@@ -691,7 +1053,8 @@ def explanations(exps: dict) -> list[str]:
         f"({loss('sack-ns3-cubic-alpha', 100, 'cubic', ['2bdp red'])}) or all four TcpCubic knobs "
         f"({loss('sack-ns3-cubic-all', 100, 'cubic', ['2bdp red'])}): at 2 BDP each flow holds two to four "
         "segments, deep in the Reno-friendly region, where TcpCubic's α of 0.53 against the RFC's 1 sets the "
-        "growth as at 10 flows.\n")
+        "growth as at 10 flows.\n"
+    )
     g_t = at(TIMER_RULES[0], 10, "newreno", "0.1bdp")
     g_p = at("sack-ns3-newreno-per-ack", 10, "newreno", "0.1bdp")
     if g_t and g_p:
@@ -699,14 +1062,16 @@ def explanations(exps: dict) -> list[str]:
             f"**10-flow 0.1 BDP NewReno goodput.** With the timer and ssthresh rules the loss agrees "
             f"({fmt_pct(g_t[1])}) but goodput is {fmt_pct(g_t[2])}; with TcpNewReno's per-ACK increase as well it is "
             f"{fmt_pct(g_p[2])} at loss {fmt_pct(g_p[1])}, inside the goal, so the goodput gap is the same increase "
-            "rule.\n")
+            "rule.\n"
+        )
     one = loss("sack-ns3-newreno-per-ack", 1, "newreno", b10)
     out.append(
         "**One flow.** The single-flow SACK loss rates are a handful of drops in the window (the counts are in the "
         f"list below). NewReno's agree drop for drop with ns-3's per-ACK increase and rules ({one}); CUBIC's with "
         f"TcpCubic's α and whole-segment arithmetic ({loss('sack-ns3-cubic', 1, 'cubic', b10)}, means over the "
         "seeds in the tables), while the minimum-RTT look-ahead and kept W_max move the deep buffers away again "
-        f"({loss('sack-ns3-cubic-all', 1, 'cubic', b10)}), by a few drops.\n")
+        f"({loss('sack-ns3-cubic-all', 1, 'cubic', b10)}), by a few drops.\n"
+    )
     out += seeds_paragraphs(exps, loss)
     out += window_100_paragraph(exps, loss)
     return out
@@ -714,26 +1079,60 @@ def explanations(exps: dict) -> list[str]:
 
 def window_100_paragraph(exps: dict, loss) -> list[str]:
     """What ns-3's window against the pipe does to the 100-flow points."""
-    labels = ["0.1bdp", "0.5bdp", "1bdp", "2bdp", "10KB", "0.5bdp red", "1bdp red", "2bdp red", "0.5bdp codel",
-              "1bdp codel", "2bdp codel"]
+    labels = [
+        "0.1bdp",
+        "0.5bdp",
+        "1bdp",
+        "2bdp",
+        "10KB",
+        "0.5bdp red",
+        "1bdp red",
+        "2bdp red",
+        "0.5bdp codel",
+        "1bdp codel",
+        "2bdp codel",
+    ]
     if not any(FULL_PIPE["cubic"] in e for k, e in exps.items() if k[0] == 100):
         return []
-    parts = [f"{cc_} {loss(FULL[cc_], 100, cc_, labels)} → {loss(FULL_PIPE[cc_], 100, cc_, labels)}"
-             for cc_ in ("newreno", "cubic")]
-    same100 = [k for k, e in exps.items() if k[0] == 100 and "ns-3" in e.get("sack-ns3-data-retries", {})
-               and "ns-3" in e.get("sack", {}) and all(e["sack"]["ns-3"][m] == e["sack-ns3-data-retries"]["ns-3"][m]
-                                                       for m in ("goodput_mbps", "loss_rate", "timeouts"))]
-    retries_note = (" (not its data-retry limit: lifting it leaves the row of " + ", ".join(
-        f"{k[0]} flows {k[1]} {k[2]}{'' if k[3] == 'droptail' else ' ' + k[3]}" for k in same100)
-        + " unchanged, *sack-ns3-data-retries*)") if same100 else ""
-    return ["**The window against the pipe at 100 flows.** The same knob moves the 100-flow points the other way "
-            f"(loss gaps, every ns-3 rule found before → with `window_from_pipe` as well: {'; '.join(parts)}). "
-            "There each window holds one to three segments and most losses end in a timeout, so what the sender "
-            "may send on duplicate ACKs and after a timeout sets the loss rate; counting the window as ns-3 does, "
-            "latlab now loses more than ns-3 at every 100-flow point. Some other ns-3 behaviour at these windows, "
-            "not found, must hold ns-3 back there" + retries_note + "; the agreement at 100 flows without the knob may be two "
-            "differences cancelling. With the knob these 100-flow loss gaps are **unexplained**; the knob stays "
-            "opt-in, and the next section gives both sets.\n"]
+    parts = [
+        f"{cc_} {loss(FULL[cc_], 100, cc_, labels)} → {loss(FULL_PIPE[cc_], 100, cc_, labels)}"
+        for cc_ in ("newreno", "cubic")
+    ]
+    same100 = [
+        k
+        for k, e in exps.items()
+        if k[0] == 100
+        and "ns-3" in e.get("sack-ns3-data-retries", {})
+        and "ns-3" in e.get("sack", {})
+        and all(
+            e["sack"]["ns-3"][m] == e["sack-ns3-data-retries"]["ns-3"][m]
+            for m in ("goodput_mbps", "loss_rate", "timeouts")
+        )
+    ]
+    retries_note = (
+        (
+            " (not its data-retry limit: lifting it leaves the row of "
+            + ", ".join(
+                f"{k[0]} flows {k[1]} {k[2]}{'' if k[3] == 'droptail' else ' ' + k[3]}"
+                for k in same100
+            )
+            + " unchanged, *sack-ns3-data-retries*)"
+        )
+        if same100
+        else ""
+    )
+    return [
+        "**The window against the pipe at 100 flows.** The same knob moves the 100-flow points the other way "
+        f"(loss gaps, every ns-3 rule found before → with `window_from_pipe` as well: {'; '.join(parts)}). "
+        "There each window holds one to three segments and most losses end in a timeout, so what the sender "
+        "may send on duplicate ACKs and after a timeout sets the loss rate; counting the window as ns-3 does, "
+        "latlab now loses more than ns-3 at every 100-flow point. Some other ns-3 behaviour at these windows, "
+        "not found, must hold ns-3 back there"
+        + retries_note
+        + "; the agreement at 100 flows without the knob may be two "
+        "differences cancelling. With the knob these 100-flow loss gaps are **unexplained**; the knob stays "
+        "opt-in, and the next section gives both sets.\n"
+    ]
 
 
 def pipe_note(exps: dict) -> str:
@@ -741,11 +1140,17 @@ def pipe_note(exps: dict) -> str:
     sp = seed_spread(exps, FULL_PIPE["newreno"], 10, "0.5bdp", "newreno")
     if not sp:
         return ""
-    return (f" At 10 flows 0.5 BDP the gap is latlab losing less at every seed; with ns-3's window against the pipe "
-            f"as well (*{FULL_PIPE['newreno']}*, {sp['n']} seeds) it is {fmt_pct(sp['rel'])} ({sp['d']:+.3f} ± "
-            f"{sp['d_se']:.3f} points per seed), "
-            + ("inside the goal: the same ns-3 behaviour as the 10-flow CUBIC goodput gap above, with the same "
-               "cost at 100 flows (below)." if abs(sp["rel"]) <= 10 else "still outside."))
+    return (
+        f" At 10 flows 0.5 BDP the gap is latlab losing less at every seed; with ns-3's window against the pipe "
+        f"as well (*{FULL_PIPE['newreno']}*, {sp['n']} seeds) it is {fmt_pct(sp['rel'])} ({sp['d']:+.3f} ± "
+        f"{sp['d_se']:.3f} points per seed), "
+        + (
+            "inside the goal: the same ns-3 behaviour as the 10-flow CUBIC goodput gap above, with the same "
+            "cost at 100 flows (below)."
+            if abs(sp["rel"]) <= 10
+            else "still outside."
+        )
+    )
 
 
 def min_rto_paragraph(exps: dict) -> str:
@@ -753,10 +1158,15 @@ def min_rto_paragraph(exps: dict) -> str:
     lat_exp, ns_exp = next(iter(PAIRED.items()))
     out, after = [], []
     for b in ("1bdp", "2bdp"):
-        pairs = [(e[lat_exp]["latlab"], e[ns_exp]["ns-3"], e[FULL["cubic"]]["latlab"], e["sack"]["ns-3"])
-                 for k, e in sorted(exps.items()) if k[:4] == (1, b, "cubic", "droptail")
-                 and "latlab" in e.get(lat_exp, {}) and "ns-3" in e.get(ns_exp, {})
-                 and "latlab" in e.get(FULL["cubic"], {}) and "ns-3" in e.get("sack", {})]
+        pairs = [
+            (e[lat_exp]["latlab"], e[ns_exp]["ns-3"], e[FULL["cubic"]]["latlab"], e["sack"]["ns-3"])
+            for k, e in sorted(exps.items())
+            if k[:4] == (1, b, "cubic", "droptail")
+            and "latlab" in e.get(lat_exp, {})
+            and "ns-3" in e.get(ns_exp, {})
+            and "latlab" in e.get(FULL["cubic"], {})
+            and "ns-3" in e.get("sack", {})
+        ]
         if len(pairs) < 2:
             continue
         m = lambda i, f: sum(p_[i][f] for p_ in pairs) / len(pairs)  # noqa: E731
@@ -764,22 +1174,32 @@ def min_rto_paragraph(exps: dict) -> str:
         dm = sum(d) / len(d)
         se = math.sqrt(sum((x - dm) ** 2 for x in d) / (len(d) - 1) / len(d))
         after.append(rel(m(0, "loss_rate"), m(1, "loss_rate")))
-        out.append(f"{b}, {len(pairs)} seeds: timeouts per run latlab {m(2, 'timeouts'):.2f} → {m(0, 'timeouts'):.2f}, "
-                   f"ns-3 {m(3, 'timeouts'):.2f} → {m(1, 'timeouts'):.2f}; mean queue latlab {m(2, 'queue_mean_pkts'):.0f} "
-                   f"→ {m(0, 'queue_mean_pkts'):.0f}, ns-3 {m(3, 'queue_mean_pkts'):.0f} → {m(1, 'queue_mean_pkts'):.0f} "
-                   f"packets; loss {fmt_pct(rel(m(2, 'loss_rate'), m(3, 'loss_rate')))} → "
-                   f"{fmt_pct(rel(m(0, 'loss_rate'), m(1, 'loss_rate')))} ({m(0, 'core_drops_pkts'):.1f} vs "
-                   f"{m(1, 'core_drops_pkts'):.1f} drops per run, per seed {dm:+.1f} ± {se:.1f})")
+        out.append(
+            f"{b}, {len(pairs)} seeds: timeouts per run latlab {m(2, 'timeouts'):.2f} → {m(0, 'timeouts'):.2f}, "
+            f"ns-3 {m(3, 'timeouts'):.2f} → {m(1, 'timeouts'):.2f}; mean queue latlab {m(2, 'queue_mean_pkts'):.0f} "
+            f"→ {m(0, 'queue_mean_pkts'):.0f}, ns-3 {m(3, 'queue_mean_pkts'):.0f} → {m(1, 'queue_mean_pkts'):.0f} "
+            f"packets; loss {fmt_pct(rel(m(2, 'loss_rate'), m(3, 'loss_rate')))} → "
+            f"{fmt_pct(rel(m(0, 'loss_rate'), m(1, 'loss_rate')))} ({m(0, 'core_drops_pkts'):.1f} vs "
+            f"{m(1, 'core_drops_pkts'):.1f} drops per run, per seed {dm:+.1f} ± {se:.1f})"
+        )
     if not out:
         return ""
-    return (" What differs shows in the timeouts: at 2 BDP ns-3's fast recovery at the end of each CUBIC cycle is "
-            "followed by a timeout (seed 1, the twin's `rto_rows`: a loss at cwnd 327 segments, 228 after the fast "
-            "retransmit, 10 two or three 100-ms samples later), latlab's is not. With the "
-            f"minimum RTO at 1 s on both sides (latlab `min_rto_ms = 1000`, *{lat_exp}*; ns-3 MinRto 1 s, "
-            f"*{ns_exp}*), against the rows above: " + "; ".join(out) + ". "
-            + ("So the one-flow gaps are ns-3's timeouts after fast recovery: with a minimum RTO neither timer "
-               "reaches they close, and they are **explained** by that experiment." + timer_mechanism(exps)
-               if all(abs(g_) <= 10 for g_ in after) else "With it the gaps do not all close."))
+    return (
+        " What differs shows in the timeouts: at 2 BDP ns-3's fast recovery at the end of each CUBIC cycle is "
+        "followed by a timeout (seed 1, the twin's `rto_rows`: a loss at cwnd 327 segments, 228 after the fast "
+        "retransmit, 10 two or three 100-ms samples later), latlab's is not. With the "
+        f"minimum RTO at 1 s on both sides (latlab `min_rto_ms = 1000`, *{lat_exp}*; ns-3 MinRto 1 s, "
+        f"*{ns_exp}*), against the rows above: "
+        + "; ".join(out)
+        + ". "
+        + (
+            "So the one-flow gaps are ns-3's timeouts after fast recovery: with a minimum RTO neither timer "
+            "reaches they close, and they are **explained** by that experiment."
+            + timer_mechanism(exps)
+            if all(abs(g_) <= 10 for g_ in after)
+            else "With it the gaps do not all close."
+        )
+    )
 
 
 def timer_mechanism(exps: dict) -> str:
@@ -787,28 +1207,38 @@ def timer_mechanism(exps: dict) -> str:
     exp = FULL_PIPE_RTT["cubic"]
     parts = []
     for b in ("1bdp", "2bdp"):
-        pairs = [(e[exp]["latlab"], e["sack"]["ns-3"]) for k, e in sorted(exps.items())
-                 if k[:4] == (1, b, "cubic", "droptail") and "latlab" in e.get(exp, {}) and "ns-3" in e.get("sack", {})]
+        pairs = [
+            (e[exp]["latlab"], e["sack"]["ns-3"])
+            for k, e in sorted(exps.items())
+            if k[:4] == (1, b, "cubic", "droptail")
+            and "latlab" in e.get(exp, {})
+            and "ns-3" in e.get("sack", {})
+        ]
         if len(pairs) < 2:
             return ""
         m = lambda i, f: sum(p_[i][f] for p_ in pairs) / len(pairs)  # noqa: E731
-        parts.append(f"{b}, {len(pairs)} seeds: timeouts per run {m(0, 'timeouts'):.2f} against ns-3's "
-                     f"{m(1, 'timeouts'):.2f}, mean queue {m(0, 'queue_mean_pkts'):.0f} against "
-                     f"{m(1, 'queue_mean_pkts'):.0f} packets, loss {fmt_pct(rel(m(0, 'loss_rate'), m(1, 'loss_rate')))}, "
-                     f"goodput {fmt_pct(rel(m(0, 'goodput_mbps'), m(1, 'goodput_mbps')))}")
-    return (" Why ns-3's timer fires: at the three timeouts of seed 1 after the first (the twin's `rto_rows`) its RTO "
-            "was 251.9 ms against a last RTT sample of 250.9 ms. With an RTT sample from every ACK while the queue "
-            "fills slowly, RTTVAR stays a fraction of a millisecond, so RTO = SRTT + G (1 ms). The timer ran from the "
-            "last cumulative ACK, 2.4 ms before the fast recovery began (three duplicate ACKs 0.8 ms apart), and the "
-            "retransmission waits behind the full queue, so its ACK is due about one RTT (250.9 ms) after it was sent, "
-            "while the timer fired 249.5 ms after the recovery began: a spurious timeout. latlab's timer does the same only with both settings that "
-            "make its estimator and its queue the same as ns-3's: an RTT sample per ACK (`timestamps = true`; with "
-            "one timed segment per RTT latlab's SRTT lags the rising RTT, 213–231 ms at its losses at seed 1 against "
-            "250.9 ms with a sample per ACK, which keeps its RTO clear) and the window against the pipe (`window_from_pipe`; without it the three duplicate ACKs "
-            "release no new segment, the queue shrinks by three packets and the retransmission's ACK comes 2.4 ms "
-            f"sooner, inside the timer). With both (*{exp}*): " + "; ".join(parts)
-            + ": the one-flow gaps are **explained** by ns-3's estimator and window together, and neither alone "
-            "(*sack-ns3-all-rtt-per-ack*, *sack-ns3-cubic-all-window-pipe*) reproduces them.")
+        parts.append(
+            f"{b}, {len(pairs)} seeds: timeouts per run {m(0, 'timeouts'):.2f} against ns-3's "
+            f"{m(1, 'timeouts'):.2f}, mean queue {m(0, 'queue_mean_pkts'):.0f} against "
+            f"{m(1, 'queue_mean_pkts'):.0f} packets, loss {fmt_pct(rel(m(0, 'loss_rate'), m(1, 'loss_rate')))}, "
+            f"goodput {fmt_pct(rel(m(0, 'goodput_mbps'), m(1, 'goodput_mbps')))}"
+        )
+    return (
+        " Why ns-3's timer fires: at the three timeouts of seed 1 after the first (the twin's `rto_rows`) its RTO "
+        "was 251.9 ms against a last RTT sample of 250.9 ms. With an RTT sample from every ACK while the queue "
+        "fills slowly, RTTVAR stays a fraction of a millisecond, so RTO = SRTT + G (1 ms). The timer ran from the "
+        "last cumulative ACK, 2.4 ms before the fast recovery began (three duplicate ACKs 0.8 ms apart), and the "
+        "retransmission waits behind the full queue, so its ACK is due about one RTT (250.9 ms) after it was sent, "
+        "while the timer fired 249.5 ms after the recovery began: a spurious timeout. latlab's timer does the same only with both settings that "
+        "make its estimator and its queue the same as ns-3's: an RTT sample per ACK (`timestamps = true`; with "
+        "one timed segment per RTT latlab's SRTT lags the rising RTT, 213–231 ms at its losses at seed 1 against "
+        "250.9 ms with a sample per ACK, which keeps its RTO clear) and the window against the pipe (`window_from_pipe`; without it the three duplicate ACKs "
+        "release no new segment, the queue shrinks by three packets and the retransmission's ACK comes 2.4 ms "
+        f"sooner, inside the timer). With both (*{exp}*): "
+        + "; ".join(parts)
+        + ": the one-flow gaps are **explained** by ns-3's estimator and window together, and neither alone "
+        "(*sack-ns3-all-rtt-per-ack*, *sack-ns3-cubic-all-window-pipe*) reproduces them."
+    )
 
 
 def seeds_paragraphs(exps: dict, loss) -> list[str]:
@@ -824,63 +1254,95 @@ def seeds_paragraphs(exps: dict, loss) -> list[str]:
             return "within two standard errors of zero: inside the seed-to-seed spread"
         return f"{abs(d) / se:.1f} standard errors from zero: not the seed spread"
 
-    nr = [(f, b, q, seed_spread(exps, FULL["newreno"], f, b, "newreno", q))
-          for f, b, q in ((10, "0.5bdp", "droptail"), (100, "1bdp", "red"))]
+    nr = [
+        (f, b, q, seed_spread(exps, FULL["newreno"], f, b, "newreno", q))
+        for f, b, q in ((10, "0.5bdp", "droptail"), (100, "1bdp", "red"))
+    ]
     nr = [x for x in nr if x[3]]
     if nr:
-        out.append("**NewReno, more seeds.** The two NewReno points just outside the goal with every ns-3 rule found "
-                   "(*sack-ns3-newreno-per-ack* against ns-3's SACK rows), each seed drawing its own delays and "
-                   "start times, the same on both sides: " + "; ".join(
-                       f"{f} flows {b}{'' if q == 'droptail' else ' ' + q}, {sp['n']} seeds: loss {sp['loss_l']:.3f}% "
-                       f"/ {sp['loss_n']:.3f}% ({fmt_pct(sp['rel'])}; goodput {fmt_pct(sp['gp'])}), per seed latlab − "
-                       f"ns-3 = {sp['d']:+.3f} ± {sp['d_se']:.3f} points (mean ± standard error), latlab lower at "
-                       f"{sp['lower']} of {sp['n']} seeds, ranges [{sp['range_l'][0]:.3f}, {sp['range_l'][1]:.3f}] / "
-                       f"[{sp['range_n'][0]:.3f}, {sp['range_n'][1]:.3f}]: {verdict(sp)}"
-                       for f, b, q, sp in nr) + "."
-                   + pipe_note(exps) + "\n")
+        out.append(
+            "**NewReno, more seeds.** The two NewReno points just outside the goal with every ns-3 rule found "
+            "(*sack-ns3-newreno-per-ack* against ns-3's SACK rows), each seed drawing its own delays and "
+            "start times, the same on both sides: "
+            + "; ".join(
+                f"{f} flows {b}{'' if q == 'droptail' else ' ' + q}, {sp['n']} seeds: loss {sp['loss_l']:.3f}% "
+                f"/ {sp['loss_n']:.3f}% ({fmt_pct(sp['rel'])}; goodput {fmt_pct(sp['gp'])}), per seed latlab − "
+                f"ns-3 = {sp['d']:+.3f} ± {sp['d_se']:.3f} points (mean ± standard error), latlab lower at "
+                f"{sp['lower']} of {sp['n']} seeds, ranges [{sp['range_l'][0]:.3f}, {sp['range_l'][1]:.3f}] / "
+                f"[{sp['range_n'][0]:.3f}, {sp['range_n'][1]:.3f}]: {verdict(sp)}"
+                for f, b, q, sp in nr
+            )
+            + "."
+            + pipe_note(exps)
+            + "\n"
+        )
     one = [(b, seed_spread(exps, FULL["cubic"], 1, b, "cubic")) for b in ("1bdp", "2bdp")]
     one = [x for x in one if x[1]]
     if one:
-        txt = ("**One CUBIC flow, more seeds.** With all four TcpCubic knobs (*sack-ns3-cubic-all*) a run has a few "
-               "dozen drops in the window, so the loss rate is a count: " + "; ".join(
-                   f"{b}, {sp['n']} seeds: loss {fmt_pct(sp['rel'])}, {sp['drops_l']:.1f} vs {sp['drops_n']:.1f} "
-                   f"drops per run, per seed latlab − ns-3 = {sp['dd']:+.1f} ± {sp['dd_se']:.1f} drops (mean ± "
-                   f"standard error), {sum(abs(a - c) >= 5 for a, c in sp['drops_each'])} of {sp['n']} seeds apart by "
-                   f"5 drops or more: {verdict(sp, drops=True)}" for b, sp in one) + ".")
+        txt = (
+            "**One CUBIC flow, more seeds.** With all four TcpCubic knobs (*sack-ns3-cubic-all*) a run has a few "
+            "dozen drops in the window, so the loss rate is a count: "
+            + "; ".join(
+                f"{b}, {sp['n']} seeds: loss {fmt_pct(sp['rel'])}, {sp['drops_l']:.1f} vs {sp['drops_n']:.1f} "
+                f"drops per run, per seed latlab − ns-3 = {sp['dd']:+.1f} ± {sp['dd_se']:.1f} drops (mean ± "
+                f"standard error), {sum(abs(a - c) >= 5 for a, c in sp['drops_each'])} of {sp['n']} seeds apart by "
+                f"5 drops or more: {verdict(sp, drops=True)}"
+                for b, sp in one
+            )
+            + "."
+        )
         two = dict(one).get("2bdp")
         wo = seed_spread(exps, "sack-ns3-cubic", 1, "2bdp", "cubic")
         wt = seed_spread(exps, "sack-ns3-cubic-alpha-whole-timeout", 1, "2bdp", "cubic")
         if two and wo and wt and abs(two["dd"]) > 2 * two["dd_se"]:
-            txt += (f" At 2 BDP the gap comes with `timeout_keeps_w_max`: without it and without the minimum-RTT "
-                    f"target (*sack-ns3-cubic*, {wo['n']} seeds) loss is {fmt_pct(wo['rel'])} ({wo['dd']:+.1f} ± "
-                    f"{wo['dd_se']:.1f} drops per seed), with it and still without the minimum-RTT target "
-                    f"(*sack-ns3-cubic-alpha-whole-timeout*, {wt['n']} seeds) {fmt_pct(wt['rel'])} ({wt['dd']:+.1f} ± "
-                    f"{wt['dd_se']:.1f}). ns-3 3.44 does keep W_max at a timeout (TcpCubic::CubicReset leaves "
-                    "m_lastMaxCwnd as GetSsThresh set it), so the knob copies that rule." + min_rto_paragraph(exps))
+            txt += (
+                f" At 2 BDP the gap comes with `timeout_keeps_w_max`: without it and without the minimum-RTT "
+                f"target (*sack-ns3-cubic*, {wo['n']} seeds) loss is {fmt_pct(wo['rel'])} ({wo['dd']:+.1f} ± "
+                f"{wo['dd_se']:.1f} drops per seed), with it and still without the minimum-RTT target "
+                f"(*sack-ns3-cubic-alpha-whole-timeout*, {wt['n']} seeds) {fmt_pct(wt['rel'])} ({wt['dd']:+.1f} ± "
+                f"{wt['dd_se']:.1f}). ns-3 3.44 does keep W_max at a timeout (TcpCubic::CubicReset leaves "
+                "m_lastMaxCwnd as GetSsThresh set it), so the knob copies that rule."
+                + min_rto_paragraph(exps)
+            )
         out.append(txt + "\n")
     return out
 
 
 def limited_transmit_check(exps: dict) -> list[str]:
     """ns-3's LimitedTransmit switched on with SACK: does the flag change anything once the window is the pipe?"""
-    pairs = [(k, e["sack"]["ns-3"], e["sack-ns3-limited-transmit"]["ns-3"]) for k, e in sorted(exps.items())
-             if "ns-3" in e.get("sack", {}) and "ns-3" in e.get("sack-ns3-limited-transmit", {})]
+    pairs = [
+        (k, e["sack"]["ns-3"], e["sack-ns3-limited-transmit"]["ns-3"])
+        for k, e in sorted(exps.items())
+        if "ns-3" in e.get("sack", {}) and "ns-3" in e.get("sack-ns3-limited-transmit", {})
+    ]
     if not pairs:
         return []
-    same = all(all(a[m] == b[m] for m in ("goodput_mbps", "loss_rate", "retransmitted_segments", "timeouts"))
-               for _, a, b in pairs)
+    same = all(
+        all(
+            a[m] == b[m]
+            for m in ("goodput_mbps", "loss_rate", "retransmitted_segments", "timeouts")
+        )
+        for _, a, b in pairs
+    )
     where = ", ".join(f"{k[0]} flows {k[1]} {k[2]} seed {k[4]}" for k, _, _ in pairs)
-    return [f"On ns-3's side, TcpSocketBase::LimitedTransmit on instead of off with SACK (*sack-ns3-limited-transmit*, "
-            f"{where}) " + ("gives the same row to the last digit: with SACK the flag does not act, the window "
-                            "against the pipe sends on duplicate ACKs whatever it says (in TcpSocketBase::DupAck it "
-                            "only adds ns-3's emulated SACK block when SACK is off).\n" if same else
-                            "changes the row: the flag acts with SACK too.\n")]
+    return [
+        f"On ns-3's side, TcpSocketBase::LimitedTransmit on instead of off with SACK (*sack-ns3-limited-transmit*, "
+        f"{where}) "
+        + (
+            "gives the same row to the last digit: with SACK the flag does not act, the window "
+            "against the pipe sends on duplicate ACKs whatever it says (in TcpSocketBase::DupAck it "
+            "only adds ns-3's emulated SACK block when SACK is off).\n"
+            if same
+            else "changes the row: the flag acts with SACK too.\n"
+        )
+    ]
 
 
 def full_emulation(exps: dict) -> list[str]:
     """The SACK points with latlab set to every ns-3 behaviour the experiments found (per congestion control, the
     experiment in FULL_EMULATION): how many are inside the goal, and which are not; then the same with the window
     against the pipe as well (FULL_PIPE)."""
+
     def bullets(mapping: dict) -> tuple[list[str], int, int]:
         lines, inside, total = [], 0, 0
         for cc_, exp in mapping.items():
@@ -891,33 +1353,48 @@ def full_emulation(exps: dict) -> list[str]:
                 out_ = [x for x in pts if not (abs(x[1]) <= 10 and abs(x[2]) <= 5)]
                 inside += len(pts) - len(out_)
                 total += len(pts)
-                lines.append(f"* {cc_}, {f} flows (*{exp}*): loss within 10% and goodput within 5% at "
-                             f"{len(pts) - len(out_)} of {len(pts)} points"
-                             + (": outside, " + ", ".join(f"{x[0]} (loss {fmt_pct(x[1])}, goodput {fmt_pct(x[2])})"
-                                                          for x in out_) if out_ else "") + ".")
+                lines.append(
+                    f"* {cc_}, {f} flows (*{exp}*): loss within 10% and goodput within 5% at "
+                    f"{len(pts) - len(out_)} of {len(pts)} points"
+                    + (
+                        ": outside, "
+                        + ", ".join(
+                            f"{x[0]} (loss {fmt_pct(x[1])}, goodput {fmt_pct(x[2])})" for x in out_
+                        )
+                        if out_
+                        else ""
+                    )
+                    + "."
+                )
         return lines, inside, total
 
     lines, inside, total = bullets(FULL_EMULATION)
     if not lines:
         return []
-    out = ["## latlab with every ns-3 behaviour found switched on\n",
-           "The SACK points once more, latlab set to every ns-3 3.44 behaviour the experiments above found to "
-           "matter, each an opt-in latlab setting: the timer and ssthresh rules (`rto_restart_on_fast_retransmit = "
-           "false`, `ssthresh_from_pipe = true`, `rto_backoff_reset_on_ack = true`) and, for NewReno, "
-           "TcpNewReno's per-ACK increase (`per_ack_increase = 1`), for CUBIC the four TcpCubic departures from RFC "
-           "9438 (`alpha_switch = 0`, `whole_segments = 1`, `target_min_rtt = 1`, `timeout_keeps_w_max = 1`). The "
-           "ns-3 side is the SACK rows, unchanged; means over seeds where several ran.\n"] + lines
+    out = [
+        "## latlab with every ns-3 behaviour found switched on\n",
+        "The SACK points once more, latlab set to every ns-3 3.44 behaviour the experiments above found to "
+        "matter, each an opt-in latlab setting: the timer and ssthresh rules (`rto_restart_on_fast_retransmit = "
+        "false`, `ssthresh_from_pipe = true`, `rto_backoff_reset_on_ack = true`) and, for NewReno, "
+        "TcpNewReno's per-ACK increase (`per_ack_increase = 1`), for CUBIC the four TcpCubic departures from RFC "
+        "9438 (`alpha_switch = 0`, `whole_segments = 1`, `target_min_rtt = 1`, `timeout_keeps_w_max = 1`). The "
+        "ns-3 side is the SACK rows, unchanged; means over seeds where several ran.\n",
+    ] + lines
     out += ["", f"In all: {inside} of {total} points inside the goal.\n"]
     pipe, p_in, p_tot = bullets(FULL_PIPE)
     if pipe:
-        out += ["With ns-3's window against the pipe as well (`window_from_pipe = true`, the last two sections "
-                "with tables):\n"] + pipe
+        out += [
+            "With ns-3's window against the pipe as well (`window_from_pipe = true`, the last two sections "
+            "with tables):\n"
+        ] + pipe
         out += ["", f"In all: {p_in} of {p_tot} points inside the goal.\n"]
     rtt, r_in, r_tot = bullets(FULL_PIPE_RTT)
     if rtt:
-        out += ["With an RTT sample per ACK as well (`timestamps = true`, which in latlab only changes RTT "
-                "measurement: ns-3 takes a sample from every ACK of new data without timestamps, latlab times one "
-                "segment per RTT; the one-flow paragraph above says why it matters together with the window):\n"]
+        out += [
+            "With an RTT sample per ACK as well (`timestamps = true`, which in latlab only changes RTT "
+            "measurement: ns-3 takes a sample from every ACK of new data without timestamps, latlab times one "
+            "segment per RTT; the one-flow paragraph above says why it matters together with the window):\n"
+        ]
         out += rtt + ["", f"In all: {r_in} of {r_tot} points inside the goal.\n"]
     return out
 
@@ -925,27 +1402,38 @@ def full_emulation(exps: dict) -> list[str]:
 def sack_gap_closers(exps: dict) -> dict:
     """For each SACK point (flows, buffer, cc, queue) outside the goal, averaged over its seeds: the experiments
     layered on the SACK rows that bring it inside (an empty list where none does)."""
-    return {g: [n for n, r in tried if abs(r[0]) <= 5 and abs(r[1]) <= 10]
-            for g, (_base_gap, tried) in sack_gaps(exps).items()}
+    return {
+        g: [n for n, r in tried if abs(r[0]) <= 5 and abs(r[1]) <= 10]
+        for g, (_base_gap, tried) in sack_gaps(exps).items()
+    }
 
 
 def sack_gaps(exps: dict) -> dict:
     """Each SACK point outside the goal → (its gap over seeds, [(experiment, its gap)] for every layered experiment
     run there); a gap is (goodput %, loss %, loss latlab, loss ns-3, drops latlab, drops ns-3)."""
+
     def gap(k_points: list, lat_exp: str, ns_exp: str):
         la = [exps[k][lat_exp]["latlab"] for k in k_points if "latlab" in exps[k].get(lat_exp, {})]
         na = [exps[k][ns_exp]["ns-3"] for k in k_points if "ns-3" in exps[k].get(ns_exp, {})]
         if not la or not na or len(la) != len(na):
             return None
         m = lambda rows, f: sum(r[f] for r in rows) / len(rows)  # noqa: E731
-        return (rel(m(la, "goodput_mbps"), m(na, "goodput_mbps")), rel(m(la, "loss_rate"), m(na, "loss_rate")),
-                m(la, "loss_rate"), m(na, "loss_rate"), m(la, "core_drops_pkts"), m(na, "core_drops_pkts"))
+        return (
+            rel(m(la, "goodput_mbps"), m(na, "goodput_mbps")),
+            rel(m(la, "loss_rate"), m(na, "loss_rate")),
+            m(la, "loss_rate"),
+            m(na, "loss_rate"),
+            m(la, "core_drops_pkts"),
+            m(na, "core_drops_pkts"),
+        )
 
     points: dict = {}
     for k, e in exps.items():
         if "latlab" in e.get("sack", {}) and "ns-3" in e.get("sack", {}):
             points.setdefault((k[0], k[1], k[2], k[3]), []).append(k)
-    layered = [(n, "sack") for n in LAYERED if LAYERED[n] == "sack"] + [("sack", n) for n in NS3_LAYERED]
+    layered = [(n, "sack") for n in LAYERED if LAYERED[n] == "sack"] + [
+        ("sack", n) for n in NS3_LAYERED
+    ]
     out = {}
     for g, k_points in points.items():
         base_gap = gap(k_points, "sack", "sack")
@@ -970,48 +1458,78 @@ def remaining_gaps(exps: dict) -> list[str]:
         base_gap, tried = table[g]
         closed = [n for n, r in tried if abs(r[0]) <= 5 and abs(r[1]) <= 10]
         label = f"{g[0]} flows {g[1]} {g[2]}" + ("" if g[3] == "droptail" else f" {g[3]}")
-        what = (f"goodput {fmt_pct(base_gap[0])}, loss {100 * base_gap[2]:.3f}% / {100 * base_gap[3]:.3f}% "
-                f"({fmt_pct(base_gap[1])}"
-                + (f"; {base_gap[4]:.0f} vs {base_gap[5]:.0f} drops in the window" if base_gap[5] < 100 else "")
-                + ")")
+        what = (
+            f"goodput {fmt_pct(base_gap[0])}, loss {100 * base_gap[2]:.3f}% / {100 * base_gap[3]:.3f}% "
+            f"({fmt_pct(base_gap[1])}"
+            + (
+                f"; {base_gap[4]:.0f} vs {base_gap[5]:.0f} drops in the window"
+                if base_gap[5] < 100
+                else ""
+            )
+            + ")"
+        )
         loss_only = [(n, r) for n, r in tried if abs(r[1]) <= 10 and n not in closed]
         if closed:
-            status = "inside with " + ", ".join(f"*{n}* ({CAUSES[n]}; goodput {fmt_pct(r[0])}, loss {fmt_pct(r[1])})"
-                                                 if n in CAUSES else f"*{n}*" for n, r in tried if n in closed)
+            status = "inside with " + ", ".join(
+                f"*{n}* ({CAUSES[n]}; goodput {fmt_pct(r[0])}, loss {fmt_pct(r[1])})"
+                if n in CAUSES
+                else f"*{n}*"
+                for n, r in tried
+                if n in closed
+            )
         elif loss_only:
-            status = ("loss inside with " + ", ".join(f"*{n}* (goodput then {fmt_pct(r[0])})" for n, r in loss_only)
-                      + ", goodput not: **partly explained**")
+            status = (
+                "loss inside with "
+                + ", ".join(f"*{n}* (goodput then {fmt_pct(r[0])})" for n, r in loss_only)
+                + ", goodput not: **partly explained**"
+            )
         elif tried:
             best = min(tried, key=lambda x: abs(x[1][1]))
-            status = (f"no experiment brings it inside (closest loss: *{best[0]}* {fmt_pct(best[1][1])}, goodput "
-                      f"{fmt_pct(best[1][0])}): **unexplained**")
+            status = (
+                f"no experiment brings it inside (closest loss: *{best[0]}* {fmt_pct(best[1][1])}, goodput "
+                f"{fmt_pct(best[1][0])}): **unexplained**"
+            )
         else:
             status = "no experiment run: **unexplained**"
         lines.append(f"* {label}: {what}; {status}.")
     if not lines:
         return []
-    return (["## Where the SACK gaps stand\n",
-             "Every point of the SACK table outside the goal (goodput within 5%, loss within 10% relative), and "
-             "whether an experiment above, each one setting changed on one side, brings it inside; means over "
-             "seeds where several ran.\n"] + lines + [""])
+    return (
+        [
+            "## Where the SACK gaps stand\n",
+            "Every point of the SACK table outside the goal (goodput within 5%, loss within 10% relative), and "
+            "whether an experiment above, each one setting changed on one side, brings it inside; means over "
+            "seeds where several ran.\n",
+        ]
+        + lines
+        + [""]
+    )
 
 
 def retries_paragraph(exps: dict) -> list[str]:
     """How far ns-3's own rows move when its data-retry limit is lifted."""
-    pairs = [(k, e["sack"]["ns-3"], e["sack-ns3-data-retries"]["ns-3"]) for k, e in sorted(exps.items())
-             if "ns-3" in e.get("sack", {}) and "ns-3" in e.get("sack-ns3-data-retries", {})]
+    pairs = [
+        (k, e["sack"]["ns-3"], e["sack-ns3-data-retries"]["ns-3"])
+        for k, e in sorted(exps.items())
+        if "ns-3" in e.get("sack", {}) and "ns-3" in e.get("sack-ns3-data-retries", {})
+    ]
     if not pairs:
         return []
     moves = [abs(rel(b["loss_rate"], a["loss_rate"])) for _, a, b in pairs]
     zeros = lambda r: sum(1 for x in r["per_flow_goodput_bps"] if x == 0)  # noqa: E731
     za, zb = sum(zeros(a) for _, a, _ in pairs), sum(zeros(b) for _, _, b in pairs)
-    return [f"Lifting the limit moves ns-3's own loss by at most {max(moves):.1f}% (relative) at these "
-            f"{len(pairs)} points, and its flows with no goodput in the window from {za} to {zb} (summed over the "
-            f"points): the data-retry limit does not explain the loss gap"
-            + (", and most of ns-3's idle flows are not dropped connections." if zb > za / 2 else ".") + "\n"]
+    return [
+        f"Lifting the limit moves ns-3's own loss by at most {max(moves):.1f}% (relative) at these "
+        f"{len(pairs)} points, and its flows with no goodput in the window from {za} to {zb} (summed over the "
+        f"points): the data-retry limit does not explain the loss gap"
+        + (", and most of ns-3's idle flows are not dropped connections." if zb > za / 2 else ".")
+        + "\n"
+    ]
 
 
-def layered_paragraph(exps: dict, exp: str, cause: str, base: tuple[str, str] | None = None) -> list[str]:
+def layered_paragraph(
+    exps: dict, exp: str, cause: str, base: tuple[str, str] | None = None
+) -> list[str]:
     """Per flow count and congestion control: the loss gaps of a latlab-only experiment layered on the SACK rows,
     against `base` (experiment, label) if given, else the timer rows where they exist (10 flows), else the SACK
     rows."""
@@ -1020,33 +1538,51 @@ def layered_paragraph(exps: dict, exp: str, cause: str, base: tuple[str, str] | 
     for f in flow_counts:
         after = loss_gaps_by_cc(exps, exp, "sack", f)
         if base and isinstance(base[0], dict):  # a base experiment per congestion control
-            before = {cc_: loss_gaps_by_cc(exps, e, "sack", f).get(cc_, []) for cc_, e in base[0].items()}
+            before = {
+                cc_: loss_gaps_by_cc(exps, e, "sack", f).get(cc_, []) for cc_, e in base[0].items()
+            }
             before_name = base[1]
         elif base:
             before, before_name = loss_gaps_by_cc(exps, base[0], "sack", f), base[1]
         else:
             timer = loss_gaps_by_cc(exps, "sack-rfc6298-timer", "sack", f) if "timer" in exp else {}
-            before, before_name = ((timer, "timer alone") if timer
-                                   else (loss_gaps_by_cc(exps, "sack", "sack", f), "SACK rows"))
+            before, before_name = (
+                (timer, "timer alone")
+                if timer
+                else (loss_gaps_by_cc(exps, "sack", "sack", f), "SACK rows")
+            )
         parts = []
         for cc_, pts in sorted(after.items(), key=lambda x: x[0] != "newreno"):
             prev_pts = {x[0]: x for x in before.get(cc_, [])}
             ok = sum(abs(x[1]) <= 10 for x in pts)
             good = sum(abs(x[2]) <= 5 for x in pts)
             was = sum(abs(prev_pts[x[0]][1]) <= 10 for x in pts if x[0] in prev_pts)
-            gaps_ = ", ".join(f"{x[0]} {fmt_pct(prev_pts[x[0]][1]) + ' → ' if x[0] in prev_pts else ''}{fmt_pct(x[1])}"
-                              for x in pts)
+            gaps_ = ", ".join(
+                f"{x[0]} {fmt_pct(prev_pts[x[0]][1]) + ' → ' if x[0] in prev_pts else ''}{fmt_pct(x[1])}"
+                for x in pts
+            )
             off = [f"{x[0]} {fmt_pct(x[2])}" for x in pts if abs(x[2]) > 5]
-            same = all(x[0] in prev_pts and abs(prev_pts[x[0]][1] - x[1]) < 0.05
-                       and abs(prev_pts[x[0]][2] - x[2]) < 0.05 for x in pts)
-            verdict = (f"the rows do not change ({before_name} → this identical), so this setting does not act here"
-                       if same else
-                       f"the loss gap closes, so it is explained by {cause}" if ok == len(pts) else
-                       "with this setting the loss gap does not close" if ok <= was else
-                       "the loss gap closes at some points only")
-            parts.append(f"{cc_}: loss within 10% at {ok} of {len(pts)} points ({before_name}: {was}); loss gaps "
-                         f"({before_name} → this) {gaps_}; goodput within 5% at {good} of {len(pts)}"
-                         + (f" (not at {', '.join(off)})" if off else "") + f": {verdict}.")
+            same = all(
+                x[0] in prev_pts
+                and abs(prev_pts[x[0]][1] - x[1]) < 0.05
+                and abs(prev_pts[x[0]][2] - x[2]) < 0.05
+                for x in pts
+            )
+            verdict = (
+                f"the rows do not change ({before_name} → this identical), so this setting does not act here"
+                if same
+                else f"the loss gap closes, so it is explained by {cause}"
+                if ok == len(pts)
+                else "with this setting the loss gap does not close"
+                if ok <= was
+                else "the loss gap closes at some points only"
+            )
+            parts.append(
+                f"{cc_}: loss within 10% at {ok} of {len(pts)} points ({before_name}: {was}); loss gaps "
+                f"({before_name} → this) {gaps_}; goodput within 5% at {good} of {len(pts)}"
+                + (f" (not at {', '.join(off)})" if off else "")
+                + f": {verdict}."
+            )
         by_q: dict = {}
         for cc_, pts in after.items():
             prev_pts = {x[0]: x for x in before.get(cc_, [])}
@@ -1057,15 +1593,26 @@ def layered_paragraph(exps: dict, exp: str, cause: str, base: tuple[str, str] | 
                 c[1] += x[0] in prev_pts and abs(prev_pts[x[0]][1]) <= 10
                 c[2] += 1
         if len(by_q) > 1:
-            parts.append("By core queue: " + ", ".join(f"{q} loss within 10% at {c[0]} of {c[2]} ({before_name}: "
-                                                         f"{c[1]})" for q, c in sorted(by_q.items())) + ".")
+            parts.append(
+                "By core queue: "
+                + ", ".join(
+                    f"{q} loss within 10% at {c[0]} of {c[2]} ({before_name}: {c[1]})"
+                    for q, c in sorted(by_q.items())
+                )
+                + "."
+            )
         out.append(f"At {f} flows, by congestion control: " + " ".join(parts) + "\n")
     return out
 
 
-def sack_section(exps: dict, lat_exp: str = "sack", ns_exp: str = "sack",
-                 title: str = "The grid with SACK on both sides", intro: str = SACK_INTRO,
-                 zero_flows: bool = False) -> list[str]:
+def sack_section(
+    exps: dict,
+    lat_exp: str = "sack",
+    ns_exp: str = "sack",
+    title: str = "The grid with SACK on both sides",
+    intro: str = SACK_INTRO,
+    zero_flows: bool = False,
+) -> list[str]:
     """The grid again with SACK on both sides (experiment "sack"): the recovery both simulators share.
 
     Points run with several seeds (each seed draws its own access delays and start times, the same on both
@@ -1079,11 +1626,14 @@ def sack_section(exps: dict, lat_exp: str = "sack", ns_exp: str = "sack",
             groups.setdefault((k[0], k[1], k[2], k[3]), []).append((k[4], la["latlab"], na["ns-3"]))
     if not groups:
         return []
-    out = [f"## {title}\n", intro,
-           "| flows | buffer (B pkts) | cc | seeds | goodput Mb/s latlab / ns-3 (Δ) | loss % latlab / ns-3 (Δ rel) | "
-           "loss ranges over seeds | retx latlab / ns-3 | RTOs latlab / ns-3 | Jain latlab / ns-3 |"
-           + (" zero flows latlab / ns-3 |" if zero_flows else ""),
-           "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if zero_flows else "")]  # fmt: skip
+    out = [
+        f"## {title}\n",
+        intro,
+        "| flows | buffer (B pkts) | cc | seeds | goodput Mb/s latlab / ns-3 (Δ) | loss % latlab / ns-3 (Δ rel) | "
+        "loss ranges over seeds | retx latlab / ns-3 | RTOs latlab / ns-3 | Jain latlab / ns-3 |"
+        + (" zero flows latlab / ns-3 |" if zero_flows else ""),
+        "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if zero_flows else ""),
+    ]
 
     def zeros(rows: list[dict]) -> float:
         return sum(sum(1 for x in r["per_flow_goodput_bps"] if x == 0) for r in rows) / len(rows)
@@ -1093,11 +1643,20 @@ def sack_section(exps: dict, lat_exp: str = "sack", ns_exp: str = "sack",
 
     within = loss10 = good = overlap_n = multi = 0
     rto10 = [0.0, 0.0]  # mean RTOs summed over the 10-flow rows: latlab, ns-3
-    for g in sorted(groups, key=lambda g: (g[0], g[3], g[1].endswith("KB"), float(g[1].lower().rstrip("bdpk")), g[2])):
+    for g in sorted(
+        groups,
+        key=lambda g: (g[0], g[3], g[1].endswith("KB"), float(g[1].lower().rstrip("bdpk")), g[2]),
+    ):
         runs = sorted(groups[g], key=lambda x: x[0])
         lats, nss = [r[1] for r in runs], [r[2] for r in runs]
-        lat = {m: mean(lats, m) for m in ("goodput_mbps", "loss_rate", "retransmitted_segments", "timeouts", "jain")}
-        ns = {m: mean(nss, m) for m in ("goodput_mbps", "loss_rate", "retransmitted_segments", "timeouts", "jain")}
+        lat = {
+            m: mean(lats, m)
+            for m in ("goodput_mbps", "loss_rate", "retransmitted_segments", "timeouts", "jain")
+        }
+        ns = {
+            m: mean(nss, m)
+            for m in ("goodput_mbps", "loss_rate", "retransmitted_segments", "timeouts", "jain")
+        }
         gp = gaps(lat, ns)
         within += not over(gp)
         loss10 += abs(gp["loss"]) <= 10
@@ -1109,28 +1668,43 @@ def sack_section(exps: dict, lat_exp: str = "sack", ns_exp: str = "sack",
             lo_n, hi_n = min(r["loss_rate"] for r in nss), max(r["loss_rate"] for r in nss)
             ov = lo_l <= hi_n and lo_n <= hi_l
             overlap_n += ov
-            ranges = (f"[{100 * lo_l:.3f}, {100 * hi_l:.3f}] / [{100 * lo_n:.3f}, {100 * hi_n:.3f}]"
-                      + (" overlap" if ov else " apart"))
+            ranges = (
+                f"[{100 * lo_l:.3f}, {100 * hi_l:.3f}] / [{100 * lo_n:.3f}, {100 * hi_n:.3f}]"
+                + (" overlap" if ov else " apart")
+            )
         if g[0] == 10:
             rto10[0] += lat["timeouts"]
             rto10[1] += ns["timeouts"]
         seeds = ",".join(str(r[0]) for r in runs)
         cc = g[2] if g[3] == "droptail" else f"{g[2]}, {g[3]}"
-        out.append(f"| {g[0]} | {g[1]} ({lats[0]['buffer_pkts']}) | {cc} | {seeds} | {lat['goodput_mbps']:.3f} / "
-                   f"{ns['goodput_mbps']:.3f} ({fmt_pct(gp['goodput'])}) | {100 * lat['loss_rate']:.3f} / "
-                   f"{100 * ns['loss_rate']:.3f} ({fmt_pct(gp['loss'])}) | {ranges} | "
-                   f"{lat['retransmitted_segments']:.0f} / {ns['retransmitted_segments']:.0f} | "
-                   f"{lat['timeouts']:.0f} / {ns['timeouts']:.0f} | {lat['jain']:.3f} / {ns['jain']:.3f} |"
-                   + (f" {zeros(lats):.0f} / {zeros(nss):.0f} |" if zero_flows else ""))
+        out.append(
+            f"| {g[0]} | {g[1]} ({lats[0]['buffer_pkts']}) | {cc} | {seeds} | {lat['goodput_mbps']:.3f} / "
+            f"{ns['goodput_mbps']:.3f} ({fmt_pct(gp['goodput'])}) | {100 * lat['loss_rate']:.3f} / "
+            f"{100 * ns['loss_rate']:.3f} ({fmt_pct(gp['loss'])}) | {ranges} | "
+            f"{lat['retransmitted_segments']:.0f} / {ns['retransmitted_segments']:.0f} | "
+            f"{lat['timeouts']:.0f} / {ns['timeouts']:.0f} | {lat['jain']:.3f} / {ns['jain']:.3f} |"
+            + (f" {zeros(lats):.0f} / {zeros(nss):.0f} |" if zero_flows else "")
+        )
     n = len(groups)
     label = "With SACK on" if lat_exp == ns_exp else f"latlab *{lat_exp}* against ns-3 *{ns_exp}*"
-    out += ["", f"{label}: goodput within 5% at {good} of {n} points, loss within 10% (relative) at {loss10} of "
-            f"{n}, both within 5% at {within}."
-            + (f" Of the {multi} points run with several seeds, the two simulators' loss ranges overlap at "
-               f"{overlap_n}." if multi else "")
-            + (f" RTOs at 10 flows (means over seeds, summed over the points): latlab {rto10[0]:.0f}, ns-3 "
-               f"{rto10[1]:.0f} ({rto10[1] / rto10[0]:.1f}×)." if rto10[0] > 0 else "")
-            + "\n"]
+    out += [
+        "",
+        f"{label}: goodput within 5% at {good} of {n} points, loss within 10% (relative) at {loss10} of "
+        f"{n}, both within 5% at {within}."
+        + (
+            f" Of the {multi} points run with several seeds, the two simulators' loss ranges overlap at "
+            f"{overlap_n}."
+            if multi
+            else ""
+        )
+        + (
+            f" RTOs at 10 flows (means over seeds, summed over the points): latlab {rto10[0]:.0f}, ns-3 "
+            f"{rto10[1]:.0f} ({rto10[1] / rto10[0]:.1f}×)."
+            if rto10[0] > 0
+            else ""
+        )
+        + "\n",
+    ]
     return out
 
 
@@ -1144,29 +1718,40 @@ def render(rows: list[dict], command: str) -> str:
         else:
             exps.setdefault(pt.key(), {}).setdefault(r["experiment"], {})[r["simulator"]] = r
     version = next((r["version"] for r in rows if r.get("version")), "ns-3 (not run)")
-    out = ["# latlab against ns-3 on a dumbbell grid\n",
-           f"Generated by `{command}` (re-render without simulating: `--from-jsonl docs/validation/ns3.jsonl "
-           f"--markdown docs/validation/ns3.md`). ns-3 is {version} (PyPI package `ns3`), run by "
-           "benches/validation/ns3_twin.py in a subprocess; the raw rows, per-flow goodputs included, are in "
-           "ns3.jsonl beside this page.\n",
-           "## Matched settings\n", "| setting | latlab | ns-3 | note |", "|---|---|---|---|"]
+    out = [
+        "# latlab against ns-3 on a dumbbell grid\n",
+        f"Generated by `{command}` (re-render without simulating: `--from-jsonl docs/validation/ns3.jsonl "
+        f"--markdown docs/validation/ns3.md`). ns-3 is {version} (PyPI package `ns3`), run by "
+        "benches/validation/ns3_twin.py in a subprocess; the raw rows, per-flow goodputs included, are in "
+        "ns3.jsonl beside this page.\n",
+        "## Matched settings\n",
+        "| setting | latlab | ns-3 | note |",
+        "|---|---|---|---|",
+    ]
     out += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in SETTINGS]
-    out += ["", "B (core buffer, packets) = the factor × the BDP (core rate × the flows' mean two-way propagation "
-            f"delay, in {WIRE_DATA_BYTES}-B packets), at least 1; `10KB` = 10 packets of 1000 B. Loss = drops / "
-            "arrivals at the core queue in the window; queue = core queue length (packets) sampled every "
-            f"{SAMPLE_INTERVAL_MS} ms in the window; retransmitted segments and timeouts over the whole run (ns-3: "
-            "data segments sent at or below the socket's highest sequence; timeouts = entries into CA_LOSS, so "
-            "back-to-back RTOs of one loss episode count once there). Wall = the simulation run alone "
-            "(ns-3: Simulator::Run; latlab: the core's run in a sweep worker, as the sweep records it; rows from "
-            "before the sweep runner: `latlab.run`), on a 2-core VM shared with other jobs; ratio = ns-3 / "
-            "latlab.\n", "## The grid\n",
-            "| flows | buffer (B pkts) | cc | seed | goodput Mb/s latlab / ns-3 (Δ) | loss % latlab / ns-3 (Δ rel) | "
-            "retx latlab / ns-3 | RTOs latlab / ns-3 | queue mean latlab / ns-3 | queue p95 latlab / ns-3 | "
-            "Jain latlab / ns-3 | wall s latlab / ns-3 (ratio) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    out += [
+        "",
+        "B (core buffer, packets) = the factor × the BDP (core rate × the flows' mean two-way propagation "
+        f"delay, in {WIRE_DATA_BYTES}-B packets), at least 1; `10KB` = 10 packets of 1000 B. Loss = drops / "
+        "arrivals at the core queue in the window; queue = core queue length (packets) sampled every "
+        f"{SAMPLE_INTERVAL_MS} ms in the window; retransmitted segments and timeouts over the whole run (ns-3: "
+        "data segments sent at or below the socket's highest sequence; timeouts = entries into CA_LOSS, so "
+        "back-to-back RTOs of one loss episode count once there). Wall = the simulation run alone "
+        "(ns-3: Simulator::Run; latlab: the core's run in a sweep worker, as the sweep records it; rows from "
+        "before the sweep runner: `latlab.run`), on a 2-core VM shared with other jobs; ratio = ns-3 / "
+        "latlab.\n",
+        "## The grid\n",
+        "| flows | buffer (B pkts) | cc | seed | goodput Mb/s latlab / ns-3 (Δ) | loss % latlab / ns-3 (Δ rel) | "
+        "retx latlab / ns-3 | RTOs latlab / ns-3 | queue mean latlab / ns-3 | queue p95 latlab / ns-3 | "
+        "Jain latlab / ns-3 | wall s latlab / ns-3 (ratio) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     flagged = []
     agree = total = 0
-    for k in sorted(base, key=lambda k: (k[0], k[1].endswith("KB"), float(k[1].lower().rstrip("bdpk")), k[2], k[4])):
+    for k in sorted(
+        base,
+        key=lambda k: (k[0], k[1].endswith("KB"), float(k[1].lower().rstrip("bdpk")), k[2], k[4]),
+    ):
         b = base[k]
         lat, ns = b.get("latlab"), b.get("ns-3")
         if not lat:
@@ -1174,9 +1759,21 @@ def render(rows: list[dict], command: str) -> str:
         cc = k[2] if k[3] == "droptail" else f"{k[2]}, {k[3]}"
         head = f"| {k[0]} | {k[1]} ({lat['buffer_pkts']}) | {cc} | {k[4]} |"
         if not ns:
-            out.append(head + f" {lat['goodput_mbps']:.3f} / – | {100 * lat['loss_rate']:.3f} / – | "
-                       + " | ".join(f"{lat[m]} / –" for m in ("retransmitted_segments", "timeouts", "queue_mean_pkts",
-                                                                "queue_p95_pkts", "jain")) + f" | {lat['wall_s']:.2f} / – |")
+            out.append(
+                head
+                + f" {lat['goodput_mbps']:.3f} / – | {100 * lat['loss_rate']:.3f} / – | "
+                + " | ".join(
+                    f"{lat[m]} / –"
+                    for m in (
+                        "retransmitted_segments",
+                        "timeouts",
+                        "queue_mean_pkts",
+                        "queue_p95_pkts",
+                        "jain",
+                    )
+                )
+                + f" | {lat['wall_s']:.2f} / – |"
+            )
             continue
         g = gaps(lat, ns)
         total += 1
@@ -1185,34 +1782,70 @@ def render(rows: list[dict], command: str) -> str:
         else:
             agree += 1
         ratio = ns["wall_s"] / lat["wall_s"] if lat["wall_s"] > 0 else float("nan")
-        out.append(head + f" {lat['goodput_mbps']:.3f} / {ns['goodput_mbps']:.3f} ({fmt_pct(g['goodput'])}) | "
-                   f"{100 * lat['loss_rate']:.3f} / {100 * ns['loss_rate']:.3f} ({fmt_pct(g['loss'])}) | "
-                   + " | ".join(f"{lat[m]} / {ns[m]}" for m in ("retransmitted_segments", "timeouts", "queue_mean_pkts",
-                                                                "queue_p95_pkts"))
-                   + f" | {lat['jain']:.3f} / {ns['jain']:.3f}"
-                   + f" | {lat['wall_s']:.2f} / {ns['wall_s']:.2f} ({ratio:.0f}×) |")  # fmt: skip
-    ratios = sorted(base[k]["ns-3"]["wall_s"] / base[k]["latlab"]["wall_s"] for k in base
-                    if "ns-3" in base[k] and "latlab" in base[k] and base[k]["latlab"]["wall_s"] > 0)
+        out.append(
+            head
+            + f" {lat['goodput_mbps']:.3f} / {ns['goodput_mbps']:.3f} ({fmt_pct(g['goodput'])}) | "
+            f"{100 * lat['loss_rate']:.3f} / {100 * ns['loss_rate']:.3f} ({fmt_pct(g['loss'])}) | "
+            + " | ".join(
+                f"{lat[m]} / {ns[m]}"
+                for m in ("retransmitted_segments", "timeouts", "queue_mean_pkts", "queue_p95_pkts")
+            )
+            + f" | {lat['jain']:.3f} / {ns['jain']:.3f}"
+            + f" | {lat['wall_s']:.2f} / {ns['wall_s']:.2f} ({ratio:.0f}×) |"
+        )
+    ratios = sorted(
+        base[k]["ns-3"]["wall_s"] / base[k]["latlab"]["wall_s"]
+        for k in base
+        if "ns-3" in base[k] and "latlab" in base[k] and base[k]["latlab"]["wall_s"] > 0
+    )
     out += ["", f"Goodput and loss both within 5% at {agree} of {total} points compared."]
     if ratios:
-        out.append(f"ns-3 took {ratios[len(ratios) // 2]:.0f}× latlab's wall time at the median point "
-                   f"({ratios[0]:.0f}–{ratios[-1]:.0f}×).")
+        out.append(
+            f"ns-3 took {ratios[len(ratios) // 2]:.0f}× latlab's wall time at the median point "
+            f"({ratios[0]:.0f}–{ratios[-1]:.0f}×)."
+        )
     out.append("")
     out += sack_section(exps)
-    out += sack_section(exps, "sack-rfc6298-timer", LAYERED["sack-rfc6298-timer"], "SACK on both sides, latlab's timer as RFC 6298 and ns-3",
-                        TIMER_INTRO)
-    out += sack_section(exps, "sack-rfc6298-timer-pipe-ssthresh", LAYERED["sack-rfc6298-timer-pipe-ssthresh"],
-                        "SACK on both sides, latlab's timer as RFC 6298, ssthresh from the pipe as ns-3", PIPE_INTRO)
+    out += sack_section(
+        exps,
+        "sack-rfc6298-timer",
+        LAYERED["sack-rfc6298-timer"],
+        "SACK on both sides, latlab's timer as RFC 6298 and ns-3",
+        TIMER_INTRO,
+    )
+    out += sack_section(
+        exps,
+        "sack-rfc6298-timer-pipe-ssthresh",
+        LAYERED["sack-rfc6298-timer-pipe-ssthresh"],
+        "SACK on both sides, latlab's timer as RFC 6298, ssthresh from the pipe as ns-3",
+        PIPE_INTRO,
+    )
     out += pipe_paragraph(exps)
-    out += sack_section(exps, "sack-rto-backoff-reset", LAYERED["sack-rto-backoff-reset"],
-                        "SACK on both sides, latlab's RTO backoff dropped at every new ACK as ns-3", BACKOFF_INTRO)
-    out += layered_paragraph(exps, "sack-rto-backoff-reset", "ns-3 dropping the RTO backoff at every new ACK")
-    out += sack_section(exps, "sack-ns3-timer-rules", LAYERED["sack-ns3-timer-rules"],
-                        "SACK on both sides, latlab's timer and ssthresh rules all as ns-3", ALL3_INTRO)
-    out += layered_paragraph(exps, "sack-ns3-timer-rules", "ns-3's timer and ssthresh rules together")
+    out += sack_section(
+        exps,
+        "sack-rto-backoff-reset",
+        LAYERED["sack-rto-backoff-reset"],
+        "SACK on both sides, latlab's RTO backoff dropped at every new ACK as ns-3",
+        BACKOFF_INTRO,
+    )
+    out += layered_paragraph(
+        exps, "sack-rto-backoff-reset", "ns-3 dropping the RTO backoff at every new ACK"
+    )
+    out += sack_section(
+        exps,
+        "sack-ns3-timer-rules",
+        LAYERED["sack-ns3-timer-rules"],
+        "SACK on both sides, latlab's timer and ssthresh rules all as ns-3",
+        ALL3_INTRO,
+    )
+    out += layered_paragraph(
+        exps, "sack-ns3-timer-rules", "ns-3's timer and ssthresh rules together"
+    )
     if any("sack-ns3-cubic" in e for e in exps.values()):
-        out.append("The CUBIC loss gap left at 10 flows is taken up in the next sections, each one TcpCubic behaviour "
-                   "switched on in latlab on top of these rules.\n")
+        out.append(
+            "The CUBIC loss gap left at 10 flows is taken up in the next sections, each one TcpCubic behaviour "
+            "switched on in latlab on top of these rules.\n"
+        )
     for name, title, intro, cause in CUBIC_SECTIONS:
         out += sack_section(exps, name, LAYERED[name], title, intro)
         out += layered_paragraph(exps, name, cause, TIMER_RULES)
@@ -1220,22 +1853,37 @@ def render(rows: list[dict], command: str) -> str:
         out += sack_section(exps, name, LAYERED[name], title, intro)
         out += layered_paragraph(exps, name, cause, (base_exp, base_label))
     for i, (name, title, cause) in enumerate(WINDOW_SECTIONS):
-        out += sack_section(exps, name, LAYERED[name], title, WINDOW_INTRO if i == 0 else
-                            "As the previous section, for NewReno.\n")
+        out += sack_section(
+            exps,
+            name,
+            LAYERED[name],
+            title,
+            WINDOW_INTRO if i == 0 else "As the previous section, for NewReno.\n",
+        )
         out += layered_paragraph(exps, name, cause, (FULL, "every ns-3 rule found before"))
     out += limited_transmit_check(exps)
-    out += sack_section(exps, NS3_LAYERED["sack-ns3-data-retries"], "sack-ns3-data-retries",
-                        "SACK on both sides, ns-3 without its data-retry limit", RETRIES_INTRO, zero_flows=True)
+    out += sack_section(
+        exps,
+        NS3_LAYERED["sack-ns3-data-retries"],
+        "sack-ns3-data-retries",
+        "SACK on both sides, ns-3 without its data-retry limit",
+        RETRIES_INTRO,
+        zero_flows=True,
+    )
     out += retries_paragraph(exps)
     for name, intro in TWIN_INTROS.items():
-        title = {"sack-ns3-red-thresholds-unshifted": "RED twin with latlab's thresholds unshifted",
-                 "sack-ns3-codel-target-5ms": "CoDel twin with Target 5 ms"}[name]
+        title = {
+            "sack-ns3-red-thresholds-unshifted": "RED twin with latlab's thresholds unshifted",
+            "sack-ns3-codel-target-5ms": "CoDel twin with Target 5 ms",
+        }[name]
         out += sack_section(exps, NS3_LAYERED[name], name, title, intro)
     other = [(n, b, w) for n, b, w in OTHER_EXPERIMENTS if any(n in e for e in exps.values())]
     if other:
-        out += ["## Other latlab-only experiments\n",
-                "Further settings changed on latlab's side only, each against the ns-3 SACK rows (unchanged), "
-                "summarised without their tables (the rows are in ns3.jsonl).\n"]
+        out += [
+            "## Other latlab-only experiments\n",
+            "Further settings changed on latlab's side only, each against the ns-3 SACK rows (unchanged), "
+            "summarised without their tables (the rows are in ns3.jsonl).\n",
+        ]
         for name, base_, what in other:
             out.append(f"*{name}*: {what}.\n")
             out += layered_paragraph(exps, name, CAUSES[name], base_)
@@ -1252,19 +1900,27 @@ def render(rows: list[dict], command: str) -> str:
     for k in base:
         if k[1].endswith("KB") and "latlab" in base[k]:
             for t in base:
-                if (t[0], t[2], t[3], t[4]) == (k[0], k[2], k[3], k[4]) and not t[1].endswith("KB") \
-                        and "latlab" in base[t] and base[t]["latlab"]["buffer_pkts"] == base[k]["latlab"]["buffer_pkts"]:
+                if (
+                    (t[0], t[2], t[3], t[4]) == (k[0], k[2], k[3], k[4])
+                    and not t[1].endswith("KB")
+                    and "latlab" in base[t]
+                    and base[t]["latlab"]["buffer_pkts"] == base[k]["latlab"]["buffer_pkts"]
+                ):
                     same_run[k] = t
     for k, lat, ns, g in flagged:
         what = " and ".join(f"{m} {fmt_pct(g[m])}" for m in over(g))
         if "loss" in over(g) and "core_drops_pkts" in lat and "core_drops_pkts" in ns:
             what += f" ({lat['core_drops_pkts']} vs {ns['core_drops_pkts']} drops in the window)"
-        lines = [f"* **{k[0]} flows, {k[1]} ({lat['buffer_pkts']} pkts), {k[2]}{'' if k[3] == 'droptail' else ', ' + k[3]}, seed {k[4]}**: {what} "
-                 f"(latlab − ns-3, relative to ns-3)."]
+        lines = [
+            f"* **{k[0]} flows, {k[1]} ({lat['buffer_pkts']} pkts), {k[2]}{'' if k[3] == 'droptail' else ', ' + k[3]}, seed {k[4]}**: {what} "
+            f"(latlab − ns-3, relative to ns-3)."
+        ]
         closed = False
         twin = same_run.get(k) if not exps.get(k) else None
         if twin:
-            lines.append(f"  The same run as {twin[1]} (B = {lat['buffer_pkts']} packets); its experiments:")
+            lines.append(
+                f"  The same run as {twin[1]} (B = {lat['buffer_pkts']} packets); its experiments:"
+            )
         k_exp = twin or k
         for name, sides in sorted(exps.get(k_exp, {}).items()):
             if name in LAYERED or name in NS3_LAYERED or name in PAIRED_NAMES:
@@ -1274,25 +1930,43 @@ def render(rows: list[dict], command: str) -> str:
             g2 = gaps(el, en)
             ok = not over(g2)
             closed |= ok
-            lines.append(f"  experiment *{name}* ({changed}): goodput {fmt_pct(g['goodput'])} → "
-                         f"{fmt_pct(g2['goodput'])}, loss {fmt_pct(g['loss'])} → {fmt_pct(g2['loss'])}: "
-                         + ("the gap closes (both within 5%)." if ok else "the gap does not close."))
+            lines.append(
+                f"  experiment *{name}* ({changed}): goodput {fmt_pct(g['goodput'])} → "
+                f"{fmt_pct(g2['goodput'])}, loss {fmt_pct(g['loss'])} → {fmt_pct(g2['loss'])}: "
+                + ("the gap closes (both within 5%)." if ok else "the gap does not close.")
+            )
         sack = exps.get(k_exp, {}).get("sack")
-        sack_closed = bool(sack and "latlab" in sack and "ns-3" in sack and not over(gaps(sack["latlab"], sack["ns-3"])))
+        sack_closed = bool(
+            sack
+            and "latlab" in sack
+            and "ns-3" in sack
+            and not over(gaps(sack["latlab"], sack["ns-3"]))
+        )
         # With SACK on both sides, the point's gap over seeds is the SACK table's; which layered experiment closes
         # it is in "Where the SACK gaps stand" (no entry there: inside the goal over seeds).
         g_sack = (k_exp[0], k_exp[1], k_exp[2], k_exp[3])
         sack_chain = sack is not None and (g_sack not in closers or closers[g_sack])
-        chain_what = ("inside the goal over its seeds" if g_sack not in closers else
-                      "inside with " + ", ".join(f"*{n}*" for n in closers.get(g_sack, [])))
-        status = ("explained: the gap is in the no-SACK loss recovery, where ns-3 does not run RFC 6582 "
-                  "(ns3-nosack.md); with SACK on both sides it closes" if sack_closed else
-                  "explained by experiment" if closed else
-                  "explained in two steps: the no-SACK part is ns-3's loss recovery (ns3-nosack.md); with SACK on "
-                  f"both sides the point is {chain_what} (Where the SACK gaps stand)" if sack_chain else
-                  "partly explained: with SACK on both sides the point stays outside the goal (Where the SACK gaps "
-                  "stand)" if sack is not None else
-                  "unexplained (experiments above did not close it)" if exps.get(k_exp) else "unexplained (no experiment yet)")
+        chain_what = (
+            "inside the goal over its seeds"
+            if g_sack not in closers
+            else "inside with " + ", ".join(f"*{n}*" for n in closers.get(g_sack, []))
+        )
+        status = (
+            "explained: the gap is in the no-SACK loss recovery, where ns-3 does not run RFC 6582 "
+            "(ns3-nosack.md); with SACK on both sides it closes"
+            if sack_closed
+            else "explained by experiment"
+            if closed
+            else "explained in two steps: the no-SACK part is ns-3's loss recovery (ns3-nosack.md); with SACK on "
+            f"both sides the point is {chain_what} (Where the SACK gaps stand)"
+            if sack_chain
+            else "partly explained: with SACK on both sides the point stays outside the goal (Where the SACK gaps "
+            "stand)"
+            if sack is not None
+            else "unexplained (experiments above did not close it)"
+            if exps.get(k_exp)
+            else "unexplained (no experiment yet)"
+        )
         lines[0] += f" Status: **{status}**."
         out += lines
     out += ["", "## Experiments, by setting changed\n"]
@@ -1302,45 +1976,66 @@ def render(rows: list[dict], command: str) -> str:
             if name in LAYERED or name in NS3_LAYERED or name in PAIRED_NAMES:
                 continue
             g2 = gaps(sides.get("latlab", lat), sides.get("ns-3", ns))
-            changed = "; ".join(f"{s_}: {json.dumps(r['overrides'])}" for s_, r in sorted(sides.items()))
+            changed = "; ".join(
+                f"{s_}: {json.dumps(r['overrides'])}" for s_, r in sorted(sides.items())
+            )
             e = summary.setdefault(name, {"changed": changed, "closed": [], "open": []})
             (e["open"] if over(g2) else e["closed"]).append(f"{k[0]} flows {k[1]} {k[2]}")
     if not summary:
         out.append("None run yet.")
     for name, e in sorted(summary.items()):
         n = len(e["closed"]) + len(e["open"])
-        out.append(f"* *{name}* ({e['changed']}): run at {n} flagged point(s); the gap closes at {len(e['closed'])}"
-                   + (f" ({', '.join(e['closed'])})" if e["closed"] else "")
-                   + (f" and stays at {', '.join(e['open'])}" if e["open"] else "") + ".")
-    prr = [(k, lat, ns, gaps(exps[k]["prr"].get("latlab", lat), exps[k]["prr"].get("ns-3", ns)))
-           for k, lat, ns, g in flagged if "prr" in exps.get(k, {})]
+        out.append(
+            f"* *{name}* ({e['changed']}): run at {n} flagged point(s); the gap closes at {len(e['closed'])}"
+            + (f" ({', '.join(e['closed'])})" if e["closed"] else "")
+            + (f" and stays at {', '.join(e['open'])}" if e["open"] else "")
+            + "."
+        )
+    prr = [
+        (k, lat, ns, gaps(exps[k]["prr"].get("latlab", lat), exps[k]["prr"].get("ns-3", ns)))
+        for k, lat, ns, g in flagged
+        if "prr" in exps.get(k, {})
+    ]
     nr = [x for x in prr if x[0][2] == "newreno"]
     if nr:
         good = [x for x in nr if abs(x[3]["goodput"]) <= 5]
         loss_apart = [x for x in good if not abs(x[3]["loss"]) <= 5]
         label = lambda x: f"{x[0][0]} flows {x[0][1]}"  # noqa: E731
-        out.append(f"\nNewReno: with ns-3's default PRR in place of TcpClassicRecovery, the goodput gap falls within "
-                   f"5% at {len(good)} of the {len(nr)} flagged NewReno points tried"
-                   + (f" ({', '.join(map(label, good))})" if good else "") + "."
-                   + (f" Loss does not follow at {', '.join(map(label, loss_apart))}: there latlab's core loss is "
-                      "then " + ", ".join(f"{fmt_pct(x[3]['loss'])}" for x in loss_apart) + " from ns-3's: PRR is "
-                      "not the whole SACK-off difference (ns3-nosack.md traces the rest; with SACK on both sides "
-                      "these points are inside the goal, statuses above)." if loss_apart else "")
-                   + " A mechanism consistent with the classic-recovery rows (not traced packet by packet): with "
-                   "SACK off ns-3 still keeps a scoreboard (a fake SACK per duplicate ACK) and computes bytes in "
-                   "flight from it, while TcpClassicRecovery sets cwnd to ssthresh on entry; once the window's "
-                   "holes are marked lost the sender may send cwnd − in-flight at once, a line-rate burst from the "
-                   "10× faster access links into the core queue. PRR (RFC 6937) releases segments in proportion to "
-                   "the data delivered, closer to latlab's RFC 6582 NewReno, which sends one segment per duplicate "
-                   "ACK once the inflated window passes the flight. So matching latlab's `newreno` to "
-                   "TcpClassicRecovery, as the issue asks, is the setting to reconsider before any of these NewReno "
-                   "rows is called a latlab defect.")
+        out.append(
+            f"\nNewReno: with ns-3's default PRR in place of TcpClassicRecovery, the goodput gap falls within "
+            f"5% at {len(good)} of the {len(nr)} flagged NewReno points tried"
+            + (f" ({', '.join(map(label, good))})" if good else "")
+            + "."
+            + (
+                f" Loss does not follow at {', '.join(map(label, loss_apart))}: there latlab's core loss is "
+                "then "
+                + ", ".join(f"{fmt_pct(x[3]['loss'])}" for x in loss_apart)
+                + " from ns-3's: PRR is "
+                "not the whole SACK-off difference (ns3-nosack.md traces the rest; with SACK on both sides "
+                "these points are inside the goal, statuses above)."
+                if loss_apart
+                else ""
+            )
+            + " A mechanism consistent with the classic-recovery rows (not traced packet by packet): with "
+            "SACK off ns-3 still keeps a scoreboard (a fake SACK per duplicate ACK) and computes bytes in "
+            "flight from it, while TcpClassicRecovery sets cwnd to ssthresh on entry; once the window's "
+            "holes are marked lost the sender may send cwnd − in-flight at once, a line-rate burst from the "
+            "10× faster access links into the core queue. PRR (RFC 6937) releases segments in proportion to "
+            "the data delivered, closer to latlab's RFC 6582 NewReno, which sends one segment per duplicate "
+            "ACK once the inflated window passes the flight. So matching latlab's `newreno` to "
+            "TcpClassicRecovery, as the issue asks, is the setting to reconsider before any of these NewReno "
+            "rows is called a latlab defect."
+        )
     cubic_prr_open = [p_ for p_ in summary.get("prr", {}).get("open", []) if p_.endswith("cubic")]
     if cubic_prr_open:
-        out.append("\nFor CUBIC, PRR alone does not close the gap (" + ", ".join(cubic_prr_open) + "), and HyStart "
-                   "is not it either where the *hystart* rows exist. What closes them is SACK on both sides "
-                   "(the SACK-off recovery difference, ns3-nosack.md) and then TcpCubic's own rules, each switched "
-                   "on in latlab in the sections above; the statuses above name the experiment for each point.")
+        out.append(
+            "\nFor CUBIC, PRR alone does not close the gap ("
+            + ", ".join(cubic_prr_open)
+            + "), and HyStart "
+            "is not it either where the *hystart* rows exist. What closes them is SACK on both sides "
+            "(the SACK-off recovery difference, ns3-nosack.md) and then TcpCubic's own rules, each switched "
+            "on in latlab in the sections above; the statuses above name the experiment for each point."
+        )
     out += ["", "## Coverage\n"]
     have = {(k[0], k[2], k[3]) for k, b in base.items() if "ns-3" in b}
     flows_run = sorted({k[0] for k in have})
@@ -1349,27 +2044,53 @@ def render(rows: list[dict], command: str) -> str:
     exp_only: dict = {}
     for k, e in exps.items():
         if k[0] not in flows_run:
-            exp_only.setdefault(k[0], set()).update(n for n, sides in e.items() if "ns-3" in sides and "latlab" in sides)
+            exp_only.setdefault(k[0], set()).update(
+                n for n, sides in e.items() if "ns-3" in sides and "latlab" in sides
+            )
     exp_only = {f: names for f, names in exp_only.items() if names}
     missing = [f for f in (1, 10, 100, 1000) if f not in flows_run and f not in exp_only]
-    same = sorted({(k[0], k[2], b["latlab"]["buffer_pkts"]) for k, b in base.items() if k[1].endswith("KB")
-                   and any(k2[0] == k[0] and k2[2] == k[2] and k2[1] != k[1] and b2["latlab"]["buffer_pkts"]
-                           == b["latlab"]["buffer_pkts"] for k2, b2 in base.items())})
+    same = sorted(
+        {
+            (k[0], k[2], b["latlab"]["buffer_pkts"])
+            for k, b in base.items()
+            if k[1].endswith("KB")
+            and any(
+                k2[0] == k[0]
+                and k2[2] == k[2]
+                and k2[1] != k[1]
+                and b2["latlab"]["buffer_pkts"] == b["latlab"]["buffer_pkts"]
+                for k2, b2 in base.items()
+            )
+        }
+    )
     if same:
-        out.append("Where a byte buffer resolves to the same B as a BDP factor (" + ", ".join(
-            f"{f} flows {cc} B = {bp}" for f, cc, bp in same) + "), the two rows are the same run, and an "
-            "experiment listed under one applies to the other.\n")
-    out.append(f"Compared: flows {', '.join(map(str, flows_run)) or 'none'}; seeds {', '.join(map(str, seeds))}; "
-               f"queues {', '.join(sorted({k[2] for k in have})) or 'none'} at the core. "
-               + "".join(f"{f} flows compared only in experiment {', '.join(sorted(names))} (no SACK-off rows; "
-                         f"{', '.join(sorted({k[1] for k in exps if k[0] == f}, key=lambda b: float(b.lower().rstrip('bdpk'))))}, "
-                         f"{', '.join(sorted({k[2] for k in exps if k[0] == f}))}, "
-                         f"{', '.join(sorted({f'{k[5]:g}' for k in exps if k[0] == f}))} s simulated). "
-                         for f, names in sorted(exp_only.items()))
-               + (f"Not yet run against ns-3: {', '.join(map(str, missing))} flows. " if missing else "")
-               + ("".join(f"{q} at the core (the issue's 100-flow case) is not in ns3_grid.py yet; "
-                          for q in ("RED", "CoDel") if q.lower() not in {k[2] for k in have}))
-               + ("a single seed per point, so no point has a spread yet." if len(seeds) < 2 else "") + "\n")
+        out.append(
+            "Where a byte buffer resolves to the same B as a BDP factor ("
+            + ", ".join(f"{f} flows {cc} B = {bp}" for f, cc, bp in same)
+            + "), the two rows are the same run, and an "
+            "experiment listed under one applies to the other.\n"
+        )
+    out.append(
+        f"Compared: flows {', '.join(map(str, flows_run)) or 'none'}; seeds {', '.join(map(str, seeds))}; "
+        f"queues {', '.join(sorted({k[2] for k in have})) or 'none'} at the core. "
+        + "".join(
+            f"{f} flows compared only in experiment {', '.join(sorted(names))} (no SACK-off rows; "
+            f"{', '.join(sorted({k[1] for k in exps if k[0] == f}, key=lambda b: float(b.lower().rstrip('bdpk'))))}, "
+            f"{', '.join(sorted({k[2] for k in exps if k[0] == f}))}, "
+            f"{', '.join(sorted({f'{k[5]:g}' for k in exps if k[0] == f}))} s simulated). "
+            for f, names in sorted(exp_only.items())
+        )
+        + (f"Not yet run against ns-3: {', '.join(map(str, missing))} flows. " if missing else "")
+        + (
+            "".join(
+                f"{q} at the core (the issue's 100-flow case) is not in ns3_grid.py yet; "
+                for q in ("RED", "CoDel")
+                if q.lower() not in {k[2] for k in have}
+            )
+        )
+        + ("a single seed per point, so no point has a spread yet." if len(seeds) < 2 else "")
+        + "\n"
+    )
     return "\n".join(out) + "\n"
 
 
@@ -1397,43 +2118,86 @@ def parse_kv(items: list[str], what: str) -> dict:
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--flows", default="1,10,100", help="comma-separated flow counts (1,10,100)")
-    p.add_argument("--buffers", default="0.1bdp,0.5bdp,1bdp,2bdp,10KB", help="core buffers: XbdP or XKB")
+    p.add_argument(
+        "--buffers", default="0.1bdp,0.5bdp,1bdp,2bdp,10KB", help="core buffers: XbdP or XKB"
+    )
     p.add_argument("--cc", default="newreno,cubic")
     p.add_argument("--seeds", default="1")
-    p.add_argument("--qdisc", default="droptail", help="core queue: droptail, red, codel (comma-separated)")
+    p.add_argument(
+        "--qdisc", default="droptail", help="core queue: droptail, red, codel (comma-separated)"
+    )
     p.add_argument("--duration", type=float, default=45.0, help="simulated seconds (45)")
     p.add_argument("--measure-from", type=float, default=15.0, help="window start, s (15)")
-    p.add_argument("--jobs", type=int, default=2,
-                   help="ns-3 subprocesses at once, and latlab's sweep workers (latlab runs on the sweep runner) (2)")
-    p.add_argument("--sweep-dir", default=None,
-                   help="keep latlab's runs in this sweep folder (catalog, Parquet per run; finished runs are not "
-                        "run again); default: a temporary one")  # fmt: skip
-    p.add_argument("--ns3-python", default=None, help="interpreter with the ns3 package (default: this one)")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=2,
+        help="ns-3 subprocesses at once, and latlab's sweep workers (latlab runs on the sweep runner) (2)",
+    )
+    p.add_argument(
+        "--sweep-dir",
+        default=None,
+        help="keep latlab's runs in this sweep folder (catalog, Parquet per run; finished runs are not "
+        "run again); default: a temporary one",
+    )
+    p.add_argument(
+        "--ns3-python", default=None, help="interpreter with the ns3 package (default: this one)"
+    )
     p.add_argument("--skip-ns3", action="store_true", help="latlab only")
-    p.add_argument("--experiment", default="base", help="name for rows with settings changed (base)")
-    p.add_argument("--ns3-set", action="append", default=[], help="ns-3 override KEY=VALUE (see ns3_twin.OVERRIDES)")
-    p.add_argument("--latlab-set", action="append", default=[], help="latlab override, e.g. tcp.recovery=sack")
-    p.add_argument("--only", choices=("both", "latlab", "ns-3"), default="both",
-                   help="run one side only (an experiment that changes one side reuses the other's base row)")
+    p.add_argument(
+        "--experiment", default="base", help="name for rows with settings changed (base)"
+    )
+    p.add_argument(
+        "--ns3-set",
+        action="append",
+        default=[],
+        help="ns-3 override KEY=VALUE (see ns3_twin.OVERRIDES)",
+    )
+    p.add_argument(
+        "--latlab-set", action="append", default=[], help="latlab override, e.g. tcp.recovery=sack"
+    )
+    p.add_argument(
+        "--only",
+        choices=("both", "latlab", "ns-3"),
+        default="both",
+        help="run one side only (an experiment that changes one side reuses the other's base row)",
+    )
     p.add_argument("--jsonl", default=None, help="append the rows to this file")
-    p.add_argument("--markdown", default=None, help="write the page here (from all rows of --jsonl if given)")
-    p.add_argument("--from-jsonl", default=None, help="render --markdown from stored rows; nothing is simulated")
-    p.add_argument("--write-reference", default=None, help="write the ns-3 rows as a test reference file")
-    p.add_argument("--print-scenario", action="store_true", help="print the first point's latlab TOML and exit")
+    p.add_argument(
+        "--markdown", default=None, help="write the page here (from all rows of --jsonl if given)"
+    )
+    p.add_argument(
+        "--from-jsonl",
+        default=None,
+        help="render --markdown from stored rows; nothing is simulated",
+    )
+    p.add_argument(
+        "--write-reference", default=None, help="write the ns-3 rows as a test reference file"
+    )
+    p.add_argument(
+        "--print-scenario", action="store_true", help="print the first point's latlab TOML and exit"
+    )
     args = p.parse_args(argv)
     if not 0 <= args.measure_from < args.duration:
         p.error("--measure-from must be in [0, --duration)")
     if args.measure_from < START_SPREAD_S and not args.from_jsonl:
-        p.error(f"--measure-from must be at least {START_SPREAD_S:g} s: every flow has started by then")
+        p.error(
+            f"--measure-from must be at least {START_SPREAD_S:g} s: every flow has started by then"
+        )
     if round(args.measure_from * 1000) % SAMPLE_INTERVAL_MS:
         p.error(f"--measure-from must be a multiple of the {SAMPLE_INTERVAL_MS} ms sample interval")
     return args
 
 
 def points(args) -> list[Point]:
-    pts = [Point(int(f), b, cc, q, int(s), args.duration, args.measure_from)
-           for f in args.flows.split(",") for b in args.buffers.split(",") for cc in args.cc.split(",")
-           for q in args.qdisc.split(",") for s in args.seeds.split(",")]  # fmt: skip
+    pts = [
+        Point(int(f), b, cc, q, int(s), args.duration, args.measure_from)
+        for f in args.flows.split(",")
+        for b in args.buffers.split(",")
+        for cc in args.cc.split(",")
+        for q in args.qdisc.split(",")
+        for s in args.seeds.split(",")
+    ]
     for pt in pts:
         pt.buffer_pkts()  # a bad buffer is a usage error before anything runs
         if pt.qdisc not in ("droptail", "red", "codel"):
@@ -1463,8 +2227,14 @@ def main(argv=None) -> int:
         if args.write_reference:
             # the stored rows of the chosen points, with both commands: the one that simulated, this one
             keys = {pt.key() for pt in points(args)}
-            chosen = [r for r in rows if Point(**{f.name: r[f.name] for f in dataclasses.fields(Point)}).key() in keys]
-            write_reference(args.write_reference, chosen, command_of(args.from_jsonl, "?") + "; then " + command)
+            chosen = [
+                r
+                for r in rows
+                if Point(**{f.name: r[f.name] for f in dataclasses.fields(Point)}).key() in keys
+            ]
+            write_reference(
+                args.write_reference, chosen, command_of(args.from_jsonl, "?") + "; then " + command
+            )
         return 0
     try:
         pts = points(args)
@@ -1479,8 +2249,10 @@ def main(argv=None) -> int:
     if not args.skip_ns3 and args.only != "latlab":
         ns3_python = args.ns3_python or sys.executable
         if not ns3_available(ns3_python):
-            print(f"ns-3 skipped: {ns3_python} cannot import the ns3 package (pip install ns3; or --ns3-python PY)",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"ns-3 skipped: {ns3_python} cannot import the ns3 package (pip install ns3; or --ns3-python PY)",
+                file=sys.stderr,
+            )
             ns3_python = None
     rows: list[dict] = []
     if args.jsonl and not Path(args.jsonl).exists():
@@ -1492,11 +2264,13 @@ def main(argv=None) -> int:
         if args.jsonl:
             with open(args.jsonl, "a") as f:
                 f.write(line + "\n")
-        print(f"{r['simulator']:6s} {r['experiment']:10s} {r['flows']:4d} flows {r['buffer']:>7s} "
-              f"({r['buffer_pkts']:4d} p) {r['cc']:7s} goodput {r['goodput_mbps']:7.3f} Mb/s loss "
-              f"{100 * r['loss_rate']:6.3f}% retx {r['retransmitted_segments']:6d} rto {r['timeouts']:4d} "
-              f"q {r['queue_mean_pkts']:7.2f}/{r['queue_p95_pkts']:5.0f} jain {r['jain']:.3f} wall {r['wall_s']:.2f} s",
-              flush=True)  # fmt: skip
+        print(
+            f"{r['simulator']:6s} {r['experiment']:10s} {r['flows']:4d} flows {r['buffer']:>7s} "
+            f"({r['buffer_pkts']:4d} p) {r['cc']:7s} goodput {r['goodput_mbps']:7.3f} Mb/s loss "
+            f"{100 * r['loss_rate']:6.3f}% retx {r['retransmitted_segments']:6d} rto {r['timeouts']:4d} "
+            f"q {r['queue_mean_pkts']:7.2f}/{r['queue_p95_pkts']:5.0f} jain {r['jain']:.3f} wall {r['wall_s']:.2f} s",
+            flush=True,
+        )
 
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = []
@@ -1514,7 +2288,9 @@ def main(argv=None) -> int:
         write_reference(args.write_reference, rows, command)
     if args.markdown:
         all_rows = read_rows(args.jsonl) if args.jsonl else rows
-        Path(args.markdown).write_text(render(all_rows, command_of(args.jsonl, command) if args.jsonl else command))
+        Path(args.markdown).write_text(
+            render(all_rows, command_of(args.jsonl, command) if args.jsonl else command)
+        )
     return 0
 
 
@@ -1522,12 +2298,36 @@ def write_reference(path: str, rows: list[dict], command: str) -> None:
     """The ns-3 base rows as the reference tests/python/test_ns3_reference.py checks latlab against."""
     ns = [r for r in rows if r["simulator"] == "ns-3" and r["experiment"] == "base"]
     if not ns:
-        raise SystemExit("--write-reference: no ns-3 rows to write (is ns-3 available? do the points match?)")
-    ref = {"ns3_version": ns[0].get("version"), "command": command,
-           "tolerance": {"goodput_rel": 0.05, "loss_rel": 0.10},
-           "points": [{k: r[k] for k in ("flows", "buffer", "cc", "qdisc", "seed", "duration_s", "measure_from_s",
-                                         "buffer_pkts", "goodput_mbps", "loss_rate", "retransmitted_segments",
-                                         "timeouts", "queue_mean_pkts", "jain")} for r in ns]}  # fmt: skip
+        raise SystemExit(
+            "--write-reference: no ns-3 rows to write (is ns-3 available? do the points match?)"
+        )
+    ref = {
+        "ns3_version": ns[0].get("version"),
+        "command": command,
+        "tolerance": {"goodput_rel": 0.05, "loss_rel": 0.10},
+        "points": [
+            {
+                k: r[k]
+                for k in (
+                    "flows",
+                    "buffer",
+                    "cc",
+                    "qdisc",
+                    "seed",
+                    "duration_s",
+                    "measure_from_s",
+                    "buffer_pkts",
+                    "goodput_mbps",
+                    "loss_rate",
+                    "retransmitted_segments",
+                    "timeouts",
+                    "queue_mean_pkts",
+                    "jain",
+                )
+            }
+            for r in ns
+        ],
+    }
     Path(path).write_text(json.dumps(ref, indent=1) + "\n")
 
 

@@ -28,8 +28,8 @@ OVERRIDES = {
     "core_extra_pkts": "add this many packets to the core device queue",
     "sack": "TcpSocketBase::Sack (off here, as in latlab's ns2-era twin; on, ns-3 recovers by its RFC 6675 scoreboard)",
     "rto_rows": "diagnosis only, no setting changed: also print, per RTO, (time, cwnd before, ssthresh after, the RTO "
-                "in force, the last RTT sample, time since the cumulative ACK last advanced and since the fast "
-                "recovery began)",
+    "in force, the last RTT sample, time since the cumulative ACK last advanced and since the fast "
+    "recovery began)",
     "core_fifo_qdisc": "hold the core buffer in a FifoQueueDisc (B - 1 packets) over a 1-packet device queue",
     "codel_target_ms": "CoDel's Target (default: latlab's 5 ms less one data-packet serialisation, see build)",
     "red_threshold_shift": "subtract this from latlab's RED thresholds (default 1: the device queue's packet)",
@@ -149,25 +149,35 @@ def build_and_run(p: dict) -> dict:
     ov = p.get("ns3_overrides", {})
     unknown = set(ov) - set(OVERRIDES)
     if unknown:
-        raise SystemExit(f"ns3_overrides: unknown keys {sorted(unknown)}; expected some of {sorted(OVERRIDES)}")
+        raise SystemExit(
+            f"ns3_overrides: unknown keys {sorted(unknown)}; expected some of {sorted(OVERRIDES)}"
+        )
     ns.RngSeedManager.SetSeed(max(1, int(p["seed"])))
 
     cfg = ns.Config.SetDefault
     cc = {"newreno": ns.TcpNewReno, "cubic": ns.TcpCubic}[p["cc"]]
     cfg("ns3::TcpL4Protocol::SocketType", ns.TypeIdValue(cc.GetTypeId()))
-    recovery = {"classic": ns.TcpClassicRecovery, "prr": ns.TcpPrrRecovery}[ov.get("recovery", "classic")]
+    recovery = {"classic": ns.TcpClassicRecovery, "prr": ns.TcpPrrRecovery}[
+        ov.get("recovery", "classic")
+    ]
     cfg("ns3::TcpL4Protocol::RecoveryType", ns.TypeIdValue(recovery.GetTypeId()))
     cfg("ns3::TcpSocket::SegmentSize", ns.UintegerValue(p["mss_bytes"]))
     cfg("ns3::TcpSocket::InitialCwnd", ns.UintegerValue(p["initial_window_segments"]))
     cfg("ns3::TcpSocket::DelAckCount", ns.UintegerValue(1))
     cfg("ns3::TcpSocket::SndBufSize", ns.UintegerValue(p["socket_buffer_bytes"]))
     cfg("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(p["socket_buffer_bytes"]))
-    cfg("ns3::TcpSocketBase::MinRto", ns.TimeValue(ns.MilliSeconds(float(ov.get("min_rto_ms", p["min_rto_ms"])))))
+    cfg(
+        "ns3::TcpSocketBase::MinRto",
+        ns.TimeValue(ns.MilliSeconds(float(ov.get("min_rto_ms", p["min_rto_ms"])))),
+    )
     cfg("ns3::TcpSocketBase::ClockGranularity", ns.TimeValue(ns.MilliSeconds(1)))
     cfg("ns3::RttEstimator::InitialEstimation", ns.TimeValue(ns.Seconds(1)))
     cfg("ns3::TcpSocketBase::Timestamp", ns.BooleanValue(False))
     cfg("ns3::TcpSocketBase::Sack", ns.BooleanValue(bool(ov.get("sack", False))))
-    cfg("ns3::TcpSocketBase::LimitedTransmit", ns.BooleanValue(bool(ov.get("limited_transmit", False))))
+    cfg(
+        "ns3::TcpSocketBase::LimitedTransmit",
+        ns.BooleanValue(bool(ov.get("limited_transmit", False))),
+    )
     cfg("ns3::TcpCubic::HyStart", ns.BooleanValue(bool(ov.get("hystart", False))))
     if "data_retries" in ov:
         cfg("ns3::TcpSocket::DataRetries", ns.UintegerValue(int(ov["data_retries"])))
@@ -203,7 +213,9 @@ def build_and_run(p: dict) -> dict:
     core_pkts = int(p["buffer_pkts"]) + int(ov.get("core_extra_pkts", 0))
     core_devs, _ = link(r1, r2, p["core_rate_bps"], p["core_delay_ms"], f"{core_pkts}p")
     # ACK direction: deep, as latlab's default queue on r2->r1.
-    core_devs.Get(1).GetObject[ns.PointToPointNetDevice]().GetQueue().SetMaxSize(ns.QueueSize("100000p"))
+    core_devs.Get(1).GetObject[ns.PointToPointNetDevice]().GetQueue().SetMaxSize(
+        ns.QueueSize("100000p")
+    )
     core_q = core_devs.Get(0).GetObject[ns.PointToPointNetDevice]().GetQueue()
     fifo = None
     # RED and CoDel: the queue disc holds B - 1 packets over a 1-packet device queue, so ns-3 holds B waiting
@@ -220,9 +232,17 @@ def build_and_run(p: dict) -> dict:
         core_q.SetMaxSize(ns.QueueSize("1p"))
         target_ns = round(float(ov.get("codel_target_ms", 5.0 - ser_ns / 1e6)) * 1e6)
         codel_tch = ns.TrafficControlHelper()
-        codel_tch.SetRootQueueDisc("ns3::CoDelQueueDisc", "MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{disc_pkts}p")),
-                                   "Target", ns.TimeValue(ns.NanoSeconds(target_ns)),
-                                   "Interval", ns.StringValue("100ms"), "MinBytes", ns.UintegerValue(1500))
+        codel_tch.SetRootQueueDisc(
+            "ns3::CoDelQueueDisc",
+            "MaxSize",
+            ns.QueueSizeValue(ns.QueueSize(f"{disc_pkts}p")),
+            "Target",
+            ns.TimeValue(ns.NanoSeconds(target_ns)),
+            "Interval",
+            ns.StringValue("100ms"),
+            "MinBytes",
+            ns.UintegerValue(1500),
+        )
         fifo = codel_tch.Install(core_devs.Get(0)).Get(0)
     elif p.get("qdisc", "droptail") == "red":
         # ns-3's RedQueueDisc is a port of ns-2's red.cc, as latlab's RED: max_p as LInterm = 1/max_p, QW = w_q,
@@ -234,21 +254,39 @@ def build_and_run(p: dict) -> dict:
         shift = float(ov.get("red_threshold_shift", 1.0))
         core_q.SetMaxSize(ns.QueueSize("1p"))
         red_tch = ns.TrafficControlHelper()
-        red_tch.SetRootQueueDisc("ns3::RedQueueDisc", "MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{disc_pkts}p")),
-                                 "MinTh", ns.DoubleValue(max(0.0, r["min_th"] - shift)),
-                                 "MaxTh", ns.DoubleValue(max(1.0, r["max_th"] - shift)),
-                                 "LInterm", ns.DoubleValue(1.0 / r["max_p"]), "QW", ns.DoubleValue(r["w_q"]),
-                                 "Gentle", ns.BooleanValue(r["gentle"]), "Wait", ns.BooleanValue(r["wait"]),
-                                 "MeanPktSize", ns.UintegerValue(r["mean_pkt_size_bytes"]),
-                                 "LinkBandwidth", ns.DataRateValue(ns.DataRate(int(p["core_rate_bps"]))),
-                                 "UseHardDrop", ns.BooleanValue(True))
+        red_tch.SetRootQueueDisc(
+            "ns3::RedQueueDisc",
+            "MaxSize",
+            ns.QueueSizeValue(ns.QueueSize(f"{disc_pkts}p")),
+            "MinTh",
+            ns.DoubleValue(max(0.0, r["min_th"] - shift)),
+            "MaxTh",
+            ns.DoubleValue(max(1.0, r["max_th"] - shift)),
+            "LInterm",
+            ns.DoubleValue(1.0 / r["max_p"]),
+            "QW",
+            ns.DoubleValue(r["w_q"]),
+            "Gentle",
+            ns.BooleanValue(r["gentle"]),
+            "Wait",
+            ns.BooleanValue(r["wait"]),
+            "MeanPktSize",
+            ns.UintegerValue(r["mean_pkt_size_bytes"]),
+            "LinkBandwidth",
+            ns.DataRateValue(ns.DataRate(int(p["core_rate_bps"]))),
+            "UseHardDrop",
+            ns.BooleanValue(True),
+        )
         fifo = red_tch.Install(core_devs.Get(0)).Get(0)
     elif p.get("qdisc", "droptail") != "droptail":
         raise SystemExit(f"qdisc {p['qdisc']!r}: expected droptail, red or codel")
     if ov.get("core_fifo_qdisc"):
         core_q.SetMaxSize(ns.QueueSize("1p"))
         # the device queue holds one waiting packet, so the queue disc holds the rest of the B
-        cfg("ns3::FifoQueueDisc::MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{max(1, core_pkts - 1)}p")))
+        cfg(
+            "ns3::FifoQueueDisc::MaxSize",
+            ns.QueueSizeValue(ns.QueueSize(f"{max(1, core_pkts - 1)}p")),
+        )
         fifo_tch = ns.TrafficControlHelper()
         fifo_tch.SetRootQueueDisc("ns3::FifoQueueDisc")
         fifo = fifo_tch.Install(core_devs.Get(0)).Get(0)
@@ -269,7 +307,9 @@ def build_and_run(p: dict) -> dict:
     sink_apps.Stop(stop)
     sinks = [sink_apps.Get(i).GetObject[ns.PacketSink]() for i in range(n)]
     for i, (_, _, start_s) in enumerate(p["draws"]):
-        bulk = ns.BulkSendHelper("ns3::TcpSocketFactory", ns.InetSocketAddress(sink_addrs[i], PORT).ConvertTo())
+        bulk = ns.BulkSendHelper(
+            "ns3::TcpSocketFactory", ns.InetSocketAddress(sink_addrs[i], PORT).ConvertTo()
+        )
         bulk.SetAttribute("MaxBytes", ns.UintegerValue(0))
         bulk.SetAttribute("SendSize", ns.UintegerValue(p["mss_bytes"]))
         app = bulk.Install(senders.Get(i)).Get(0)
@@ -298,7 +338,9 @@ def build_and_run(p: dict) -> dict:
     interval_ns = int(p["sample_interval_ms"] * 1e6)
 
     def sample():
-        samples.append(int(core_q.GetNPackets()) + (int(fifo.GetNPackets()) if fifo is not None else 0))
+        samples.append(
+            int(core_q.GetNPackets()) + (int(fifo.GetNPackets()) if fifo is not None else 0)
+        )
         if n == 1:
             cwnd_samples.append(int(g.g_cwnd) // p["mss_bytes"])
         if ns.Simulator.Now().GetNanoSeconds() + interval_ns < int(p["duration_s"] * 1e9):
@@ -338,10 +380,18 @@ def build_and_run(p: dict) -> dict:
         # last RTT sample (ms), how long before the timeout the cumulative ACK last advanced and the fast
         # recovery began (ms; the recovery's, if one came after that advance).
         v = g.g_rto_rows
-        out["rto_rows"] = [(round(v[i] / 1e9, 4), v[i + 1] // p["mss_bytes"], v[i + 2] // p["mss_bytes"],
-                            round(v[i + 3] / 1e6, 2), round(v[i + 4] / 1e6, 2), round((v[i] - v[i + 5]) / 1e6, 2),
-                            round((v[i] - v[i + 6]) / 1e6, 2) if v[i + 6] > v[i + 5] else None)
-                           for i in range(0, v.size(), 7)]  # fmt: skip
+        out["rto_rows"] = [
+            (
+                round(v[i] / 1e9, 4),
+                v[i + 1] // p["mss_bytes"],
+                v[i + 2] // p["mss_bytes"],
+                round(v[i + 3] / 1e6, 2),
+                round(v[i + 4] / 1e6, 2),
+                round((v[i] - v[i + 5]) / 1e6, 2),
+                round((v[i] - v[i + 6]) / 1e6, 2) if v[i + 6] > v[i + 5] else None,
+            )
+            for i in range(0, v.size(), 7)
+        ]
     if cwnd_samples:
         out["cwnd_samples_segments"] = cwnd_samples
     ns.Simulator.Destroy()

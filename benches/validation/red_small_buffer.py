@@ -55,21 +55,33 @@ def parse_args(argv=None):
     p.add_argument("--duration", type=float, default=60.0, help="simulated seconds (60)")
     p.add_argument("--measure-from", type=float, default=20.0, help="goodput window start, s (20)")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--ns3-python", default=None,
-                   help="interpreter with the ns3 package (default: this one, if it can import ns)")
+    p.add_argument(
+        "--ns3-python",
+        default=None,
+        help="interpreter with the ns3 package (default: this one, if it can import ns)",
+    )
     p.add_argument("--skip-ns3", action="store_true", help="latlab only")
     p.add_argument("--json", action="store_true", help="one JSON line per point")
-    p.add_argument("--markdown", default=None, help="write the comparison as a Markdown page to this path")
-    p.add_argument("--from-jsonl", default=None,
-                   help="render --markdown from the JSON lines of an earlier --json run (nothing is simulated)")
-    p.add_argument("--one", default=None, help=argparse.SUPPRESS)  # internal: KIND:BUFFER, ns-3 only
+    p.add_argument(
+        "--markdown", default=None, help="write the comparison as a Markdown page to this path"
+    )
+    p.add_argument(
+        "--from-jsonl",
+        default=None,
+        help="render --markdown from the JSON lines of an earlier --json run (nothing is simulated)",
+    )
+    p.add_argument(
+        "--one", default=None, help=argparse.SUPPRESS
+    )  # internal: KIND:BUFFER, ns-3 only
     args = p.parse_args(argv)
     if args.flows < 1 or args.duration <= args.measure_from or args.measure_from < 0:
         p.error("--flows must be >= 1 and 0 <= --measure-from < --duration")
     try:
         args.buffers = [int(b) for b in args.buffers.split(",")]
     except ValueError:
-        p.error(f"--buffers: expected comma-separated whole numbers of packets, got {args.buffers!r}")
+        p.error(
+            f"--buffers: expected comma-separated whole numbers of packets, got {args.buffers!r}"
+        )
     if any(b < 1 for b in args.buffers):
         p.error("--buffers: every buffer must be at least 1 packet")
     return args
@@ -78,7 +90,10 @@ def parse_args(argv=None):
 def draws(args):
     """Access delays and start times, the same on both sides."""
     rng = random.Random(args.seed)
-    return [(rng.uniform(6.0, 20.0), rng.uniform(6.0, 20.0), rng.uniform(0.0, 10.0)) for _ in range(args.flows)]
+    return [
+        (rng.uniform(6.0, 20.0), rng.uniform(6.0, 20.0), rng.uniform(0.0, 10.0))
+        for _ in range(args.flows)
+    ]
 
 
 def red_params(buffer_pkts: int) -> dict:
@@ -93,33 +108,64 @@ def latlab_point(args, kind: str, buffer_pkts: int) -> dict:
 
     core_rate = args.flows * 100e3
     d = draws(args)
-    names = ["r1", "r2"] + [f"s{i}" for i in range(args.flows)] + [f"d{i}" for i in range(args.flows)]
+    names = (
+        ["r1", "r2"] + [f"s{i}" for i in range(args.flows)] + [f"d{i}" for i in range(args.flows)]
+    )
     nodes = [{"name": n} for n in names]
     if kind == "droptail":
         queue = {"kind": "droptail", "limit_packets": buffer_pkts}
     else:
-        queue = {"kind": "red", "limit_packets": buffer_pkts, **red_params(buffer_pkts), "wait": kind == "red"}
+        queue = {
+            "kind": "red",
+            "limit_packets": buffer_pkts,
+            **red_params(buffer_pkts),
+            "wait": kind == "red",
+        }
     # The core's reverse direction (ACKs) keeps latlab's default deep DropTail, as ns-3's 1000-packet device queue.
-    links = [{"from": "r1", "to": "r2", "rate_bps": core_rate, "delay_ms": 100.0, "queue": queue, "duplex": False},
-             {"from": "r2", "to": "r1", "rate_bps": core_rate, "delay_ms": 100.0, "duplex": False}]
+    links = [
+        {
+            "from": "r1",
+            "to": "r2",
+            "rate_bps": core_rate,
+            "delay_ms": 100.0,
+            "queue": queue,
+            "duplex": False,
+        },
+        {"from": "r2", "to": "r1", "rate_bps": core_rate, "delay_ms": 100.0, "duplex": False},
+    ]
     for i, (a, b, _) in enumerate(d):
         links.append({"from": f"s{i}", "to": "r1", "rate_bps": 10e6, "delay_ms": a})
         links.append({"from": "r2", "to": f"d{i}", "rate_bps": 10e6, "delay_ms": b})
-    flows = [{"name": f"f{i}", "src": f"s{i}", "dst": f"d{i}", "cc": "newreno", "start_s": s}
-             for i, (_, _, s) in enumerate(d)]  # fmt: skip
-    sc = {"name": f"red-small-{kind}-{buffer_pkts}", "seed": args.seed, "duration_s": args.duration,
-          "measure_from_s": args.measure_from, "sample_interval_ms": 1000,
-          "tcp": {"preset": "ns2", "min_rto_ms": 200}, "topology": {"kind": "custom", "nodes": nodes, "links": links},
-          "flows": flows, "outputs": {"max_sampled_flows": 0}}  # fmt: skip
+    flows = [
+        {"name": f"f{i}", "src": f"s{i}", "dst": f"d{i}", "cc": "newreno", "start_s": s}
+        for i, (_, _, s) in enumerate(d)
+    ]
+    sc = {
+        "name": f"red-small-{kind}-{buffer_pkts}",
+        "seed": args.seed,
+        "duration_s": args.duration,
+        "measure_from_s": args.measure_from,
+        "sample_interval_ms": 1000,
+        "tcp": {"preset": "ns2", "min_rto_ms": 200},
+        "topology": {"kind": "custom", "nodes": nodes, "links": links},
+        "flows": flows,
+        "outputs": {"max_sampled_flows": 0},
+    }
     t0 = time.perf_counter()
     res = latlab.run(sc)
     wall = time.perf_counter() - t0
     core = res.links[res.links["name"] == "r1->r2"].iloc[0]
-    return {"simulator": "latlab", "kind": kind, "buffer_pkts": buffer_pkts, "wall_s": round(wall, 2),
-            "goodput_mbps": round(float(res.flows["goodput_bps"].sum()) / 1e6, 3),
-            "core_drops": int(core["drops_pkts"]), "early_drops": int(core["drops_early_pkts"]),
-            "forced_drops": int(core["drops_pkts"] - core["drops_early_pkts"]),
-            "core_arrivals": int(core["arrivals_pkts"])}  # fmt: skip
+    return {
+        "simulator": "latlab",
+        "kind": kind,
+        "buffer_pkts": buffer_pkts,
+        "wall_s": round(wall, 2),
+        "goodput_mbps": round(float(res.flows["goodput_bps"].sum()) / 1e6, 3),
+        "core_drops": int(core["drops_pkts"]),
+        "early_drops": int(core["drops_early_pkts"]),
+        "forced_drops": int(core["drops_pkts"] - core["drops_early_pkts"]),
+        "core_arrivals": int(core["arrivals_pkts"]),
+    }
 
 
 # ----- ns-3 ----------------------------------------------------------------------------------------------
@@ -173,7 +219,9 @@ def ns3_point(args, kind: str, buffer_pkts: int) -> dict:
 
     core_devs, _ = link(r1, r2, core_rate, 100.0, "1p")
     # Only r1's device has the 1-packet device queue under the queue disc; the ACK direction gets 1000 packets.
-    core_devs.Get(1).GetObject[ns.PointToPointNetDevice]().GetQueue().SetMaxSize(ns.QueueSize("1000p"))
+    core_devs.Get(1).GetObject[ns.PointToPointNetDevice]().GetQueue().SetMaxSize(
+        ns.QueueSize("1000p")
+    )
     core_tch = ns.TrafficControlHelper()
     if kind == "droptail":
         cfg("ns3::FifoQueueDisc::MaxSize", ns.QueueSizeValue(ns.QueueSize(f"{buffer_pkts}p")))
@@ -206,12 +254,15 @@ def ns3_point(args, kind: str, buffer_pkts: int) -> dict:
 
     stop = ns.Seconds(args.duration)
     sink_apps = ns.PacketSinkHelper(
-        "ns3::TcpSocketFactory", ns.InetSocketAddress(ns.Ipv4Address.GetAny(), PORT).ConvertTo()).Install(receivers)
+        "ns3::TcpSocketFactory", ns.InetSocketAddress(ns.Ipv4Address.GetAny(), PORT).ConvertTo()
+    ).Install(receivers)
     sink_apps.Start(ns.Seconds(0))
     sink_apps.Stop(stop)
     sinks = [sink_apps.Get(i).GetObject[ns.PacketSink]() for i in range(n)]
     for i, (_, _, start) in enumerate(d):
-        bulk = ns.BulkSendHelper("ns3::TcpSocketFactory", ns.InetSocketAddress(sink_addrs[i], PORT).ConvertTo())
+        bulk = ns.BulkSendHelper(
+            "ns3::TcpSocketFactory", ns.InetSocketAddress(sink_addrs[i], PORT).ConvertTo()
+        )
         bulk.SetAttribute("MaxBytes", ns.UintegerValue(0))
         bulk.SetAttribute("SendSize", ns.UintegerValue(PAYLOAD))
         app = bulk.Install(senders.Get(i))
@@ -230,26 +281,52 @@ def ns3_point(args, kind: str, buffer_pkts: int) -> dict:
     wall = time.perf_counter() - t0
     end = sum(s.GetTotalRx() for s in sinks)
     st = qdisc.GetStats()
-    by = {r: int(st.GetNDroppedPackets(r)) for r in ("Unforced drop", "Forced drop", "Dropped by internal queue")}
-    out = {"simulator": "ns-3", "kind": kind, "buffer_pkts": buffer_pkts, "wall_s": round(wall, 2),
-           "goodput_mbps": round((end - rx["start"]) * 8 / (args.duration - args.measure_from) / 1e6, 3),
-           "core_drops": int(st.nTotalDroppedPackets), "early_drops": by["Unforced drop"],
-           # everything not early is forced (FifoQueueDisc names its own reason, "Queue disc limit exceeded")
-           "forced_drops": int(st.nTotalDroppedPackets) - by["Unforced drop"],
-           "forced_avg_drops": by["Forced drop"], "queue_full_drops": by["Dropped by internal queue"],
-           "core_arrivals": int(st.nTotalReceivedPackets)}  # fmt: skip
+    by = {
+        r: int(st.GetNDroppedPackets(r))
+        for r in ("Unforced drop", "Forced drop", "Dropped by internal queue")
+    }
+    out = {
+        "simulator": "ns-3",
+        "kind": kind,
+        "buffer_pkts": buffer_pkts,
+        "wall_s": round(wall, 2),
+        "goodput_mbps": round(
+            (end - rx["start"]) * 8 / (args.duration - args.measure_from) / 1e6, 3
+        ),
+        "core_drops": int(st.nTotalDroppedPackets),
+        "early_drops": by["Unforced drop"],
+        # everything not early is forced (FifoQueueDisc names its own reason, "Queue disc limit exceeded")
+        "forced_drops": int(st.nTotalDroppedPackets) - by["Unforced drop"],
+        "forced_avg_drops": by["Forced drop"],
+        "queue_full_drops": by["Dropped by internal queue"],
+        "core_arrivals": int(st.nTotalReceivedPackets),
+    }
     ns.Simulator.Destroy()
     return out
 
 
 def ns3_subprocess(args, python: str, kind: str, buffer_pkts: int) -> dict | None:
-    cmd = [python, __file__, "--one", f"{kind}:{buffer_pkts}", "--flows", str(args.flows), "--duration",
-           str(args.duration), "--measure-from", str(args.measure_from), "--seed", str(args.seed)]  # fmt: skip
+    cmd = [
+        python,
+        __file__,
+        "--one",
+        f"{kind}:{buffer_pkts}",
+        "--flows",
+        str(args.flows),
+        "--duration",
+        str(args.duration),
+        "--measure-from",
+        str(args.measure_from),
+        "--seed",
+        str(args.seed),
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True)
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
     if r.returncode != 0 or not lines:
-        print(f"ns-3 point {kind} {buffer_pkts}p failed (exit {r.returncode}): {r.stderr.strip()[-400:]}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"ns-3 point {kind} {buffer_pkts}p failed (exit {r.returncode}): {r.stderr.strip()[-400:]}",
+            file=sys.stderr,
+        )
         return None
     return json.loads(lines[-1])
 
@@ -268,42 +345,67 @@ def render(rows: list[dict], args, command: str) -> str:
     by = {(r["simulator"], r["kind"], r["buffer_pkts"]): r for r in rows}
     sims = [s for s in ("latlab", "ns-3") if any(r["simulator"] == s for r in rows)]
     buffers = sorted({r["buffer_pkts"] for r in rows})
-    out = ["# RED at a core buffer of a few packets: latlab and ns-3\n",
-           "Generated by `" + command + "`. The set-up (a cheaper twin of the small-buffer pacing study's experiment "
-           f"G): {args.flows} NewReno flows over a dumbbell whose core carries {args.flows} × 100 kbit/s with a "
-           "100 ms delay; 10 Mbit/s access links with 6–20 ms delays drawn once and shared by both simulators, "
-           "start times uniform in [0, 10] s; 1000-B packets (960 B payload), IW 10, min RTO 200 ms, an ACK per "
-           "segment, no SACK or timestamps. RED as in G: min_th = 0.4·B, max_th = B (packets), max_p 0.1, w_q "
-           "0.002, gentle off, limit B packets; *without wait* turns ns-2's `wait_` rule off. "
-           f"{args.duration:g} s simulated, goodput over [{args.measure_from:g}, {args.duration:g}] s; drops and "
-           "arrivals over the whole run. ns-3's buffer is B packets in the queue disc plus one in the device queue "
-           "under it.\n",
-           "| buffer | queue | " + " | ".join(f"{s}: goodput (Mbit/s) | {s}: drops (early)" for s in sims) + " |",
-           "|---|---|" + "---|---|" * len(sims)]
+    out = [
+        "# RED at a core buffer of a few packets: latlab and ns-3\n",
+        "Generated by `"
+        + command
+        + "`. The set-up (a cheaper twin of the small-buffer pacing study's experiment "
+        f"G): {args.flows} NewReno flows over a dumbbell whose core carries {args.flows} × 100 kbit/s with a "
+        "100 ms delay; 10 Mbit/s access links with 6–20 ms delays drawn once and shared by both simulators, "
+        "start times uniform in [0, 10] s; 1000-B packets (960 B payload), IW 10, min RTO 200 ms, an ACK per "
+        "segment, no SACK or timestamps. RED as in G: min_th = 0.4·B, max_th = B (packets), max_p 0.1, w_q "
+        "0.002, gentle off, limit B packets; *without wait* turns ns-2's `wait_` rule off. "
+        f"{args.duration:g} s simulated, goodput over [{args.measure_from:g}, {args.duration:g}] s; drops and "
+        "arrivals over the whole run. ns-3's buffer is B packets in the queue disc plus one in the device queue "
+        "under it.\n",
+        "| buffer | queue | "
+        + " | ".join(f"{s}: goodput (Mbit/s) | {s}: drops (early)" for s in sims)
+        + " |",
+        "|---|---|" + "---|---|" * len(sims),
+    ]
     for b in buffers:
         for k in KINDS:
             cells = []
             for s in sims:
                 r = by.get((s, k, b))
-                cells += [f"{r['goodput_mbps']:.3f}", f"{r['core_drops']} ({r['early_drops']})"] if r else ["", ""]
+                cells += (
+                    [f"{r['goodput_mbps']:.3f}", f"{r['core_drops']} ({r['early_drops']})"]
+                    if r
+                    else ["", ""]
+                )
             label = {"droptail": "DropTail", "red": "RED", "red-nowait": "RED without wait"}[k]
             out.append(f"| {b} pkt | {label} | " + " | ".join(cells) + " |")
     out.append("")
     notes = []
     for s in sims:
-        same = [b for b in buffers if by.get((s, "red", b)) and by.get((s, "droptail", b))
-                and by[(s, "red", b)]["early_drops"] == 0
-                and by[(s, "red", b)]["core_drops"] == by[(s, "droptail", b)]["core_drops"]
-                and by[(s, "red", b)]["goodput_mbps"] == by[(s, "droptail", b)]["goodput_mbps"]]  # fmt: skip
+        same = [
+            b
+            for b in buffers
+            if by.get((s, "red", b))
+            and by.get((s, "droptail", b))
+            and by[(s, "red", b)]["early_drops"] == 0
+            and by[(s, "red", b)]["core_drops"] == by[(s, "droptail", b)]["core_drops"]
+            and by[(s, "red", b)]["goodput_mbps"] == by[(s, "droptail", b)]["goodput_mbps"]
+        ]
         early = {b: by[(s, "red", b)]["early_drops"] for b in buffers if (s, "red", b) in by}
-        notes.append(f"* **{s}**: RED with wait drops early " + ", ".join(f"{n} times at {b} pkt" for b, n in early.items())
-                     + (f"; at {', '.join(f'{b} pkt' for b in same)} it is DropTail exactly (same drops, same goodput)"
-                        if same else "") + ".")  # fmt: skip
+        notes.append(
+            f"* **{s}**: RED with wait drops early "
+            + ", ".join(f"{n} times at {b} pkt" for b, n in early.items())
+            + (
+                f"; at {', '.join(f'{b} pkt' for b in same)} it is DropTail exactly (same drops, same goodput)"
+                if same
+                else ""
+            )
+            + "."
+        )
     out += notes
     walls = {s: [r["wall_s"] for r in rows if r["simulator"] == s and "wall_s" in r] for s in sims}
     if all(walls.values()):
-        out.append("* Run time per point (the simulation alone; this 2-core VM was shared with other jobs): "
-                   + "; ".join(f"{s} {min(w):.1f}–{max(w):.1f} s" for s, w in walls.items()) + ".")
+        out.append(
+            "* Run time per point (the simulation alone; this 2-core VM was shared with other jobs): "
+            + "; ".join(f"{s} {min(w):.1f}–{max(w):.1f} s" for s, w in walls.items())
+            + "."
+        )
     out.append("")
     out.append(
         "What the numbers show, and why. RED considers an early drop only when the queue already holds more than "
@@ -319,7 +421,8 @@ def render(rows: list[dict], args, command: str) -> str:
         + "The goodput gap between the simulators at "
         "the same queue (present for DropTail too) is not RED's: it belongs to the ns-3 fidelity grid "
         "(benches/validation, docs/validation). ns-3 is the PyPI package `ns3` 3.44; the raw rows are in "
-        "red-small-buffer.jsonl beside this page (re-render with `--from-jsonl`).\n")
+        "red-small-buffer.jsonl beside this page (re-render with `--from-jsonl`).\n"
+    )
     return "\n".join(out) + "\n"
 
 
@@ -348,8 +451,10 @@ def main(argv=None):
         ns3_python = args.ns3_python or sys.executable
         probe = subprocess.run([ns3_python, "-c", "import ns3"], capture_output=True)
         if probe.returncode != 0:
-            print(f"ns-3 skipped: {ns3_python} cannot import the ns3 package (pip install ns3; or --ns3-python PY)",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"ns-3 skipped: {ns3_python} cannot import the ns3 package (pip install ns3; or --ns3-python PY)",
+                file=sys.stderr,
+            )
             ns3_python = None
     rows = []
     for b in args.buffers:
@@ -364,10 +469,12 @@ def main(argv=None):
                 if args.json:
                     print(json.dumps(p), flush=True)
                 else:
-                    print(f"{p['simulator']:7s} {kind:10s} {b:3d} pkt  goodput {p['goodput_mbps']:7.3f} Mbit/s  "
-                          f"core drops {p['core_drops']:7d} = early {p['early_drops']:6d} + forced "
-                          f"{p['forced_drops']:7d} of {p['core_arrivals']} arrivals  (wall {p['wall_s']} s)",
-                          flush=True)  # fmt: skip
+                    print(
+                        f"{p['simulator']:7s} {kind:10s} {b:3d} pkt  goodput {p['goodput_mbps']:7.3f} Mbit/s  "
+                        f"core drops {p['core_drops']:7d} = early {p['early_drops']:6d} + forced "
+                        f"{p['forced_drops']:7d} of {p['core_arrivals']} arrivals  (wall {p['wall_s']} s)",
+                        flush=True,
+                    )
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write(render(rows, args, command))

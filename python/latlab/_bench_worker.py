@@ -57,7 +57,9 @@ def load(name: str) -> tuple[str, str]:
     for candidate in (f"{builtin.BENCH_DIR}/{name}", name):
         if builtin.exists(candidate):
             return builtin.read_text(candidate), builtin.source_name(candidate)
-    raise FileNotFoundError(f"no benchmark {name!r}; built-in benchmarks: {', '.join(builtin.bench_names())}")
+    raise FileNotFoundError(
+        f"no benchmark {name!r}; built-in benchmarks: {', '.join(builtin.bench_names())}"
+    )
 
 
 def quick(text: str, fraction: float = QUICK_FRACTION) -> str:
@@ -72,10 +74,16 @@ def quick(text: str, fraction: float = QUICK_FRACTION) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m latlab._bench_worker", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m latlab._bench_worker", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("name")
-    parser.add_argument("--quick", action="store_true", help=f"run {QUICK_FRACTION:.0%} of the duration")
-    parser.add_argument("--build-only", action="store_true", help="build, measure memory, do not run")
+    parser.add_argument(
+        "--quick", action="store_true", help=f"run {QUICK_FRACTION:.0%} of the duration"
+    )
+    parser.add_argument(
+        "--build-only", action="store_true", help="build, measure memory, do not run"
+    )
     args = parser.parse_args(argv)
     try:
         text, source = load(args.name)
@@ -130,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
         "flows": int(sim.n_flows),
         "links": int(sim.n_links),
         "conservation_ok": all(bool(c.get("ok", True)) for c in sim.conservation())
-        and bool(sim.conservation_ok() if callable(getattr(sim, "conservation_ok", None)) else True),
+        and bool(
+            sim.conservation_ok() if callable(getattr(sim, "conservation_ok", None)) else True
+        ),
         "core_version": str(_core.version()),
     }
     print(json.dumps(record), flush=True)

@@ -20,7 +20,9 @@ def core() -> ModuleType:
     try:
         return importlib.import_module("latlab._core")
     except ImportError as e:
-        raise CoreNotBuiltError(f"latlab's compiled core (latlab._core) is not available: {e}; {BUILD_HINT}") from e
+        raise CoreNotBuiltError(
+            f"latlab's compiled core (latlab._core) is not available: {e}; {BUILD_HINT}"
+        ) from e
 
 
 def core_version() -> str | None:

@@ -37,9 +37,15 @@ def _worker_env() -> dict[str, str]:
     return env
 
 
-def run_one(name: str, quick: bool = False, timeout_s: float | None = None, build_only: bool = False) -> dict[str, Any]:
+def run_one(
+    name: str, quick: bool = False, timeout_s: float | None = None, build_only: bool = False
+) -> dict[str, Any]:
     """Run one benchmark in a subprocess and return its JSON record."""
-    cmd = [sys.executable, "-m", WORKER, name] + (["--quick"] if quick else []) + (["--build-only"] if build_only else [])
+    cmd = (
+        [sys.executable, "-m", WORKER, name]
+        + (["--quick"] if quick else [])
+        + (["--build-only"] if build_only else [])
+    )
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_worker_env(), timeout=timeout_s)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
@@ -54,7 +60,10 @@ def cpu_model() -> str:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             for line in f:
                 key, _, value = line.partition(":")
-                if key.strip() in ("model name", "Hardware", "Processor", "cpu model") and value.strip():
+                if (
+                    key.strip() in ("model name", "Hardware", "Processor", "cpu model")
+                    and value.strip()
+                ):
                     return value.strip()
     except OSError:
         pass

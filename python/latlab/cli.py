@@ -23,8 +23,16 @@ from typing import Any
 import click
 
 from latlab import builtin
-from latlab.errors import EXIT_USER_ERROR, ConservationWarning, CoreNotBuiltError, ScenarioError, SimulationError, UserError
+from latlab.errors import (
+    EXIT_USER_ERROR,
+    ConservationWarning,
+    CoreNotBuiltError,
+    ScenarioError,
+    SimulationError,
+    UserError,
+)
 from latlab.errors import error_line as _error_line
+
 EXIT_INTERRUPTED = 130
 DEFAULT_OUT_ROOT = Path("out")
 
@@ -38,8 +46,14 @@ def _debug() -> bool:
 class LatlabGroup(click.Group):
     """A click group that turns known exceptions into one-line messages and exit codes."""
 
-    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
-             standalone_mode: bool = True, **extra: Any) -> Any:  # fmt: skip
+    def main(
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
             code = rv if isinstance(rv, int) else 0
@@ -80,7 +94,9 @@ class LatlabGroup(click.Group):
         if isinstance(e, SimulationError):
             _error_line(f"the simulation failed (this is a latlab bug; please report it): {e}")
             return 1
-        if isinstance(e, (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)):
+        if isinstance(
+            e, (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+        ):
             reason = e.strerror or str(e)
             _error_line(f"{reason}: {e.filename}" if e.filename else reason)
             return EXIT_USER_ERROR
@@ -102,8 +118,14 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 
 
 @click.group(name="latlab", cls=LatlabGroup, context_settings=CONTEXT_SETTINGS)
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
-              help="Show the version and exit.")  # fmt: skip
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
 def cli() -> None:
     """latlab: a laboratory for transport-layer latency.
 
@@ -165,23 +187,54 @@ def with_duration(sc, duration_s: float):  # noqa: ANN001, ANN201 - latlab.Scena
 
 @cli.command("run")
 @click.argument("scenario", metavar="SCENARIO", required=False)
-@click.option("--default", "use_default", is_flag=True, help="Run the built-in default scenario (same as SCENARIO = default).")
-@click.option("-o", "--outdir", type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for the results  [default: out/<scenario name>]")
+@click.option(
+    "--default",
+    "use_default",
+    is_flag=True,
+    help="Run the built-in default scenario (same as SCENARIO = default).",
+)
+@click.option(
+    "-o",
+    "--outdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for the results  [default: out/<scenario name>]",
+)
 @click.option("--seed", type=click.IntRange(min=0), help="Random seed, replacing the scenario's.")
-@click.option("--duration", "duration_s", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
-              help="Simulated seconds, replacing the scenario's duration_s (measure_from_s shrinks in "
-                   "proportion if it would not fit).")
+@click.option(
+    "--duration",
+    "duration_s",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="Simulated seconds, replacing the scenario's duration_s (measure_from_s shrinks in "
+    "proportion if it would not fit).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no summary; only errors.")
 @click.option("--no-plot", is_flag=True, help="Do not draw overview.png.")
-@click.option("--max-memory", "max_memory", metavar="SIZE", default=None,
-              help="Refuse a scenario estimated to need more memory than SIZE (e.g. 2G, 512M; "
-                   "default: what the machine has available).")  # fmt: skip
-@click.option("--emulate", is_flag=True,
-              help="Run the flows with the Linux kernel's TCP over the scenario's path emulated in real time "
-                   "(latlab-net emulate + flows; root and /dev/net/tun). Takes duration_s of wall time.")  # fmt: skip
-def run_cmd(scenario: str | None, use_default: bool, outdir: Path | None, seed: int | None, duration_s: float | None,
-            quiet: bool, no_plot: bool, max_memory: str | None, emulate: bool) -> None:  # fmt: skip
+@click.option(
+    "--max-memory",
+    "max_memory",
+    metavar="SIZE",
+    default=None,
+    help="Refuse a scenario estimated to need more memory than SIZE (e.g. 2G, 512M; "
+    "default: what the machine has available).",
+)
+@click.option(
+    "--emulate",
+    is_flag=True,
+    help="Run the flows with the Linux kernel's TCP over the scenario's path emulated in real time "
+    "(latlab-net emulate + flows; root and /dev/net/tun). Takes duration_s of wall time.",
+)
+def run_cmd(
+    scenario: str | None,
+    use_default: bool,
+    outdir: Path | None,
+    seed: int | None,
+    duration_s: float | None,
+    quiet: bool,
+    no_plot: bool,
+    max_memory: str | None,
+    emulate: bool,
+) -> None:
     """Simulate a scenario and save its results.
 
     SCENARIO is a TOML file, or the name of a built-in scenario such as
@@ -231,8 +284,15 @@ def run_cmd(scenario: str | None, use_default: bool, outdir: Path | None, seed: 
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConservationWarning)  # reported below, in red
-            results = latlab.run(sc, outdir=outdir, progress=not quiet, seed=seed,
-                                 max_memory_bytes=None if max_memory is None else parse_size(max_memory, "--max-memory"))
+            results = latlab.run(
+                sc,
+                outdir=outdir,
+                progress=not quiet,
+                seed=seed,
+                max_memory_bytes=None
+                if max_memory is None
+                else parse_size(max_memory, "--max-memory"),
+            )
 
     figure = access_figure = subflows_figure = None
     if not no_plot:
@@ -254,8 +314,10 @@ def run_cmd(scenario: str | None, use_default: bool, outdir: Path | None, seed: 
         if subflows_figure is not None:
             console.print(f"MPTCP subflows: {subflows_figure}")
     if not results.conservation_ok:
-        _error_line(f"packet conservation FAILED {results.conservation_problem()} "
-                    f"(a simulator bug; results written to {outdir} but suspect)")  # fmt: skip
+        _error_line(
+            f"packet conservation FAILED {results.conservation_problem()} "
+            f"(a simulator bug; results written to {outdir} but suspect)"
+        )
         click.get_current_context().exit(1)
 
 
@@ -264,7 +326,9 @@ def parse_size(text: str, option: str) -> int:
     units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][0-9]+)?)\s*([kKmMgGtT]?)(?:i?B)?\s*", text)
     if m is None or float(m.group(1)) * units[m.group(2).upper()] < 1:
-        raise UserError(f"{option}: expected a size such as 2G, 512M or 1000000 (bytes), got {text!r}")
+        raise UserError(
+            f"{option}: expected a size such as 2G, 512M or 1000000 (bytes), got {text!r}"
+        )
     return int(float(m.group(1)) * units[m.group(2).upper()])
 
 
@@ -293,15 +357,42 @@ def validate(scenario: str) -> None:
 @cli.command()
 @click.argument("names", nargs=-1, metavar="[NAME]...")
 @click.option("--list", "list_only", is_flag=True, help="List the benchmark scenarios and exit.")
-@click.option("--quick", is_flag=True, help="Run each for 10% of its simulated duration (a smoke test).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per benchmark (with machine info).")
-@click.option("--scale", is_flag=True,
-              help="Cost growth: the dumbbell at 1k, 10k and 100k flows (build, run, events/s, memory).")
-@click.option("--sizes", default=None, metavar="N,N,...", help="Flow counts for --scale (default 1000,10000,100000).")
-@click.option("--figure", "figure_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="With --scale: write the log-log figure (wall time and memory against flows) here.")
-def bench(names: tuple[str, ...], list_only: bool, quick: bool, as_json: bool, scale: bool, sizes: str | None,
-          figure_path: Path | None) -> None:  # fmt: skip
+@click.option(
+    "--quick", is_flag=True, help="Run each for 10% of its simulated duration (a smoke test)."
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON object per benchmark (with machine info).",
+)
+@click.option(
+    "--scale",
+    is_flag=True,
+    help="Cost growth: the dumbbell at 1k, 10k and 100k flows (build, run, events/s, memory).",
+)
+@click.option(
+    "--sizes",
+    default=None,
+    metavar="N,N,...",
+    help="Flow counts for --scale (default 1000,10000,100000).",
+)
+@click.option(
+    "--figure",
+    "figure_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="With --scale: write the log-log figure (wall time and memory against flows) here.",
+)
+def bench(
+    names: tuple[str, ...],
+    list_only: bool,
+    quick: bool,
+    as_json: bool,
+    scale: bool,
+    sizes: str | None,
+    figure_path: Path | None,
+) -> None:
     """Measure simulator speed and memory on the built-in benchmarks.
 
     Each benchmark runs in a fresh Python process so its peak memory is its
@@ -335,9 +426,15 @@ def bench(names: tuple[str, ...], list_only: bool, quick: bool, as_json: bool, s
             click.echo(f"{name:20s} {builtin.description(builtin.BENCH_DIR + '/' + name)}")
         return
     selected = list(names) or available
-    unknown = [n for n in selected if n not in available and not (n.endswith(".toml") and Path(n).is_file())]
+    unknown = [
+        n
+        for n in selected
+        if n not in available and not (n.endswith(".toml") and Path(n).is_file())
+    ]
     if unknown:
-        raise UserError(f"unknown benchmark {', '.join(unknown)}; available: {', '.join(available)}")
+        raise UserError(
+            f"unknown benchmark {', '.join(unknown)}; available: {', '.join(available)}"
+        )
 
     machine = bench_mod.machine_info()
     records: list[dict[str, Any]] = []
@@ -356,16 +453,17 @@ def bench(names: tuple[str, ...], list_only: bool, quick: bool, as_json: bool, s
         if as_json:
             click.echo(json.dumps({**record, "machine": machine}))
     if not as_json:
-        from latlab.report import bench_table
-
         from latlab._bench_worker import QUICK_FRACTION
+        from latlab.report import bench_table
 
         console.print(bench_table(records, machine, QUICK_FRACTION if quick else None))
     if failed:
         click.get_current_context().exit(1)
 
 
-def _bench_scale(console: Any, sizes: str | None, quick: bool, as_json: bool, figure_path: Path | None) -> None:
+def _bench_scale(
+    console: Any, sizes: str | None, quick: bool, as_json: bool, figure_path: Path | None
+) -> None:
     from latlab import bench as bench_mod
     from latlab import scale as scale_mod
 
@@ -375,7 +473,9 @@ def _bench_scale(console: Any, sizes: str | None, quick: bool, as_json: bool, fi
         try:
             counts = [int(float(x)) for x in sizes.split(",") if x.strip()]
         except ValueError:
-            raise UserError(f"--sizes: expected flow counts separated by commas, got {sizes!r}") from None
+            raise UserError(
+                f"--sizes: expected flow counts separated by commas, got {sizes!r}"
+            ) from None
         if not counts or any(c < 2 for c in counts):
             raise UserError(f"--sizes: expected flow counts of at least 2, got {sizes!r}")
     machine = bench_mod.machine_info()
@@ -384,8 +484,10 @@ def _bench_scale(console: Any, sizes: str | None, quick: bool, as_json: bool, fi
         if as_json:
             click.echo(json.dumps({**rec, "machine": machine}))
         else:
-            console.print(f"{rec['flows']:>9,} flows: build {rec['build_s']:.2f} s, run {rec['run_s']:.2f} s "
-                          f"for {rec['sim_s']:g} s simulated, peak {rec['peak_rss_mb']:.0f} MB")
+            console.print(
+                f"{rec['flows']:>9,} flows: build {rec['build_s']:.2f} s, run {rec['run_s']:.2f} s "
+                f"for {rec['sim_s']:g} s simulated, peak {rec['peak_rss_mb']:.0f} MB"
+            )
 
     try:
         records = scale_mod.run(counts, quick=quick, on_record=show)

@@ -59,7 +59,9 @@ def _step(node: Any, key: Key, keys: list[Key], i: int) -> Any:
     where = format_path(keys[: i + 1])
     if isinstance(node, MutableSequence):
         if not _is_index(key):
-            raise KeyError(f"{where}: {format_path(keys[:i]) or 'value'} is a list; expected an integer index")
+            raise KeyError(
+                f"{where}: {format_path(keys[:i]) or 'value'} is a list; expected an integer index"
+            )
         idx = int(key)
         if not -len(node) <= idx < len(node):
             raise KeyError(f"{where}: index out of range (the list has {len(node)} items)")
@@ -68,7 +70,9 @@ def _step(node: Any, key: Key, keys: list[Key], i: int) -> Any:
         if str(key) not in node:
             raise KeyError(f"{where}: no such key")
         return node[str(key)]
-    raise KeyError(f"{where}: {format_path(keys[:i])} is a {type(node).__name__}, not a table or list")
+    raise KeyError(
+        f"{where}: {format_path(keys[:i])} is a {type(node).__name__}, not a table or list"
+    )
 
 
 def get(data: Any, path: str, default: Any = _MISSING) -> Any:
@@ -89,7 +93,12 @@ def _parent(data: Any, keys: list[Key], create: bool) -> Any:
     """The container holding the last key, creating missing tables on the way if asked."""
     node = data
     for i, key in enumerate(keys[:-1]):
-        if create and isinstance(node, MutableMapping) and str(key) not in node and not _is_index(keys[i + 1]):
+        if (
+            create
+            and isinstance(node, MutableMapping)
+            and str(key) not in node
+            and not _is_index(keys[i + 1])
+        ):
             node[str(key)] = {}
         node = _step(node, key, keys, i)
     return node
@@ -109,7 +118,9 @@ def set_value(data: Any, path: str, value: Any) -> None:
     elif isinstance(parent, MutableMapping):
         parent[str(last)] = value
     else:
-        raise KeyError(f"{format_path(keys)}: {format_path(keys[:-1])} is a {type(parent).__name__}, not a table or list")
+        raise KeyError(
+            f"{format_path(keys)}: {format_path(keys[:-1])} is a {type(parent).__name__}, not a table or list"
+        )
 
 
 def delete(data: Any, path: str, missing_ok: bool = True) -> None:

@@ -82,11 +82,17 @@ def plan(binary: Path, scenario_path: Path) -> dict[str, Any]:
     """The flow engine's plan for ``scenario_path``; ScenarioError naming what cannot be emulated."""
     from latlab.errors import ScenarioError
 
-    res = subprocess.run([str(binary), "flows", str(scenario_path), "--plan"], capture_output=True, text=True,
-                         timeout=120)  # fmt: skip
+    res = subprocess.run(
+        [str(binary), "flows", str(scenario_path), "--plan"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if res.returncode != 0:
         msg = res.stderr.strip().removeprefix("error: ")
-        raise ScenarioError(msg or f"latlab-net flows --plan failed with exit code {res.returncode}")
+        raise ScenarioError(
+            msg or f"latlab-net flows --plan failed with exit code {res.returncode}"
+        )
     return json.loads(res.stdout)
 
 
@@ -134,7 +140,9 @@ def _links_table(emu_links: pd.DataFrame, window_s: float) -> pd.DataFrame:
     df = emu_links.copy()
     ends = df["name"].str.split("->", n=1, expand=True)
     df["src"], df["dst"] = ends[0], ends[1]
-    df["utilization"] = df["departures_bytes"] * 8 / (df["rate_bps"].where(df["rate_bps"] > 0) * window_s)
+    df["utilization"] = (
+        df["departures_bytes"] * 8 / (df["rate_bps"].where(df["rate_bps"] > 0) * window_s)
+    )
     for col in ("arrivals_bytes", "drops_bytes", "drops_early_pkts"):
         df[col] = pd.NA
     rest = [c for c in df.columns if c not in schema.LINKS]
@@ -144,12 +152,17 @@ def _links_table(emu_links: pd.DataFrame, window_s: float) -> pd.DataFrame:
 def _conservation(emu_links: pd.DataFrame) -> pd.DataFrame:
     if not len(emu_links):
         return frames.empty_frame(schema.CONSERVATION)
-    return pd.DataFrame({
-        "link": emu_links["name"], "arrivals": emu_links["arrivals_pkts"],
-        "departures": emu_links["departures_pkts"], "drops": emu_links["drops_pkts"],
-        "lost": emu_links["lost_pkts"], "queued": emu_links["queued_pkts"],
-        "ok": emu_links["conservation_ok"].astype(bool),
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "link": emu_links["name"],
+            "arrivals": emu_links["arrivals_pkts"],
+            "departures": emu_links["departures_pkts"],
+            "drops": emu_links["drops_pkts"],
+            "lost": emu_links["lost_pkts"],
+            "queued": emu_links["queued_pkts"],
+            "ok": emu_links["conservation_ok"].astype(bool),
+        }
+    )
 
 
 def _notes(the_plan: dict[str, Any], summary: dict[str, Any]) -> list[str]:
@@ -157,9 +170,11 @@ def _notes(the_plan: dict[str, Any], summary: dict[str, Any]) -> list[str]:
     notes = list(the_plan.get("notes", []))
     drops = int(summary.get("client_device_drops") or 0)
     if drops:
-        notes.append(f"{drops} packet(s) were dropped by the client namespace's TUN device before the emulator "
-                     "read them (it fell behind, e.g. on a busy machine); they count as lost for their flows "
-                     "but in no link's drops")  # fmt: skip
+        notes.append(
+            f"{drops} packet(s) were dropped by the client namespace's TUN device before the emulator "
+            "read them (it fell behind, e.g. on a busy machine); they count as lost for their flows "
+            "but in no link's drops"
+        )
     return notes
 
 
@@ -206,27 +221,61 @@ def run_emulated(
     quiet_flag = ["--quiet"] if quiet else []
     rt_flag = ["--realtime", str(int(realtime))] if realtime else []
     emu = subprocess.Popen(
-        [str(binary), "emulate", str(path), "--stay", "--out", str(work), "--quiet", *rt_flag,
-         "--client", the_plan["client_node"], "--server", the_plan["server_node"]],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            str(binary),
+            "emulate",
+            str(path),
+            "--stay",
+            "--out",
+            str(work),
+            "--quiet",
+            *rt_flag,
+            "--client",
+            the_plan["client_node"],
+            "--server",
+            the_plan["server_node"],
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         ready = _read_ready(emu)
-        emu_t0_unix_ns = time.time_ns()  # the ready line is printed just before the emulator's clock starts
+        emu_t0_unix_ns = (
+            time.time_ns()
+        )  # the ready line is printed just before the emulator's clock starts
         if not quiet:
-            print(f"emulating {the_plan['client_node']} -> {the_plan['server_node']} "
-                  f"({ready['client_ns']} -> {ready['server_ns']}), {len(the_plan['flows'])} flow(s) "
-                  f"for {the_plan['duration_ns'] / 1e9:g} s", flush=True)  # fmt: skip
+            print(
+                f"emulating {the_plan['client_node']} -> {the_plan['server_node']} "
+                f"({ready['client_ns']} -> {ready['server_ns']}), {len(the_plan['flows'])} flow(s) "
+                f"for {the_plan['duration_ns'] / 1e9:g} s",
+                flush=True,
+            )
         flows_run = subprocess.run(
-            [str(binary), "flows", str(path), "--client-ns", ready["client_ns"], "--server-ns", ready["server_ns"],
-             "--server-addr", ready["server_addr"], "--out", str(work), *quiet_flag],
-            capture_output=True, text=True,
-        )  # fmt: skip
+            [
+                str(binary),
+                "flows",
+                str(path),
+                "--client-ns",
+                ready["client_ns"],
+                "--server-ns",
+                ready["server_ns"],
+                "--server-addr",
+                ready["server_addr"],
+                "--out",
+                str(work),
+                *quiet_flag,
+            ],
+            capture_output=True,
+            text=True,
+        )
     finally:
         emu_code = _stop(emu)
     wall_s = perf_counter() - started
     if flows_run.returncode != 0:
-        raise RuntimeError(f"latlab-net flows failed (exit code {flows_run.returncode}): {flows_run.stderr.strip()}")
+        raise RuntimeError(
+            f"latlab-net flows failed (exit code {flows_run.returncode}): {flows_run.stderr.strip()}"
+        )
     if emu_code != 0:
         err = emu.stderr.read().strip() if emu.stderr is not None else ""
         raise RuntimeError(f"the emulator failed (exit code {emu_code}): {err}")
@@ -247,8 +296,9 @@ def run_emulated(
         # Onto the flows' clock (t = 0 when the flows' run began); rows before it are dropped.
         shift = int(summary["t0_unix_ns"]) - emu_t0_unix_ns
         link_samples["time_ns"] = link_samples["time_ns"] - shift
-        link_samples = link_samples[(link_samples["time_ns"] >= 0)
-                                    & (link_samples["time_ns"] <= summary["elapsed_ns"])].reset_index(drop=True)
+        link_samples = link_samples[
+            (link_samples["time_ns"] >= 0) & (link_samples["time_ns"] <= summary["elapsed_ns"])
+        ].reset_index(drop=True)
     emu_links = _read_csv(work / "links.csv", ())
     window_s = max(summary["elapsed_ns"] - summary["measure_from_ns"], 1) / 1e9
     tables = {
@@ -274,7 +324,9 @@ def run_emulated(
         "n_flows": len(flows),
         "n_links": len(emu_links),
     }
-    results = Results(tables=tables, run_info=run_info, conservation=_conservation(emu_links), scenario=sc)
+    results = Results(
+        tables=tables, run_info=run_info, conservation=_conservation(emu_links), scenario=sc
+    )
     results.run_info["conservation_ok"] = results.conservation_ok
     results.write(out)
     return results

@@ -21,9 +21,15 @@ from latlab import _atomic
 from latlab.schema import NULLABLE_INT_COLUMNS
 
 _NULLABLE_INT = {
-    pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype(),
-    pa.uint8(): pd.UInt8Dtype(), pa.uint16(): pd.UInt16Dtype(), pa.uint32(): pd.UInt32Dtype(), pa.uint64(): pd.UInt64Dtype(),
-}  # fmt: skip
+    pa.int8(): pd.Int8Dtype(),
+    pa.int16(): pd.Int16Dtype(),
+    pa.int32(): pd.Int32Dtype(),
+    pa.int64(): pd.Int64Dtype(),
+    pa.uint8(): pd.UInt8Dtype(),
+    pa.uint16(): pd.UInt16Dtype(),
+    pa.uint32(): pd.UInt32Dtype(),
+    pa.uint64(): pd.UInt64Dtype(),
+}
 
 # Parquet settings fixed here so that equal tables give byte-identical files.
 _PARQUET_OPTIONS = {"compression": "zstd", "write_statistics": True}
@@ -38,9 +44,10 @@ def to_pandas(table: pa.Table) -> pd.DataFrame:
     """Arrow table -> DataFrame with the nullable-integer policy of this module."""
     df = table.to_pandas()
     nullable = [
-        f.name for f, col in zip(table.schema, table.columns)
+        f.name
+        for f, col in zip(table.schema, table.columns)
         if f.type in _NULLABLE_INT and (f.name in NULLABLE_INT_COLUMNS or col.null_count > 0)
-    ]  # fmt: skip
+    ]
     if nullable:
         sub = table.select(nullable).to_pandas(types_mapper=_NULLABLE_INT.get)
         for name in nullable:

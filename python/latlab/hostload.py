@@ -77,5 +77,8 @@ class RunWatch:
 
     def record(self) -> dict[str, float | int | bool]:
         """The fields a run's row carries."""
-        return {"tcp_mem_max_pages": self.max_pages, "tcp_mem_pressure": self.under_pressure(),
-                "load_max_1m": round(self.max_load, 2)}  # fmt: skip
+        return {
+            "tcp_mem_max_pages": self.max_pages,
+            "tcp_mem_pressure": self.under_pressure(),
+            "load_max_1m": round(self.max_load, 2),
+        }

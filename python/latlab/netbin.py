@@ -48,7 +48,9 @@ def find_binary() -> Path:
     root = repo_root()
     if target_dir:
         base = Path(target_dir)
-        candidates.append((base if base.is_absolute() or root is None else root / base) / "release" / BINARY)
+        candidates.append(
+            (base if base.is_absolute() or root is None else root / base) / "release" / BINARY
+        )
     if root is not None:
         candidates.append(root / "target" / "release" / BINARY)
     for path in candidates:
@@ -58,7 +60,9 @@ def find_binary() -> Path:
     if on_path:
         return Path(on_path)
     looked = ", ".join(str(p) for p in candidates) or "(no source tree)"
-    raise UserError(f"{BINARY} is not built (looked in ${ENV_VAR}, {looked} and PATH); {BUILD_HINT}")
+    raise UserError(
+        f"{BINARY} is not built (looked in ${ENV_VAR}, {looked} and PATH); {BUILD_HINT}"
+    )
 
 
 def run_binary(argv: list[str]) -> int:

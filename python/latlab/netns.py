@@ -92,8 +92,14 @@ def bottleneck_testbed(
     if reason:
         raise TestbedUnavailable(reason)
     pid, k = os.getpid(), next(_serial)
-    tb = Testbed(tx_ns=f"latlab-{tag}-tx-{pid}-{k}", rx_ns=f"latlab-{tag}-rx-{pid}-{k}",
-                 tx_if=f"ltx{pid}k{k}"[:15], rx_if=f"lrx{pid}k{k}"[:15], tx_addr=tx_addr, rx_addr=rx_addr)  # fmt: skip
+    tb = Testbed(
+        tx_ns=f"latlab-{tag}-tx-{pid}-{k}",
+        rx_ns=f"latlab-{tag}-rx-{pid}-{k}",
+        tx_if=f"ltx{pid}k{k}"[:15],
+        rx_if=f"lrx{pid}k{k}"[:15],
+        tx_addr=tx_addr,
+        rx_addr=rx_addr,
+    )
     created: list[str] = []
     try:
         for ns in (tb.tx_ns, tb.rx_ns):
@@ -102,8 +108,21 @@ def bottleneck_testbed(
                 raise TestbedUnavailable(f"cannot create a network namespace: {res.stderr.strip()}")
             created.append(ns)
         steps = [
-            ["ip", "link", "add", tb.tx_if, "netns", tb.tx_ns, "type", "veth", "peer", "name", tb.rx_if,
-             "netns", tb.rx_ns],
+            [
+                "ip",
+                "link",
+                "add",
+                tb.tx_if,
+                "netns",
+                tb.tx_ns,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                tb.rx_if,
+                "netns",
+                tb.rx_ns,
+            ],
             ["ip", "-n", tb.tx_ns, "addr", "add", f"{tx_addr}/24", "dev", tb.tx_if],
             ["ip", "-n", tb.rx_ns, "addr", "add", f"{rx_addr}/24", "dev", tb.rx_if],
             ["ip", "-n", tb.tx_ns, "link", "set", "lo", "up"],
@@ -111,13 +130,30 @@ def bottleneck_testbed(
             ["ip", "-n", tb.tx_ns, "link", "set", tb.tx_if, "up"],
             ["ip", "-n", tb.rx_ns, "link", "set", tb.rx_if, "up"],
             # The bottleneck: the data direction only; feedback is unshaped.
-            tb.in_tx(["tc", "qdisc", "add", "dev", tb.tx_if, "root", "tbf", "rate", f"{rate_bps}bit",
-                      "burst", str(burst_bytes), "limit", str(limit_bytes)]),
-        ]  # fmt: skip
+            tb.in_tx(
+                [
+                    "tc",
+                    "qdisc",
+                    "add",
+                    "dev",
+                    tb.tx_if,
+                    "root",
+                    "tbf",
+                    "rate",
+                    f"{rate_bps}bit",
+                    "burst",
+                    str(burst_bytes),
+                    "limit",
+                    str(limit_bytes),
+                ]
+            ),
+        ]
         for cmd in steps:
             res = _run(cmd)
             if res.returncode != 0:
-                raise TestbedUnavailable(f"cannot set up the namespaces ({' '.join(cmd)}): {res.stderr.strip()}")
+                raise TestbedUnavailable(
+                    f"cannot set up the namespaces ({' '.join(cmd)}): {res.stderr.strip()}"
+                )
         yield tb
     finally:
         # Deleting a namespace deletes its end of the veth pair, and so the pair.

@@ -75,7 +75,12 @@ def draw_cwnd(ax, results: Results) -> None:  # noqa: ANN001
         return
     for fid in flow_ids:
         s = samples[samples["flow_id"] == fid].sort_values("time_ns")
-        ax.plot(_floats(s["time_ns"]) / 1e9, _floats(s["cwnd_bytes"]) / 1e3, lw=1, label=_flow_label(results, fid))
+        ax.plot(
+            _floats(s["time_ns"]) / 1e9,
+            _floats(s["cwnd_bytes"]) / 1e3,
+            lw=1,
+            label=_flow_label(results, fid),
+        )
     ax.legend(fontsize="small", loc="upper right")
     ax.set_ylim(bottom=0)
 
@@ -91,7 +96,10 @@ def draw_queue(ax, results: Results) -> None:  # noqa: ANN001
         return
     name = link.get("name", f"link {link.get('link_id')}")
     drops = link.get("drops_pkts")
-    ax.set_title(f"Queue of {name}" + (f" ({int(drops):,} drops)" if drops is not None and not pd.isna(drops) else ""))
+    ax.set_title(
+        f"Queue of {name}"
+        + (f" ({int(drops):,} drops)" if drops is not None and not pd.isna(drops) else "")
+    )
     samples = results.link_samples
     if not len(samples) or "link_id" not in samples:
         _note(ax, "no link samples")
@@ -112,12 +120,18 @@ def draw_goodput(ax, results: Results) -> None:  # noqa: ANN001
         _note(ax, "no flows")
         return
     goodput_mbps = _floats(flows["goodput_bps"]) / 1e6
-    groups = flows["group"].astype(str).to_numpy() if "group" in flows else np.array([""] * len(flows))
+    groups = (
+        flows["group"].astype(str).to_numpy() if "group" in flows else np.array([""] * len(flows))
+    )
     names = list(dict.fromkeys(groups))
     colors = {g: f"C{i % 10}" for i, g in enumerate(names)}
     if len(flows) <= BAR_CHART_MAX_FLOWS:
-        ids = flows["flow_id"].astype(int).to_numpy() if "flow_id" in flows else np.arange(len(flows))
-        ax.bar([str(i) for i in ids], np.nan_to_num(goodput_mbps), color=[colors[g] for g in groups])
+        ids = (
+            flows["flow_id"].astype(int).to_numpy() if "flow_id" in flows else np.arange(len(flows))
+        )
+        ax.bar(
+            [str(i) for i in ids], np.nan_to_num(goodput_mbps), color=[colors[g] for g in groups]
+        )
         ax.set_xlabel("flow id")
         ax.set_ylabel("goodput (Mbps)")
         if len(names) > 1:
@@ -144,7 +158,9 @@ def overview_figure(results: Results) -> Figure:
     draw_queue(axes[1], results)
     draw_goodput(axes[2], results)
     info = results.run_info
-    fig.suptitle(f"{info.get('name', 'scenario')} (seed {info.get('seed')}, {info.get('duration_s', 0):g} s simulated)")
+    fig.suptitle(
+        f"{info.get('name', 'scenario')} (seed {info.get('seed')}, {info.get('duration_s', 0):g} s simulated)"
+    )
     return fig
 
 
@@ -193,7 +209,13 @@ def access_figure(results: Results) -> Figure:
             ax_rate.plot(t, cap / 1e6, color=color, lw=0.8, alpha=0.5, ls="--")
             t, got = _rates(s, "departures_bytes")
             ax_rate.plot(t, got / 1e6, color=color, lw=1.2, label=f"{row.name}")
-            ax_queue.plot(_floats(s["time_ns"]) / 1e9, _floats(s["queue_bytes"]) / 1e3, color=color, lw=1, label=row.name)
+            ax_queue.plot(
+                _floats(s["time_ns"]) / 1e9,
+                _floats(s["queue_bytes"]) / 1e3,
+                color=color,
+                lw=1,
+                label=row.name,
+            )
     ax_rate.set(title="capacity offered (dashed) and delivered", xlabel="time (s)", ylabel="Mbit/s")
     ax_queue.set(title="queue at the access hop", xlabel="time (s)", ylabel="kB")
     for ax in (ax_rate, ax_queue):
@@ -207,9 +229,17 @@ def access_figure(results: Results) -> Figure:
             t = _floats(f["time_ns"]) / 1e9
             color = f"C{i % 10}"
             srtt = _floats(f["srtt_ns"]) / 1e6
-            ax_delay.plot(t, np.where(srtt > 0, srtt, np.nan), color=color, lw=1.2, label=f"flow {fid} srtt")
-            ax_delay.plot(t, _floats(f["access_delay_mean_ns"]) / 1e6, color=color, lw=0.8, ls=":",
-                          label=f"flow {fid} access delay")
+            ax_delay.plot(
+                t, np.where(srtt > 0, srtt, np.nan), color=color, lw=1.2, label=f"flow {fid} srtt"
+            )
+            ax_delay.plot(
+                t,
+                _floats(f["access_delay_mean_ns"]) / 1e6,
+                color=color,
+                lw=0.8,
+                ls=":",
+                label=f"flow {fid} access delay",
+            )
         ax_delay.legend(fontsize=7, loc="upper right")
     else:
         _note(ax_delay, "no access flow samples")
@@ -249,14 +279,27 @@ def subflows_figure(results: Results) -> Figure:
             s = samples[(samples["flow_id"] == fid) & (samples["subflow"] == p.subflow)]
             if len(s) >= 2:
                 t, r = _rates(s, "bytes_acked")
-                ax_rate.plot(t, r / 1e6, color=f"C{i % 10}", lw=1.2, label=f"{p.path}" + (" (backup)" if p.backup else ""))
+                ax_rate.plot(
+                    t,
+                    r / 1e6,
+                    color=f"C{i % 10}",
+                    lw=1.2,
+                    label=f"{p.path}" + (" (backup)" if p.backup else ""),
+                )
         m = msamples[msamples["flow_id"] == fid]
         if len(m) >= 2:
             t, r = _rates(m, "bytes_delivered")
             ax_rate.plot(t, r / 1e6, color="k", lw=0.9, ls="--", label="data level (delivered)")
-            ax_buf.plot(_floats(m["time_ns"]) / 1e9, _floats(m["buffer_occupancy_bytes"]) / 1e3, color="k", lw=1)
+            ax_buf.plot(
+                _floats(m["time_ns"]) / 1e9,
+                _floats(m["buffer_occupancy_bytes"]) / 1e3,
+                color="k",
+                lw=1,
+            )
         ax_rate.set(title=f"flow {fid}: throughput per subflow", xlabel="time (s)", ylabel="Mbit/s")
-        ax_buf.set(title=f"flow {fid}: receive buffer held out of order", xlabel="time (s)", ylabel="kB")
+        ax_buf.set(
+            title=f"flow {fid}: receive buffer held out of order", xlabel="time (s)", ylabel="kB"
+        )
         if ax_rate.lines:
             ax_rate.legend(fontsize=7, loc="upper right")
         else:

@@ -73,7 +73,9 @@ class RichReporter:
         self._started = perf_counter()
         self._duration_s = duration_ns / 1e9
         self._progress.start()
-        self._task = self._progress.add_task(name, total=max(duration_ns, 1), sim=self._sim_text(0), rate="")
+        self._task = self._progress.add_task(
+            name, total=max(duration_ns, 1), sim=self._sim_text(0), rate=""
+        )
 
     def _sim_text(self, now_ns: int) -> str:
         return f"{now_ns / 1e9:,.1f}/{self._duration_s:,.1f} s sim"
@@ -82,7 +84,9 @@ class RichReporter:
         wall = perf_counter() - self._started
         rate = f"{_si(events / wall)} events/s" if wall > 0 else ""
         if self._task is not None:
-            self._progress.update(self._task, completed=now_ns, sim=self._sim_text(now_ns), rate=rate)
+            self._progress.update(
+                self._task, completed=now_ns, sim=self._sim_text(now_ns), rate=rate
+            )
 
     def finish(self, now_ns: int, events: int) -> None:
         self.update(now_ns, events)
@@ -115,7 +119,9 @@ class PlainReporter:
         if quarter >= self._next_quarter and quarter < 4:
             self._next_quarter = quarter + 1
             if perf_counter() - self._last_line >= PLAIN_MIN_INTERVAL_S:
-                self._say(f"{self._name}: {25 * quarter}% ({now_ns / 1e9:g} s simulated, {_si(events)} events)")
+                self._say(
+                    f"{self._name}: {25 * quarter}% ({now_ns / 1e9:g} s simulated, {_si(events)} events)"
+                )
 
     def finish(self, now_ns: int, events: int) -> None:
         wall = perf_counter() - self._started

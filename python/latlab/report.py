@@ -28,7 +28,11 @@ def count(value: Any) -> str:
 def summary_table(results: Results, outdir: Path | None = None) -> Table:
     """Headline numbers of one run: flows, goodput, busiest link, drops, speed, conservation."""
     s = results.summary()
-    table = Table(title=f"{s['name']} (seed {s['seed']}, {s['duration_s']:g} s simulated)", show_header=False, title_justify="left")
+    table = Table(
+        title=f"{s['name']} (seed {s['seed']}, {s['duration_s']:g} s simulated)",
+        show_header=False,
+        title_justify="left",
+    )
     table.add_column(style="bold")
     table.add_column()
     table.add_row("flows", count(s["flows"]))
@@ -50,10 +54,20 @@ def summary_table(results: Results, outdir: Path | None = None) -> Table:
     return table
 
 
-def bench_table(records: Iterable[Mapping[str, Any]], machine: Mapping[str, Any], quick_fraction: float | None = None) -> Table:
+def bench_table(
+    records: Iterable[Mapping[str, Any]],
+    machine: Mapping[str, Any],
+    quick_fraction: float | None = None,
+) -> Table:
     """One row per benchmark: simulated s, wall s, events, events/s, peak RSS."""
-    title = "latlab bench" + (f" --quick ({quick_fraction:.0%} of each duration)" if quick_fraction else "")
-    table = Table(title=title, caption=f"{machine.get('cpu')}, {machine.get('cores')} cores", title_justify="left")
+    title = "latlab bench" + (
+        f" --quick ({quick_fraction:.0%} of each duration)" if quick_fraction else ""
+    )
+    table = Table(
+        title=title,
+        caption=f"{machine.get('cpu')}, {machine.get('cores')} cores",
+        title_justify="left",
+    )
     table.add_column("scenario")
     for col in ("simulated s", "wall s", "events", "events/s", "peak RSS MB"):
         table.add_column(col, justify="right")

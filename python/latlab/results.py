@@ -144,7 +144,9 @@ class Results:
         """The numbers a person looks at first, as plain Python values."""
         flows, links = self.flows, self.links
         busiest = self.busiest_link()
-        goodput = flows["goodput_bps"].dropna() if "goodput_bps" in flows else pd.Series(dtype=float)
+        goodput = (
+            flows["goodput_bps"].dropna() if "goodput_bps" in flows else pd.Series(dtype=float)
+        )
         return {
             "name": self.run_info.get("name"),
             "seed": self.run_info.get("seed"),
@@ -153,8 +155,12 @@ class Results:
             "mean_goodput_bps": _plain(goodput.mean()) if len(goodput) else None,
             "total_goodput_bps": _plain(goodput.sum()) if len(goodput) else None,
             "busiest_link": None if busiest is None else _plain(busiest.get("name")),
-            "busiest_link_utilization": None if busiest is None else _plain(busiest.get("utilization")),
-            "drops_pkts": _plain(links["drops_pkts"].sum()) if "drops_pkts" in links and len(links) else 0,
+            "busiest_link_utilization": None
+            if busiest is None
+            else _plain(busiest.get("utilization")),
+            "drops_pkts": _plain(links["drops_pkts"].sum())
+            if "drops_pkts" in links and len(links)
+            else 0,
             "events": self.run_info.get("events"),
             "wall_s": self.run_info.get("wall_s"),
             "events_per_s": self.run_info.get("events_per_s"),
@@ -209,8 +215,17 @@ class Results:
         if "wall_s" in info:  # the core's own timing; ours (below) covers the whole run() call
             info["core_wall_s"] = info.pop("wall_s")
         info.update(run_info)
-        cons = pd.DataFrame(list(conservation)) if conservation else frames.empty_frame(schema.CONSERVATION)
-        res = cls(tables=tables, run_info={k: _plain(v) for k, v in info.items()}, conservation=cons, scenario=scenario)
+        cons = (
+            pd.DataFrame(list(conservation))
+            if conservation
+            else frames.empty_frame(schema.CONSERVATION)
+        )
+        res = cls(
+            tables=tables,
+            run_info={k: _plain(v) for k, v in info.items()},
+            conservation=cons,
+            scenario=scenario,
+        )
         res.run_info["conservation_ok"] = res.conservation_ok
         return res
 
@@ -234,7 +249,9 @@ class Results:
             "tables": sorted(self.tables),
             "scenario_source": None if self.scenario is None else self.scenario.source,
         }
-        _atomic.write_text(outdir / RUN_JSON, json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
+        _atomic.write_text(
+            outdir / RUN_JSON, json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n"
+        )
         self.outdir = outdir
         return outdir
 
@@ -246,14 +263,26 @@ class Results:
         if not meta_path.is_file():
             raise FileNotFoundError(f"{outdir}: not a latlab results folder (no {RUN_JSON})")
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        tables = {name: frames.read_parquet(outdir / f"{name}.parquet") for name in meta.get("tables", [])}
+        tables = {
+            name: frames.read_parquet(outdir / f"{name}.parquet") for name in meta.get("tables", [])
+        }
         for name, columns in schema.TABLES.items():
             tables.setdefault(name, frames.empty_frame(columns))
         cons_path = outdir / f"{CONSERVATION}.parquet"
-        cons = frames.read_parquet(cons_path) if cons_path.is_file() else frames.empty_frame(schema.CONSERVATION)
+        cons = (
+            frames.read_parquet(cons_path)
+            if cons_path.is_file()
+            else frames.empty_frame(schema.CONSERVATION)
+        )
         sc_path = outdir / SCENARIO_TOML
         scenario = Scenario.from_toml(sc_path) if sc_path.is_file() else None
-        return cls(tables=tables, run_info=dict(meta.get("run", {})), conservation=cons, scenario=scenario, outdir=outdir)
+        return cls(
+            tables=tables,
+            run_info=dict(meta.get("run", {})),
+            conservation=cons,
+            scenario=scenario,
+            outdir=outdir,
+        )
 
     def __repr__(self) -> str:
         info = self.run_info

@@ -8,7 +8,8 @@ from pathlib import Path
 from time import perf_counter
 from typing import Any
 
-from latlab import _native, progress as progress_mod, stepper
+from latlab import _native, stepper
+from latlab import progress as progress_mod
 from latlab.results import Results
 from latlab.scenario import Scenario, as_scenario
 
@@ -52,7 +53,9 @@ def run(
 
     started = perf_counter()
     limit = {} if max_memory_bytes is None else {"max_memory_bytes": int(max_memory_bytes)}
-    sim = core.Simulation(sc.to_toml(), sc.core_source, None if out_path is None else str(out_path), **limit)
+    sim = core.Simulation(
+        sc.to_toml(), sc.core_source, None if out_path is None else str(out_path), **limit
+    )
     build_s = perf_counter() - started
 
     reporter = progress_mod.make_reporter(progress)

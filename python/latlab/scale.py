@@ -90,8 +90,11 @@ def measure(n: int, workdir: Path, quick: bool = False) -> dict[str, Any]:
     }
 
 
-def run(sizes: Sequence[int] = SIZES, quick: bool = False,
-        on_record: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+def run(
+    sizes: Sequence[int] = SIZES,
+    quick: bool = False,
+    on_record: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
     """Measure every size in turn (smallest first), calling ``on_record`` after each."""
     records = []
     with tempfile.TemporaryDirectory(prefix="latlab-scale-") as tmp:
@@ -109,15 +112,35 @@ def table(records: Iterable[Mapping[str, Any]], machine: Mapping[str, Any]):
 
     from latlab.report import count, si
 
-    t = Table(title="latlab bench --scale (dumbbell, one NewReno flow per pair)",
-              caption=f"{machine.get('cpu')}, {machine.get('cores')} cores", title_justify="left")
-    for col in ("flows", "links", "simulated s", "build s", "run s", "events/s", "peak RSS MB",
-                "B/idle flow", "B/link"):
+    t = Table(
+        title="latlab bench --scale (dumbbell, one NewReno flow per pair)",
+        caption=f"{machine.get('cpu')}, {machine.get('cores')} cores",
+        title_justify="left",
+    )
+    for col in (
+        "flows",
+        "links",
+        "simulated s",
+        "build s",
+        "run s",
+        "events/s",
+        "peak RSS MB",
+        "B/idle flow",
+        "B/link",
+    ):
         t.add_column(col, justify="right")
     for r in records:
-        t.add_row(count(r["flows"]), count(r["links"]), f"{r['sim_s']:g}", f"{r['build_s']:.2f}",
-                  f"{r['run_s']:.2f}", si(r["events_per_s"]), f"{r['peak_rss_mb']:.0f}",
-                  count(r["idle_bytes_per_flow"]), count(r["bytes_per_link"]))
+        t.add_row(
+            count(r["flows"]),
+            count(r["links"]),
+            f"{r['sim_s']:g}",
+            f"{r['build_s']:.2f}",
+            f"{r['run_s']:.2f}",
+            si(r["events_per_s"]),
+            f"{r['peak_rss_mb']:.0f}",
+            count(r["idle_bytes_per_flow"]),
+            count(r["bytes_per_link"]),
+        )
     return t
 
 
@@ -135,12 +158,19 @@ def figure(records: Sequence[Mapping[str, Any]], path: Path, machine: Mapping[st
     ax1.legend()
     ax1.grid(True, which="both", alpha=0.3)
     ax2.loglog(n, [r["peak_rss_mb"] for r in records], "o-", color="C2", label="peak RSS")
-    ax2.loglog(n, [r["idle_bytes_per_flow"] * r["flows"] / 2**20 for r in records], "s--", color="C3",
-               label="idle flows (after build)")
+    ax2.loglog(
+        n,
+        [r["idle_bytes_per_flow"] * r["flows"] / 2**20 for r in records],
+        "s--",
+        color="C3",
+        label="idle flows (after build)",
+    )
     ax2.set_xlabel("flows")
     ax2.set_ylabel("MB")
     ax2.legend()
     ax2.grid(True, which="both", alpha=0.3)
-    fig.suptitle(f"latlab bench --scale on {machine.get('cpu')} ({machine.get('cores')} cores)", fontsize=9)
+    fig.suptitle(
+        f"latlab bench --scale on {machine.get('cpu')} ({machine.get('cores')} cores)", fontsize=9
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -41,7 +41,9 @@ def _to_toml_value(value: Any, where: str) -> Any:
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     if isinstance(value, Mapping):
-        return {str(k): _to_toml_value(v, f"{where}.{k}") for k, v in value.items() if v is not None}
+        return {
+            str(k): _to_toml_value(v, f"{where}.{k}") for k, v in value.items() if v is not None
+        }
     if isinstance(value, (list, tuple)):
         return [_to_toml_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
     tolist = getattr(value, "tolist", None)  # numpy scalars and arrays
@@ -70,7 +72,9 @@ class Scenario:
         if data is None:
             data = {}
         if not isinstance(data, Mapping):
-            raise TypeError(f"a Scenario is built from a mapping (a TOML table), not a {type(data).__name__}")
+            raise TypeError(
+                f"a Scenario is built from a mapping (a TOML table), not a {type(data).__name__}"
+            )
         self._data: dict[str, Any] = _to_toml_value(data, "scenario")
         self._source = str(source)
         self._text: str | None = None
@@ -138,7 +142,11 @@ class Scenario:
     def duration_s(self) -> float | None:
         """Simulated duration in seconds (None if the scenario lacks it; validation will say so)."""
         value = self._data.get("duration_s")
-        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        return (
+            float(value)
+            if isinstance(value, (int, float)) and not isinstance(value, bool)
+            else None
+        )
 
     # ----- conversion ---------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -249,4 +257,6 @@ def as_scenario(obj: Scenario | str | os.PathLike[str] | Mapping[str, Any]) -> S
         return Scenario.from_dict(obj)
     if isinstance(obj, (str, os.PathLike)):
         return Scenario.from_toml(obj)
-    raise TypeError(f"expected a Scenario, a path to a TOML file or a dict, not a {type(obj).__name__}")
+    raise TypeError(
+        f"expected a Scenario, a path to a TOML file or a dict, not a {type(obj).__name__}"
+    )

@@ -9,36 +9,75 @@ from __future__ import annotations
 
 #: Per flow, final values. Rates are over the measurement window [measure_from_s, duration_s].
 FLOWS = (
-    "flow_id", "group", "src", "dst", "cc", "start_ns",
+    "flow_id",
+    "group",
+    "src",
+    "dst",
+    "cc",
+    "start_ns",
     "size_bytes",  # null for long-lived flows
     "completed",
     "fct_ns",  # null unless completed; from connection start, handshake included
-    "bytes_acked", "bytes_delivered",
+    "bytes_acked",
+    "bytes_delivered",
     "goodput_bps",  # delivered bytes * 8 / window
     "throughput_bps",  # payload bytes sent incl. retransmissions * 8 / window
-    "segments_sent", "retransmitted_segments", "timeouts", "fast_recoveries",
-    "cwnd_bytes", "srtt_ns",
-)  # fmt: skip
+    "segments_sent",
+    "retransmitted_segments",
+    "timeouts",
+    "fast_recoveries",
+    "cwnd_bytes",
+    "srtt_ns",
+)
 
 #: Per sampled flow and sample time (scenario sample_interval_ms; outputs.max_sampled_flows).
 FLOW_SAMPLES = (
-    "time_ns", "flow_id", "cwnd_bytes", "ssthresh_bytes", "srtt_ns", "rwnd_bytes",
-    "flight_bytes", "bytes_acked", "bytes_delivered", "retransmitted_segments",
-)  # fmt: skip
+    "time_ns",
+    "flow_id",
+    "cwnd_bytes",
+    "ssthresh_bytes",
+    "srtt_ns",
+    "rwnd_bytes",
+    "flight_bytes",
+    "bytes_acked",
+    "bytes_delivered",
+    "retransmitted_segments",
+)
 
 #: Per unidirectional link, totals over the run (utilization over the measurement window).
 LINKS = (
-    "link_id", "name", "src", "dst", "rate_bps", "delay_ns", "qdisc",
-    "arrivals_pkts", "arrivals_bytes", "departures_pkts", "departures_bytes",
-    "drops_pkts", "drops_bytes", "drops_early_pkts", "lost_pkts", "queued_pkts",
-    "utilization", "conservation_ok",
-)  # fmt: skip
+    "link_id",
+    "name",
+    "src",
+    "dst",
+    "rate_bps",
+    "delay_ns",
+    "qdisc",
+    "arrivals_pkts",
+    "arrivals_bytes",
+    "departures_pkts",
+    "departures_bytes",
+    "drops_pkts",
+    "drops_bytes",
+    "drops_early_pkts",
+    "lost_pkts",
+    "queued_pkts",
+    "utilization",
+    "conservation_ok",
+)
 
 #: Per sampled link and sample time; departures_bytes is cumulative, sojourn over the interval.
 LINK_SAMPLES = (
-    "time_ns", "link_id", "queue_bytes", "queue_pkts", "arrivals_pkts", "drops_pkts",
-    "departures_bytes", "sojourn_mean_ns", "sojourn_max_ns",
-)  # fmt: skip
+    "time_ns",
+    "link_id",
+    "queue_bytes",
+    "queue_pkts",
+    "arrivals_pkts",
+    "drops_pkts",
+    "departures_bytes",
+    "sojourn_mean_ns",
+    "sojourn_max_ns",
+)
 
 #: Per link: packets in = out + dropped + lost + still queued?
 CONSERVATION = ("link", "arrivals", "departures", "drops", "lost", "queued", "ok")
@@ -55,36 +94,70 @@ TABLES: dict[str, tuple[str, ...]] = {
 #: connection; ``subflow`` is the path's index in the scenario, goodput over the
 #: measurement window, cwnd/srtt at the end.
 SUBFLOWS = (
-    "flow_id", "subflow", "path", "backup", "joined", "join_after_ns",
-    "bytes_sent", "bytes_acked", "goodput_bps", "segments_sent",
-    "retransmitted_segments", "timeouts", "fast_recoveries", "cwnd_bytes", "srtt_ns",
-)  # fmt: skip
+    "flow_id",
+    "subflow",
+    "path",
+    "backup",
+    "joined",
+    "join_after_ns",
+    "bytes_sent",
+    "bytes_acked",
+    "goodput_bps",
+    "segments_sent",
+    "retransmitted_segments",
+    "timeouts",
+    "fast_recoveries",
+    "cwnd_bytes",
+    "srtt_ns",
+)
 
 #: Per joined subflow and sample time; bytes_acked is cumulative (rate = diff).
 SUBFLOW_SAMPLES = ("time_ns", "flow_id", "subflow", "bytes_acked", "cwnd_bytes", "srtt_ns")
 
 #: Per MPTCP connection: data-level goodput and the shared receive buffer.
 MPTCP = (
-    "flow_id", "paths", "subflows_joined", "scheduler", "recv_buffer_bytes",
-    "bytes_delivered", "goodput_bps",
+    "flow_id",
+    "paths",
+    "subflows_joined",
+    "scheduler",
+    "recv_buffer_bytes",
+    "bytes_delivered",
+    "goodput_bps",
     "buffer_occupancy_mean_bytes",  # held out of order, mean over the window
-    "buffer_occupancy_max_bytes", "hol_blocked_ns",
-    "buffer_drops_segments", "buffer_drops_bytes", "duplicate_bytes",
-    "reinjected_segments", "reinjected_bytes", "opportunistic_retransmits",
-    "penalisations", "window_limited",
-)  # fmt: skip
+    "buffer_occupancy_max_bytes",
+    "hol_blocked_ns",
+    "buffer_drops_segments",
+    "buffer_drops_bytes",
+    "duplicate_bytes",
+    "reinjected_segments",
+    "reinjected_bytes",
+    "opportunistic_retransmits",
+    "penalisations",
+    "window_limited",
+)
 
 #: Per MPTCP connection and sample time: buffer occupancy, bytes delivered (cumulative).
 MPTCP_SAMPLES = ("time_ns", "flow_id", "buffer_occupancy_bytes", "bytes_delivered")
 
 #: Per proxied MPTCP connection ([flows.mptcp.proxy]): relay, throttle, server.
 MPTCP_PROXY = (
-    "flow_id", "node", "relay_bytes", "relay_max_bytes", "relay_mean_bytes",
-    "bytes_read_upstream", "bytes_relayed", "upstream_unread_bytes",
-    "first_subflow_established_ns", "upstream_connect_ns", "throttle_installed_ns",
-    "shaper_drops_pkts", "shaper_max_queue_bytes",
-    "server_segments_sent", "server_retransmitted_segments", "server_timeouts",
-)  # fmt: skip
+    "flow_id",
+    "node",
+    "relay_bytes",
+    "relay_max_bytes",
+    "relay_mean_bytes",
+    "bytes_read_upstream",
+    "bytes_relayed",
+    "upstream_unread_bytes",
+    "first_subflow_established_ns",
+    "upstream_connect_ns",
+    "throttle_installed_ns",
+    "shaper_drops_pkts",
+    "shaper_max_queue_bytes",
+    "server_segments_sent",
+    "server_retransmitted_segments",
+    "server_timeouts",
+)
 
 #: Tables only runs with MPTCP flows have (mptcp_proxy: only with a proxy).
 MPTCP_TABLES: dict[str, tuple[str, ...]] = {

@@ -54,7 +54,11 @@ class StepPlanner:
         return self.step_ns
 
 
-def advance(sim: Steppable, on_step: Callable[[int], None] | None = None, target_wall_s: float = TARGET_STEP_WALL_S) -> None:
+def advance(
+    sim: Steppable,
+    on_step: Callable[[int], None] | None = None,
+    target_wall_s: float = TARGET_STEP_WALL_S,
+) -> None:
     """Run ``sim`` to its end in adaptive steps, calling ``on_step(now_ns)`` after each."""
     duration_ns = int(sim.duration_ns)
     planner = StepPlanner(duration_ns, target_wall_s)

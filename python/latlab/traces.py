@@ -63,7 +63,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 OPPORTUNITY_BYTES = 1500
-MAX_TIMESTAMP_MS = 2**31 - 1  # 24.8 days: no real trace is longer; safe in ns and in 32-bit consumers
+MAX_TIMESTAMP_MS = (
+    2**31 - 1
+)  # 24.8 days: no real trace is longer; safe in ns and in 32-bit consumers
 DATA_PACKAGE = "latlab"
 DATA_DIR = ("data", "traces")
 SUFFIX = ".trace"
@@ -96,22 +98,30 @@ class Trace:
         if ts.ndim != 1 or not len(ts):
             raise TraceError(f"{self.source}: a trace needs at least one timestamp")
         if not np.issubdtype(ts.dtype, np.integer):
-            raise TraceError(f"{self.source}: timestamps must be integers (ms), got dtype {ts.dtype}")
+            raise TraceError(
+                f"{self.source}: timestamps must be integers (ms), got dtype {ts.dtype}"
+            )
         ts = ts.astype(np.int64, copy=True)
         ts.setflags(write=False)
         if ts.min() < 0:
             raise TraceError(f"{self.source}: timestamps must be >= 0 ms, got {int(ts.min())}")
         if ts.max() > MAX_TIMESTAMP_MS:
-            raise TraceError(f"{self.source}: timestamps must be <= {MAX_TIMESTAMP_MS} ms, got {int(ts.max())}")
+            raise TraceError(
+                f"{self.source}: timestamps must be <= {MAX_TIMESTAMP_MS} ms, got {int(ts.max())}"
+            )
         down = np.flatnonzero(np.diff(ts) < 0)
         if len(down):
             i = int(down[0]) + 1
-            raise TraceError(f"{self.source}: timestamp #{i + 1} ({int(ts[i])}) is smaller than the one before it "
-                             f"({int(ts[i - 1])}); timestamps must not decrease")  # fmt: skip
+            raise TraceError(
+                f"{self.source}: timestamp #{i + 1} ({int(ts[i])}) is smaller than the one before it "
+                f"({int(ts[i - 1])}); timestamps must not decrease"
+            )
         if ts[-1] == 0:
             raise TraceError(f"{self.source}: the last timestamp is the period and must be > 0 ms")
         if self.newline not in ("\n", "\r\n"):
-            raise TraceError(f"{self.source}: newline must be '\\n' or '\\r\\n', got {self.newline!r}")
+            raise TraceError(
+                f"{self.source}: newline must be '\\n' or '\\r\\n', got {self.newline!r}"
+            )
         object.__setattr__(self, "timestamps_ms", ts)
 
     # ----- reading and writing ----------------------------------------------
@@ -125,31 +135,43 @@ class Trace:
     def from_bytes(cls, data: bytes, source: str = "<trace>") -> Trace:
         """Parse the bytes of a Mahimahi trace file (``source`` names it in errors)."""
         if not data:
-            raise TraceError(f"{source}: empty file (a trace holds at least one timestamp, one per line)")
+            raise TraceError(
+                f"{source}: empty file (a trace holds at least one timestamp, one per line)"
+            )
         newline = _CRLF if _CRLF in data else _LF
         final_newline = data.endswith(newline)
         body = data[: -len(newline)] if final_newline else data
         lines = body.split(newline)
         for number, line in enumerate(lines, start=1):
-            if not line.isdigit() or (line[0] == 0x30 and len(line) > 1):  # bytes.isdigit: ASCII digits only
+            if not line.isdigit() or (
+                line[0] == 0x30 and len(line) > 1
+            ):  # bytes.isdigit: ASCII digits only
                 raise TraceError(f"{source}:{number}: {_line_problem(line, newline)}")
             if len(line) > len(str(MAX_TIMESTAMP_MS)):
-                raise TraceError(f"{source}:{number}: timestamp {line[:30].decode()} ms is above {MAX_TIMESTAMP_MS} "
-                                 f"(24.8 days, the longest trace latlab reads)")  # fmt: skip
+                raise TraceError(
+                    f"{source}:{number}: timestamp {line[:30].decode()} ms is above {MAX_TIMESTAMP_MS} "
+                    f"(24.8 days, the longest trace latlab reads)"
+                )
         values = np.array(lines).astype(np.int64) if len(lines) else np.zeros(0, np.int64)
         too_big = np.flatnonzero(values > MAX_TIMESTAMP_MS)
         if len(too_big):
             number = int(too_big[0]) + 1
-            raise TraceError(f"{source}:{number}: timestamp {int(values[number - 1])} ms is above "
-                             f"{MAX_TIMESTAMP_MS} (24.8 days, the longest trace latlab reads)")  # fmt: skip
+            raise TraceError(
+                f"{source}:{number}: timestamp {int(values[number - 1])} ms is above "
+                f"{MAX_TIMESTAMP_MS} (24.8 days, the longest trace latlab reads)"
+            )
         down = np.flatnonzero(np.diff(values) < 0)
         if len(down):
             number = int(down[0]) + 2
-            raise TraceError(f"{source}:{number}: timestamp {int(values[number - 1])} is smaller than the one "
-                             f"before it ({int(values[number - 2])}); timestamps must not decrease")  # fmt: skip
+            raise TraceError(
+                f"{source}:{number}: timestamp {int(values[number - 1])} is smaller than the one "
+                f"before it ({int(values[number - 2])}); timestamps must not decrease"
+            )
         if values[-1] == 0:
-            raise TraceError(f"{source}:{len(values)}: the last timestamp is the trace's period and must be > 0 "
-                             f"(a trace must last a nonzero time)")  # fmt: skip
+            raise TraceError(
+                f"{source}:{len(values)}: the last timestamp is the trace's period and must be > 0 "
+                f"(a trace must last a nonzero time)"
+            )
         return cls(values, newline=newline.decode(), final_newline=final_newline, source=source)
 
     def to_bytes(self) -> bytes:
@@ -238,7 +260,9 @@ def _data_dir():  # noqa: ANN202 - importlib Traversable
 
 def builtin_names() -> list[str]:
     """The traces shipped in ``latlab/data/traces`` (file names without ``.trace``)."""
-    return sorted(p.name.removesuffix(SUFFIX) for p in _data_dir().iterdir() if p.name.endswith(SUFFIX))
+    return sorted(
+        p.name.removesuffix(SUFFIX) for p in _data_dir().iterdir() if p.name.endswith(SUFFIX)
+    )
 
 
 def load(name_or_path: str | os.PathLike[str]) -> Trace:
@@ -260,11 +284,17 @@ def load(name_or_path: str | os.PathLike[str]) -> Trace:
 def _check_rates(rate_bps: NDArray[np.float64], what: str = "rate_bps") -> None:
     bad = np.flatnonzero(~np.isfinite(rate_bps) | (rate_bps < 0))
     if len(bad):
-        raise TraceError(f"{what}[{int(bad[0])}] must be a finite rate >= 0 bit/s, got {rate_bps[bad[0]]}")
+        raise TraceError(
+            f"{what}[{int(bad[0])}] must be a finite rate >= 0 bit/s, got {rate_bps[bad[0]]}"
+        )
 
 
-def from_rate_series(t_s: ArrayLike, rate_bps: ArrayLike, duration_s: ArrayLike | None = None,
-                     end_s: float | None = None) -> Trace:  # fmt: skip
+def from_rate_series(
+    t_s: ArrayLike,
+    rate_bps: ArrayLike,
+    duration_s: ArrayLike | None = None,
+    end_s: float | None = None,
+) -> Trace:
     """A trace delivering a piecewise-constant rate: ``rate_bps[i]`` from ``t_s[i]`` on.
 
     Interval i ends at ``t_s[i] + duration_s[i]`` when durations are given
@@ -278,7 +308,9 @@ def from_rate_series(t_s: ArrayLike, rate_bps: ArrayLike, duration_s: ArrayLike 
     t = np.asarray(t_s, dtype=np.float64)
     r = np.asarray(rate_bps, dtype=np.float64)
     if t.ndim != 1 or r.shape != t.shape or not len(t):
-        raise TraceError(f"t_s and rate_bps must be 1-D and of equal, non-zero length (got {t.shape}, {r.shape})")
+        raise TraceError(
+            f"t_s and rate_bps must be 1-D and of equal, non-zero length (got {t.shape}, {r.shape})"
+        )
     if not np.all(np.isfinite(t)):
         raise TraceError("t_s must be finite")
     _check_rates(r)
@@ -293,8 +325,12 @@ def from_rate_series(t_s: ArrayLike, rate_bps: ArrayLike, duration_s: ArrayLike 
         overlap = np.flatnonzero(ends[:-1] > t[1:] + 1e-9)
         if len(overlap):
             i = int(overlap[0])
-            raise TraceError(f"interval {i} ({t[i]} s + {d[i]} s) overlaps the next one, which starts at {t[i + 1]} s")
-        ends[:-1] = np.minimum(ends[:-1], t[1:])  # a touch past the next start (float noise) ends there
+            raise TraceError(
+                f"interval {i} ({t[i]} s + {d[i]} s) overlaps the next one, which starts at {t[i + 1]} s"
+            )
+        ends[:-1] = np.minimum(
+            ends[:-1], t[1:]
+        )  # a touch past the next start (float noise) ends there
     else:
         if end_s is None:
             if len(t) < 2:
@@ -312,7 +348,9 @@ def from_rate_series(t_s: ArrayLike, rate_bps: ArrayLike, duration_s: ArrayLike 
     starts_ms, ends_ms = np.round((t - origin) * 1e3, 6), np.round((ends - origin) * 1e3, 6)
     bytes_in = r / 8 * (ends - t)
     after = np.cumsum(bytes_in)
-    before = np.concatenate([[0.0], after[:-1]])  # exactly the previous interval's end: no float seam
+    before = np.concatenate(
+        [[0.0], after[:-1]]
+    )  # exactly the previous interval's end: no float seam
     knots_ms = np.column_stack([starts_ms, ends_ms]).ravel()
     knots_bytes = np.column_stack([before, after]).ravel()
     grid_ms = np.arange(period_ms + 1, dtype=np.float64)
@@ -322,15 +360,18 @@ def from_rate_series(t_s: ArrayLike, rate_bps: ArrayLike, duration_s: ArrayLike 
     whole = np.floor(cumulative / OPPORTUNITY_BYTES + 1e-6).astype(np.int64)
     per_ms = np.diff(whole)
     if whole[-1] < 1:
-        raise TraceError(f"the series delivers {cumulative[-1]:.0f} bytes, less than one {OPPORTUNITY_BYTES}-byte "
-                         f"opportunity; a trace needs at least one")  # fmt: skip
+        raise TraceError(
+            f"the series delivers {cumulative[-1]:.0f} bytes, less than one {OPPORTUNITY_BYTES}-byte "
+            f"opportunity; a trace needs at least one"
+        )
     timestamps = np.repeat(np.arange(1, period_ms + 1, dtype=np.int64), per_ms)
     timestamps[-1] = period_ms  # Mahimahi's period is the last timestamp (see the module notes)
     return Trace(timestamps, source="<rate series>")
 
 
-def _read_csv_columns(path: str | os.PathLike[str], required: Sequence[str],
-                      optional: Sequence[str] = ()) -> dict[str, NDArray[np.float64]]:  # fmt: skip
+def _read_csv_columns(
+    path: str | os.PathLike[str], required: Sequence[str], optional: Sequence[str] = ()
+) -> dict[str, NDArray[np.float64]]:
     """Numeric columns of a CSV whose header row names them (any order, other columns ignored).
 
     Errors name the file, the row and the column. time_s may be any finite
@@ -351,7 +392,9 @@ def _read_csv_columns(path: str | os.PathLike[str], required: Sequence[str],
     for col in required:
         if col not in header:
             extra = f"; {', '.join(optional)} optional" if optional else ""
-            raise TraceError(f"{path}: missing column {col} (the header row must name {names}{extra})")
+            raise TraceError(
+                f"{path}: missing column {col} (the header row must name {names}{extra})"
+            )
     cols = [*required, *(c for c in optional if c in header)]
     index = {c: header.index(c) for c in cols}
     values: dict[str, list[float]] = {c: [] for c in cols}
@@ -365,7 +408,9 @@ def _read_csv_columns(path: str | os.PathLike[str], required: Sequence[str],
             except ValueError:
                 raise TraceError(f"{path}:{number}: {c}: {cell!r} is not a number") from None
             if not math.isfinite(v) or (c != "time_s" and v < 0) or (c == "duration_s" and v == 0):
-                expected = "a finite number" if c == "time_s" else "> 0" if c == "duration_s" else ">= 0"
+                expected = (
+                    "a finite number" if c == "time_s" else "> 0" if c == "duration_s" else ">= 0"
+                )
                 raise TraceError(f"{path}:{number}: {c} must be {expected}, got {cell}")
             values[c].append(v)
     if not values[required[0]]:
@@ -393,7 +438,9 @@ def series_csv_text(trace: Trace, bin_ms: int) -> str:
     t_s, rate = trace.rate_series(bin_ms)
     lengths_ms = np.diff(np.append(np.round(t_s * 1e3).astype(np.int64), trace.period_ms))
     lines = ["time_s,rate_bps,duration_s"]
-    lines += [f"{t:.3f},{float(r)!r},{d / 1e3:.3f}" for t, r, d in zip(t_s, rate, lengths_ms, strict=True)]
+    lines += [
+        f"{t:.3f},{float(r)!r},{d / 1e3:.3f}" for t, r, d in zip(t_s, rate, lengths_ms, strict=True)
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -424,12 +471,21 @@ def schedule(steps: Sequence[Sequence[float]], duration_s: float) -> Trace:
     if arr[0, 0] != 0:
         raise TraceError(f"the first schedule step must start at t = 0 s, got {arr[0, 0]}")
     if arr[-1, 0] >= duration_s:
-        raise TraceError(f"every step must start before duration_s = {duration_s} s, got one at {arr[-1, 0]} s")
+        raise TraceError(
+            f"every step must start before duration_s = {duration_s} s, got one at {arr[-1, 0]} s"
+        )
     return from_rate_series(arr[:, 0], arr[:, 1], end_s=duration_s)
 
 
-def markov_series(good_bps: float, bad_bps: float, mean_good_s: float, mean_bad_s: float, duration_s: float,
-                  seed: int, sigma: float = 0.0) -> tuple[NDArray[np.float64], NDArray[np.float64]]:  # fmt: skip
+def markov_series(
+    good_bps: float,
+    bad_bps: float,
+    mean_good_s: float,
+    mean_bad_s: float,
+    duration_s: float,
+    seed: int,
+    sigma: float = 0.0,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(start times in s, rates in bit/s) of a two-state good/bad channel; see :func:`markov`."""
     _check_duration(duration_s)
     for name, v in (("good_bps", good_bps), ("bad_bps", bad_bps), ("sigma", sigma)):
@@ -439,13 +495,17 @@ def markov_series(good_bps: float, bad_bps: float, mean_good_s: float, mean_bad_
         if not (math.isfinite(v) and v > 0):
             raise TraceError(f"{name} must be > 0 s, got {v}")
     rng = _rng(seed)
-    good = bool(rng.random() < mean_good_s / (mean_good_s + mean_bad_s))  # start in the stationary law
+    good = bool(
+        rng.random() < mean_good_s / (mean_good_s + mean_bad_s)
+    )  # start in the stationary law
     starts, rates = [], []
     now = 0.0
     while now < duration_s:
         mean_s, rate = (mean_good_s, good_bps) if good else (mean_bad_s, bad_bps)
         sojourn = rng.exponential(mean_s)
-        if sigma > 0:  # each visit's rate varies log-normally around the state's rate, mean preserved
+        if (
+            sigma > 0
+        ):  # each visit's rate varies log-normally around the state's rate, mean preserved
             rate *= math.exp(sigma * rng.standard_normal() - sigma**2 / 2)
         starts.append(now)
         rates.append(rate)
@@ -454,8 +514,15 @@ def markov_series(good_bps: float, bad_bps: float, mean_good_s: float, mean_bad_
     return np.array(starts), np.array(rates)
 
 
-def markov(good_bps: float, bad_bps: float, mean_good_s: float, mean_bad_s: float, duration_s: float,
-           seed: int, sigma: float = 0.0) -> Trace:  # fmt: skip
+def markov(
+    good_bps: float,
+    bad_bps: float,
+    mean_good_s: float,
+    mean_bad_s: float,
+    duration_s: float,
+    seed: int,
+    sigma: float = 0.0,
+) -> Trace:
     """A Gilbert-style two-state channel: good and bad states with exponential sojourns.
 
     The chain alternates between a good state (rate ``good_bps``, mean stay
@@ -466,11 +533,15 @@ def markov(good_bps: float, bad_bps: float, mean_good_s: float, mean_bad_s: floa
     rate log-normally around the state's rate (mean preserved, so the
     long-run mean is unchanged).
     """
-    starts, rates = markov_series(good_bps, bad_bps, mean_good_s, mean_bad_s, duration_s, seed, sigma)
+    starts, rates = markov_series(
+        good_bps, bad_bps, mean_good_s, mean_bad_s, duration_s, seed, sigma
+    )
     return from_rate_series(starts, rates, end_s=duration_s)
 
 
-def markov_mean_bps(good_bps: float, bad_bps: float, mean_good_s: float, mean_bad_s: float) -> float:
+def markov_mean_bps(
+    good_bps: float, bad_bps: float, mean_good_s: float, mean_bad_s: float
+) -> float:
     """The stationary mean rate of :func:`markov`'s channel."""
     return (good_bps * mean_good_s + bad_bps * mean_bad_s) / (mean_good_s + mean_bad_s)
 
@@ -494,7 +565,9 @@ class LogNormal:
 
     def check(self) -> None:
         if not (self.median_bps > 0 and self.sigma >= 0):
-            raise TraceError(f"lognormal needs median_bps > 0 and sigma >= 0, got {self.median_bps}, {self.sigma}")
+            raise TraceError(
+                f"lognormal needs median_bps > 0 and sigma >= 0, got {self.median_bps}, {self.sigma}"
+            )
 
 
 @dataclass(frozen=True)
@@ -509,7 +582,9 @@ class Uniform:
 
     def check(self) -> None:
         if not (0 <= self.low_bps <= self.high_bps):
-            raise TraceError(f"uniform needs 0 <= low_bps <= high_bps, got {self.low_bps}, {self.high_bps}")
+            raise TraceError(
+                f"uniform needs 0 <= low_bps <= high_bps, got {self.low_bps}, {self.high_bps}"
+            )
 
 
 @dataclass(frozen=True)
@@ -531,8 +606,15 @@ class Empirical:
 RateDistribution = LogNormal | Uniform | Empirical
 
 
-def drawn_series(dist: RateDistribution, interval_ms: int, duration_s: float, seed: int, correlation: float = 0.0,
-                 min_bps: float | None = None, max_bps: float | None = None) -> tuple[NDArray, NDArray]:  # fmt: skip
+def drawn_series(
+    dist: RateDistribution,
+    interval_ms: int,
+    duration_s: float,
+    seed: int,
+    correlation: float = 0.0,
+    min_bps: float | None = None,
+    max_bps: float | None = None,
+) -> tuple[NDArray, NDArray]:
     """(start times in s, rates in bit/s) of :func:`drawn`."""
     _check_duration(duration_s)
     dist.check()
@@ -557,8 +639,15 @@ def drawn_series(dist: RateDistribution, interval_ms: int, duration_s: float, se
     return np.arange(n) * interval_ms / 1e3, rates
 
 
-def drawn(dist: RateDistribution, interval_ms: int, duration_s: float, seed: int, correlation: float = 0.0,
-          min_bps: float | None = None, max_bps: float | None = None) -> Trace:  # fmt: skip
+def drawn(
+    dist: RateDistribution,
+    interval_ms: int,
+    duration_s: float,
+    seed: int,
+    correlation: float = 0.0,
+    min_bps: float | None = None,
+    max_bps: float | None = None,
+) -> Trace:
     """Rates drawn from ``dist``, one per ``interval_ms``, held constant within the interval.
 
     ``correlation`` is the lag-one correlation of successive draws' normal
@@ -588,7 +677,9 @@ def summary(trace: Trace, bin_ms: int = 100) -> dict[str, float | int]:
     }
 
 
-def plot_rate(trace: Trace, path: str | os.PathLike[str], bin_ms: int = 100, title: str | None = None) -> Path:
+def plot_rate(
+    trace: Trace, path: str | os.PathLike[str], bin_ms: int = 100, title: str | None = None
+) -> Path:
     """A PNG of the trace's delivery rate over one period (Mbit/s, ``bin_ms`` bins) with its mean.
 
     Drawn with matplotlib's object API on the Agg canvas (no pyplot), so it
@@ -603,16 +694,30 @@ def plot_rate(trace: Trace, path: str | os.PathLike[str], bin_ms: int = 100, tit
     fig = Figure(figsize=(9, 3.6), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    ax.stairs(rate / 1e6, np.append(t_s, trace.period_ms / 1e3), baseline=None, color="C0", linewidth=1,
-              label=f"rate ({bin_ms} ms bins)")  # fmt: skip
-    ax.axhline(trace.mean_rate_bps / 1e6, color="C3", linestyle="--", linewidth=1,
-               label=f"mean {trace.mean_rate_bps / 1e6:.2f} Mbit/s")  # fmt: skip
+    ax.stairs(
+        rate / 1e6,
+        np.append(t_s, trace.period_ms / 1e3),
+        baseline=None,
+        color="C0",
+        linewidth=1,
+        label=f"rate ({bin_ms} ms bins)",
+    )
+    ax.axhline(
+        trace.mean_rate_bps / 1e6,
+        color="C3",
+        linestyle="--",
+        linewidth=1,
+        label=f"mean {trace.mean_rate_bps / 1e6:.2f} Mbit/s",
+    )
     ax.set_xlabel("time (s)")
     ax.set_ylabel("delivery rate (Mbit/s)")
     ax.set_xlim(0, trace.period_ms / 1e3)
     ax.set_ylim(bottom=0)
     name = title if title is not None else trace.source
-    ax.set_title(f"{name}: {trace.opportunities:,} opportunities, period {trace.period_ms / 1e3:g} s", fontsize=10)
+    ax.set_title(
+        f"{name}: {trace.opportunities:,} opportunities, period {trace.period_ms / 1e3:g} s",
+        fontsize=10,
+    )
     ax.grid(alpha=0.3)
     ax.legend(loc="upper right", fontsize="small")
     return _atomic.write_with(Path(path), lambda tmp: fig.savefig(tmp, format="png", dpi=110))

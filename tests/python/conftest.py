@@ -75,6 +75,8 @@ def tiny_toml(tmp_path) -> Path:
 def subprocess_env() -> dict[str, str]:
     """Environment for `python -m latlab ...` subprocesses: this source tree importable, no CI quirks."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(PYTHON_SRC)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(PYTHON_SRC)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    )
     env.pop("LATLAB_DEBUG", None)
     return env

@@ -13,7 +13,10 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize("name", ["cellular", "wifi"])
 def test_example_runs_and_draws_access_links(core, tmp_path, name):
     out = tmp_path / name
-    res = CliRunner().invoke(cli, ["run", str(REPO / "scenarios" / f"{name}.toml"), "--duration", "10", "-q", "-o", str(out)])
+    res = CliRunner().invoke(
+        cli,
+        ["run", str(REPO / "scenarios" / f"{name}.toml"), "--duration", "10", "-q", "-o", str(out)],
+    )
     assert res.exit_code == 0, res.output
     import latlab
 

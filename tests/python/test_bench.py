@@ -15,7 +15,9 @@ RECORD_KEYS = {"name", "sim_s", "wall_s", "events", "events_per_s", "peak_rss_mb
 
 def test_worker_stays_lean(subprocess_env):
     code = "import sys, latlab._bench_worker; print(sorted(m for m in ('pandas', 'pyarrow', 'matplotlib', 'rich') if m in sys.modules))"
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env)
+    res = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env
+    )
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "[]"
 
@@ -23,25 +25,42 @@ def test_worker_stays_lean(subprocess_env):
 def test_quick_scales_duration():
     import tomllib
 
-    scaled = tomllib.loads(quick("duration_s = 400\nmeasure_from_s = 100\n[topology]\nkind = 'x'\n"))
-    assert scaled["duration_s"] == 400 * QUICK_FRACTION and scaled["measure_from_s"] == 100 * QUICK_FRACTION
+    scaled = tomllib.loads(
+        quick("duration_s = 400\nmeasure_from_s = 100\n[topology]\nkind = 'x'\n")
+    )
+    assert (
+        scaled["duration_s"] == 400 * QUICK_FRACTION
+        and scaled["measure_from_s"] == 100 * QUICK_FRACTION
+    )
 
 
 def test_worker_prints_one_json_line(core, subprocess_env):
     res = subprocess.run(
         [sys.executable, "-m", "latlab._bench_worker", "dumbbell-10", "--quick"],
-        capture_output=True, text=True, env=subprocess_env, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=subprocess_env,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     lines = res.stdout.strip().splitlines()
     assert len(lines) == 1
     record = json.loads(lines[0])
     assert RECORD_KEYS <= set(record)
-    assert record["sim_s"] == 60 * QUICK_FRACTION and record["events"] > 0 and record["peak_rss_mb"] > 0
+    assert (
+        record["sim_s"] == 60 * QUICK_FRACTION
+        and record["events"] > 0
+        and record["peak_rss_mb"] > 0
+    )
 
 
 def test_worker_unknown_name(subprocess_env):
-    res = subprocess.run([sys.executable, "-m", "latlab._bench_worker", "nope"], capture_output=True, text=True, env=subprocess_env)
+    res = subprocess.run(
+        [sys.executable, "-m", "latlab._bench_worker", "nope"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env,
+    )
     assert res.returncode == 2 and "dumbbell-10" in res.stderr
 
 

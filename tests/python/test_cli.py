@@ -5,8 +5,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from latlab.cli import cli
 from conftest import TINY_TOML
+from latlab.cli import cli
 
 
 @pytest.fixture
@@ -71,7 +71,9 @@ def test_validate_ok(runner, fake_core, tiny_toml):
 
 def test_run_writes_results_and_figure(runner, fake_core, tiny_toml, tmp_path):
     out = tmp_path / "out"
-    res = runner.invoke(cli, ["run", str(tiny_toml), "-o", str(out), "--seed", "8", "--duration", "1"])
+    res = runner.invoke(
+        cli, ["run", str(tiny_toml), "-o", str(out), "--seed", "8", "--duration", "1"]
+    )
     assert res.exit_code == 0, res.output
     assert (out / "overview.png").is_file() and (out / "flows.parquet").is_file()
     meta = json.loads((out / "run.json").read_text())
@@ -131,7 +133,12 @@ def test_core_not_built(runner, tiny_toml, monkeypatch):
 def test_bench_list(runner):
     res = runner.invoke(cli, ["bench", "--list"])
     assert res.exit_code == 0
-    assert [ln.split()[0] for ln in res.output.splitlines()] == ["cellular-100", "dumbbell-10", "dumbbell-1000", "pacing-baseline"]
+    assert [ln.split()[0] for ln in res.output.splitlines()] == [
+        "cellular-100",
+        "dumbbell-10",
+        "dumbbell-1000",
+        "pacing-baseline",
+    ]
 
 
 def test_bench_unknown_name(runner):

@@ -9,7 +9,14 @@ from conftest import TINY_TOML
 
 
 def latlab_cmd(args, env, cwd=None):
-    return subprocess.run([sys.executable, "-m", "latlab", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "latlab", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=300,
+    )
 
 
 def test_help(subprocess_env):
@@ -33,7 +40,10 @@ def test_bad_flag(subprocess_env, tmp_path):
 BAD_SCENARIOS = {
     "unknown-key": ("bogus_key = 1\n" + TINY_TOML, "bogus_key"),
     "wrong-type": (TINY_TOML.replace("duration_s = 2.0", 'duration_s = "long"'), "duration_s"),
-    "negative-rate": (TINY_TOML.replace("core_rate_bps = 10e6", "core_rate_bps = -10e6"), "core_rate_bps"),
+    "negative-rate": (
+        TINY_TOML.replace("core_rate_bps = 10e6", "core_rate_bps = -10e6"),
+        "core_rate_bps",
+    ),
     "unknown-node": (TINY_TOML.replace('src = "s{i}"', 'src = "nowhere{i}"'), "nowhere"),
 }
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 import latlab
-from latlab import builtin, schema
 from conftest import REPO, TINY_TOML
+from latlab import builtin, schema
 
 TIMING_KEYS = {"wall_s", "build_s", "events_per_s", "core_wall_s"}
 
@@ -22,7 +22,12 @@ def test_tiny_run_tables(core, tmp_path):
     assert len(res.flows) == 2 and len(res.flow_samples) > 0 and len(res.link_samples) > 0
     assert (res.flows["bytes_delivered"] > 0).all()
     info = res.run_info
-    assert info["events"] > 0 and info["duration_s"] == 2.0 and info["seed"] == 3 and info["wall_s"] > 0
+    assert (
+        info["events"] > 0
+        and info["duration_s"] == 2.0
+        and info["seed"] == 3
+        and info["wall_s"] > 0
+    )
 
 
 def _run_to(outdir: Path, seed: int | None = None) -> Path:
@@ -60,12 +65,18 @@ def test_results_round_trip_with_real_tables(core, tmp_path):
 
 
 def _all_scenarios() -> list[tuple[str, str, str]]:
-    found = [(f"builtin:{n}", builtin.read_text(n), builtin.source_name(n)) for n in builtin.names()]
+    found = [
+        (f"builtin:{n}", builtin.read_text(n), builtin.source_name(n)) for n in builtin.names()
+    ]
     found += [(p.name, p.read_text(), str(p)) for p in sorted((REPO / "scenarios").glob("*.toml"))]
     return found
 
 
-@pytest.mark.parametrize("label, text, source", _all_scenarios(), ids=lambda v: v if isinstance(v, str) and len(v) < 40 else "")
+@pytest.mark.parametrize(
+    "label, text, source",
+    _all_scenarios(),
+    ids=lambda v: v if isinstance(v, str) and len(v) < 40 else "",
+)
 def test_shipped_scenarios_validate(core, label, text, source):
     core.validate(text, source)
 

@@ -22,7 +22,9 @@ def test_equation_matches_a_hand_computed_point():
     #   X = 1200 B / 0.01068260 s = 112 332 B/s = 898 658 bit/s
     assert dflow.tcp_equation_rate_bps(0.01, 0.12) == pytest.approx(898_657.87, rel=1e-6)
     # twice the segment size, twice the rate; twice the RTT (and t_RTO with it), half the rate
-    assert dflow.tcp_equation_rate_bps(0.01, 0.12, segment_bytes=2400) == pytest.approx(2 * 898_657.87, rel=1e-6)
+    assert dflow.tcp_equation_rate_bps(0.01, 0.12, segment_bytes=2400) == pytest.approx(
+        2 * 898_657.87, rel=1e-6
+    )
     assert dflow.tcp_equation_rate_bps(0.01, 0.24) == pytest.approx(898_657.87 / 2, rel=1e-6)
 
 
@@ -34,7 +36,9 @@ def test_equation_falls_with_p_and_tends_to_the_square_root_law():
     simple = 8 * 1200 / (0.12 * math.sqrt(2e-6 / 3))
     assert float(dflow.tcp_equation_rate_bps(1e-6, 0.12)) == pytest.approx(simple, rel=1e-3)
     # p = 1: far below the square-root law (the timeout term dominates)
-    assert float(dflow.tcp_equation_rate_bps(1.0, 0.12)) < 0.01 * 8 * 1200 / (0.12 * math.sqrt(2 / 3))
+    assert float(dflow.tcp_equation_rate_bps(1.0, 0.12)) < 0.01 * 8 * 1200 / (
+        0.12 * math.sqrt(2 / 3)
+    )
 
 
 def test_knee_and_elasticity():
@@ -50,7 +54,10 @@ def test_knee_and_elasticity():
     assert float(dflow.equation_elasticity(1e-6)) == pytest.approx(0.5, abs=1e-3)
     assert float(dflow.equation_elasticity(knee)) > 1.0
     p, h = 0.03, 1e-6
-    numeric = -(math.log(dflow.tcp_equation_rate_bps(p * (1 + h), 0.12)) - math.log(dflow.tcp_equation_rate_bps(p, 0.12)))
+    numeric = -(
+        math.log(dflow.tcp_equation_rate_bps(p * (1 + h), 0.12))
+        - math.log(dflow.tcp_equation_rate_bps(p, 0.12))
+    )
     assert float(dflow.equation_elasticity(p)) == pytest.approx(numeric / math.log(1 + h), rel=1e-4)
     unstable = dflow.unstable_loss_event_rate()
     assert float(dflow.equation_elasticity(unstable)) == pytest.approx(1.0, abs=1e-6)
@@ -87,7 +94,10 @@ def test_jain_index_properties():
 def test_path_constants():
     assert dflow.FULL_QUEUE_DELAY_S == pytest.approx(35 * 1244 * 8 / 2e6)  # 174.16 ms
     assert dflow.RTT_S == pytest.approx(0.120)
-    assert dflow.TCP_MSS_BYTES + dflow.TCP_HEADER_BYTES == dflow.SEGMENT_BYTES + dflow.TFRC_HEADER_BYTES
+    assert (
+        dflow.TCP_MSS_BYTES + dflow.TCP_HEADER_BYTES
+        == dflow.SEGMENT_BYTES + dflow.TFRC_HEADER_BYTES
+    )
 
 
 def test_runs_of_counts_and_dedupes_tfrc():
@@ -102,7 +112,9 @@ def test_runs_of_counts_and_dedupes_tfrc():
     assert dflow.Run("tfrc", "base10").scenario() == dflow.Run("tfrc", "base1000").scenario()
     assert dflow.Run("dflow", "base10").scenario() != dflow.Run("dflow", "base1000").scenario()
     # the primary base period runs even when the settings leave it out
-    only10 = dflow.runs_of(dflow.Settings(duration_s=20.0, measure_from_s=5.0, seeds=(1,), variants=("base10",)))
+    only10 = dflow.runs_of(
+        dflow.Settings(duration_s=20.0, measure_from_s=5.0, seeds=(1,), variants=("base10",))
+    )
     assert {(r.case, r.variant) for r in only10 if r.case == "tfrc"} == {("tfrc", dflow.PRIMARY)}
     assert len(only10) == 5 + 4
 
@@ -113,10 +125,17 @@ def test_builder_details():
     assert sc["topology"]["core_queue"] == {"kind": "droptail", "limit_packets": 35}
     assert sc["topology"]["core_rate_bps"] == 2e6
     d, v = sc["flows"]
-    assert d["kind"] == "dflow" and d["tfrc"]["cd_thresh_ms"] == 50.0 and d["tfrc"]["base_period_rtts"] == 10.0
+    assert (
+        d["kind"] == "dflow"
+        and d["tfrc"]["cd_thresh_ms"] == 50.0
+        and d["tfrc"]["base_period_rtts"] == 10.0
+    )
     assert d["tfrc"]["gradient_test"] is False
     assert v["cc"] == "vegas" and v["cc_params"] == {"alpha": 1.0, "beta": 3.0, "gamma": 1.0}
-    assert v["tcp"]["mss_bytes"] + v["tcp"]["header_bytes"] == d["tfrc"]["segment_bytes"] + d["tfrc"]["header_bytes"]
+    assert (
+        v["tcp"]["mss_bytes"] + v["tcp"]["header_bytes"]
+        == d["tfrc"]["segment_bytes"] + d["tfrc"]["header_bytes"]
+    )
     assert (d["first_index"], v["first_index"]) == (0, 1)
     led = dflow.Run("ledbat").scenario()["flows"][1]
     assert led["cc_params"] == {"target_ms": 50.0}
@@ -140,8 +159,14 @@ def test_every_run_is_a_valid_scenario(core):
 
 
 def test_delay_stats_weights_by_traffic():
-    link = pd.DataFrame({"time_s": [1.0, 2.0, 3.0, 4.0], "sojourn_ms": [100.0, 10.0, 30.0, 0.0],
-                         "sojourn_max_ms": [120.0, 12.0, 40.0, 0.0], "departed_bytes": [500.0, 1000.0, 3000.0, 0.0]})  # fmt: skip
+    link = pd.DataFrame(
+        {
+            "time_s": [1.0, 2.0, 3.0, 4.0],
+            "sojourn_ms": [100.0, 10.0, 30.0, 0.0],
+            "sojourn_max_ms": [120.0, 12.0, 40.0, 0.0],
+            "departed_bytes": [500.0, 1000.0, 3000.0, 0.0],
+        }
+    )
     s = dflow.delay_stats(link, measure_from_s=1.0)  # the interval ending at 1 s is warm-up
     assert s["delay_mean_ms"] == pytest.approx((10 * 1000 + 30 * 3000) / 4000)
     assert s["delay_max_ms"] == 40.0
@@ -167,7 +192,9 @@ def test_dflow_keeps_the_queue_short_and_tfrc_fills_it(core):
     d, t = _short("dflow"), _short("tfrc")
     ds, ts = d["summary"], t["summary"]
     assert ds["delay_mean_ms"] < 40.0 < 120.0 < ts["delay_mean_ms"]
-    assert ts["delay_max_ms"] == pytest.approx(dflow.FULL_QUEUE_DELAY_S * 1e3, abs=1.0)  # TFRC fills the buffer
+    assert ts["delay_max_ms"] == pytest.approx(
+        dflow.FULL_QUEUE_DELAY_S * 1e3, abs=1.0
+    )  # TFRC fills the buffer
     assert ds["drops_window"] < ts["drops_window"] and ts["drops_window"] > 20
     assert ts["tfrc_loss_events"] > ds["dflow_loss_events"]
     assert ds["dflow_delay_events"] > 0  # DFlow's congestion signal is delay
@@ -176,7 +203,11 @@ def test_dflow_keeps_the_queue_short_and_tfrc_fills_it(core):
     assert d["flows"]["goodput_bps"].sum() == pytest.approx(ds["goodput_bps"])
     w = d["series"][d["series"]["time_s"] > 8.0 + 1e-9]
     mean_rate = w.groupby("flow_id")["rate_bps"].mean()
-    assert np.allclose(mean_rate.sort_index().to_numpy(), d["flows"].sort_values("flow_id")["goodput_bps"].to_numpy(), rtol=0.02)
+    assert np.allclose(
+        mean_rate.sort_index().to_numpy(),
+        d["flows"].sort_values("flow_id")["goodput_bps"].to_numpy(),
+        rtol=0.02,
+    )
 
 
 def test_newreno_starves_dflow(core):
@@ -191,14 +222,18 @@ def test_same_seed_same_numbers(core):
     # everything but the measured wall time (NaN-aware: Jain among DFlows is NaN with one DFlow)
     assert pd.Series(a["summary"]).drop("wall_s").equals(pd.Series(b["summary"]).drop("wall_s"))
     pd.testing.assert_frame_equal(a["series"], b["series"])
-    assert a["flows"]["start_s"].tolist() != c["flows"]["start_s"].tolist()  # the seed draws the start times
+    assert (
+        a["flows"]["start_s"].tolist() != c["flows"]["start_s"].tolist()
+    )  # the seed draws the start times
 
 
 # ----- a tiny end-to-end reproduction -----------------------------------------------------------------
 
 
 def test_tiny_reproduction(core, tmp_path):
-    tiny = dflow.Settings(duration_s=20.0, measure_from_s=5.0, seeds=(1,), variants=("base10", dflow.PRIMARY))
+    tiny = dflow.Settings(
+        duration_s=20.0, measure_from_s=5.0, seeds=(1,), variants=("base10", dflow.PRIMARY)
+    )
     report = dflow.reproduce_with(tiny, tmp_path, jobs=1, progress=False)
     text = report.read_text()
     for name in ("results", "flows", "flow_series", "bottleneck_series", "knee"):
@@ -206,8 +241,14 @@ def test_tiny_reproduction(core, tmp_path):
     results = pd.read_parquet(tmp_path / "results.parquet")
     assert len(results) == 9 and (results["status"] == "ok").all()
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
-    assert {"fig_dflow.png", "fig_tfrc.png", "fig_knee.png", "fig_summary.png", "fig_variant_base10.png",
-            "fig_base_period.png"} <= set(links)
+    assert {
+        "fig_dflow.png",
+        "fig_tfrc.png",
+        "fig_knee.png",
+        "fig_summary.png",
+        "fig_variant_base10.png",
+        "fig_base_period.png",
+    } <= set(links)
     for link in links:
         assert "/" not in link and (tmp_path / link).is_file()  # relative, next to the report
     assert "174.2 ms" in text and "## The knee" in text

@@ -7,7 +7,10 @@ from latlab import dotpath
 
 @pytest.fixture
 def data():
-    return {"flows": [{"cc": "newreno", "tcp": {}}, {"cc": "cubic"}], "topology": {"links": [{"rate_bps": 1.0}]}}
+    return {
+        "flows": [{"cc": "newreno", "tcp": {}}, {"cc": "cubic"}],
+        "topology": {"links": [{"rate_bps": 1.0}]},
+    }
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import REPO
 
 
@@ -40,7 +41,8 @@ BIN = _binary()
 SCENARIO = REPO / "scenarios" / "emulate-20mbit-50ms.toml"
 
 pytestmark = pytest.mark.skipif(
-    BIN is None, reason="latlab-net is not built (cargo build --release -p latlab-net, or make build)"
+    BIN is None,
+    reason="latlab-net is not built (cargo build --release -p latlab-net, or make build)",
 )
 
 
@@ -66,18 +68,31 @@ def _testbed_missing() -> str | None:
 )
 def test_bad_command_lines_exit_2(args, mentions, subprocess_env):
     res = subprocess.run([str(BIN), *args], capture_output=True, text=True, timeout=10)
-    assert res.returncode == 2 and mentions in res.stderr and "panicked" not in res.stderr, res.stderr
+    assert res.returncode == 2 and mentions in res.stderr and "panicked" not in res.stderr, (
+        res.stderr
+    )
     env = dict(subprocess_env, LATLAB_NET_BIN=str(BIN))
-    res = subprocess.run([sys.executable, "-m", "latlab", *args], capture_output=True, text=True, env=env, timeout=30)
-    assert res.returncode == 2 and mentions in res.stderr and "Traceback" not in res.stderr, res.stderr
+    res = subprocess.run(
+        [sys.executable, "-m", "latlab", *args], capture_output=True, text=True, env=env, timeout=30
+    )
+    assert res.returncode == 2 and mentions in res.stderr and "Traceback" not in res.stderr, (
+        res.stderr
+    )
 
 
 def test_an_unreadable_scenario_is_a_clear_error(subprocess_env, tmp_path):
     env = dict(subprocess_env, LATLAB_NET_BIN=str(BIN))
     missing = tmp_path / "nope.toml"
-    res = subprocess.run([sys.executable, "-m", "latlab", "emulate", str(missing), "--", "true"],
-                         capture_output=True, text=True, env=env, timeout=30)  # fmt: skip
-    assert res.returncode == 1 and str(missing) in res.stderr and "Traceback" not in res.stderr, res.stderr
+    res = subprocess.run(
+        [sys.executable, "-m", "latlab", "emulate", str(missing), "--", "true"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+    )
+    assert res.returncode == 1 and str(missing) in res.stderr and "Traceback" not in res.stderr, (
+        res.stderr
+    )
 
 
 # Run in the client namespace: start a listener in the server namespace,
@@ -105,9 +120,26 @@ def test_a_command_crosses_the_emulated_path(subprocess_env, tmp_path):
         pytest.skip(f"{reason}: the emulator needs root, /dev/net/tun and iproute2")
     env = dict(subprocess_env, LATLAB_NET_BIN=str(BIN))
     out = tmp_path / "emu"
-    res = subprocess.run([sys.executable, "-m", "latlab", "emulate", str(SCENARIO), "--quiet", "--out", str(out),
-                          "--", sys.executable, "-c", CLIENT],
-                         capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "latlab",
+            "emulate",
+            str(SCENARIO),
+            "--quiet",
+            "--out",
+            str(out),
+            "--",
+            sys.executable,
+            "-c",
+            CLIENT,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert res.returncode == 3, res.stderr
     lines = res.stdout.splitlines()
     ready = json.loads(lines[0])

@@ -12,8 +12,13 @@ from latlab import hostload
 def test_the_sockstat_line_is_read(monkeypatch):
     text = "sockets: used 20\nTCP: inuse 1 orphan 2 tw 0 alloc 427 mem 349983\nUDP: inuse 0 mem 0\n"
     real_read = Path.read_text
-    monkeypatch.setattr(Path, "read_text",
-                        lambda self, *a, **k: text if str(self) == "/proc/net/sockstat" else real_read(self, *a, **k))
+    monkeypatch.setattr(
+        Path,
+        "read_text",
+        lambda self, *a, **k: (
+            text if str(self) == "/proc/net/sockstat" else real_read(self, *a, **k)
+        ),
+    )
     assert hostload.tcp_mem_pages() == 349983
 
 
@@ -32,6 +37,8 @@ def test_a_run_watch_records_the_maxima_and_flags_pressure(monkeypatch):
     assert w.record()["tcp_mem_pressure"] is False
 
 
-@pytest.mark.skipif(not Path("/proc/net/sockstat").exists(), reason="no /proc/net/sockstat (not Linux)")
+@pytest.mark.skipif(
+    not Path("/proc/net/sockstat").exists(), reason="no /proc/net/sockstat (not Linux)"
+)
 def test_this_machine_reports_its_tcp_memory():
     assert hostload.tcp_mem_pages() is not None and hostload.tcp_mem_pressure_pages() is not None

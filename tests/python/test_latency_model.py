@@ -71,7 +71,9 @@ def test_delayed_ack_hand_cases():
     assert L.completion_time(10 * S, C, R, S, delayed_ack=d) == pytest.approx(2 * R + 10 * T)
     # Eleven: window 10, an idle round (first ACK after 2 segments: R + 2T - 10T),
     # then the 11th alone waits for the timer.
-    assert L.completion_time(11 * S, C, R, S, delayed_ack=d) == pytest.approx(2 * R + 11 * T + (R - 8 * T) + 0.04)
+    assert L.completion_time(11 * S, C, R, S, delayed_ack=d) == pytest.approx(
+        2 * R + 11 * T + (R - 8 * T) + 0.04
+    )
 
 
 def test_delayed_ack_window_growth_is_one_and_a_half():
@@ -87,7 +89,9 @@ def test_delayed_ack_model_with_one_segment_per_ack_is_the_exact_model():
     o = rng.integers(1, 5000, 5000) * S
     c = rng.uniform(1e5, 1e8, 5000)
     r = rng.uniform(0.005, 0.5, 5000)
-    got = L._completion_time_delayed_ack(o, c, r, np.asarray(S), np.asarray(10.0), L.DelayedAck(segments=1))
+    got = L._completion_time_delayed_ack(
+        o, c, r, np.asarray(S), np.asarray(10.0), L.DelayedAck(segments=1)
+    )
     assert np.allclose(got, L.completion_time(o, c, r, S, iw=10), rtol=1e-12, atol=1e-12)
 
 
@@ -156,8 +160,18 @@ def test_monte_carlo_with_one_background_flow():
 
 
 def test_study_finding_4g_less_efficient_than_3_5g():
-    a = M.efficiency_vs_size(P.load("3.5G"), [100_000, 1_000_000], n_samples=20_000, options=M.ModelOptions(variant="published"))
-    b = M.efficiency_vs_size(P.load("4G"), [100_000, 1_000_000], n_samples=20_000, options=M.ModelOptions(variant="published"))
+    a = M.efficiency_vs_size(
+        P.load("3.5G"),
+        [100_000, 1_000_000],
+        n_samples=20_000,
+        options=M.ModelOptions(variant="published"),
+    )
+    b = M.efficiency_vs_size(
+        P.load("4G"),
+        [100_000, 1_000_000],
+        n_samples=20_000,
+        options=M.ModelOptions(variant="published"),
+    )
     assert np.all(b["mean"].to_numpy() < a["mean"].to_numpy())
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from latlab.models import profiles as P
 from conftest import REPO
+from latlab.models import profiles as P
 
 
 def test_builtin_profiles_hold_table_one():
@@ -34,7 +34,9 @@ def test_loaded_variants_ship_for_3_5g_and_4g():
 
 def test_profile_names_are_case_insensitive_and_unknown_ones_are_listed():
     assert P.load("3.5g").name == "3.5G"
-    with pytest.raises(P.ProfileError, match=r"unknown profile '5G'; built-in profiles: 3G, 3.5G, 4G"):
+    with pytest.raises(
+        P.ProfileError, match=r"unknown profile '5G'; built-in profiles: 3G, 3.5G, 4G"
+    ):
         P.load("5G")
 
 
@@ -59,13 +61,16 @@ def test_interpolation_is_log_normal_between_percentiles():
     assert x.min() == pytest.approx(10.0) and x.max() == pytest.approx(80.0)
 
 
-@pytest.mark.parametrize("pct, vals, match", [
-    ((50, 5), (1, 2), "increase"),
-    ((0, 50), (1, 2), "strictly between"),
-    ((5, 50), (2, 1), "not decrease"),
-    ((5, 50), (0, 1), "positive"),
-    ((5,), (1, 2), "one length"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "pct, vals, match",
+    [
+        ((50, 5), (1, 2), "increase"),
+        ((0, 50), (1, 2), "strictly between"),
+        ((5, 50), (2, 1), "not decrease"),
+        ((5, 50), (0, 1), "positive"),
+        ((5,), (1, 2), "one length"),
+    ],
+)
 def test_percentile_distribution_rejects_bad_tables(pct, vals, match):
     with pytest.raises(P.ProfileError, match=match):
         P.PercentileDistribution(pct, vals)
@@ -80,7 +85,10 @@ def test_kernel_width_is_s_over_sqrt_n_and_draws_stay_positive():
     assert np.mean(x) == pytest.approx(values.mean(), rel=0.01)
     assert np.std(x) ** 2 == pytest.approx(np.var(values) + d.bandwidth**2, rel=0.05)
     # A wide kernel near zero is reflected, never negative.
-    assert np.all(P.SampleDistribution(np.array([0.1, 0.2, 50.0])).sample(10_000, np.random.default_rng(2)) > 0)
+    assert np.all(
+        P.SampleDistribution(np.array([0.1, 0.2, 50.0])).sample(10_000, np.random.default_rng(2))
+        > 0
+    )
 
 
 def test_paired_samples_are_drawn_from_the_same_row():
@@ -99,7 +107,10 @@ def _csv(tmp_path: Path, text: str) -> Path:
 
 
 def test_csv_with_header_in_any_order_extra_columns_and_comments(tmp_path):
-    path = _csv(tmp_path, "# my drive test\nrtt_ms,site,throughput_kbps\n40,a,5000\n\n45,b,6000\n38,c,20000\n")
+    path = _csv(
+        tmp_path,
+        "# my drive test\nrtt_ms,site,throughput_kbps\n40,a,5000\n\n45,b,6000\n38,c,20000\n",
+    )
     cols = P.read_samples_csv(path)
     assert cols["throughput_kbps"].tolist() == [5000, 6000, 20000]
     assert cols["rtt_ms"].tolist() == [40, 45, 38]
@@ -112,19 +123,25 @@ def test_csv_without_header(tmp_path):
     assert cols["rtt_ms"].tolist() == [40, 45]
 
 
-@pytest.mark.parametrize("text, match", [
-    ("rtt_ms,foo\n40,1\n41,2\n", "line 1: missing column throughput_kbps"),
-    ("speed,delay\n1,2\n3,4\n", "missing columns throughput_kbps, rtt_ms"),
-    ("throughput_kbps,rtt_ms\n5000,40\n-6000,45\n", "line 3: throughput_kbps must be > 0, got -6000"),
-    ("throughput_kbps,rtt_ms\n5000,40\n6000,0\n", "line 3: rtt_ms must be > 0, got 0"),
-    ("throughput_kbps,rtt_ms\n5000,fast\n6000,45\n", "line 2: rtt_ms: 'fast' is not a number"),
-    ("5000,abc\n6000,45\n", "line 1: rtt_ms: 'abc' is not a number"),
-    ("throughput_kbps,rtt_ms\n5000,inf\n6000,45\n", "not a finite number"),
-    ("throughput_kbps,rtt_ms\n5000,40\n6000\n", "line 3: expected 2 columns, got 1"),
-    ("5000,40,7\n6000,45,8\n", "expected 2 columns"),
-    ("throughput_kbps,rtt_ms\n5000,40\n", "at least 2 measurements"),
-    ("", "no measurements"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("rtt_ms,foo\n40,1\n41,2\n", "line 1: missing column throughput_kbps"),
+        ("speed,delay\n1,2\n3,4\n", "missing columns throughput_kbps, rtt_ms"),
+        (
+            "throughput_kbps,rtt_ms\n5000,40\n-6000,45\n",
+            "line 3: throughput_kbps must be > 0, got -6000",
+        ),
+        ("throughput_kbps,rtt_ms\n5000,40\n6000,0\n", "line 3: rtt_ms must be > 0, got 0"),
+        ("throughput_kbps,rtt_ms\n5000,fast\n6000,45\n", "line 2: rtt_ms: 'fast' is not a number"),
+        ("5000,abc\n6000,45\n", "line 1: rtt_ms: 'abc' is not a number"),
+        ("throughput_kbps,rtt_ms\n5000,inf\n6000,45\n", "not a finite number"),
+        ("throughput_kbps,rtt_ms\n5000,40\n6000\n", "line 3: expected 2 columns, got 1"),
+        ("5000,40,7\n6000,45,8\n", "expected 2 columns"),
+        ("throughput_kbps,rtt_ms\n5000,40\n", "at least 2 measurements"),
+        ("", "no measurements"),
+    ],
+)
 def test_csv_errors_name_file_line_and_problem(tmp_path, text, match):
     with pytest.raises(P.ProfileError, match=match):
         P.read_samples_csv(_csv(tmp_path, text))

@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 
+from conftest import REPO
 from latlab.netns import TestbedUnavailable, bottleneck_testbed
 
 
@@ -43,7 +43,8 @@ def _binary() -> Path | None:
 
 BIN = _binary()
 needs_binary = pytest.mark.skipif(
-    BIN is None, reason="latlab-net is not built (cargo build --release -p latlab-net, or make build)"
+    BIN is None,
+    reason="latlab-net is not built (cargo build --release -p latlab-net, or make build)",
 )
 
 # ----- the bottleneck ---------------------------------------------------------
@@ -97,19 +98,53 @@ def _kill(proc: subprocess.Popen) -> None:
 
 def _rows(path: Path) -> list[dict[str, float | None]]:
     with path.open() as f:
-        return [{k: float(v) if v != "" else None for k, v in row.items()} for row in csv.DictReader(f)]
+        return [
+            {k: float(v) if v != "" else None for k, v in row.items()} for row in csv.DictReader(f)
+        ]
 
 
 def _run_pair(netns: dict, mode: str, out: Path, port: int) -> dict:
     """One receiver and one sender, in their namespaces, for RUN_S; their summaries and records."""
     rx_csv, tx_csv = out / f"{mode}-recv.csv", out / f"{mode}-send.csv"
     rx_log, tx_log = out / f"{mode}-recv.log", out / f"{mode}-send.log"
-    recv_cmd = ["ip", "netns", "exec", netns.rx_ns, str(BIN), "media", "recv", "--listen", f"{RX_ADDR}:{port}",
-                "--duration-s", str(RUN_S + 10), "--idle-timeout-s", "2", "--warmup-s", str(WARMUP_S),
-                "--record", str(rx_csv)]  # fmt: skip
-    send_cmd = ["ip", "netns", "exec", netns.tx_ns, str(BIN), "media", "send", "--to", f"{RX_ADDR}:{port}",
-                "--mode", mode, "--duration-s", str(RUN_S), "--packet-bytes", str(PACKET_BYTES),
-                "--record", str(tx_csv)]  # fmt: skip
+    recv_cmd = [
+        "ip",
+        "netns",
+        "exec",
+        netns.rx_ns,
+        str(BIN),
+        "media",
+        "recv",
+        "--listen",
+        f"{RX_ADDR}:{port}",
+        "--duration-s",
+        str(RUN_S + 10),
+        "--idle-timeout-s",
+        "2",
+        "--warmup-s",
+        str(WARMUP_S),
+        "--record",
+        str(rx_csv),
+    ]
+    send_cmd = [
+        "ip",
+        "netns",
+        "exec",
+        netns.tx_ns,
+        str(BIN),
+        "media",
+        "send",
+        "--to",
+        f"{RX_ADDR}:{port}",
+        "--mode",
+        mode,
+        "--duration-s",
+        str(RUN_S),
+        "--packet-bytes",
+        str(PACKET_BYTES),
+        "--record",
+        str(tx_csv),
+    ]
     if mode == "dflow":
         send_cmd += ["--cd-thresh-ms", str(CD_THRESH_MS)]
     with rx_log.open("w") as rx_out:
@@ -117,7 +152,9 @@ def _run_pair(netns: dict, mode: str, out: Path, port: int) -> dict:
     try:
         _wait_for_line(rx_log, "listening on", rx)
         with tx_log.open("w") as tx_out:
-            tx = subprocess.run(send_cmd, stdout=tx_out, stderr=subprocess.STDOUT, timeout=RUN_S + 30)
+            tx = subprocess.run(
+                send_cmd, stdout=tx_out, stderr=subprocess.STDOUT, timeout=RUN_S + 30
+            )
         assert tx.returncode == 0, tx_log.read_text()[-2000:]
         # The receiver stops 2 s after the last packet (--idle-timeout-s).
         assert rx.wait(timeout=20) == 0, rx_log.read_text()[-2000:]
@@ -134,20 +171,27 @@ def _run_pair(netns: dict, mode: str, out: Path, port: int) -> dict:
 def _describe(mode: str, r: dict) -> str:
     m, s = r["recv"]["measured"], r["send"]
     q = m["queueing_delay_ms"]
-    return (f"{mode}: after {WARMUP_S:.0f} s queueing delay mean {q['mean']:.1f} / p50 {q['p50']:.1f} / "
-            f"p95 {q['p95']:.1f} / max {q['max']:.1f} ms; lost {m['lost_packets']} of "
-            f"{m['packets_received'] + m['lost_packets']} ({m['loss_fraction']:.4f}), whole run lost "
-            f"{r['recv']['lost_packets']} of {s['packets_sent']} sent; goodput {m['mean_rate_bps'] / 1e6:.3f} Mb/s; "
-            f"delay events {r['recv']['delay_events']}, loss events {r['recv']['loss_events']}; pacing lateness "
-            f"p95 {s['pacing_lateness_us']['p95']:.0f} us")  # fmt: skip
+    return (
+        f"{mode}: after {WARMUP_S:.0f} s queueing delay mean {q['mean']:.1f} / p50 {q['p50']:.1f} / "
+        f"p95 {q['p95']:.1f} / max {q['max']:.1f} ms; lost {m['lost_packets']} of "
+        f"{m['packets_received'] + m['lost_packets']} ({m['loss_fraction']:.4f}), whole run lost "
+        f"{r['recv']['lost_packets']} of {s['packets_sent']} sent; goodput {m['mean_rate_bps'] / 1e6:.3f} Mb/s; "
+        f"delay events {r['recv']['delay_events']}, loss events {r['recv']['loss_events']}; pacing lateness "
+        f"p95 {s['pacing_lateness_us']['p95']:.0f} us"
+    )
 
 
 def test_dflow_holds_its_target_where_tfrc_fills_the_queue(netns, tmp_path):
     tfrc = _run_pair(netns, "tfrc", tmp_path, 5001)
     dflow = _run_pair(netns, "dflow", tmp_path, 5002)
-    report = f"full queue {FULL_QUEUE_MS:.0f} ms\n{_describe('TFRC', tfrc)}\n{_describe('DFlow', dflow)}"
+    report = (
+        f"full queue {FULL_QUEUE_MS:.0f} ms\n{_describe('TFRC', tfrc)}\n{_describe('DFlow', dflow)}"
+    )
     print(report)
-    tq, dq = tfrc["recv"]["measured"]["queueing_delay_ms"], dflow["recv"]["measured"]["queueing_delay_ms"]
+    tq, dq = (
+        tfrc["recv"]["measured"]["queueing_delay_ms"],
+        dflow["recv"]["measured"]["queueing_delay_ms"],
+    )
     tm, dm = tfrc["recv"]["measured"], dflow["recv"]["measured"]
 
     # Every packet the senders sent is accounted for at the receivers
@@ -189,7 +233,9 @@ def _free_udp_port() -> int:
 
 def _data_packet(session: int, seq: int, packet_bytes: int = 200) -> bytes:
     """A well-formed TFRC data packet (wire version 1; see crates/net/src/wire.rs)."""
-    head = struct.pack(">2sBBIQQQHBBB3xQQd", b"LM", 1, 1, session, seq, 0, 0, packet_bytes, 0, 0, 3, 0, 0, 0.0)
+    head = struct.pack(
+        ">2sBBIQQQHBBB3xQQd", b"LM", 1, 1, session, seq, 0, 0, packet_bytes, 0, 0, 3, 0, 0, 0.0
+    )
     return head + bytes(packet_bytes - len(head))
 
 
@@ -216,8 +262,19 @@ def test_malformed_datagrams_are_counted_and_dropped(tmp_path, subprocess_env):
     rx_csv, tx_csv = tmp_path / "recv.csv", tmp_path / "send.csv"
     rx_log = tmp_path / "recv.log"
     with rx_log.open("w") as out:
-        rx = subprocess.Popen([str(BIN), "media", "recv", "--listen", f"127.0.0.1:{rx_port}", "--record", str(rx_csv)],
-                              stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+        rx = subprocess.Popen(
+            [
+                str(BIN),
+                "media",
+                "recv",
+                "--listen",
+                f"127.0.0.1:{rx_port}",
+                "--record",
+                str(rx_csv),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     rx_start = time.monotonic()
     tx = None
     try:
@@ -225,11 +282,35 @@ def test_malformed_datagrams_are_counted_and_dropped(tmp_path, subprocess_env):
         # The sender through the Python CLI (and --parquet); its rate capped
         # so that loopback is not flooded.
         env = dict(subprocess_env, LATLAB_NET_BIN=str(BIN))
-        tx = subprocess.Popen([sys.executable, "-m", "latlab", "media", "send", "--to", f"127.0.0.1:{rx_port}",
-                               "--bind", f"127.0.0.1:{tx_port}", "--mode", "dflow", "--duration-s", "4",
-                               "--max-rate-bps", "400000", "--packet-bytes", "500", "--record", str(tx_csv),
-                               "--parquet", "--quiet"], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+        tx = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "latlab",
+                "media",
+                "send",
+                "--to",
+                f"127.0.0.1:{rx_port}",
+                "--bind",
+                f"127.0.0.1:{tx_port}",
+                "--mode",
+                "dflow",
+                "--duration-s",
+                "4",
+                "--max-rate-bps",
+                "400000",
+                "--packet-bytes",
+                "500",
+                "--record",
+                str(tx_csv),
+                "--parquet",
+                "--quiet",
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         # Data flows once the receiver has opened the session (so the
         # sender is bound, and the fake data below cannot open it instead).
         _wait_for_line(rx_log, "session ", rx, timeout_s=30)
@@ -293,7 +374,10 @@ def test_malformed_datagrams_are_counted_and_dropped(tmp_path, subprocess_env):
         (["media", "send", "--to", "nowhere"], "nowhere"),
         (["media", "send", "--to", "127.0.0.1:9", "--mode", "cubic"], "cubic"),
         (["media", "send", "--to", "127.0.0.1:9", "--packet-bytes", "10"], "10"),
-        (["media", "send", "--to", "127.0.0.1:9", "--mode", "tfrc", "--cd-thresh-ms", "20"], "cd-thresh-ms"),
+        (
+            ["media", "send", "--to", "127.0.0.1:9", "--mode", "tfrc", "--cd-thresh-ms", "20"],
+            "cd-thresh-ms",
+        ),
         (["media", "send", "--to", "127.0.0.1:9", "--ndupack", "0"], "ndupack"),
         (["media", "recv"], "--listen"),
         (["media", "recv", "--listen", "127.0.0.1:9", "--duration-s", "-3"], "-3"),
@@ -301,17 +385,28 @@ def test_malformed_datagrams_are_counted_and_dropped(tmp_path, subprocess_env):
 )
 def test_bad_command_lines_exit_2(args, mentions, subprocess_env):
     res = subprocess.run([str(BIN), *args], capture_output=True, text=True, timeout=10)
-    assert res.returncode == 2 and mentions in res.stderr and "panicked" not in res.stderr, res.stderr
+    assert res.returncode == 2 and mentions in res.stderr and "panicked" not in res.stderr, (
+        res.stderr
+    )
     # The same through `latlab media`.
     env = dict(subprocess_env, LATLAB_NET_BIN=str(BIN))
-    res = subprocess.run([sys.executable, "-m", "latlab", *args], capture_output=True, text=True, env=env, timeout=30)
-    assert res.returncode == 2 and mentions in res.stderr and "Traceback" not in res.stderr, res.stderr
+    res = subprocess.run(
+        [sys.executable, "-m", "latlab", *args], capture_output=True, text=True, env=env, timeout=30
+    )
+    assert res.returncode == 2 and mentions in res.stderr and "Traceback" not in res.stderr, (
+        res.stderr
+    )
 
 
 def test_missing_binary_is_a_clear_error(subprocess_env, tmp_path):
     env = dict(subprocess_env, LATLAB_NET_BIN=str(tmp_path / "no-such-binary"))
-    res = subprocess.run([sys.executable, "-m", "latlab", "media", "recv", "--listen", "127.0.0.1:9"],
-                         capture_output=True, text=True, env=env, timeout=30)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-m", "latlab", "media", "recv", "--listen", "127.0.0.1:9"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+    )
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert res.stderr.startswith("error: LATLAB_NET_BIN=") and "not an executable" in res.stderr
 

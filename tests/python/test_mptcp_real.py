@@ -19,10 +19,11 @@ import pytest
 
 from latlab.studies.mptcp import real as R
 
-
 #: The quick set at 40 % of the study's rates (wired 40, Wi-Fi 10, throttle 20 Mbit/s): the same physics, and
 #: little enough traffic that a loaded 2-core machine does not become the bottleneck of the proxy or the client.
-SETTINGS = replace(R.QUICK_REAL, wired_bps=40e6, wifi_bps=10e6, wifi_small_mtu_bps=8e6, throttle_bps=20e6)
+SETTINGS = replace(
+    R.QUICK_REAL, wired_bps=40e6, wifi_bps=10e6, wifi_small_mtu_bps=8e6, throttle_bps=20e6
+)
 
 
 @pytest.fixture(scope="module")
@@ -36,30 +37,49 @@ def real_rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
 def test_every_case_has_a_complete_row(real_rows: list[dict]) -> None:
     names = [r["case"] for r in real_rows]
     # One row per transfer; the conversion case's small downloads make one row together.
-    assert len(names) == len(set(names)) == sum(1 if c.experiment == "conversion" else len(c.labels)
-                                                for c in R.cases(SETTINGS))  # fmt: skip
+    assert (
+        len(names)
+        == len(set(names))
+        == sum(1 if c.experiment == "conversion" else len(c.labels) for c in R.cases(SETTINGS))
+    )
     for r in real_rows:
         assert r["completed"], r["case"]
         assert r["bytes"] == r["size_bytes"]
         assert r["duration_s"] > 0 and r["goodput_bps"] > 0
-        for key in ("load_max_1m", "tcp_mem_max_pages", "tcp_mem_pressure", "series", "retransmits"):
+        for key in (
+            "load_max_1m",
+            "tcp_mem_max_pages",
+            "tcp_mem_pressure",
+            "series",
+            "retransmits",
+        ):
             assert key in r, (r["case"], key)
         if r["transport"] == "mptcp":
             assert r["is_mptcp"], f"{r['case']} fell back to TCP"
             # Two subflows, except in the conversion case: its 100 KB downloads end on the wired path within a
             # few ms, before the Wi-Fi subflow's join crosses the Wi-Fi path (a race, lost more often on a busy machine).
-            assert r["subflows"] == 2 or (r["experiment"] == "conversion" and r["subflows"] == 1), r["case"]
+            assert r["subflows"] == 2 or (r["experiment"] == "conversion" and r["subflows"] == 1), (
+                r["case"]
+            )
             # The proxy's per-subflow acknowledged bytes account for what the client read (headers aside).
-            acked, sent = r["wired_bytes"] + r["wifi_bytes"], r["size_bytes"] * r.get("connections", 1)
+            acked, sent = (
+                r["wired_bytes"] + r["wifi_bytes"],
+                r["size_bytes"] * r.get("connections", 1),
+            )
             assert 0.95 * sent <= acked <= 1.05 * sent, (r["case"], acked)
             assert r["syn_conversion_ms"] >= 0 and r["data_conversion_ms"] >= 0
         # Every transfer crossed the ap router's emulator (the Wi-Fi path), which reported on it.
-        assert r["wifi_delay_ms"] == SETTINGS.wifi_delay_ms and r["wifi_emu_up_pkts"] >= 0, r["case"]
+        assert r["wifi_delay_ms"] == SETTINGS.wifi_delay_ms and r["wifi_emu_up_pkts"] >= 0, r[
+            "case"
+        ]
         if r["path"] != "wired":
             assert r["wifi_emu_up_pkts"] > 0 and r["wifi_emu_down_pkts"] > 0, r["case"]
         if r["transport"] == "mptcp" and r["experiment"] != "conversion":
             # The Wi-Fi subflow's RTT cannot be below the path's propagation delay, both ways.
-            assert r["srtt_wifi_ms"] >= 0.95 * 2 * SETTINGS.wifi_delay_ms, (r["case"], r["srtt_wifi_ms"])
+            assert r["srtt_wifi_ms"] >= 0.95 * 2 * SETTINGS.wifi_delay_ms, (
+                r["case"],
+                r["srtt_wifi_ms"],
+            )
     conv = R._pick(real_rows, "conversion")
     assert conv and conv["connections"] == SETTINGS.conversion_connections
     assert conv["syn_conversion_ms"] <= conv["syn_conversion_ms_p99"]
@@ -72,8 +92,9 @@ def test_both_paths_beat_one_when_nothing_is_throttled(real_rows: list[dict]) ->
     mp = R._pick(real_rows, "mptcp")
     assert wired and wifi and mp
     # The Wi-Fi path adds capacity the wired one cannot use: the aggregate beats the wired path alone.
-    assert mp["goodput_bps"] > wired["goodput_bps"], [(r["case"], r["goodput_bps"], r["load_max_1m"])
-                                                      for r in (mp, wired, wifi)]  # fmt: skip
+    assert mp["goodput_bps"] > wired["goodput_bps"], [
+        (r["case"], r["goodput_bps"], r["load_max_1m"]) for r in (mp, wired, wifi)
+    ]
     assert mp["wifi_bytes"] > 0
     # A single path cannot exceed its bottleneck (tbf), whatever the load (10 % for headers and timing).
     assert wired["goodput_bps"] <= 1.1 * SETTINGS.wired_bps
@@ -85,7 +106,9 @@ def test_the_proxy_throttles_the_wired_subflow_and_cleans_up(real_rows: list[dic
     assert [r["label"] for r in throttled] == ["first", "repeated", "long"]
     for r in throttled:
         assert r["throttled"] and r["throttle_errors"] == 0, r["case"]
-        assert r["throttle_latency_ms"] is not None and 0 <= r["throttle_latency_ms"] < 2000, r["case"]
+        assert r["throttle_latency_ms"] is not None and 0 <= r["throttle_latency_ms"] < 2000, r[
+            "case"
+        ]
         assert not r["htb_left_after_proxy_exit"], r["case"]
         after = r.get("wired_after_throttle_bps")
         if after is not None and after == after:
@@ -103,10 +126,23 @@ def test_nothing_is_left_behind(real_rows: list[dict]) -> None:
     assert f"{R.NS_PREFIX}-{os.getpid()}-" not in names
 
 
-def test_report_section_renders_real_beside_simulated(real_rows: list[dict], tmp_path: Path) -> None:
-    sim = [{"experiment": "mptcp", "transport": "mptcp", "path": "both", "label": "", "size_bytes":
-            R.QUICK_REAL.large_bytes, "buffer_mb": 0.72, "mtu_bytes": 1500, "throttle_bps": 0.0,
-            "goodput_bps": 99.0e6, "wired_share": 0.8}]  # fmt: skip
+def test_report_section_renders_real_beside_simulated(
+    real_rows: list[dict], tmp_path: Path
+) -> None:
+    sim = [
+        {
+            "experiment": "mptcp",
+            "transport": "mptcp",
+            "path": "both",
+            "label": "",
+            "size_bytes": R.QUICK_REAL.large_bytes,
+            "buffer_mb": 0.72,
+            "mtu_bytes": 1500,
+            "throttle_bps": 0.0,
+            "goodput_bps": 99.0e6,
+            "wired_share": 0.8,
+        }
+    ]
     md = R.report_section(real_rows, sim, SETTINGS, figure_path="real.png")
     assert "| mptcp-mptcp-both-20MB | " in md and " / 99.0 |" in md
     assert R.figure(real_rows, tmp_path / "real.png").exists()
@@ -114,16 +150,32 @@ def test_report_section_renders_real_beside_simulated(real_rows: list[dict], tmp
 
 # ----- without root: bookkeeping on synthetic inputs --------------------------------------------------------------
 
+
 def _sub(t_ms: float, remote: str, acked: int, token: int = 7) -> dict:
-    return {"kind": "subflow", "t_ns": int(t_ms * 1e6), "conn": 1, "token": token, "local": "10.250.11.1:8080",
-            "remote": remote, "bytes_acked": acked, "total_retrans": 1, "srtt_us": 2000}  # fmt: skip
+    return {
+        "kind": "subflow",
+        "t_ns": int(t_ms * 1e6),
+        "conn": 1,
+        "token": token,
+        "local": "10.250.11.1:8080",
+        "remote": remote,
+        "bytes_acked": acked,
+        "total_retrans": 1,
+        "srtt_us": 2000,
+    }
 
 
 def test_throttle_fields_measure_latency_and_the_throttled_rate() -> None:
     case = R.Case("throttle", "mptcp", 5_000_000, throttle_bps=50e6, labels=("first",))
     wired = [_sub(t, "10.250.1.1:40000", int(t * 1e-3 * 50e6 / 8)) for t in range(0, 1001, 50)]
-    log = [{"kind": "pm", "t_ns": 10_000_000, "event": "SubEstablished(SubflowEvent { token: 7, .. })"},
-           {"kind": "throttle", "t_ns": 13_000_000, "token": 7, "install_ms": 2.5}]  # fmt: skip
+    log = [
+        {
+            "kind": "pm",
+            "t_ns": 10_000_000,
+            "event": "SubEstablished(SubflowEvent { token: 7, .. })",
+        },
+        {"kind": "throttle", "t_ns": 13_000_000, "token": 7, "install_ms": 2.5},
+    ]
     out = R._throttle_fields(case, wired + [_sub(500, "10.250.2.1:40001", 100)], log)
     assert out["throttled"] and out["throttle_errors"] == 0
     # Installing began 3 ms after the second subflow and took 2.5 ms: active 5.5 ms after it.
@@ -154,5 +206,11 @@ def test_paths_and_cases() -> None:
     assert R._path_of("10.250.1.1:5") == "wired" and R._path_of("10.250.2.1:5") == "wifi"
     names = [c.name for c in R.cases(R.QUICK_REAL)]
     assert len(names) == len(set(names))
-    assert {c.experiment for c in R.cases(R.QUICK_REAL)} == {"baseline", "mptcp", "rbuf", "mtu", "throttle",
-                                                                 "conversion"}
+    assert {c.experiment for c in R.cases(R.QUICK_REAL)} == {
+        "baseline",
+        "mptcp",
+        "rbuf",
+        "mtu",
+        "throttle",
+        "conversion",
+    }

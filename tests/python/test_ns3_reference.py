@@ -44,9 +44,19 @@ def test_latlab_matches_ns3_reference(i):
     grid = _grid()
     ref = _reference()
     want = ref["points"][i]
-    pt = grid.Point(**{k: want[k] for k in ("flows", "buffer", "cc", "qdisc", "seed", "duration_s", "measure_from_s")})
-    assert pt.buffer_pkts() == want["buffer_pkts"], "the point's buffer no longer resolves to the stored one"
+    pt = grid.Point(
+        **{
+            k: want[k]
+            for k in ("flows", "buffer", "cc", "qdisc", "seed", "duration_s", "measure_from_s")
+        }
+    )
+    assert pt.buffer_pkts() == want["buffer_pkts"], (
+        "the point's buffer no longer resolves to the stored one"
+    )
     got = grid.reduce(grid.latlab_point(pt))
     tol = ref["tolerance"]
-    assert got["goodput_mbps"] == pytest.approx(want["goodput_mbps"], rel=tol["goodput_rel"]), (got, want)
+    assert got["goodput_mbps"] == pytest.approx(want["goodput_mbps"], rel=tol["goodput_rel"]), (
+        got,
+        want,
+    )
     assert got["loss_rate"] == pytest.approx(want["loss_rate"], rel=tol["loss_rel"]), (got, want)

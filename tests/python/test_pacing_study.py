@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from latlab.models import edge_pacer as model
-from latlab.studies.pacing import cases as ex
 from latlab.studies import pacing
+from latlab.studies.pacing import cases as ex
 
 
 def _core():
@@ -64,15 +64,23 @@ def test_two_level_dumbbell_structure_and_rtts():
     n_links = sum(2 if lk["duplex"] else 1 for lk in topo["links"])
     assert n_links == 2 + 10 * 4 + 1000 * 4
     lo, hi = ex.rtt_range_ms(topo)
-    assert 224.0 <= lo < 245.0 and 260.0 < hi <= 280.0  # within the study's 224–280 ms, spread over it
+    assert (
+        224.0 <= lo < 245.0 and 260.0 < hi <= 280.0
+    )  # within the study's 224–280 ms, spread over it
     again = ex.two_level_dumbbell(seed=3)
     assert again == topo  # drawn from the seed
     assert ex.two_level_dumbbell(seed=4) != topo
 
 
 def test_pacer_only_on_ingress_links():
-    topo = ex.two_level_dumbbell(seed=1, edges=3, hosts_per_edge=2, ingress_queues=[ex.edge_pacer(10), None, None])
-    pacers = [(lk["from"], lk["to"]) for lk in topo["links"] if lk.get("queue", {}).get("kind") == "edge-pacer"]
+    topo = ex.two_level_dumbbell(
+        seed=1, edges=3, hosts_per_edge=2, ingress_queues=[ex.edge_pacer(10), None, None]
+    )
+    pacers = [
+        (lk["from"], lk["to"])
+        for lk in topo["links"]
+        if lk.get("queue", {}).get("kind") == "edge-pacer"
+    ]
     assert pacers == [("ie0", "c0")]
     back = [lk for lk in topo["links"] if (lk["from"], lk["to"]) == ("c0", "ie0")]
     assert len(back) == 1 and not back[0]["duplex"] and "queue" not in back[0]
@@ -80,12 +88,24 @@ def test_pacer_only_on_ingress_links():
 
 def test_custom_matches_edge_dumbbell():
     latlab = _core()
-    spec = {"kind": "edge-dumbbell", "edges": 2, "hosts_per_edge": 3, "access_rate_bps": [8e6, 12e6],
-            "access_delay_ms": [1, 5], "edge_rate_bps": 100e6, "edge_delay_ms": [5, 15], "core_rate_bps": 100e6,
-            "core_delay_ms": 100}  # fmt: skip
+    spec = {
+        "kind": "edge-dumbbell",
+        "edges": 2,
+        "hosts_per_edge": 3,
+        "access_rate_bps": [8e6, 12e6],
+        "access_delay_ms": [1, 5],
+        "edge_rate_bps": 100e6,
+        "edge_delay_ms": [5, 15],
+        "core_rate_bps": 100e6,
+        "core_delay_ms": 100,
+    }
     common = {"duration_s": 0.01, "sample_interval_ms": 0}
     built = latlab.run(latlab.Scenario.from_dict({**common, "topology": spec})).links
-    ours = latlab.run(latlab.Scenario.from_dict({**common, "topology": ex.two_level_dumbbell(1, edges=2, hosts_per_edge=3)})).links
+    ours = latlab.run(
+        latlab.Scenario.from_dict(
+            {**common, "topology": ex.two_level_dumbbell(1, edges=2, hosts_per_edge=3)}
+        )
+    ).links
     assert sorted(built["name"]) == sorted(ours["name"])
     for frame in (built, ours):
         by = frame.set_index("name")
@@ -106,9 +126,20 @@ def _small(r: ex.Run) -> ex.Run:
 
 def test_every_experiment_builds_valid_scenarios():
     latlab = _core()
-    tiny = ex.Settings(duration_s=4.0, measure_from_s=2.0, buffers_kb=(5,), other_buffers_kb=(5,), delays_ms=(0, 10),
-                       delay_buffers_kb=(5,), delay_set_ms=(10,), experiments=ex.ALL_EXPERIMENTS, b_flows=(100,),
-                       udp_patterns=("poisson", "lrd"), j_fractions=(0.3,), j_buffers_kb=(5,))  # fmt: skip
+    tiny = ex.Settings(
+        duration_s=4.0,
+        measure_from_s=2.0,
+        buffers_kb=(5,),
+        other_buffers_kb=(5,),
+        delays_ms=(0, 10),
+        delay_buffers_kb=(5,),
+        delay_set_ms=(10,),
+        experiments=ex.ALL_EXPERIMENTS,
+        b_flows=(100,),
+        udp_patterns=("poisson", "lrd"),
+        j_fractions=(0.3,),
+        j_buffers_kb=(5,),
+    )
     seen = set()
     for exp in ex.ALL_EXPERIMENTS:
         runs = ex.runs_of(exp, tiny)
@@ -123,15 +154,29 @@ def test_every_experiment_builds_valid_scenarios():
 
 def test_builder_details():
     host = ex.Run("J", "host-paced", 5, paced_fraction=0.3).scenario()
-    assert [(f["name"], f["count"], f["first_index"]) for f in host["flows"]] == [("paced", 300, 0), ("unpaced", 700, 300)]
+    assert [(f["name"], f["count"], f["first_index"]) for f in host["flows"]] == [
+        ("paced", 300, 0),
+        ("unpaced", 700, 300),
+    ]
     assert host["flows"][0]["tcp"]["pacing"] is True and "tcp" not in host["flows"][1]
     edge = ex.Run("J", "edge-paced", 5, paced_fraction=0.3).scenario()
-    pacers = [lk["from"] for lk in edge["topology"]["links"] if lk.get("queue", {}).get("kind") == "edge-pacer"]
+    pacers = [
+        lk["from"]
+        for lk in edge["topology"]["links"]
+        if lk.get("queue", {}).get("kind") == "edge-pacer"
+    ]
     assert pacers == ["ie0", "ie1", "ie2"]
     g = ex.Run("G", "unpaced", 5, core_kind="red").scenario()
     core = g["topology"]["links"][0]
-    assert core["queue"] == {"kind": "red", "limit_bytes": 5000, "min_th": 2.0, "max_th": 5, "max_p": 0.1, "w_q": 0.002,
-                             "wait": True}  # fmt: skip
+    assert core["queue"] == {
+        "kind": "red",
+        "limit_bytes": 5000,
+        "min_th": 2.0,
+        "max_th": 5,
+        "max_p": 0.1,
+        "w_q": 0.002,
+        "wait": True,
+    }
     nowait = ex.runs_of("G-wait", pacing.FULL)
     assert {r.buffer_kb for r in nowait} == {5.0, 10.0} and len(nowait) == 2 * 3
     assert nowait[0].scenario()["topology"]["links"][0]["queue"]["wait"] is False
@@ -157,8 +202,11 @@ def test_red_at_a_two_packet_core_is_droptail(tmp_path):
     _core()
     from latlab.studies.pacing.report import _red_note
 
-    runs = [_small(ex.Run(e, m, 2.0, core_kind=k)) for e, k in (("A", "droptail"), ("G", "red"), ("G-wait", "red-nowait"))
-            for m in ex.MODES]  # fmt: skip
+    runs = [
+        _small(ex.Run(e, m, 2.0, core_kind=k))
+        for e, k in (("A", "droptail"), ("G", "red"), ("G-wait", "red-nowait"))
+        for m in ex.MODES
+    ]
     table = pacing.run_study(runs, tmp_path, jobs=1, progress=False)
     assert (table["status"] == "ok").all()
     g, a = table[table["experiment"] == "G"], table[table["experiment"] == "A"]
@@ -171,7 +219,9 @@ def test_red_at_a_two_packet_core_is_droptail(tmp_path):
 
 def test_tiny_end_to_end(tmp_path):
     _core()
-    runs = [_small(ex.Run("A", m, 5.0)) for m in ex.MODES] + [_small(ex.Run("I", "edge-paced", 5.0, udp="poisson"))]
+    runs = [_small(ex.Run("A", m, 5.0)) for m in ex.MODES] + [
+        _small(ex.Run("I", "edge-paced", 5.0, udp="poisson"))
+    ]
     table = pacing.run_study(runs, tmp_path, jobs=1, progress=False)
     assert (table["status"] == "ok").all()
     assert (table["per_flow_kbps"] > 0).all()

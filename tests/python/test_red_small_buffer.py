@@ -22,8 +22,20 @@ def test_two_packet_red_is_droptail_and_the_page_says_so(tmp_path, capsys):
     pytest.importorskip("latlab._core")
     mod = _load()
     page = tmp_path / "red.md"
-    args = ["--skip-ns3", "--flows", "10", "--duration", "12", "--measure-from", "4", "--buffers", "2,5", "--json",
-            "--markdown", str(page)]  # fmt: skip
+    args = [
+        "--skip-ns3",
+        "--flows",
+        "10",
+        "--duration",
+        "12",
+        "--measure-from",
+        "4",
+        "--buffers",
+        "2,5",
+        "--json",
+        "--markdown",
+        str(page),
+    ]
     assert mod.main(args) == 0
     rows = [json.loads(ln) for ln in capsys.readouterr().out.splitlines() if ln.startswith("{")]
     by = {(r["kind"], r["buffer_pkts"]): r for r in rows}

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 import latlab
+from conftest import TINY_TOML
 from latlab import plot, schema
 from latlab.errors import ConservationWarning
-from conftest import TINY_TOML
 
 
 def test_run_gives_documented_tables(fake_core, tiny_toml):
@@ -51,10 +51,17 @@ def test_write_and_load_round_trip(fake_core, tmp_path):
     res = latlab.run(latlab.Scenario.from_toml_str(TINY_TOML), outdir=tmp_path / "out")
     out = tmp_path / "out"
     names = sorted(p.name for p in out.iterdir())
-    assert names == sorted([
-        "flows.parquet", "flow_samples.parquet", "links.parquet", "link_samples.parquet",
-        "conservation.parquet", "run.json", "scenario.toml",
-    ])  # fmt: skip
+    assert names == sorted(
+        [
+            "flows.parquet",
+            "flow_samples.parquet",
+            "links.parquet",
+            "link_samples.parquet",
+            "conservation.parquet",
+            "run.json",
+            "scenario.toml",
+        ]
+    )
     assert not [n for n in names if n.endswith(".tmp")]
     back = latlab.Results.load(out)
     for name in res.tables:
@@ -122,7 +129,11 @@ def test_overview_without_samples(fake_core, tmp_path):
 
 def test_pick_flows_spans_groups(fake_core):
     sc = latlab.Scenario.from_toml_str(TINY_TOML).set("flows.0.count", 10)
-    sc.set("flows", sc.get("flows") + [{"name": "cubic", "count": 10, "src": "s{i}", "dst": "d{i}", "cc": "cubic"}])
+    sc.set(
+        "flows",
+        sc.get("flows")
+        + [{"name": "cubic", "count": 10, "src": "s{i}", "dst": "d{i}", "cc": "cubic"}],
+    )
     picked = plot.pick_flows(latlab.run(sc))
     groups = set(latlab.run(sc).flows.set_index("flow_id").loc[picked, "group"])
     assert len(picked) == 5 and groups == {"bulk", "cubic"}

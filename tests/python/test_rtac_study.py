@@ -26,7 +26,9 @@ def test_runs_cover_every_experiment_path_receiver_and_sender():
     for path in C.PATHS:
         mine = [r for r in runs if r.path == path and r.seed == 1]
         assert {r.rmem_kb for r in mine if r.experiment == "rmem"} == set(C.QUICK.rmem_kb)
-        assert {r.receivers for r in mine if r.experiment == "single"} == {(x,) for x in C.RECEIVERS}
+        assert {r.receivers for r in mine if r.experiment == "single"} == {
+            (x,) for x in C.RECEIVERS
+        }
         assert {r.receivers for r in mine if r.experiment == "pair"} == set(C.PAIRS)
         assert {r.sender for r in mine if r.experiment == "senders"} == set(C.SENDERS)
     assert len({r.seed for r in runs}) == len(C.QUICK.seeds)
@@ -48,7 +50,9 @@ def test_builder_details():
     p = tcp["rwnd_params"]
     # tcp_rmem_max 2560 KB: a 1280 KB window (tcp_adv_win_scale = 1); the study's θ, α, β and Δ
     assert p["rmem_max_bytes"] == 1280 * 1024 and p["theta"] == 1.38 and p["delta_ms"] == 18.0
-    assert p["alpha"] == p["beta"] == 0.125 and p["link_rate_bps"] == pytest.approx(C.PATHS["lte"].capacity_bps)
+    assert p["alpha"] == p["beta"] == 0.125 and p["link_rate_bps"] == pytest.approx(
+        C.PATHS["lte"].capacity_bps
+    )
     assert C.rwnd_table("drwa", "wifi")["rwnd_params"]["lambda"] == 3.0
     assert C.rwnd_table("rtac", "wifi")["rwnd_params"]["delta_ms"] == 8.0
     # a small tcp_rmem_max pulls the first window down with it
@@ -61,7 +65,10 @@ def test_builder_details():
     assert lte["topology"]["links"][0]["rate_bps"] == C.LTE_WIRED_BOTTLENECK_BPS
     assert [u["node"] for u in lte["topology"]["cells"][0]["users"]] == ["ue0", "ue1"]
     wifi = C.Run("three", "wifi", tuple(C.RECEIVERS), sender="vegas").scenario()
-    assert wifi["topology"]["stations"] == 3 and wifi["topology"]["ap"]["queue"]["limit_packets"] == 400
+    assert (
+        wifi["topology"]["stations"] == 3
+        and wifi["topology"]["ap"]["queue"]["limit_packets"] == 400
+    )
     assert {f["cc"] for f in wifi["flows"]} == {"vegas"} and len(wifi["flows"]) == 3
     # the study's K is θ's rule at a BDP of about 236 (LTE) and 43 (Wi-Fi) packets
     assert C.k_bdp_packets(3e-7) == pytest.approx(236, abs=1)
@@ -69,16 +76,19 @@ def test_builder_details():
     assert 0.4 < C.WIFI_MAC_EFFICIENCY < 0.5
 
 
-@pytest.mark.parametrize("kwargs, words", [
-    ({"receivers": ("rtacc",)}, "unknown receiver 'rtacc'"),
-    ({"receivers": ("autotuning", "fixed")}, "unknown receiver 'fixed'"),
-    ({"sender": "bbr"}, "unknown sender 'bbr'"),
-    ({"path": "5g"}, "path: expected one of"),
-    ({"experiment": "burst"}, "experiment: expected one of"),
-    ({"receivers": ()}, "at least one receiver"),
-    ({"rmem_kb": 0}, "rmem_kb"),
-    ({"measure_from_s": 70.0}, "measure_from_s"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"receivers": ("rtacc",)}, "unknown receiver 'rtacc'"),
+        ({"receivers": ("autotuning", "fixed")}, "unknown receiver 'fixed'"),
+        ({"sender": "bbr"}, "unknown sender 'bbr'"),
+        ({"path": "5g"}, "path: expected one of"),
+        ({"experiment": "burst"}, "experiment: expected one of"),
+        ({"receivers": ()}, "at least one receiver"),
+        ({"rmem_kb": 0}, "rmem_kb"),
+        ({"measure_from_s": 70.0}, "measure_from_s"),
+    ],
+)
 def test_bad_input_is_a_clear_error(kwargs, words):
     args = {"experiment": "single", "path": "lte", "receivers": ("rtac",), **kwargs}
     with pytest.raises(ValueError, match=re.escape(words)):
@@ -90,13 +100,29 @@ def test_bad_input_is_a_clear_error(kwargs, words):
 # ----- verdict rules on synthetic rows -------------------------------------------------------------------
 
 
-def _row(experiment, path, receivers, group, goodput_mbps, rtt_ms, seed=1, rmem_kb=2560, sender="cubic"):
+def _row(
+    experiment, path, receivers, group, goodput_mbps, rtt_ms, seed=1, rmem_kb=2560, sender="cubic"
+):
     receiver = group.split("-", 1)[1] if group != "wired" else "wired"
-    return {"experiment": experiment, "path": path, "receivers": receivers, "sender": sender, "rmem_kb": rmem_kb,
-            "seed": seed, "group": group, "receiver": receiver,
-            "client": int(group[1]) if group != "wired" else -1, "goodput_bps": goodput_mbps * 1e6,
-            "rtt_mean_ms": rtt_ms, "rtt_p25_ms": rtt_ms * 0.9, "rtt_p50_ms": rtt_ms, "rtt_p75_ms": rtt_ms * 1.1,
-            "rtt_min_ms": 10.0, "rwnd_mean_bytes": 1e5, "run_id": f"{experiment}{path}{receivers}{seed}{rmem_kb}"}  # fmt: skip
+    return {
+        "experiment": experiment,
+        "path": path,
+        "receivers": receivers,
+        "sender": sender,
+        "rmem_kb": rmem_kb,
+        "seed": seed,
+        "group": group,
+        "receiver": receiver,
+        "client": int(group[1]) if group != "wired" else -1,
+        "goodput_bps": goodput_mbps * 1e6,
+        "rtt_mean_ms": rtt_ms,
+        "rtt_p25_ms": rtt_ms * 0.9,
+        "rtt_p50_ms": rtt_ms,
+        "rtt_p75_ms": rtt_ms * 1.1,
+        "rtt_min_ms": 10.0,
+        "rwnd_mean_bytes": 1e5,
+        "run_id": f"{experiment}{path}{receivers}{seed}{rmem_kb}",
+    }
 
 
 def _synthetic(rtac_share: float, drwa_share: float, scale: float = 1.0) -> pd.DataFrame:
@@ -108,13 +134,19 @@ def _synthetic(rtac_share: float, drwa_share: float, scale: float = 1.0) -> pd.D
         best = {"lte": 768, "wifi": 128}[path]
         for kb in (32, 128, 256, 768, 2560):
             good = 50.0 if kb >= best else 50.0 * kb / best / 2
-            rows.append(_row("rmem", path, "autotuning", "c0-autotuning", good, 20 + kb / 10, rmem_kb=kb))
+            rows.append(
+                _row("rmem", path, "autotuning", "c0-autotuning", good, 20 + kb / 10, rmem_kb=kb)
+            )
         for other, share in (("rtac", rtac_share), ("drwa", drwa_share)):
             rows.append(_row("pair", path, f"autotuning+{other}", "c0-autotuning", 20.0, 100.0))
-            rows.append(_row("pair", path, f"autotuning+{other}", f"c1-{other}", 20.0 * share, 100.0))
-        rows += [_row("three", path, "autotuning+drwa+rtac", "c0-autotuning", 20.0, 100.0),
-                 _row("three", path, "autotuning+drwa+rtac", "c1-drwa", 20.0 * drwa_share, 100.0),
-                 _row("three", path, "autotuning+drwa+rtac", "c2-rtac", 20.0 * rtac_share, 100.0)]  # fmt: skip
+            rows.append(
+                _row("pair", path, f"autotuning+{other}", f"c1-{other}", 20.0 * share, 100.0)
+            )
+        rows += [
+            _row("three", path, "autotuning+drwa+rtac", "c0-autotuning", 20.0, 100.0),
+            _row("three", path, "autotuning+drwa+rtac", "c1-drwa", 20.0 * drwa_share, 100.0),
+            _row("three", path, "autotuning+drwa+rtac", "c2-rtac", 20.0 * rtac_share, 100.0),
+        ]
         if path == "lte":
             rows.append(_row("pair", path, "autotuning+rtac", "wired", 40.0, 90.0))
     return pd.DataFrame(rows)
@@ -123,13 +155,20 @@ def _synthetic(rtac_share: float, drwa_share: float, scale: float = 1.0) -> pd.D
 def test_verdicts_agree_on_the_study_own_numbers():
     vs = V.verdicts(_synthetic(rtac_share=0.95, drwa_share=0.02))
     assert set(vs) == set(REFERENCES)
-    assert all(v.outcome == "agrees" for v in vs.values()), {k: v.outcome for k, v in vs.items() if not v.agrees}
+    assert all(v.outcome == "agrees" for v in vs.values()), {
+        k: v.outcome for k, v in vs.items() if not v.agrees
+    }
 
 
 def test_verdicts_differ_when_latlab_differs():
     vs = V.verdicts(_synthetic(rtac_share=0.3, drwa_share=0.9, scale=2.0))
-    for key in ("single_lte_rtac_rtt", "single_wifi_autotuning_tput", "pair_wifi_rtac", "pair_lte_drwa",
-                "three_wifi_drwa"):  # fmt: skip
+    for key in (
+        "single_lte_rtac_rtt",
+        "single_wifi_autotuning_tput",
+        "pair_wifi_rtac",
+        "pair_lte_drwa",
+        "three_wifi_drwa",
+    ):
         assert vs[key].outcome == "differs", key
     # partly: a share within ±40 % of 95 %, DRWA between 20 and 50 %; throughput within 30 %
     vs = V.verdicts(_synthetic(rtac_share=0.7, drwa_share=0.3, scale=1.2))
@@ -142,8 +181,10 @@ def test_verdicts_differ_when_latlab_differs():
 
 def test_rmem_verdicts_follow_the_grid():
     flows = _synthetic(0.95, 0.02)
-    flows.loc[(flows["experiment"] == "rmem") & (flows["path"] == "lte") & (flows["rmem_kb"] == 768),
-              "goodput_bps"] = 20e6  # now only 2560 KB reaches the top  # fmt: skip
+    flows.loc[
+        (flows["experiment"] == "rmem") & (flows["path"] == "lte") & (flows["rmem_kb"] == 768),
+        "goodput_bps",
+    ] = 20e6  # now only 2560 KB reaches the top
     vs = V.verdicts(flows)
     assert vs["rmem_lte"].outcome == "differs" and "2560 KB" in vs["rmem_lte"].measured
 
@@ -170,7 +211,13 @@ def test_rtac_keeps_the_rtt_lowest_at_the_same_throughput_on_lte(core):
 
 
 def test_tiny_reproduction(core, tmp_path):
-    tiny = C.Settings(duration_s=4.0, measure_from_s=1.0, seeds=(1,), rmem_kb=(32, 2560), senders=("cubic", "vegas"))
+    tiny = C.Settings(
+        duration_s=4.0,
+        measure_from_s=1.0,
+        seeds=(1,),
+        rmem_kb=(32, 2560),
+        senders=("cubic", "vegas"),
+    )
     report = rtac.reproduce_with(tiny, tmp_path, jobs=1, progress=False)
     text = report.read_text()
     for name in ("flows", "rtt_samples", "runs"):
@@ -178,7 +225,9 @@ def test_tiny_reproduction(core, tmp_path):
     runs = pd.read_parquet(tmp_path / "runs.parquet")
     assert (runs["status"] == "ok").all() and len(runs) == len(rtac.runs_of(tiny))
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
-    assert {"fig_rmem.png", "fig_single.png", "fig_competition.png", "fig_senders.png"} <= set(links)
+    assert {"fig_rmem.png", "fig_single.png", "fig_competition.png", "fig_senders.png"} <= set(
+        links
+    )
     for link in links:
         assert "/" not in link and (tmp_path / link).is_file()
     assert "## Where and why latlab differs" in text and "**Verdicts**" in text
@@ -191,18 +240,28 @@ def test_report_from_synthetic_rows_prints_every_verdict():
     from latlab.studies.rtac.report import render
 
     flows = _synthetic(rtac_share=0.5, drwa_share=0.02).assign(wall_s=0.1)
-    runs = flows.groupby("run_id").first().reset_index()[["run_id", "experiment", "path"]].assign(status="ok")
+    runs = (
+        flows.groupby("run_id")
+        .first()
+        .reset_index()[["run_id", "experiment", "path"]]
+        .assign(status="ok")
+    )
     text = render(StudyData(flows, pd.DataFrame(), runs), C.QUICK, True, 2, 12.0, {})
     vs = V.verdicts(flows)
     for v in vs.values():
         assert v.reference.quantity in text and v.measured in text
     # the differing share is explained where latlab differs, with RTAC's fixed point at the loaded RTT
-    differs = text[text.index("## Where and why latlab differs"):]
-    assert "Wi-Fi direct competition: RTAC's throughput" in differs and "RTAC's rule settles at w³" in differs
+    differs = text[text.index("## Where and why latlab differs") :]
+    assert (
+        "Wi-Fi direct competition: RTAC's throughput" in differs
+        and "RTAC's rule settles at w³" in differs
+    )
     assert "running and reducing them took **12 s**" in text and "The full run" in text
     # every placeholder filled (a missing f prefix once printed `{C.DRWA_LAMBDA:g}`)
     assert "DRWA λ = 3, α = 7/8" in text
-    assert not re.search(r"\{[A-Za-z_][\w.]*(:[^}]*)?\}", text), re.findall(r"\{[A-Za-z_][\w.]*(?::[^}]*)?\}", text)
+    assert not re.search(r"\{[A-Za-z_][\w.]*(:[^}]*)?\}", text), re.findall(
+        r"\{[A-Za-z_][\w.]*(?::[^}]*)?\}", text
+    )
 
 
 def test_report_section_6_holds_the_real_runs_or_says_how_to_get_them():
@@ -210,7 +269,12 @@ def test_report_section_6_holds_the_real_runs_or_says_how_to_get_them():
     from latlab.studies.rtac.report import render
 
     flows = _synthetic(rtac_share=0.5, drwa_share=0.02).assign(wall_s=0.1)
-    runs = flows.groupby("run_id").first().reset_index()[["run_id", "experiment", "path"]].assign(status="ok")
+    runs = (
+        flows.groupby("run_id")
+        .first()
+        .reset_index()[["run_id", "experiment", "path"]]
+        .assign(status="ok")
+    )
     data = StudyData(flows, pd.DataFrame(), runs)
     without = render(data, C.QUICK, True, 2, 12.0, {})
     assert "## 6. Real Linux TCP" in without and "latlab reproduce rtac --real" in without
@@ -224,7 +288,9 @@ def test_real_runs_are_refused_before_anything_runs_without_a_testbed(monkeypatc
 
     monkeypatch.setattr(real, "unavailable_reason", lambda: "the real runs need root (test)")
     with pytest.raises(EmulationUnavailable, match="need root"):
-        rtac.reproduce_with(C.QUICK, tmp_path / "out", jobs=1, progress=False, real=real.RealSettings())
+        rtac.reproduce_with(
+            C.QUICK, tmp_path / "out", jobs=1, progress=False, real=real.RealSettings()
+        )
     assert not (tmp_path / "out").exists()
 
 
@@ -232,7 +298,11 @@ def test_reproduce_real_on_a_study_without_a_real_part_exits_2():
     import subprocess
     import sys
 
-    res = subprocess.run([sys.executable, "-m", "latlab", "reproduce", "dflow", "--real", "--quick"],
-                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-m", "latlab", "reproduce", "dflow", "--real", "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 2, res
     assert "no real-network part" in res.stderr and "rtac" in res.stderr, res.stderr

@@ -32,7 +32,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO
 
 
 def _binary() -> Path | None:
@@ -47,7 +46,8 @@ def _binary() -> Path | None:
 
 BIN = _binary()
 pytestmark = pytest.mark.skipif(
-    BIN is None, reason="latlab-net is not built (cargo build --release -p latlab-net, or make build)"
+    BIN is None,
+    reason="latlab-net is not built (cargo build --release -p latlab-net, or make build)",
 )
 
 
@@ -69,11 +69,18 @@ needs_testbed = pytest.mark.skipif(_testbed_missing() is not None, reason=str(_t
 
 def _latlab(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "LATLAB_NET_BIN": str(BIN)}
-    return subprocess.run([sys.executable, "-m", "latlab", *args], capture_output=True, text=True, env=env,
-                          timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "latlab", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
-def _path_scenario(tmp_path: Path, flows: str, duration_s: float, buffer_pkts: int, extra: str = "") -> Path:
+def _path_scenario(
+    tmp_path: Path, flows: str, duration_s: float, buffer_pkts: int, extra: str = ""
+) -> Path:
     text = f"""
 name = "emu-test"
 seed = 3
@@ -108,7 +115,9 @@ src = "client"
 dst = "server"
 kind = "tfrc"
 """
-    res = _latlab("run", str(_path_scenario(tmp_path, flows, 5, 50)), "--emulate", "-o", str(tmp_path / "out"))
+    res = _latlab(
+        "run", str(_path_scenario(tmp_path, flows, 5, 50)), "--emulate", "-o", str(tmp_path / "out")
+    )
     assert res.returncode == 2, res.stderr
     for key in ('flows[0].cc = "vegas"', "flows[0].tcp.min_rto_ms", 'flows[1].kind = "tfrc"'):
         assert key in res.stderr, res.stderr
@@ -128,7 +137,9 @@ dst = "server"
 kind = "udp"
 udp = { pattern = "poisson", rate_bps = 1e6, size_bytes = [100, 200], header_bytes = 48 }
 """
-    res = _latlab("run", str(_path_scenario(tmp_path, flows, 5, 50)), "--emulate", "-o", str(tmp_path / "out"))
+    res = _latlab(
+        "run", str(_path_scenario(tmp_path, flows, 5, 50)), "--emulate", "-o", str(tmp_path / "out")
+    )
     assert res.returncode == 2, res.stderr
     for key in ("flows[0].udp.size_bytes up to 4000", "fragment", "flows[1].udp.header_bytes = 48"):
         assert key in res.stderr, res.stderr
@@ -181,7 +192,9 @@ cc = "cubic"
 size_bytes = 300000
 start_s = 1.5
 """
-    path = _path_scenario(tmp_path, flows, 6, 100, extra='measure_from_s = 1\ntcp = { preset = "linux" }')
+    path = _path_scenario(
+        tmp_path, flows, 6, 100, extra='measure_from_s = 1\ntcp = { preset = "linux" }'
+    )
     out = tmp_path / "out"
     res = _latlab("run", str(path), "--emulate", "-o", str(out), "--no-plot", "-q")
     assert res.returncode == 0, res.stderr
@@ -212,7 +225,9 @@ start_s = 1.5
     assert 0.6 < links.loc["client->server", "utilization"] <= 1.01, links
     ls = r.link_samples
     up = ls[ls["link_id"] == links.loc["client->server", "link_id"]]
-    assert len(up) > 150 and up["time_ns"].min() >= 0 and up["time_ns"].max() <= 6e9, up["time_ns"].describe()
+    assert len(up) > 150 and up["time_ns"].min() >= 0 and up["time_ns"].max() <= 6e9, up[
+        "time_ns"
+    ].describe()
     assert up["queue_pkts"].max() > 50, up["queue_pkts"].describe()
     meta = json.loads((out / "run.json").read_text())
     assert meta["run"]["emulated"] is True and "flows" in meta["tables"]
@@ -237,7 +252,9 @@ def test_sim_vs_linux_one_reno_flow(tmp_path: Path) -> None:
 
     bdp_pkts = 83  # 20 Mbit/s x 50 ms / 1500 B
     flows = '[[flows]]\nsrc = "client"\ndst = "server"\ncc = "newreno"\n'
-    path = _path_scenario(tmp_path, flows, 15, bdp_pkts, extra='measure_from_s = 3\ntcp = { preset = "linux" }')
+    path = _path_scenario(
+        tmp_path, flows, 15, bdp_pkts, extra='measure_from_s = 3\ntcp = { preset = "linux" }'
+    )
     sc = Scenario.from_toml(path)
     sim = latlab.run(sc)
     emu = run_emulated(sc, tmp_path / "emu", quiet=True, binary=BIN)
@@ -303,7 +320,10 @@ udp = { pattern = "poisson", rate_bps = 12e6, size_bytes = [500, 1400] }
     for r in (emu, sim):
         owd_ms = r.flows["owd_mean_ns"] / 1e6
         assert ((owd_ms > 35) & (owd_ms < 50)).all(), owd_ms
-    assert abs(ef["owd_mean_ns"] - sf["owd_mean_ns"]).max() / 1e6 < 3, (ef["owd_mean_ns"], sf["owd_mean_ns"])
+    assert abs(ef["owd_mean_ns"] - sf["owd_mean_ns"]).max() / 1e6 < 3, (
+        ef["owd_mean_ns"],
+        sf["owd_mean_ns"],
+    )
 
 
 @needs_testbed
@@ -330,7 +350,9 @@ src = "client"
 dst = "server"
 cc = "cubic"
 """
-    path = _path_scenario(tmp_path, flows, 6, 83, extra='measure_from_s = 1\ntcp = { preset = "linux" }')
+    path = _path_scenario(
+        tmp_path, flows, 6, 83, extra='measure_from_s = 1\ntcp = { preset = "linux" }'
+    )
     out = tmp_path / "out"
     res = _latlab("run", str(path), "--emulate", "-o", str(out), "--no-plot", "-q")
     assert res.returncode == 0, res.stderr
@@ -338,18 +360,32 @@ cc = "cubic"
     sim = run(path).flows.set_index("flow_id")
     f = r.flows.set_index("flow_id")
     assert list(f["kind"]) == ["udp", "tcp"] and f["emulated"].all()
-    assert abs(int(f.loc[0, "segments_sent"]) - int(sim.loc[0, "segments_sent"])) <= 1, (f.loc[0], sim.loc[0])
+    assert abs(int(f.loc[0, "segments_sent"]) - int(sim.loc[0, "segments_sent"])) <= 1, (
+        f.loc[0],
+        sim.loc[0],
+    )
     udp, tcp = f.loc[0], f.loc[1]
     for col in ("cwnd_bytes", "srtt_ns", "retransmitted_segments", "timeouts", "bytes_acked"):
         assert pd.isna(udp[col]), (col, udp[col])
-    for col in ("packets_received", "owd_mean_ns", "owd_max_ns", "lost_pkts", "local_drops", "sink_drops"):
+    for col in (
+        "packets_received",
+        "owd_mean_ns",
+        "owd_max_ns",
+        "lost_pkts",
+        "local_drops",
+        "sink_drops",
+    ):
         assert pd.isna(tcp[col]), (col, tcp[col])
     # The LRD source's rate over a 5 s window varies around its mean (the simulated run's own
     # goodput is the yardstick), less what CUBIC's full queue drops of it.
-    assert 0.8 * sim.loc[0, "goodput_bps"] < udp["goodput_bps"] <= 1.02 * sim.loc[0, "goodput_bps"], (udp, sim.loc[0])
+    assert (
+        0.8 * sim.loc[0, "goodput_bps"] < udp["goodput_bps"] <= 1.02 * sim.loc[0, "goodput_bps"]
+    ), (udp, sim.loc[0])
     assert udp["lost_pkts"] < 0.1 * udp["segments_sent"] and udp["sink_drops"] == 0, udp
     assert udp["lost_pkts"] <= int(udp["segments_sent"]) - int(udp["packets_received"]), udp
     # 25 ms of propagation plus part of an 83-packet queue (50 ms when full).
     assert 25e6 < udp["owd_mean_ns"] < 80e6, udp["owd_mean_ns"]
-    assert tcp["goodput_bps"] > 10e6 and tcp["goodput_bps"] + udp["goodput_bps"] < 19.5e6, f["goodput_bps"]
+    assert tcp["goodput_bps"] > 10e6 and tcp["goodput_bps"] + udp["goodput_bps"] < 19.5e6, f[
+        "goodput_bps"
+    ]
     assert r.run_info["client_device_drops"] == 0, r.run_info

@@ -5,8 +5,8 @@ import tomllib
 import numpy as np
 import pytest
 
-from latlab import Scenario, ScenarioError, builtin
 from conftest import TINY_TOML
+from latlab import Scenario, ScenarioError, builtin
 
 
 def test_from_toml_keeps_source_and_text(tiny_toml):
@@ -107,7 +107,12 @@ def test_builtins_parse():
         sc = Scenario.builtin(name)
         assert sc.source == f"<builtin:{name}>"
         assert sc.duration_s and sc.duration_s > 0
-    assert builtin.bench_names() == ["cellular-100", "dumbbell-10", "dumbbell-1000", "pacing-baseline"]
+    assert builtin.bench_names() == [
+        "cellular-100",
+        "dumbbell-10",
+        "dumbbell-1000",
+        "pacing-baseline",
+    ]
     assert builtin.description("default")
 
 

@@ -13,7 +13,9 @@ import pytest
 
 from latlab.studies._verdict import Reference, Verdict, within
 
-AGREEMENT = re.compile(r"as in the study|agrees with the study|matches the study|reproduces the study", re.I)
+AGREEMENT = re.compile(
+    r"as in the study|agrees with the study|matches the study|reproduces the study", re.I
+)
 
 
 # ----- the Verdict type ---------------------------------------------------------------------------
@@ -50,7 +52,9 @@ def test_no_fixed_agreement_prose_in_study_templates():
         if path.name == "_verdict.py":
             continue
         text = path.read_text(encoding="utf-8")
-        assert not AGREEMENT.search(text), f"{path.relative_to(root)} phrases an agreement outside a verdict"
+        assert not AGREEMENT.search(text), (
+            f"{path.relative_to(root)} phrases an agreement outside a verdict"
+        )
 
 
 # ----- pacing: a report rendered from synthetic metrics ------------------------------------------------
@@ -64,10 +68,22 @@ def _pacing_table(goodput: dict[str, float], loss: float = 0.09) -> pd.DataFrame
         for i, m in enumerate(MODES):
             r = Run("A", m, float(b))
             k = goodput[m] * (0.6 + 0.4 * min(b, 20) / 20) / (0.6 + 0.4 * 5 / 20)
-            rows.append({**r.params, "run_id": f"{m}-{b}", "status": "ok", "per_flow_kbps": k,
-                         "tcp_goodput_mbps": k * 1000 / 1e3, "core_utilisation": min(0.999, 0.7 + 0.015 * b),
-                         "core_loss": loss + 0.001 * i, "timeouts_per_flow": 10.0, "fast_recoveries_per_flow": 5.0,
-                         "wall_s": 10.0, "sim_wall_s": 10.0, "finished_at": "2026-01-01T00:00:00+00:00"})
+            rows.append(
+                {
+                    **r.params,
+                    "run_id": f"{m}-{b}",
+                    "status": "ok",
+                    "per_flow_kbps": k,
+                    "tcp_goodput_mbps": k * 1000 / 1e3,
+                    "core_utilisation": min(0.999, 0.7 + 0.015 * b),
+                    "core_loss": loss + 0.001 * i,
+                    "timeouts_per_flow": 10.0,
+                    "fast_recoveries_per_flow": 5.0,
+                    "wall_s": 10.0,
+                    "sim_wall_s": 10.0,
+                    "finished_at": "2026-01-01T00:00:00+00:00",
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -91,8 +107,10 @@ def test_pacing_report_from_synthetic_metrics_uses_the_verdicts():
 def test_every_study_number_in_the_pacing_report_comes_from_the_references(monkeypatch):
     from latlab.studies.pacing import references
 
-    changed = {k: (dataclasses.replace(r, value=r.value + 7.25) if r.value else r)
-               for k, r in references.REFERENCES.items()}  # fmt: skip
+    changed = {
+        k: (dataclasses.replace(r, value=r.value + 7.25) if r.value else r)
+        for k, r in references.REFERENCES.items()
+    }
     monkeypatch.setattr(references, "REFERENCES", changed)
     import latlab.studies.pacing.report as report
     import latlab.studies.pacing.verdicts as verdicts
@@ -104,7 +122,12 @@ def test_every_study_number_in_the_pacing_report_comes_from_the_references(monke
         if r.value:
             assert r.text() in text, r.key  # the changed value is what the report prints
     # the original numbers are gone from every "study" cell and sentence
-    assert "≈ 82 Kbps" not in text and "≈ 93 Kbps" not in text and "> 13 %" not in text and "> 15 %" not in text
+    assert (
+        "≈ 82 Kbps" not in text
+        and "≈ 93 Kbps" not in text
+        and "> 13 %" not in text
+        and "> 15 %" not in text
+    )
     assert "≈ 89.25 Kbps" in text and "≈ 100.25 Kbps" in text
 
 
@@ -116,20 +139,70 @@ def _dflow_runs(ledbat_ratio: float, newreno_ratio: float) -> pd.DataFrame:
 
     rows = []
     for seed in (1, 2, 3):
-        base = {"variant": PRIMARY, "seed": seed, "status": "ok", "base_period_rtts": 10000.0, "duration_s": 300.0,
-                "measure_from_s": 60.0, "drops_total": 10, "rival_retransmits": 0, "rival_timeouts": 1,
-                "dflow_loss_events": 0, "dflow_delay_events": 100, "tfrc_loss_events": 0, "jain_all": 0.9,
-                "wall_s": 1.0, "first_to_start": "dflow", "dflow_own_delay_ms": 30.0, "utilisation": 0.95,
-                "delay_p95_ms": 60.0, "delay_max_ms": 90.0, "goodput_bps": 2e6}  # fmt: skip
-        rows.append({**base, "case": "dflow", "delay_mean_ms": 20.0, "below_target": 0.8, "drops_window": 0,
-                     "jain_dflow": 0.99, "dflow_rate_bps": 3.6e5, "tfrc_rate_bps": np.nan, "rival_rate_bps": np.nan})
-        rows.append({**base, "case": "tfrc", "delay_mean_ms": 0.9 * FULL_QUEUE_DELAY_S * 1e3, "below_target": 0.0,
-                     "drops_window": 500, "jain_dflow": np.nan, "dflow_rate_bps": np.nan, "tfrc_rate_bps": 4e5,
-                     "rival_rate_bps": np.nan, "tfrc_loss_events": 400, "utilisation": 1.0})
+        base = {
+            "variant": PRIMARY,
+            "seed": seed,
+            "status": "ok",
+            "base_period_rtts": 10000.0,
+            "duration_s": 300.0,
+            "measure_from_s": 60.0,
+            "drops_total": 10,
+            "rival_retransmits": 0,
+            "rival_timeouts": 1,
+            "dflow_loss_events": 0,
+            "dflow_delay_events": 100,
+            "tfrc_loss_events": 0,
+            "jain_all": 0.9,
+            "wall_s": 1.0,
+            "first_to_start": "dflow",
+            "dflow_own_delay_ms": 30.0,
+            "utilisation": 0.95,
+            "delay_p95_ms": 60.0,
+            "delay_max_ms": 90.0,
+            "goodput_bps": 2e6,
+        }
+        rows.append(
+            {
+                **base,
+                "case": "dflow",
+                "delay_mean_ms": 20.0,
+                "below_target": 0.8,
+                "drops_window": 0,
+                "jain_dflow": 0.99,
+                "dflow_rate_bps": 3.6e5,
+                "tfrc_rate_bps": np.nan,
+                "rival_rate_bps": np.nan,
+            }
+        )
+        rows.append(
+            {
+                **base,
+                "case": "tfrc",
+                "delay_mean_ms": 0.9 * FULL_QUEUE_DELAY_S * 1e3,
+                "below_target": 0.0,
+                "drops_window": 500,
+                "jain_dflow": np.nan,
+                "dflow_rate_bps": np.nan,
+                "tfrc_rate_bps": 4e5,
+                "rival_rate_bps": np.nan,
+                "tfrc_loss_events": 400,
+                "utilisation": 1.0,
+            }
+        )
         for case, ratio in (("ledbat", ledbat_ratio), ("vegas", 1.0), ("newreno", newreno_ratio)):
-            rows.append({**base, "case": case, "delay_mean_ms": 45.0, "below_target": 0.6, "drops_window": 0,
-                         "jain_dflow": np.nan, "dflow_rate_bps": 1e6 * ratio, "tfrc_rate_bps": np.nan,
-                         "rival_rate_bps": 1e6})
+            rows.append(
+                {
+                    **base,
+                    "case": case,
+                    "delay_mean_ms": 45.0,
+                    "below_target": 0.6,
+                    "drops_window": 0,
+                    "jain_dflow": np.nan,
+                    "dflow_rate_bps": 1e6 * ratio,
+                    "tfrc_rate_bps": np.nan,
+                    "rival_rate_bps": 1e6,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -143,7 +216,9 @@ def test_dflow_verdicts_and_texts_follow_the_numbers():
     assert vs["vegas_share"].outcome == "agrees"
     texts = _case_texts(bad, pd.DataFrame(), vs)
     for case in ("ledbat", "newreno"):
-        assert "unlike the study" in texts[case] and not re.search(r"(?<!partly )as in the study", texts[case])
+        assert "unlike the study" in texts[case] and not re.search(
+            r"(?<!partly )as in the study", texts[case]
+        )
     assert "DFlow's rate against Vegas: as in the study" in texts["vegas"]
 
     good = _dflow_runs(ledbat_ratio=1 / 3, newreno_ratio=0.001)
@@ -160,12 +235,19 @@ def test_efficiency_ordering_verdict_differs_when_4g_is_ahead():
     from latlab.studies.efficiency.cases import NOTE_SIZES, REFERENCE_SIZE
 
     sizes = sorted(list(NOTE_SIZES) + [REFERENCE_SIZE])
-    rows = [{"profile": p, "n_flows": 1, "variant": "published", "size_bytes": s, "mean": m}
-            for s in sizes for p, m in (("3.5G", 0.3), ("4G", 0.5))]  # fmt: skip
+    rows = [
+        {"profile": p, "n_flows": 1, "variant": "published", "size_bytes": s, "mean": m}
+        for s in sizes
+        for p, m in (("3.5G", 0.3), ("4G", 0.5))
+    ]
     v = verdicts.single_flow_order(pd.DataFrame(rows), lambda s: f"{s} B")
     assert v.outcome == "differs" and "differs from the study" in v.sentence()
     rows = [dict(r, mean=0.6 - r["mean"]) for r in rows]  # 4G 0.1, 3.5G 0.3
     assert verdicts.single_flow_order(pd.DataFrame(rows), str).outcome == "agrees"
-    loaded = verdicts.loaded_rtt({"3.5G": (49, 50, 70), "4G": (36, 40, 43)},
-                                 {"3.5G": (50, 52, 71), "4G": (80, 120, 200)})  # fmt: skip
-    assert loaded["loaded_rtt_35g"].outcome == "differs" and loaded["loaded_rtt_4g"].outcome == "differs"
+    loaded = verdicts.loaded_rtt(
+        {"3.5G": (49, 50, 70), "4G": (36, 40, 43)}, {"3.5G": (50, 52, 71), "4G": (80, 120, 200)}
+    )
+    assert (
+        loaded["loaded_rtt_35g"].outcome == "differs"
+        and loaded["loaded_rtt_4g"].outcome == "differs"
+    )

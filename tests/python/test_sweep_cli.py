@@ -77,7 +77,9 @@ def test_bad_sweep_exits_2_with_one_line(core, runner, tmp_path, body, message):
     path = write_sweep(tmp_path, body)
     res = runner.invoke(cli, ["sweep", str(path), "-o", str(tmp_path / "out")])
     assert res.exit_code == 2
-    assert res.stderr.startswith("error: ") and res.stderr.count("\n") == 1 and message in res.stderr
+    assert (
+        res.stderr.startswith("error: ") and res.stderr.count("\n") == 1 and message in res.stderr
+    )
     assert not (tmp_path / "out" / "runs").exists()
 
 
@@ -105,7 +107,11 @@ def _workers_of(pid: int) -> list[int]:
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if b"latlab.sweep.worker" in cmdline and f"LATLAB_SWEEP_PARENT_PID={pid}".encode() in environ and state != "Z":
+        if (
+            b"latlab.sweep.worker" in cmdline
+            and f"LATLAB_SWEEP_PARENT_PID={pid}".encode() in environ
+            and state != "Z"
+        ):
             found.append(int(entry.name))
     return found
 
@@ -142,7 +148,9 @@ def test_kill_9_loses_no_finished_run_and_the_same_command_resumes(core, tmp_pat
     n_runs = 16
     proc, cmd, env, out, counter = _start_sweep(tmp_path, subprocess_env, n_runs, slow_s=0.4)
     try:
-        _wait_for(lambda: len(_ok_runs(out)) >= 4 or proc.poll() is not None, what="4 finished runs")
+        _wait_for(
+            lambda: len(_ok_runs(out)) >= 4 or proc.poll() is not None, what="4 finished runs"
+        )
         assert proc.poll() is None, proc.communicate()
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(30)
@@ -151,7 +159,9 @@ def test_kill_9_loses_no_finished_run_and_the_same_command_resumes(core, tmp_pat
             proc.kill()
         proc.communicate()
     assert proc.returncode == -signal.SIGKILL
-    _wait_for(lambda: not _workers_of(proc.pid), timeout_s=15, what="the workers to die with their parent")
+    _wait_for(
+        lambda: not _workers_of(proc.pid), timeout_s=15, what="the workers to die with their parent"
+    )
 
     done = _ok_runs(out)
     assert 4 <= len(done) < n_runs
@@ -169,7 +179,9 @@ def test_kill_9_loses_no_finished_run_and_the_same_command_resumes(core, tmp_pat
     assert {rid: (store.run_dir(rid) / STATUS_JSON).stat().st_mtime_ns for rid in done} == stamps
     assert all(final[rid]["attempt"] == 1 for rid in done)
     runs = count_runs(counter)
-    assert all(runs[f"tiny {seed}"] == 1 for seed in seeds_done), runs  # finished runs were not run again
+    assert all(runs[f"tiny {seed}"] == 1 for seed in seeds_done), (
+        runs
+    )  # finished runs were not run again
     assert set(runs) == {f"tiny {seed}" for seed in range(1, n_runs + 1)}
     catalog = pd.read_parquet(out / CATALOG)
     assert len(catalog) == n_runs and (catalog["status"] == "ok").all()
@@ -179,7 +191,9 @@ def test_kill_9_loses_no_finished_run_and_the_same_command_resumes(core, tmp_pat
 def test_ctrl_c_stops_cleanly_and_keeps_finished_runs(core, tmp_path, subprocess_env):
     proc, cmd, env, out, counter = _start_sweep(tmp_path, subprocess_env, 12, slow_s=0.4)
     try:
-        _wait_for(lambda: len(_ok_runs(out)) >= 2 or proc.poll() is not None, what="2 finished runs")
+        _wait_for(
+            lambda: len(_ok_runs(out)) >= 2 or proc.poll() is not None, what="2 finished runs"
+        )
         os.kill(proc.pid, signal.SIGINT)
         _, stderr = proc.communicate(timeout=60)
     finally:
@@ -206,13 +220,17 @@ def test_progress_is_plain_lines_off_a_terminal_and_in_ci(monkeypatch, capsys):
             for i in (1, 2):
                 bar.run_started({"run_id": str(i)})
             bar.run_finished({"run_id": "1", "status": "ok"})
-            bar.run_finished({"run_id": "2", "status": "failed", "error": "boom", "params": {"seed": 2}})
+            bar.run_finished(
+                {"run_id": "2", "status": "failed", "error": "boom", "params": {"seed": 2}}
+            )
         return bar
 
     bar = simulate(Console(file=StringIO()))  # not a terminal
     err = capsys.readouterr().err
     assert "sweep s: 3 runs, 1 already done; running 2 on 2 workers" in err
-    assert "run 2 (seed=2) failed: boom" in err and "3/3 done (1 from before), 1 ok, 1 failed" in err
+    assert (
+        "run 2 (seed=2) failed: boom" in err and "3/3 done (1 from before), 1 ok, 1 failed" in err
+    )
     assert (bar.ok, bar.failed, bar.running) == (1, 1, 0)
 
     monkeypatch.setenv("CI", "true")
@@ -229,7 +247,9 @@ def test_stale_refuse_exits_2_and_runs_nothing(core, runner, tmp_path):
     st = json.loads(status_path.read_text())
     st["latlab_version"] = "0.0.1"
     status_path.write_text(json.dumps(st))
-    res = runner.invoke(cli, ["sweep", str(path), "-o", str(out), "-q", "--inline", "--stale", "refuse"])
+    res = runner.invoke(
+        cli, ["sweep", str(path), "-o", str(out), "-q", "--inline", "--stale", "refuse"]
+    )
     assert res.exit_code == 2, res.output
     assert "another latlab version" in res.stderr and res.stderr.count("\n") == 1
     assert json.loads(status_path.read_text())["latlab_version"] == "0.0.1"

@@ -15,24 +15,47 @@ def base():
 
 
 def test_grid_times_seeds_in_order(base):
-    sw = Sweep(base, grid={"flows.0.cc": ["newreno", "cubic"], "topology.core_queue.limit_bytes": [1, 2, 3]},
-               seeds=[7, 8])
+    sw = Sweep(
+        base,
+        grid={"flows.0.cc": ["newreno", "cubic"], "topology.core_queue.limit_bytes": [1, 2, 3]},
+        seeds=[7, 8],
+    )
     runs = sw.runs()
     assert len(runs) == len(sw) == 12
-    assert runs[0].params == {"flows.0.cc": "newreno", "topology.core_queue.limit_bytes": 1, "seed": 7}
+    assert runs[0].params == {
+        "flows.0.cc": "newreno",
+        "topology.core_queue.limit_bytes": 1,
+        "seed": 7,
+    }
     assert runs[1].params["seed"] == 8 and runs[2].params["topology.core_queue.limit_bytes"] == 2
-    assert runs[-1].params == {"flows.0.cc": "cubic", "topology.core_queue.limit_bytes": 3, "seed": 8}
+    assert runs[-1].params == {
+        "flows.0.cc": "cubic",
+        "topology.core_queue.limit_bytes": 3,
+        "seed": 8,
+    }
     assert runs[-1].scenario.get("flows.0.cc") == "cubic" and runs[-1].scenario.seed == 8
     assert base.get("flows.0.cc") == "newreno"  # the base is untouched
     assert len({r.run_id for r in runs}) == 12
 
 
 def test_cases_crossed_with_grid_and_seed_count(base):
-    sw = Sweep(base, cases=[{"topology.core_rate_bps": 5e6}, {"topology.core_rate_bps": 20e6, "duration_s": 1.0}],
-               grid={"flows.0.cc": ["newreno", "cubic"]}, seeds=3)
+    sw = Sweep(
+        base,
+        cases=[
+            {"topology.core_rate_bps": 5e6},
+            {"topology.core_rate_bps": 20e6, "duration_s": 1.0},
+        ],
+        grid={"flows.0.cc": ["newreno", "cubic"]},
+        seeds=3,
+    )
     runs = sw.runs()
     assert len(runs) == 12 and [r.params["seed"] for r in runs[:3]] == [1, 2, 3]
-    assert runs[6].params == {"topology.core_rate_bps": 20e6, "duration_s": 1.0, "flows.0.cc": "newreno", "seed": 1}
+    assert runs[6].params == {
+        "topology.core_rate_bps": 20e6,
+        "duration_s": 1.0,
+        "flows.0.cc": "newreno",
+        "seed": 1,
+    }
 
 
 def test_no_seeds_keeps_the_scenario_seed(base):
@@ -55,7 +78,13 @@ def test_run_id_is_a_hash_of_the_resolved_scenario(base):
 def test_runs_from_pairs_and_scenarios(base):
     import numpy as np
 
-    runs = as_runs([({"load": np.float64(0.5)}, base.with_(seed=1)), base.with_(seed=2), base.with_(seed=3).to_dict()])
+    runs = as_runs(
+        [
+            ({"load": np.float64(0.5)}, base.with_(seed=1)),
+            base.with_(seed=2),
+            base.with_(seed=3).to_dict(),
+        ]
+    )
     assert [type(r.params.get("load")) for r in runs] == [float, type(None), type(None)]
     assert len({r.run_id for r in runs}) == 3
     with pytest.raises(SweepError, match="same scenario"):
@@ -90,7 +119,9 @@ def test_bad_key_path_names_the_key(base):
 def test_from_toml_with_base_file(tmp_path):
     (tmp_path / "tiny.toml").write_text(TINY_TOML)
     path = tmp_path / "s.toml"
-    path.write_text('base = "tiny.toml"\nseeds = 2\ntimeout_s = 9\n[grid]\n"flows.0.cc" = ["newreno", "cubic"]\n')
+    path.write_text(
+        'base = "tiny.toml"\nseeds = 2\ntimeout_s = 9\n[grid]\n"flows.0.cc" = ["newreno", "cubic"]\n'
+    )
     sw = Sweep.from_toml(path)
     assert sw.name == "s" and sw.timeout_s == 9 and len(sw.runs()) == 4
     assert sw.runs()[0].scenario.core_source == f"{tmp_path / 'tiny.toml'} (modified)"
@@ -98,7 +129,9 @@ def test_from_toml_with_base_file(tmp_path):
 
 def test_from_toml_inline_base_and_builtin(tmp_path):
     path = tmp_path / "s.toml"
-    path.write_text('name = "x"\n[base]\nduration_s = 1\n[[cases]]\nseed = 4\n[[cases]]\nseed = 5\n')
+    path.write_text(
+        'name = "x"\n[base]\nduration_s = 1\n[[cases]]\nseed = 4\n[[cases]]\nseed = 5\n'
+    )
     sw = Sweep.from_toml(path)
     assert sw.name == "x" and [r.scenario.seed for r in sw.runs()] == [4, 5]
     path.write_text('base = "default"\nseeds = [1]\n')

@@ -20,7 +20,9 @@ def runs():
 
 
 def statuses(out):
-    return {p.parent.name: json.loads(p.read_text()) for p in (out / "runs").glob(f"*/{STATUS_JSON}")}
+    return {
+        p.parent.name: json.loads(p.read_text()) for p in (out / "runs").glob(f"*/{STATUS_JSON}")
+    }
 
 
 def age(out, run_id, **fields):
@@ -53,7 +55,11 @@ def test_a_run_by_another_build_is_redone_and_said_so(fake_core, tmp_path, capsy
     # Progress on: the redo is announced.
     run_sweep(runs(), out, inline=True, progress=True)
     err = capsys.readouterr().err
-    assert "1 finished run" in err and "another latlab version or core build" in err and "redoing" in err
+    assert (
+        "1 finished run" in err
+        and "another latlab version or core build" in err
+        and "redoing" in err
+    )
     assert "sha256:0000000000000000" in err
     after = statuses(out)
     assert after[stale_id]["core_build"] == core_build() and after[stale_id]["started_at"] != "then"
@@ -80,7 +86,10 @@ def test_stale_runs_can_be_refused_with_a_clear_message(fake_core, tmp_path):
     stale_id = sorted(statuses(out))[0]
     age(out, stale_id, latlab_version="0.0.1")
     before = statuses(out)
-    with pytest.raises(StaleRunsError, match=r"another latlab version.*latlab_version 0\.0\.1.*another output folder"):
+    with pytest.raises(
+        StaleRunsError,
+        match=r"another latlab version.*latlab_version 0\.0\.1.*another output folder",
+    ):
         run_sweep(runs(), out, inline=True, progress=False, stale="refuse")
     assert statuses(out) == before  # nothing ran
     # Same build: nothing is stale, nothing is refused.

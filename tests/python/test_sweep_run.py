@@ -22,7 +22,9 @@ QUICK_TOML = TINY_TOML.replace("duration_s = 2.0", "duration_s = 1.0")
 
 def fault_env(counter: Path | None = None, slow_s: float | None = None) -> dict[str, str]:
     """Environment variables that make sweep worker processes load tests/python/sweep_faults."""
-    path = [str(FAULTS_DIR), str(PYTHON_SRC)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    path = [str(FAULTS_DIR), str(PYTHON_SRC)] + [
+        p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p
+    ]
     env = {"PYTHONPATH": os.pathsep.join(path), "LATLAB_TEST_FAULTS": "1"}
     if counter is not None:
         env["LATLAB_TEST_COUNTER"] = str(counter)
@@ -36,7 +38,9 @@ def count_runs(counter: Path) -> Counter:
 
 
 def load_faults_module():
-    spec = importlib.util.spec_from_file_location("latlab_test_faults", FAULTS_DIR / "sitecustomize.py")
+    spec = importlib.util.spec_from_file_location(
+        "latlab_test_faults", FAULTS_DIR / "sitecustomize.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -58,8 +62,13 @@ def counter(monkeypatch, tmp_path):
 
 def mtimes(out: Path, run_ids) -> dict[str, tuple[int, int]]:
     store = Store(out)
-    return {r: ((store.run_dir(r) / STATUS_JSON).stat().st_mtime_ns, (store.run_dir(r) / "run.json").stat().st_mtime_ns)
-            for r in run_ids}  # fmt: skip
+    return {
+        r: (
+            (store.run_dir(r) / STATUS_JSON).stat().st_mtime_ns,
+            (store.run_dir(r) / "run.json").stat().st_mtime_ns,
+        )
+        for r in run_ids
+    }
 
 
 # ----- the local pool ----------------------------------------------------------
@@ -99,8 +108,12 @@ def test_pool_sweep_catalog_and_resume(core, counter, base, tmp_path):
     pd.testing.assert_frame_equal(again, catalog)
 
     # a longer seed list: only the new runs are done
-    more = run_sweep(Sweep(base, grid={"flows.0.cc": ["newreno", "cubic"]}, seeds=[1, 2, 3]), out, jobs=2,
-                     progress=False)  # fmt: skip
+    more = run_sweep(
+        Sweep(base, grid={"flows.0.cc": ["newreno", "cubic"]}, seeds=[1, 2, 3]),
+        out,
+        jobs=2,
+        progress=False,
+    )
     assert len(more) == 6 and (more["status"] == "ok").all()
     assert sum(count_runs(counter).values()) == 6
     assert mtimes(out, catalog["run_id"]) == before
@@ -119,7 +132,9 @@ def test_catalog_is_rebuilt_from_status_files(core, base, tmp_path):
 
 
 def test_study_style_pairs_inline(core, base, tmp_path):
-    pairs = [({"rate_mbps": r}, base.with_({"topology.core_rate_bps": r * 1e6})) for r in (5, 10, 20)]
+    pairs = [
+        ({"rate_mbps": r}, base.with_({"topology.core_rate_bps": r * 1e6})) for r in (5, 10, 20)
+    ]
     catalog = run_sweep(pairs, tmp_path / "s", inline=True, progress=False)
     assert catalog["rate_mbps"].tolist() == [5, 10, 20] and (catalog["status"] == "ok").all()
     assert json.loads((tmp_path / "s" / "sweep.json").read_text())["name"] == "sweep"
@@ -137,20 +152,30 @@ def test_invalid_scenario_fails_before_anything_runs(core, base, tmp_path):
 
 def test_failures_are_recorded_and_do_not_stop_the_others(core, counter, base, tmp_path):
     good = [({"case": f"ok{seed}"}, base.with_(seed=seed)) for seed in (1, 2)]
-    bad = [({"case": kind}, base.with_(name=f"fault-{kind}")) for kind in ("panic", "error", "crash", "hang")]
+    bad = [
+        ({"case": kind}, base.with_(name=f"fault-{kind}"))
+        for kind in ("panic", "error", "crash", "hang")
+    ]
     out = tmp_path / "sweep"
     catalog = run_sweep(good + bad, out, jobs=2, timeout_s=3, progress=False).set_index("case")
 
     assert catalog.loc[["ok1", "ok2"], "status"].tolist() == ["ok", "ok"]
     assert catalog.loc[["panic", "error", "crash", "hang"], "status"].tolist() == ["failed"] * 4
     kinds = catalog["error_kind"].to_dict()
-    assert (kinds["panic"], kinds["error"], kinds["crash"], kinds["hang"]) == ("panic", "error", "crash", "timeout")
+    assert (kinds["panic"], kinds["error"], kinds["crash"], kinds["hang"]) == (
+        "panic",
+        "error",
+        "crash",
+        "timeout",
+    )
     assert "PanicException: assertion failed: injected panic" in catalog.loc["panic", "error"]
     assert "RuntimeError: injected error" in catalog.loc["error", "error"]
     assert "SIGSEGV" in catalog.loc["crash", "error"]
     assert "timed out after 3 s" in catalog.loc["hang", "error"]
     assert catalog.loc["hang", "wall_s"] >= 3
-    status = json.loads((Store(out).run_dir(catalog.loc["panic", "run_id"]) / STATUS_JSON).read_text())
+    status = json.loads(
+        (Store(out).run_dir(catalog.loc["panic", "run_id"]) / STATUS_JSON).read_text()
+    )
     assert status["status"] == "failed" and "Traceback" in status["traceback"]
 
     # without retries nothing runs; with them only the failed runs are redone
@@ -183,7 +208,9 @@ def dask_client():
     saved = dict(os.environ)
     os.environ.update(fault_env())
     try:
-        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+        cluster = LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+        )
         client = Client(cluster)
     finally:
         os.environ.clear()
@@ -194,7 +221,11 @@ def dask_client():
 
 
 def _files(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.suffix == ".parquet" or p.name == "scenario.toml"}
+    return {
+        p.name: p.read_bytes()
+        for p in sorted(folder.iterdir())
+        if p.suffix == ".parquet" or p.name == "scenario.toml"
+    }
 
 
 def test_identical_results_in_process_inline_pool_and_dask(core, base, tmp_path, dask_client):
@@ -211,15 +242,28 @@ def test_identical_results_in_process_inline_pool_and_dask(core, base, tmp_path,
             folder = Store(tmp_path / runner).run_dir(spec.run_id)
             assert _files(folder) == reference, f"{runner} differs from a direct latlab.run"
             info = json.loads((folder / "run.json").read_text())["run"]
-            assert info["events"] == json.loads((tmp_path / "direct" / spec.run_id / "run.json").read_text())["run"]["events"]
+            assert (
+                info["events"]
+                == json.loads((tmp_path / "direct" / spec.run_id / "run.json").read_text())["run"][
+                    "events"
+                ]
+            )
 
 
 def test_dask_records_failures_and_timeouts(core, base, tmp_path, dask_client):
-    runs = [({"case": "ok"}, base), ({"case": "panic"}, base.with_(name="fault-panic")),
-            ({"case": "hang"}, base.with_(name="fault-hang"))]  # fmt: skip
-    catalog = run_sweep(runs, tmp_path / "s", dask=dask_client, timeout_s=3, progress=False).set_index("case")
+    runs = [
+        ({"case": "ok"}, base),
+        ({"case": "panic"}, base.with_(name="fault-panic")),
+        ({"case": "hang"}, base.with_(name="fault-hang")),
+    ]
+    catalog = run_sweep(
+        runs, tmp_path / "s", dask=dask_client, timeout_s=3, progress=False
+    ).set_index("case")
     assert catalog["status"].to_dict() == {"ok": "ok", "panic": "failed", "hang": "failed"}
-    assert catalog.loc["panic", "error_kind"] == "panic" and catalog.loc["hang", "error_kind"] == "timeout"
+    assert (
+        catalog.loc["panic", "error_kind"] == "panic"
+        and catalog.loc["hang", "error_kind"] == "timeout"
+    )
     assert Store(tmp_path / "s").read_status(catalog.loc["ok", "run_id"])["host"]
     assert load_run(tmp_path / "s", catalog.loc["ok", "run_id"]).conservation_ok
 
@@ -234,5 +278,10 @@ def test_run_all_returns_results_in_order(core, base, monkeypatch, tmp_path):
 
     monkeypatch.setattr(core, "Simulation", load_faults_module().wrap(core.Simulation))
     with pytest.raises(SweepFailed, match="1 of 2 runs failed.*PanicException") as info:
-        run_all([base, ({"x": 1}, base.with_(name="fault-panic"))], tmp_path / "t", inline=True, progress=False)
+        run_all(
+            [base, ({"x": 1}, base.with_(name="fault-panic"))],
+            tmp_path / "t",
+            inline=True,
+            progress=False,
+        )
     assert info.value.catalog["status"].tolist() == ["ok", "failed"]

@@ -39,7 +39,9 @@ def test_general_b_and_t_rto():
     # b = 2 and t_RTO = 1 s by hand: R·sqrt(2bp/3) + t_RTO·3·sqrt(3bp/8)·p·(1 + 32p²)
     p, r, s = 0.02, 0.1, 1000.0
     denom = r * math.sqrt(4 * p / 3) + 1.0 * 3 * math.sqrt(6 * p / 8) * p * (1 + 32 * p * p)
-    assert float(eq.tcp_equation_rate_bps(p, r, s, b=2.0, t_rto_s=1.0)) == pytest.approx(8 * s / denom, rel=1e-12)
+    assert float(eq.tcp_equation_rate_bps(p, r, s, b=2.0, t_rto_s=1.0)) == pytest.approx(
+        8 * s / denom, rel=1e-12
+    )
 
 
 def test_jain_index_from_models():

@@ -30,14 +30,17 @@ def runner():
 # ----- reading and writing ----------------------------------------------------
 
 
-@pytest.mark.parametrize("data", [
-    HAND_WRITTEN,
-    b"1\n",  # the 12 Mbit/s trace
-    b"1",  # no final newline
-    b"3\r\n3\r\n7\r\n",  # CRLF
-    b"3\r\n3\r\n7",  # CRLF, no final newline
-    b"5\n5\n5\n5\n5\n",  # everything in one millisecond
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "data",
+    [
+        HAND_WRITTEN,
+        b"1\n",  # the 12 Mbit/s trace
+        b"1",  # no final newline
+        b"3\r\n3\r\n7\r\n",  # CRLF
+        b"3\r\n3\r\n7",  # CRLF, no final newline
+        b"5\n5\n5\n5\n5\n",  # everything in one millisecond
+    ],
+)
 def test_round_trip_byte_for_byte(tmp_path, data):
     src, dst = tmp_path / "in.trace", tmp_path / "out.trace"
     src.write_bytes(data)
@@ -81,24 +84,30 @@ def test_copy_keeps_a_user_file_or_canonicalises_it(tmp_path, runner):
     src.write_bytes(b"2\r\n2\r\n9")
     same, canon = tmp_path / "same.trace", tmp_path / "canon.trace"
     assert runner.invoke(cli, ["trace", "copy", str(src), "-o", str(same)]).exit_code == 0
-    assert runner.invoke(cli, ["trace", "copy", str(src), "-o", str(canon), "--canonical"]).exit_code == 0
+    assert (
+        runner.invoke(cli, ["trace", "copy", str(src), "-o", str(canon), "--canonical"]).exit_code
+        == 0
+    )
     assert same.read_bytes() == b"2\r\n2\r\n9" and canon.read_bytes() == b"2\n2\n9\n"
 
 
-@pytest.mark.parametrize("data, line, message", [
-    (b"", None, "empty file"),
-    (b"1\n\n2\n", 2, "empty line"),
-    (b"1\n2\n\n", 3, "empty line"),
-    (b"1\n-3\n5\n", 2, "negative timestamp"),
-    (b"1\n2.5\n", 2, "not an integer timestamp: '2.5'"),
-    (b"1\nabc\n", 2, "not an integer timestamp: 'abc'"),
-    (b" 1\n", 1, "not an integer timestamp"),
-    (b"4\n7\n5\n9\n", 3, "timestamp 5 is smaller than the one before it (7)"),
-    (b"0\n0\n", 2, "must be > 0"),
-    (b"1\n007\n", 2, "leading zero"),
-    (b"1\n99999999999\n", 2, "above 2147483647"),
-    (b"1\r\n2\n3\r\n", 2, "mixed line endings"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "data, line, message",
+    [
+        (b"", None, "empty file"),
+        (b"1\n\n2\n", 2, "empty line"),
+        (b"1\n2\n\n", 3, "empty line"),
+        (b"1\n-3\n5\n", 2, "negative timestamp"),
+        (b"1\n2.5\n", 2, "not an integer timestamp: '2.5'"),
+        (b"1\nabc\n", 2, "not an integer timestamp: 'abc'"),
+        (b" 1\n", 1, "not an integer timestamp"),
+        (b"4\n7\n5\n9\n", 3, "timestamp 5 is smaller than the one before it (7)"),
+        (b"0\n0\n", 2, "must be > 0"),
+        (b"1\n007\n", 2, "leading zero"),
+        (b"1\n99999999999\n", 2, "above 2147483647"),
+        (b"1\r\n2\n3\r\n", 2, "mixed line endings"),
+    ],
+)
 def test_errors_name_file_and_line(tmp_path, data, line, message):
     path = tmp_path / "bad.trace"
     path.write_bytes(data)
@@ -141,7 +150,9 @@ def test_rate_series_of_a_schedule():
 def _series(seed: int, n: int = 200):
     rng = np.random.default_rng(seed)
     t_s = np.cumsum(rng.uniform(0.003, 0.4, n)) - 0.1
-    rate = rng.lognormal(np.log(8e6), 1.0, n) * (rng.random(n) > 0.1)  # with some zero-rate intervals
+    rate = rng.lognormal(np.log(8e6), 1.0, n) * (
+        rng.random(n) > 0.1
+    )  # with some zero-rate intervals
     return t_s, rate
 
 
@@ -165,7 +176,9 @@ def test_rate_series_to_trace_keeps_the_bytes_within_one_opportunity(seed):
             assert -1500 < cumulative_bytes[i] - delivered < 1500 + 1e-6
 
 
-@pytest.mark.parametrize("name, bin_ms", [(name, b) for name in SHIPPED for b in (7, 100, 1000)] + [("wifi-weak", 1)])
+@pytest.mark.parametrize(
+    "name, bin_ms", [(name, b) for name in SHIPPED for b in (7, 100, 1000)] + [("wifi-weak", 1)]
+)
 def test_trace_to_series_and_back_keeps_each_bin(name, bin_ms):
     t = traces.load(name)
     series_path = Path("series.csv")
@@ -192,12 +205,15 @@ def test_the_last_opportunity_sets_the_period():
         traces.constant(1e3, 1.0)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"t_s": [0, 1], "rate_bps": [1e6, -1]}, "rate_bps[1] must be a finite rate >= 0"),
-    ({"t_s": [0, 1, 1], "rate_bps": [1e6] * 3}, "t_s must increase"),
-    ({"t_s": [0], "rate_bps": [1e6]}, "needs its end"),
-    ({"t_s": [0, 1], "rate_bps": [1e6, 1e6], "duration_s": [2, 1]}, "overlaps"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"t_s": [0, 1], "rate_bps": [1e6, -1]}, "rate_bps[1] must be a finite rate >= 0"),
+        ({"t_s": [0, 1, 1], "rate_bps": [1e6] * 3}, "t_s must increase"),
+        ({"t_s": [0], "rate_bps": [1e6]}, "needs its end"),
+        ({"t_s": [0, 1], "rate_bps": [1e6, 1e6], "duration_s": [2, 1]}, "overlaps"),
+    ],
+)
 def test_bad_series(kwargs, message):
     with pytest.raises(TraceError) as e:
         traces.from_rate_series(**kwargs)
@@ -251,7 +267,9 @@ def test_generators_are_deterministic():
 
 def _readme_commands() -> list[list[str]]:
     text = (DATA / "README.md").read_text()
-    return [shlex.split(line)[1:] for line in text.splitlines() if line.startswith("latlab trace gen ")]
+    return [
+        shlex.split(line)[1:] for line in text.splitlines() if line.startswith("latlab trace gen ")
+    ]
 
 
 def test_readme_commands_make_the_shipped_traces(tmp_path, runner):
@@ -262,7 +280,9 @@ def test_readme_commands_make_the_shipped_traces(tmp_path, runner):
         args[args.index("-o") + 1] = str(tmp_path / target.name)
         res = runner.invoke(cli, args)
         assert res.exit_code == 0, res.output
-        assert (tmp_path / target.name).read_bytes() == (DATA / target.name).read_bytes(), target.name
+        assert (tmp_path / target.name).read_bytes() == (DATA / target.name).read_bytes(), (
+            target.name
+        )
         made.add(target.name.removesuffix(".trace"))
     assert made == set(SHIPPED) == set(traces.builtin_names())
 
@@ -270,7 +290,9 @@ def test_readme_commands_make_the_shipped_traces(tmp_path, runner):
 def test_readme_statistics_match_show():
     text = (DATA / "README.md").read_text()
     for name in SHIPPED:
-        row = re.search(rf"^\| `{name}` \|[^|]*\| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|", text, re.M)
+        row = re.search(
+            rf"^\| `{name}` \|[^|]*\| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|", text, re.M
+        )
         s = traces.summary(traces.load(name), bin_ms=100)
         measured = [round(s[k] / 1e6, 2) for k in ("mean_bps", "p10_bps", "p50_bps", "p90_bps")]
         assert [float(v) for v in row.groups()] == measured, name
@@ -281,7 +303,9 @@ def test_readme_statistics_match_show():
 
 def test_gen_show_check_and_series(runner, tmp_path):
     out = tmp_path / "s.trace"
-    res = runner.invoke(cli, ["trace", "gen", "schedule", "0:24M", "1:6M", "--duration", "2", "-o", str(out)])
+    res = runner.invoke(
+        cli, ["trace", "gen", "schedule", "0:24M", "1:6M", "--duration", "2", "-o", str(out)]
+    )
     assert res.exit_code == 0, res.output
     assert Trace.read(out).mean_rate_bps == pytest.approx(15e6)
     res = runner.invoke(cli, ["trace", "show", str(out)])
@@ -289,13 +313,24 @@ def test_gen_show_check_and_series(runner, tmp_path):
     res = runner.invoke(cli, ["trace", "check", str(out)])
     assert res.exit_code == 0 and res.output.startswith("ok: ") and "canonical" in res.output
     csv = tmp_path / "s.csv"
-    assert runner.invoke(cli, ["trace", "to-series", str(out), "--bin-ms", "500", "-o", str(csv)]).exit_code == 0
-    assert csv.read_text().splitlines()[:2] == ["time_s,rate_bps,duration_s", "0.000,24000000.0,0.500"]
+    assert (
+        runner.invoke(
+            cli, ["trace", "to-series", str(out), "--bin-ms", "500", "-o", str(csv)]
+        ).exit_code
+        == 0
+    )
+    assert csv.read_text().splitlines()[:2] == [
+        "time_s,rate_bps,duration_s",
+        "0.000,24000000.0,0.500",
+    ]
     back = tmp_path / "back.trace"
     assert runner.invoke(cli, ["trace", "from-series", str(csv), "-o", str(back)]).exit_code == 0
     assert back.read_bytes() == out.read_bytes()  # a piecewise-constant trace survives exactly
     res = runner.invoke(cli, ["trace", "to-series", str(out), "--bin-ms", "1000"])
-    assert res.exit_code == 0 and res.stdout.splitlines()[1:] == ["0.000,24000000.0,1.000", "1.000,6000000.0,1.000"]
+    assert res.exit_code == 0 and res.stdout.splitlines()[1:] == [
+        "0.000,24000000.0,1.000",
+        "1.000,6000000.0,1.000",
+    ]
 
 
 def test_from_series_without_durations(runner, tmp_path):
@@ -305,17 +340,36 @@ def test_from_series_without_durations(runner, tmp_path):
     assert runner.invoke(cli, ["trace", "from-series", str(csv), "-o", str(out)]).exit_code == 0
     t = Trace.read(out)
     assert t.period_ms == 1000 and t.opportunities == 500 + 1000
-    assert runner.invoke(cli, ["trace", "from-series", str(csv), "--end", "12", "-o", str(out)]).exit_code == 0
+    assert (
+        runner.invoke(
+            cli, ["trace", "from-series", str(csv), "--end", "12", "-o", str(out)]
+        ).exit_code
+        == 0
+    )
     assert Trace.read(out).period_ms == 2000
 
 
 def test_gen_every_generator(runner, tmp_path):
     samples = tmp_path / "rates.csv"
     samples.write_text("rate_bps\n1e6\n5e6\n9e6\n")
-    for args in (["constant", "--rate", "12M", "--duration", "1"],
-                 ["markov", "--good", "6M", "--bad", "0", "--mean-good", "1", "--mean-bad", "0.2", "--duration", "5"],
-                 ["drawn", "--dist", "uniform", "--low", "1M", "--high", "3M", "--duration", "5"],
-                 ["drawn", "--dist", "empirical", "--samples", str(samples), "--duration", "5"]):  # fmt: skip
+    for args in (
+        ["constant", "--rate", "12M", "--duration", "1"],
+        [
+            "markov",
+            "--good",
+            "6M",
+            "--bad",
+            "0",
+            "--mean-good",
+            "1",
+            "--mean-bad",
+            "0.2",
+            "--duration",
+            "5",
+        ],
+        ["drawn", "--dist", "uniform", "--low", "1M", "--high", "3M", "--duration", "5"],
+        ["drawn", "--dist", "empirical", "--samples", str(samples), "--duration", "5"],
+    ):
         out = tmp_path / f"{args[0]}.trace"
         res = runner.invoke(cli, ["trace", "gen", *args, "-o", str(out)])
         assert res.exit_code == 0, res.output
@@ -336,21 +390,59 @@ def test_list(runner):
     assert res.exit_code == 0 and all(name in res.output for name in SHIPPED)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["check", "BAD"], "bad.trace:3: timestamp 1 is smaller than the one before it (2)"),
-    (["show", "BAD"], "bad.trace:3:"),
-    (["copy", "BAD", "-o", "x.trace"], "bad.trace:3:"),
-    (["check", "no-such.trace"], "no such file: no-such.trace (shipped traces: lte-steady"),
-    (["gen", "constant", "--rate", "fast", "--duration", "1", "-o", "x.trace"], "not a rate: 'fast'"),
-    (["gen", "constant", "--rate", "1k", "--duration", "1", "-o", "x.trace"], "less than one 1500-byte opportunity"),
-    (["gen", "schedule", "5:1M", "--duration", "10", "-o", "x.trace"], "must start at t = 0"),
-    (["gen", "schedule", "0-1M", "--duration", "10", "-o", "x.trace"], "expected T:RATE"),
-    (["gen", "drawn", "--dist", "lognormal", "--median", "2M", "--duration", "1", "-o", "x.trace"], "needs --sigma"),
-    (["gen", "drawn", "--dist", "uniform", "--low", "5M", "--high", "1M", "--duration", "1", "-o", "x.trace"],
-     "low_bps <= high_bps"),
-    (["from-series", "BADCSV", "-o", "x.trace"], "bad.csv:3: rate_bps: 'fast' is not a number"),
-    (["to-series", "BAD"], "bad.trace:3:"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["check", "BAD"], "bad.trace:3: timestamp 1 is smaller than the one before it (2)"),
+        (["show", "BAD"], "bad.trace:3:"),
+        (["copy", "BAD", "-o", "x.trace"], "bad.trace:3:"),
+        (["check", "no-such.trace"], "no such file: no-such.trace (shipped traces: lte-steady"),
+        (
+            ["gen", "constant", "--rate", "fast", "--duration", "1", "-o", "x.trace"],
+            "not a rate: 'fast'",
+        ),
+        (
+            ["gen", "constant", "--rate", "1k", "--duration", "1", "-o", "x.trace"],
+            "less than one 1500-byte opportunity",
+        ),
+        (["gen", "schedule", "5:1M", "--duration", "10", "-o", "x.trace"], "must start at t = 0"),
+        (["gen", "schedule", "0-1M", "--duration", "10", "-o", "x.trace"], "expected T:RATE"),
+        (
+            [
+                "gen",
+                "drawn",
+                "--dist",
+                "lognormal",
+                "--median",
+                "2M",
+                "--duration",
+                "1",
+                "-o",
+                "x.trace",
+            ],
+            "needs --sigma",
+        ),
+        (
+            [
+                "gen",
+                "drawn",
+                "--dist",
+                "uniform",
+                "--low",
+                "5M",
+                "--high",
+                "1M",
+                "--duration",
+                "1",
+                "-o",
+                "x.trace",
+            ],
+            "low_bps <= high_bps",
+        ),
+        (["from-series", "BADCSV", "-o", "x.trace"], "bad.csv:3: rate_bps: 'fast' is not a number"),
+        (["to-series", "BAD"], "bad.trace:3:"),
+    ],
+)
 def test_bad_input_exits_2_with_one_line(runner, tmp_path, args, message):
     bad = tmp_path / "bad.trace"
     bad.write_bytes(b"1\n2\n1\n")
@@ -366,6 +458,8 @@ def test_bad_input_exits_2_with_one_line(runner, tmp_path, args, message):
 
 def test_parse_rate():
     assert parse_rate("24M") == 24e6 and parse_rate("800k") == 800e3 and parse_rate("12e6") == 12e6
-    assert parse_rate("2.5Mbit/s") == 2.5e6 and parse_rate("1G") == 1e9 and parse_rate("0.2M") == 200e3
+    assert (
+        parse_rate("2.5Mbit/s") == 2.5e6 and parse_rate("1G") == 1e9 and parse_rate("0.2M") == 200e3
+    )
     with pytest.raises(ValueError):
         parse_rate("-1M")

@@ -49,7 +49,9 @@ def _command(role: str, summary: str) -> click.Command:
         add_help_option=False,
         context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
     )
-    @click.option("--parquet", is_flag=True, help="Also write the --record CSV as Parquet beside it.")
+    @click.option(
+        "--parquet", is_flag=True, help="Also write the --record CSV as Parquet beside it."
+    )
     @click.argument("args", nargs=-1, type=click.UNPROCESSED)
     @click.pass_context
     def command(ctx: click.Context, parquet: bool, args: tuple[str, ...]) -> None:

@@ -13,15 +13,34 @@ def register(cli: click.Group) -> None:
     @cli.command("reproduce")
     @click.argument("name", required=False, metavar="NAME")
     @click.option("--list", "list_only", is_flag=True, help="List the studies latlab reproduces.")
-    @click.option("--quick", is_flag=True, help="Shorter runs and fewer points: the same qualitative picture in minutes.")
-    @click.option("-o", "--outdir", type=click.Path(file_okay=False, path_type=Path),
-                  help="Where data, figures and the report go (default: out/reproduce/NAME).")
-    @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Parallel runs (default: all cores).")
-    @click.option("--real", is_flag=True,
-                  help="Also run the study's real-network experiments (real Linux TCP over emulated paths; root). "
-                       "Studies with a real part: rtac, mptcp.")  # fmt: skip
-    def reproduce(name: str | None, list_only: bool, quick: bool, outdir: Path | None, jobs: int | None,
-                  real: bool) -> None:  # fmt: skip
+    @click.option(
+        "--quick",
+        is_flag=True,
+        help="Shorter runs and fewer points: the same qualitative picture in minutes.",
+    )
+    @click.option(
+        "-o",
+        "--outdir",
+        type=click.Path(file_okay=False, path_type=Path),
+        help="Where data, figures and the report go (default: out/reproduce/NAME).",
+    )
+    @click.option(
+        "-j", "--jobs", type=click.IntRange(min=1), help="Parallel runs (default: all cores)."
+    )
+    @click.option(
+        "--real",
+        is_flag=True,
+        help="Also run the study's real-network experiments (real Linux TCP over emulated paths; root). "
+        "Studies with a real part: rtac, mptcp.",
+    )
+    def reproduce(
+        name: str | None,
+        list_only: bool,
+        quick: bool,
+        outdir: Path | None,
+        jobs: int | None,
+        real: bool,
+    ) -> None:
         """Reproduce a published study: data (Parquet), figures (PNG) and a Markdown report.
 
         \b
@@ -42,12 +61,16 @@ def register(cli: click.Group) -> None:
                 raise UserError("missing NAME; choose one of: " + ", ".join(found))
             return
         if name not in found:
-            raise UserError(f"unknown study {name!r}; expected one of: {', '.join(found) or '(none)'}")
+            raise UserError(
+                f"unknown study {name!r}; expected one of: {', '.join(found) or '(none)'}"
+            )
         module = found[name]
         if real and not getattr(module, "SUPPORTS_REAL", False):
             with_real = [k for k, m in found.items() if getattr(m, "SUPPORTS_REAL", False)]
-            raise UserError(f"--real: the {name} study has no real-network part; studies with one: "
-                            + (", ".join(with_real) or "(none)"))
+            raise UserError(
+                f"--real: the {name} study has no real-network part; studies with one: "
+                + (", ".join(with_real) or "(none)")
+            )
         out = outdir or Path("out") / "reproduce" / name
         out.mkdir(parents=True, exist_ok=True)
         if real:

@@ -43,7 +43,9 @@ def _param_columns(catalog: Any, meta: dict[str, Any]) -> list[str]:
 
 def _counts(catalog: Any) -> str:
     counts = catalog["status"].value_counts()
-    parts = [f"{int(counts.get(s, 0))} {s}" for s in ("ok", "failed", "pending") if counts.get(s, 0)]
+    parts = [
+        f"{int(counts.get(s, 0))} {s}" for s in ("ok", "failed", "pending") if counts.get(s, 0)
+    ]
     return f"{len(catalog)} runs: " + (", ".join(parts) or "none")
 
 
@@ -56,8 +58,12 @@ def results_table(catalog: Any, params: list[str], title: str, limit: int | None
     table.add_column("run_id", style="dim", no_wrap=True, min_width=16)
     for p in params:
         table.add_column(p, overflow="fold")
-    numeric = [("wall s", "wall_s", "s"), ("goodput Mb/s", "mean_goodput_bps", "mbps"),
-               ("drops", "drops_pkts", "int"), ("util %", "busiest_link_utilization", "pct")]  # fmt: skip
+    numeric = [
+        ("wall s", "wall_s", "s"),
+        ("goodput Mb/s", "mean_goodput_bps", "mbps"),
+        ("drops", "drops_pkts", "int"),
+        ("util %", "busiest_link_utilization", "pct"),
+    ]
     table.add_column("status")
     for header, *_ in numeric:
         table.add_column(header, justify="right")
@@ -69,7 +75,11 @@ def results_table(catalog: Any, params: list[str], title: str, limit: int | None
     style = {"ok": "green", "failed": "red", "pending": "yellow"}
     for _, row in rows.iterrows():
         status = str(row["status"])
-        cells = [str(row["run_id"]), *(_format(row[p]) for p in params), f"[{style.get(status, '')}]{status}[/]"]
+        cells = [
+            str(row["run_id"]),
+            *(_format(row[p]) for p in params),
+            f"[{style.get(status, '')}]{status}[/]",
+        ]
         cells += [_format(row[col], kind) for _, col, kind in numeric]
         cons = row["conservation_ok"]
         cells.append("-" if pd.isna(cons) else ("yes" if cons else "[red]NO[/]"))
@@ -87,7 +97,14 @@ def grouped_table(catalog: Any, params: list[str], title: str) -> Any:
     table = Table(title=title, title_justify="left")
     for p in keys:
         table.add_column(p, overflow="fold")
-    for header in ("runs", "ok", "goodput Mb/s (mean ± sd)", "drops (mean)", "util % (mean)", "wall s (mean)"):
+    for header in (
+        "runs",
+        "ok",
+        "goodput Mb/s (mean ± sd)",
+        "drops (mean)",
+        "util % (mean)",
+        "wall s (mean)",
+    ):
         table.add_column(header, justify="right")
     frame = catalog.copy()
     frame["_ok"] = frame["status"] == "ok"
@@ -98,12 +115,14 @@ def grouped_table(catalog: Any, params: list[str], title: str) -> Any:
         gp = ok["mean_goodput_bps"].astype(float) / 1e6
         sd = f" ± {gp.std():.3f}" if len(gp) > 1 else ""
         table.add_row(
-            *(_format(k) for k in key), str(len(g)), str(len(ok)),
+            *(_format(k) for k in key),
+            str(len(g)),
+            str(len(ok)),
             f"{gp.mean():.3f}{sd}" if len(gp) else "-",
             _format(ok["drops_pkts"].astype(float).mean()) if len(ok) else "-",
             _format(ok["busiest_link_utilization"].astype(float).mean(), "pct") if len(ok) else "-",
             _format(ok["wall_s"].mean(), "s") if len(ok) else "-",
-        )  # fmt: skip
+        )
     return table
 
 
@@ -117,25 +136,62 @@ def _console() -> Any:
 
 def register(cli: click.Group) -> None:
     @cli.command("sweep")
-    @click.argument("sweep_file", metavar="SWEEP.toml", type=click.Path(dir_okay=False, path_type=Path))
-    @click.option("-o", "--outdir", type=click.Path(file_okay=False, path_type=Path),
-                  help="The sweep folder  [default: out/<sweep name>]")
-    @click.option("-j", "--jobs", type=click.IntRange(min=1),
-                  help="Parallel runs on this machine, and workers of --dask local  [default: all cores]")
-    @click.option("--dask", "dask", metavar="ADDRESS|local",
-                  help="Run on a Dask cluster: a scheduler address (tcp://host:8786), a scheduler file "
-                       "(.json), or 'local' for a LocalCluster on this machine.")
-    @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
-                  help="Time limit per run (replaces the sweep file's timeout_s); a run past it is "
-                       "killed and recorded as failed.")
+    @click.argument(
+        "sweep_file", metavar="SWEEP.toml", type=click.Path(dir_okay=False, path_type=Path)
+    )
+    @click.option(
+        "-o",
+        "--outdir",
+        type=click.Path(file_okay=False, path_type=Path),
+        help="The sweep folder  [default: out/<sweep name>]",
+    )
+    @click.option(
+        "-j",
+        "--jobs",
+        type=click.IntRange(min=1),
+        help="Parallel runs on this machine, and workers of --dask local  [default: all cores]",
+    )
+    @click.option(
+        "--dask",
+        "dask",
+        metavar="ADDRESS|local",
+        help="Run on a Dask cluster: a scheduler address (tcp://host:8786), a scheduler file "
+        "(.json), or 'local' for a LocalCluster on this machine.",
+    )
+    @click.option(
+        "--timeout",
+        "timeout_s",
+        type=click.FloatRange(min=0, min_open=True),
+        metavar="SECONDS",
+        help="Time limit per run (replaces the sweep file's timeout_s); a run past it is "
+        "killed and recorded as failed.",
+    )
     @click.option("--no-retry-failed", is_flag=True, help="Do not redo runs that failed before.")
-    @click.option("--inline", is_flag=True, help="Run in this process, one after another (debugging; no time limit).")
-    @click.option("--stale", type=click.Choice(["redo", "refuse"]), default="redo", show_default=True,
-                  help="Finished runs made by another latlab version or core build: redo them, or refuse "
-                       "to mix them (exit 2).")
-    @click.option("-q", "--quiet", is_flag=True, help="No progress and no summary; only errors.")  # fmt: skip
-    def sweep_cmd(sweep_file: Path, outdir: Path | None, jobs: int | None, dask: str | None, timeout_s: float | None,
-                  no_retry_failed: bool, inline: bool, stale: str, quiet: bool) -> None:  # fmt: skip
+    @click.option(
+        "--inline",
+        is_flag=True,
+        help="Run in this process, one after another (debugging; no time limit).",
+    )
+    @click.option(
+        "--stale",
+        type=click.Choice(["redo", "refuse"]),
+        default="redo",
+        show_default=True,
+        help="Finished runs made by another latlab version or core build: redo them, or refuse "
+        "to mix them (exit 2).",
+    )
+    @click.option("-q", "--quiet", is_flag=True, help="No progress and no summary; only errors.")
+    def sweep_cmd(
+        sweep_file: Path,
+        outdir: Path | None,
+        jobs: int | None,
+        dask: str | None,
+        timeout_s: float | None,
+        no_retry_failed: bool,
+        inline: bool,
+        stale: str,
+        quiet: bool,
+    ) -> None:
         """Run a parameter sweep: a base scenario over a grid of values and seeds.
 
         Every run not already finished in the sweep folder is run (on all
@@ -181,13 +237,25 @@ def register(cli: click.Group) -> None:
             except ImportError:
                 raise UserError("--dask needs Dask: pip install 'dask[distributed]'") from None
         try:
-            catalog = run_sweep(sweep, out, jobs=jobs, dask=dask, timeout_s=timeout_s, progress=not quiet,
-                                retry_failed=not no_retry_failed, inline=inline, stale=stale)  # fmt: skip
+            catalog = run_sweep(
+                sweep,
+                out,
+                jobs=jobs,
+                dask=dask,
+                timeout_s=timeout_s,
+                progress=not quiet,
+                retry_failed=not no_retry_failed,
+                inline=inline,
+                stale=stale,
+            )
         except (SweepError, StaleRunsError) as e:
             raise UserError(str(e)) from None
         except KeyboardInterrupt:
             if not quiet:
-                click.echo(f"interrupted: finished runs are kept in {out}; run the same command to resume", err=True)
+                click.echo(
+                    f"interrupted: finished runs are kept in {out}; run the same command to resume",
+                    err=True,
+                )
             raise
         except (OSError, TimeoutError) as e:
             if dask is not None and dask != "local":
@@ -197,9 +265,13 @@ def register(cli: click.Group) -> None:
         failed = catalog[catalog["status"] == "failed"]
         if not quiet:
             console = Console()
-            console.print(f"sweep {sweep.name}: {_counts(catalog)}; catalog: {out / 'catalog.parquet'}")
+            console.print(
+                f"sweep {sweep.name}: {_counts(catalog)}; catalog: {out / 'catalog.parquet'}"
+            )
             for _, row in failed.head(MAX_FAILURES_SHOWN).iterrows():
-                console.print(f"[red]failed[/] {row['run_id']}: {row['error']}", markup=True, highlight=False)
+                console.print(
+                    f"[red]failed[/] {row['run_id']}: {row['error']}", markup=True, highlight=False
+                )
             if len(failed) > MAX_FAILURES_SHOWN:
                 console.print(f"... and {len(failed) - MAX_FAILURES_SHOWN} more failed runs")
             console.print(f"summary: latlab results {out}")
@@ -208,9 +280,21 @@ def register(cli: click.Group) -> None:
 
     @cli.command("results")
     @click.argument("outdir", metavar="DIR", type=click.Path(file_okay=False, path_type=Path))
-    @click.option("--all", "show_all", is_flag=True, help=f"Show every run (default: the first {DEFAULT_ROWS}).")
-    @click.option("--failed", "only_failed", is_flag=True, help="Show only the runs that failed, with their errors.")
-    @click.option("--group", is_flag=True, help="One row per parameter point, seeds pooled (mean ± sd).")
+    @click.option(
+        "--all",
+        "show_all",
+        is_flag=True,
+        help=f"Show every run (default: the first {DEFAULT_ROWS}).",
+    )
+    @click.option(
+        "--failed",
+        "only_failed",
+        is_flag=True,
+        help="Show only the runs that failed, with their errors.",
+    )
+    @click.option(
+        "--group", is_flag=True, help="One row per parameter point, seeds pooled (mean ± sd)."
+    )
     def results_cmd(outdir: Path, show_all: bool, only_failed: bool, group: bool) -> None:
         """Summarise a sweep folder: one row per run (parameters, status, metrics).
 
@@ -233,7 +317,9 @@ def register(cli: click.Group) -> None:
         try:
             meta = store.read_sweep()
         except FileNotFoundError:
-            raise UserError(f"{outdir} is not a sweep folder (no sweep.json); `latlab sweep` makes one") from None
+            raise UserError(
+                f"{outdir} is not a sweep folder (no sweep.json); `latlab sweep` makes one"
+            ) from None
         catalog = load_catalog(outdir)
         params = _param_columns(catalog, meta)
         title = f"sweep {meta.get('name') or outdir.name}: {_counts(catalog)} ({outdir})"
@@ -245,4 +331,6 @@ def register(cli: click.Group) -> None:
         limit = None if show_all or only_failed else DEFAULT_ROWS
         console.print(results_table(rows, params, title, limit))
         if limit is not None and len(rows) > limit:
-            console.print(f"... {len(rows) - limit} more runs (--all shows them, --group pools the seeds)")
+            console.print(
+                f"... {len(rows) - limit} more runs (--all shows them, --group pools the seeds)"
+            )

@@ -10,13 +10,28 @@ import click
 
 from latlab.errors import UserError
 
-_RATE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([kKmMgG]?)(?:bit/s|bps|b/s)?\s*$")
+_RATE_RE = re.compile(
+    r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([kKmMgG]?)(?:bit/s|bps|b/s)?\s*$"
+)
 _RATE_UNITS = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
-_OUT = click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
-                    help="The trace file to write.")  # fmt: skip
-_DURATION = click.option("--duration", "duration_s", type=click.FloatRange(min=0.001), required=True,
-                         metavar="SECONDS", help="Length of the trace = its loop period (s).")  # fmt: skip
-_SEED = click.option("--seed", type=click.IntRange(min=0), default=1, show_default=True, help="Random seed (PCG64).")
+_OUT = click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="The trace file to write.",
+)
+_DURATION = click.option(
+    "--duration",
+    "duration_s",
+    type=click.FloatRange(min=0.001),
+    required=True,
+    metavar="SECONDS",
+    help="Length of the trace = its loop period (s).",
+)
+_SEED = click.option(
+    "--seed", type=click.IntRange(min=0), default=1, show_default=True, help="Random seed (PCG64)."
+)
 
 
 def parse_rate(text: str) -> float:
@@ -63,8 +78,10 @@ def _mbps(bps: float) -> str:
 
 
 def _wrote(trace, path: Path) -> None:  # noqa: ANN001 - Trace
-    click.echo(f"{path}: {trace.opportunities:,} opportunities, period {trace.period_ms / 1e3:g} s, "
-               f"mean {_mbps(trace.mean_rate_bps)}")  # fmt: skip
+    click.echo(
+        f"{path}: {trace.opportunities:,} opportunities, period {trace.period_ms / 1e3:g} s, "
+        f"mean {_mbps(trace.mean_rate_bps)}"
+    )
 
 
 def register(cli: click.Group) -> None:
@@ -116,7 +133,9 @@ def register(cli: click.Group) -> None:
         """
 
     @gen.command("constant")
-    @click.option("--rate", "rate_bps", type=RATE, required=True, help="The rate (bit/s; 24M = 24 Mbit/s).")
+    @click.option(
+        "--rate", "rate_bps", type=RATE, required=True, help="The rate (bit/s; 24M = 24 Mbit/s)."
+    )
     @_DURATION
     @_OUT
     @_user_errors
@@ -157,8 +176,10 @@ def register(cli: click.Group) -> None:
             except ValueError:
                 t_s = None
             if not sep or t_s is None:
-                raise traces.TraceError(f"schedule step {step!r}: expected T:RATE, seconds and a rate "
-                                        f"(example: 10:3M = 3 Mbit/s from 10 s)")  # fmt: skip
+                raise traces.TraceError(
+                    f"schedule step {step!r}: expected T:RATE, seconds and a rate "
+                    f"(example: 10:3M = 3 Mbit/s from 10 s)"
+                )
             try:
                 pairs.append([t_s, parse_rate(rate_text)])
             except ValueError as e:
@@ -168,20 +189,53 @@ def register(cli: click.Group) -> None:
         _wrote(t, output)
 
     @gen.command("markov")
-    @click.option("--good", "good_bps", type=RATE, required=True, help="Rate in the good state (bit/s).")
-    @click.option("--bad", "bad_bps", type=RATE, required=True, help="Rate in the bad state (bit/s; 0 = outage).")
-    @click.option("--mean-good", "mean_good_s", type=click.FloatRange(min=0, min_open=True), required=True,
-                  metavar="SECONDS", help="Mean stay in the good state (exponential).")
-    @click.option("--mean-bad", "mean_bad_s", type=click.FloatRange(min=0, min_open=True), required=True,
-                  metavar="SECONDS", help="Mean stay in the bad state (exponential).")
-    @click.option("--sigma", type=click.FloatRange(min=0), default=0.0, show_default=True,
-                  help="Log-normal spread of each visit's rate around its state's rate (mean kept).")
+    @click.option(
+        "--good", "good_bps", type=RATE, required=True, help="Rate in the good state (bit/s)."
+    )
+    @click.option(
+        "--bad",
+        "bad_bps",
+        type=RATE,
+        required=True,
+        help="Rate in the bad state (bit/s; 0 = outage).",
+    )
+    @click.option(
+        "--mean-good",
+        "mean_good_s",
+        type=click.FloatRange(min=0, min_open=True),
+        required=True,
+        metavar="SECONDS",
+        help="Mean stay in the good state (exponential).",
+    )
+    @click.option(
+        "--mean-bad",
+        "mean_bad_s",
+        type=click.FloatRange(min=0, min_open=True),
+        required=True,
+        metavar="SECONDS",
+        help="Mean stay in the bad state (exponential).",
+    )
+    @click.option(
+        "--sigma",
+        type=click.FloatRange(min=0),
+        default=0.0,
+        show_default=True,
+        help="Log-normal spread of each visit's rate around its state's rate (mean kept).",
+    )
     @_DURATION
     @_SEED
     @_OUT
     @_user_errors
-    def gen_markov(good_bps: float, bad_bps: float, mean_good_s: float, mean_bad_s: float, sigma: float,
-                   duration_s: float, seed: int, output: Path) -> None:  # fmt: skip
+    def gen_markov(
+        good_bps: float,
+        bad_bps: float,
+        mean_good_s: float,
+        mean_bad_s: float,
+        sigma: float,
+        duration_s: float,
+        seed: int,
+        output: Path,
+    ) -> None:
         """A Gilbert-style good/bad channel with exponential stays in each state.
 
         Long-run mean: (good x mean-good + bad x mean-bad) / (mean-good + mean-bad).
@@ -199,28 +253,60 @@ def register(cli: click.Group) -> None:
         click.echo(f"stationary mean of the channel: {_mbps(stationary)}")
 
     @gen.command("drawn")
-    @click.option("--dist", type=click.Choice(["lognormal", "uniform", "empirical"]), required=True,
-                  help="The distribution of the rates.")
+    @click.option(
+        "--dist",
+        type=click.Choice(["lognormal", "uniform", "empirical"]),
+        required=True,
+        help="The distribution of the rates.",
+    )
     @click.option("--median", "median_bps", type=RATE, help="lognormal: the median rate.")
-    @click.option("--sigma", type=click.FloatRange(min=0), help="lognormal: the spread of log(rate).")
+    @click.option(
+        "--sigma", type=click.FloatRange(min=0), help="lognormal: the spread of log(rate)."
+    )
     @click.option("--low", "low_bps", type=RATE, help="uniform: the lowest rate.")
     @click.option("--high", "high_bps", type=RATE, help="uniform: the highest rate.")
-    @click.option("--samples", "samples_path", type=click.Path(dir_okay=False, path_type=Path), metavar="CSV",
-                  help="empirical: measured rates, a CSV with a rate_bps column.")
-    @click.option("--interval-ms", type=click.IntRange(min=1), default=100, show_default=True,
-                  help="A new rate every this many ms.")
-    @click.option("--correlation", type=click.FloatRange(min=0, max=1, max_open=True), default=0.0,
-                  show_default=True, help="Correlation of successive draws (Gaussian copula, AR(1)).")
+    @click.option(
+        "--samples",
+        "samples_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        metavar="CSV",
+        help="empirical: measured rates, a CSV with a rate_bps column.",
+    )
+    @click.option(
+        "--interval-ms",
+        type=click.IntRange(min=1),
+        default=100,
+        show_default=True,
+        help="A new rate every this many ms.",
+    )
+    @click.option(
+        "--correlation",
+        type=click.FloatRange(min=0, max=1, max_open=True),
+        default=0.0,
+        show_default=True,
+        help="Correlation of successive draws (Gaussian copula, AR(1)).",
+    )
     @click.option("--min", "min_bps", type=RATE, help="Clip rates below this.")
     @click.option("--max", "max_bps", type=RATE, help="Clip rates above this.")
     @_DURATION
     @_SEED
     @_OUT
     @_user_errors
-    def gen_drawn(dist: str, median_bps: float | None, sigma: float | None, low_bps: float | None,
-                  high_bps: float | None, samples_path: Path | None, interval_ms: int, correlation: float,
-                  min_bps: float | None, max_bps: float | None, duration_s: float, seed: int,
-                  output: Path) -> None:  # fmt: skip
+    def gen_drawn(
+        dist: str,
+        median_bps: float | None,
+        sigma: float | None,
+        low_bps: float | None,
+        high_bps: float | None,
+        samples_path: Path | None,
+        interval_ms: int,
+        correlation: float,
+        min_bps: float | None,
+        max_bps: float | None,
+        duration_s: float,
+        seed: int,
+        output: Path,
+    ) -> None:
         """Rates drawn from a distribution, one per --interval-ms.
 
         --dist lognormal needs --median and --sigma; uniform needs --low and
@@ -237,9 +323,11 @@ def register(cli: click.Group) -> None:
         """
         from latlab import traces
 
-        needed = {"lognormal": {"--median": median_bps, "--sigma": sigma},
-                  "uniform": {"--low": low_bps, "--high": high_bps},
-                  "empirical": {"--samples": samples_path}}[dist]  # fmt: skip
+        needed = {
+            "lognormal": {"--median": median_bps, "--sigma": sigma},
+            "uniform": {"--low": low_bps, "--high": high_bps},
+            "empirical": {"--samples": samples_path},
+        }[dist]
         missing = [name for name, value in needed.items() if value is None]
         if missing:
             raise click.UsageError(f"--dist {dist} needs {' and '.join(missing)}")
@@ -249,7 +337,15 @@ def register(cli: click.Group) -> None:
             d = traces.Uniform(low_bps, high_bps)
         else:
             d = traces.Empirical(tuple(traces.read_rates_csv(samples_path).tolist()))
-        t = traces.drawn(d, interval_ms, duration_s, seed, correlation=correlation, min_bps=min_bps, max_bps=max_bps)
+        t = traces.drawn(
+            d,
+            interval_ms,
+            duration_s,
+            seed,
+            correlation=correlation,
+            min_bps=min_bps,
+            max_bps=max_bps,
+        )
         t.write(output)
         _wrote(t, output)
 
@@ -258,9 +354,14 @@ def register(cli: click.Group) -> None:
     @trace.command("from-series")
     @click.argument("csv_path", type=click.Path(dir_okay=False, path_type=Path), metavar="CSV")
     @_OUT
-    @click.option("--end", "end_s", type=float, metavar="SECONDS",
-                  help="Where the last row's rate ends (without a duration_s column)  "
-                       "[default: as long as the row before]")  # fmt: skip
+    @click.option(
+        "--end",
+        "end_s",
+        type=float,
+        metavar="SECONDS",
+        help="Where the last row's rate ends (without a duration_s column)  "
+        "[default: as long as the row before]",
+    )
     @_user_errors
     def from_series(csv_path: Path, output: Path, end_s: float | None) -> None:
         """Turn a throughput series (CSV) into a trace.
@@ -289,9 +390,19 @@ def register(cli: click.Group) -> None:
 
     @trace.command("to-series")
     @click.argument("trace_arg", metavar="TRACE")
-    @click.option("--bin-ms", type=click.IntRange(min=1), default=100, show_default=True, help="Bin width (ms).")
-    @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-                  help="The CSV to write  [default: standard output]")
+    @click.option(
+        "--bin-ms",
+        type=click.IntRange(min=1),
+        default=100,
+        show_default=True,
+        help="Bin width (ms).",
+    )
+    @click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="The CSV to write  [default: standard output]",
+    )
     @_user_errors
     def to_series(trace_arg: str, bin_ms: int, output: Path | None) -> None:
         """Write a trace's delivery rate as a CSV: time_s, rate_bps, duration_s per bin.
@@ -317,8 +428,13 @@ def register(cli: click.Group) -> None:
 
     @trace.command("show")
     @click.argument("trace_arg", metavar="TRACE")
-    @click.option("--bin-ms", type=click.IntRange(min=1), default=100, show_default=True,
-                  help="Bin width (ms) for the min/percentile/max rates.")
+    @click.option(
+        "--bin-ms",
+        type=click.IntRange(min=1),
+        default=100,
+        show_default=True,
+        help="Bin width (ms) for the min/percentile/max rates.",
+    )
     @_user_errors
     def show(trace_arg: str, bin_ms: int) -> None:
         """Summarise a trace: period, opportunities, mean and spread of the rate.
@@ -347,9 +463,19 @@ def register(cli: click.Group) -> None:
 
     @trace.command("plot")
     @click.argument("trace_arg", metavar="TRACE")
-    @click.option("--bin-ms", type=click.IntRange(min=1), default=100, show_default=True, help="Bin width (ms).")
-    @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-                  help="The figure (PNG)  [default: out/trace/<name>.png]")
+    @click.option(
+        "--bin-ms",
+        type=click.IntRange(min=1),
+        default=100,
+        show_default=True,
+        help="Bin width (ms).",
+    )
+    @click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="The figure (PNG)  [default: out/trace/<name>.png]",
+    )
     @_user_errors
     def plot(trace_arg: str, bin_ms: int, output: Path | None) -> None:
         """Plot a trace's delivery rate over one period (PNG).
@@ -379,11 +505,16 @@ def register(cli: click.Group) -> None:
         from latlab import traces
 
         t = traces.load(trace_arg)
-        layout = "canonical" if (t.newline, t.final_newline) == ("\n", True) else \
-            f"{'CRLF' if t.newline == chr(13) + chr(10) else 'LF'} line endings, " \
-            f"{'with' if t.final_newline else 'no'} final newline"  # fmt: skip
-        click.echo(f"ok: {t.source}: {t.opportunities:,} opportunities, period {t.period_ms} ms, "
-                   f"mean {_mbps(t.mean_rate_bps)} ({layout})")  # fmt: skip
+        layout = (
+            "canonical"
+            if (t.newline, t.final_newline) == ("\n", True)
+            else f"{'CRLF' if t.newline == chr(13) + chr(10) else 'LF'} line endings, "
+            f"{'with' if t.final_newline else 'no'} final newline"
+        )
+        click.echo(
+            f"ok: {t.source}: {t.opportunities:,} opportunities, period {t.period_ms} ms, "
+            f"mean {_mbps(t.mean_rate_bps)} ({layout})"
+        )
 
     @trace.command("copy")
     @click.argument("trace_arg", metavar="TRACE")
@@ -407,4 +538,3 @@ def register(cli: click.Group) -> None:
         t = traces.load(trace_arg)
         (t.canonical() if canonical else t).write(output)
         _wrote(t, output)
-

@@ -25,15 +25,34 @@ def size_label(size_bytes: float) -> str:
     return f"{size_bytes:.0f} B"
 
 
-def draw_efficiency(ax: Axes, curves: Mapping[str, pd.DataFrame], band: bool = True, styles: Mapping[str, dict] | None = None) -> None:
+def draw_efficiency(
+    ax: Axes,
+    curves: Mapping[str, pd.DataFrame],
+    band: bool = True,
+    styles: Mapping[str, dict] | None = None,
+) -> None:
     """One line per curve (the mean), the 5–95 % band shaded and the median dashed."""
     for n, (label, df) in enumerate(curves.items()):
         style = {"color": COLORS[n % len(COLORS)], "lw": 2.0, **((styles or {}).get(label, {}))}
         ax.plot(df["size_bytes"], df["mean"], label=f"{label} (mean)", **style)
         if band:
-            ax.fill_between(df["size_bytes"], df["p5"], df["p95"], color=style["color"], alpha=0.15, lw=0,
-                            label=f"{label} (5–95 %)")  # fmt: skip
-            ax.plot(df["size_bytes"], df["p50"], color=style["color"], lw=1.0, ls="--", label=f"{label} (median)")
+            ax.fill_between(
+                df["size_bytes"],
+                df["p5"],
+                df["p95"],
+                color=style["color"],
+                alpha=0.15,
+                lw=0,
+                label=f"{label} (5–95 %)",
+            )
+            ax.plot(
+                df["size_bytes"],
+                df["p50"],
+                color=style["color"],
+                lw=1.0,
+                ls="--",
+                label=f"{label} (median)",
+            )
     ax.set_xscale("log")
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("flow size")
@@ -46,10 +65,14 @@ def draw_efficiency(ax: Axes, curves: Mapping[str, pd.DataFrame], band: bool = T
 def save(fig: Figure, path: str | os.PathLike[str]) -> Path:
     """Render with the Agg canvas and write the PNG atomically."""
     FigureCanvasAgg(fig)
-    return _atomic.write_with(Path(path), lambda tmp: fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight"))
+    return _atomic.write_with(
+        Path(path), lambda tmp: fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
+    )
 
 
-def efficiency_figure(curves: Mapping[str, pd.DataFrame], path: str | os.PathLike[str], title: str) -> Path:
+def efficiency_figure(
+    curves: Mapping[str, pd.DataFrame], path: str | os.PathLike[str], title: str
+) -> Path:
     """A single-panel efficiency-vs-size figure written to ``path``."""
     fig = Figure(figsize=(7.5, 4.8))
     ax = fig.add_subplot(1, 1, 1)

@@ -82,12 +82,16 @@ class DelayedAck:
 
     def __post_init__(self) -> None:
         if int(self.segments) != self.segments or self.segments < 1:
-            raise ValueError(f"delayed ACK segments must be a positive integer, got {self.segments!r}")
+            raise ValueError(
+                f"delayed ACK segments must be a positive integer, got {self.segments!r}"
+            )
         if not self.timeout_s >= 0:
             raise ValueError(f"delayed ACK timeout must be >= 0 s, got {self.timeout_s!r}")
 
 
-def wire_bits(size_bytes: ArrayLike, mss_bytes: int = MSS_BYTES, header_bytes: int = HEADER_BYTES) -> NDArray[np.float64]:
+def wire_bits(
+    size_bytes: ArrayLike, mss_bytes: int = MSS_BYTES, header_bytes: int = HEADER_BYTES
+) -> NDArray[np.float64]:
     """Bits on the wire for ``size_bytes`` of payload: every segment carries ``header_bytes``."""
     size = _positive(size_bytes, "flow size")
     segments = np.ceil(size / mss_bytes)
@@ -189,7 +193,9 @@ def _completion_time_delayed_ack(
         raise ValueError("the delayed-ACK model takes one initial window (a scalar iw)")
     iw = int(round(float(i.reshape(-1)[0])))
     if iw != float(i.reshape(-1)[0]):
-        raise ValueError(f"initial window must be a whole number of segments, got {float(i.reshape(-1)[0])!r}")
+        raise ValueError(
+            f"initial window must be a whole number of segments, got {float(i.reshape(-1)[0])!r}"
+        )
     b, td = int(dack.segments), float(dack.timeout_s)
     o, c, r, s = np.broadcast_arrays(o, c, r, s)
     t = s / c
@@ -204,7 +210,9 @@ def _completion_time_delayed_ack(
     cum = np.cumsum(w)
     k_needed = np.searchsorted(cum, n, side="left") + 1  # K: windows needed
     idle = np.zeros(o.shape)
-    carry = np.zeros(o.shape)  # segments not yet ACKed when a round starts (ACK pairing carries over)
+    carry = np.zeros(
+        o.shape
+    )  # segments not yet ACKed when a round starts (ACK pairing carries over)
     for k, wk in enumerate(w[:-1], start=1):
         active = k < k_needed
         # The round's first ACK: after the (b − carry)-th segment, or, for a
@@ -227,7 +235,9 @@ def _completion_time_delayed_ack(
     return 2.0 * r + o / c + idle + last_ack_wait
 
 
-def ideal_time(o_bits: ArrayLike, c_bps: ArrayLike, rtt_s: ArrayLike, n_flows: int = 1) -> NDArray[np.float64]:
+def ideal_time(
+    o_bits: ArrayLike, c_bps: ArrayLike, rtt_s: ArrayLike, n_flows: int = 1
+) -> NDArray[np.float64]:
     """L_O: one RTT of set-up, then the flow's share C/N at once: R + N·O/C.
 
     (The spec writes the multi-flow ideal as R_O + (O/C)/N; a transfer cannot

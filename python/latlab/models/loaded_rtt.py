@@ -46,7 +46,33 @@ PROBE_GROUP = "probe"
 BACKGROUND_GROUP = "background"
 INITIAL_RTO_S = 1.0
 #: Percentile levels stored in a loaded-RTT profile file.
-LEVELS = (0.5, 1, 2.5, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70, 75, 80, 85, 90, 95, 97.5, 99, 99.5)
+LEVELS = (
+    0.5,
+    1,
+    2.5,
+    5,
+    10,
+    15,
+    20,
+    25,
+    30,
+    35,
+    40,
+    45,
+    50,
+    55,
+    60,
+    65,
+    70,
+    75,
+    80,
+    85,
+    90,
+    95,
+    97.5,
+    99,
+    99.5,
+)
 
 
 @dataclass(frozen=True)
@@ -75,7 +101,9 @@ def plan(
     """``runs`` stratified bottlenecks for ``profile`` (see the module docstring)."""
     buffer = buffer_bytes if buffer_bytes is not None else profile.buffer_bytes
     if buffer is None:
-        raise ProfileError(f"profile {profile.name} names no per-user buffer ([bottleneck] buffer_bytes)")
+        raise ProfileError(
+            f"profile {profile.name} names no per-user buffer ([bottleneck] buffer_bytes)"
+        )
     if runs < 1:
         raise ValueError(f"runs must be >= 1, got {runs}")
     rng = np.random.default_rng(seed)
@@ -83,11 +111,20 @@ def plan(
     if profile.capacity == "sampled":
         caps = profile.throughput_kbps.quantile(strata) * 1e3
     else:
-        caps = np.full(runs, float(profile.throughput_kbps.quantile(float(profile.capacity))[0]) * 1e3)
+        caps = np.full(
+            runs, float(profile.throughput_kbps.quantile(float(profile.capacity))[0]) * 1e3
+        )
     rtts = profile.rtt_ms.quantile(rng.permutation(strata)) / 1e3
     return [
-        LoadedRun(capacity_bps=float(c), base_rtt_s=float(r), buffer_bytes=int(buffer), seed=seed * 1000 + j,
-                  probes=probes, duration_s=duration_s, warmup_s=warmup_s)  # fmt: skip
+        LoadedRun(
+            capacity_bps=float(c),
+            base_rtt_s=float(r),
+            buffer_bytes=int(buffer),
+            seed=seed * 1000 + j,
+            probes=probes,
+            duration_s=duration_s,
+            warmup_s=warmup_s,
+        )
         for j, (c, r) in enumerate(zip(caps, rtts))
     ]
 
@@ -96,7 +133,9 @@ def scenario(run: LoadedRun) -> dict[str, Any]:
     """The scenario of one run, as a dict for :func:`latlab.run`."""
     last_start = run.duration_s - 2.0 * INITIAL_RTO_S
     if last_start <= run.warmup_s:
-        raise ValueError(f"duration {run.duration_s} s leaves no time for probes after the {run.warmup_s} s warm-up")
+        raise ValueError(
+            f"duration {run.duration_s} s leaves no time for probes after the {run.warmup_s} s warm-up"
+        )
     return {
         "name": "loaded-rtt",
         "seed": int(run.seed),
@@ -106,17 +145,29 @@ def scenario(run: LoadedRun) -> dict[str, Any]:
         "topology": {
             "kind": "custom",
             "nodes": [{"name": "srv"}, {"name": "ue"}],
-            "links": [{
-                "from": "srv", "to": "ue", "rate_bps": float(run.capacity_bps), "delay_ms": run.base_rtt_s * 1e3 / 2,
-                "queue": {"kind": "droptail", "limit_bytes": int(run.buffer_bytes)},
-            }],  # fmt: skip
+            "links": [
+                {
+                    "from": "srv",
+                    "to": "ue",
+                    "rate_bps": float(run.capacity_bps),
+                    "delay_ms": run.base_rtt_s * 1e3 / 2,
+                    "queue": {"kind": "droptail", "limit_bytes": int(run.buffer_bytes)},
+                }
+            ],
         },
         "flows": [
             {"name": BACKGROUND_GROUP, "src": "srv", "dst": "ue", "cc": run.cc, "start_s": 0.0},
-            {"name": PROBE_GROUP, "count": int(run.probes), "src": "srv", "dst": "ue", "cc": "newreno",
-             "size_bytes": PROBE_BYTES, "start_s": {"uniform": [float(run.warmup_s), float(last_start)]},
-             "tcp": {"delayed_ack": False}},
-        ],  # fmt: skip
+            {
+                "name": PROBE_GROUP,
+                "count": int(run.probes),
+                "src": "srv",
+                "dst": "ue",
+                "cc": "newreno",
+                "size_bytes": PROBE_BYTES,
+                "start_s": {"uniform": [float(run.warmup_s), float(last_start)]},
+                "tcp": {"delayed_ack": False},
+            },
+        ],
     }
 
 
@@ -126,14 +177,19 @@ def probe_rtts(flows: pd.DataFrame, base_rtt_s: float) -> tuple[NDArray[np.float
     if not len(probes):
         return np.empty(0), 0, "none"
     if "handshake_rtt_ns" in probes.columns:
-        hs = pd.to_numeric(probes["handshake_rtt_ns"], errors="coerce").astype(float).to_numpy() / 1e9
+        hs = (
+            pd.to_numeric(probes["handshake_rtt_ns"], errors="coerce").astype(float).to_numpy()
+            / 1e9
+        )
         ok = np.isfinite(hs) & (hs > 0)
         return hs[ok], int((~ok).sum()), "handshake_rtt_ns"
     fct = pd.to_numeric(probes["fct_ns"], errors="coerce").astype(float).to_numpy() / 1e9
     srtt = pd.to_numeric(probes["srtt_ns"], errors="coerce").astype(float).to_numpy() / 1e9
     r1 = (8.0 * srtt - fct) / 6.0  # RFC 6298 after two samples: srtt = (7·r1 + r2)/8, fct = r1 + r2
     r2 = fct - r1
-    clean = (probes["retransmitted_segments"].to_numpy() == 0) & (probes["timeouts"].to_numpy() == 0)
+    clean = (probes["retransmitted_segments"].to_numpy() == 0) & (
+        probes["timeouts"].to_numpy() == 0
+    )
     floor = 0.999 * base_rtt_s
     ok = clean & np.isfinite(fct) & (fct < INITIAL_RTO_S) & (r1 >= floor) & (r2 >= floor)
     return r1[ok], int((~ok).sum()), "rfc6298-inversion"
@@ -160,9 +216,16 @@ def simulate(
         rtts, excluded, method = probe_rtts(flows, run.base_rtt_s)
         pooled.append(rtts)
         bg = flows[flows["group"] == BACKGROUND_GROUP]
-        rows.append({**asdict(run), "samples": rtts.size, "excluded": excluded, "method": method,
-                     "rtt_p50_ms": float(np.median(rtts) * 1e3) if rtts.size else np.nan,
-                     "background_goodput_bps": float(bg["goodput_bps"].iloc[0]) if len(bg) else np.nan})  # fmt: skip
+        rows.append(
+            {
+                **asdict(run),
+                "samples": rtts.size,
+                "excluded": excluded,
+                "method": method,
+                "rtt_p50_ms": float(np.median(rtts) * 1e3) if rtts.size else np.nan,
+                "background_goodput_bps": float(bg["goodput_bps"].iloc[0]) if len(bg) else np.nan,
+            }
+        )
     return np.concatenate(pooled) if pooled else np.empty(0), pd.DataFrame(rows)
 
 

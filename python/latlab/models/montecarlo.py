@@ -37,9 +37,13 @@ class ModelOptions:
 
     def __post_init__(self) -> None:
         if int(self.iw) != self.iw or self.iw < 1:
-            raise ValueError(f"initial window must be a positive whole number of segments, got {self.iw!r}")
+            raise ValueError(
+                f"initial window must be a positive whole number of segments, got {self.iw!r}"
+            )
         if self.variant not in latency.VARIANTS:
-            raise ValueError(f"unknown variant {self.variant!r}; expected one of {', '.join(latency.VARIANTS)}")
+            raise ValueError(
+                f"unknown variant {self.variant!r}; expected one of {', '.join(latency.VARIANTS)}"
+            )
         if self.delayed_ack is not None and self.variant != "exact":
             raise ValueError("delayed ACKs extend the exact model; use variant 'exact'")
         if int(self.mss_bytes) != self.mss_bytes or self.mss_bytes < 1:
@@ -50,19 +54,27 @@ class ModelOptions:
         if self.tfo:
             parts.append("TFO")
         if self.delayed_ack is not None:
-            parts.append(f"delayed ACK {self.delayed_ack.segments}/{self.delayed_ack.timeout_s * 1e3:g} ms")
+            parts.append(
+                f"delayed ACK {self.delayed_ack.segments}/{self.delayed_ack.timeout_s * 1e3:g} ms"
+            )
         return ", ".join(parts)
 
 
-def size_grid(min_bytes: float = 1e3, max_bytes: float = 1e7, per_decade: int = 10) -> NDArray[np.int64]:
+def size_grid(
+    min_bytes: float = 1e3, max_bytes: float = 1e7, per_decade: int = 10
+) -> NDArray[np.int64]:
     """Flow sizes (bytes) on a log grid from ``min_bytes`` to ``max_bytes``, ``per_decade`` points per decade."""
     if not (min_bytes > 0 and max_bytes >= min_bytes):
-        raise ValueError(f"flow sizes must be > 0 and max >= min, got {min_bytes!r} and {max_bytes!r}")
+        raise ValueError(
+            f"flow sizes must be > 0 and max >= min, got {min_bytes!r} and {max_bytes!r}"
+        )
     if per_decade < 1:
         raise ValueError(f"points per decade must be >= 1, got {per_decade!r}")
     decades = np.log10(max_bytes) - np.log10(min_bytes)
     count = int(round(decades * per_decade)) + 1
-    return np.unique(np.round(np.logspace(np.log10(min_bytes), np.log10(max_bytes), count)).astype(np.int64))
+    return np.unique(
+        np.round(np.logspace(np.log10(min_bytes), np.log10(max_bytes), count)).astype(np.int64)
+    )
 
 
 def check_sizes(sizes_bytes: ArrayLike) -> NDArray[np.float64]:
@@ -97,27 +109,53 @@ def efficiency_vs_size(
         raise ValueError(f"number of flows must be a positive integer, got {n_flows!r}")
     if n_flows > 1:
         if profile.loaded_rtt_ms is None:
-            raise ProfileError(f"profile {profile.name} has no loaded-RTT distribution, needed for {n_flows} flows")
+            raise ProfileError(
+                f"profile {profile.name} has no loaded-RTT distribution, needed for {n_flows} flows"
+            )
         bg = profile.loaded_info.get("background_flows")
         if bg is not None and int(bg) != n_flows - 1:
-            raise ProfileError(f"profile {profile.name}'s loaded RTT was measured with {bg} background flow(s), "
-                               f"not {n_flows - 1}")  # fmt: skip
+            raise ProfileError(
+                f"profile {profile.name}'s loaded RTT was measured with {bg} background flow(s), "
+                f"not {n_flows - 1}"
+            )
     rng = np.random.default_rng(seed)
     draws = profile.draw(n_samples, rng, loaded=n_flows > 1)
     s_bits = latency.segment_bits(options.mss_bytes)
     rows = []
     for size in sizes:
         o_bits = size * 8.0
-        l_s = latency.completion_time(o_bits, draws.capacity_bps / n_flows,
-                                      draws.rtt_s if draws.rtt_loaded_s is None else draws.rtt_loaded_s,
-                                      s_bits, options.iw, options.variant, options.tfo, options.delayed_ack)  # fmt: skip
+        l_s = latency.completion_time(
+            o_bits,
+            draws.capacity_bps / n_flows,
+            draws.rtt_s if draws.rtt_loaded_s is None else draws.rtt_loaded_s,
+            s_bits,
+            options.iw,
+            options.variant,
+            options.tfo,
+            options.delayed_ack,
+        )
         l_o = latency.ideal_time(o_bits, draws.capacity_bps, draws.rtt_s, n_flows)
         e = l_o / l_s
         p5, p50, p95 = np.percentile(e, PERCENTILES)
-        rows.append({"size_bytes": int(round(size)) if size == round(size) else size, "mean": float(e.mean()),
-                     "p5": p5, "p50": p50, "p95": p95, "fct_mean_s": float(l_s.mean()),
-                     "ideal_mean_s": float(l_o.mean())})  # fmt: skip
+        rows.append(
+            {
+                "size_bytes": int(round(size)) if size == round(size) else size,
+                "mean": float(e.mean()),
+                "p5": p5,
+                "p50": p50,
+                "p95": p95,
+                "fct_mean_s": float(l_s.mean()),
+                "ideal_mean_s": float(l_o.mean()),
+            }
+        )
     df = pd.DataFrame(rows)
-    df.attrs.update({"profile": profile.name, "n_flows": int(n_flows), "n_samples": int(n_samples), "seed": seed,
-                     "options": asdict(options)})  # fmt: skip
+    df.attrs.update(
+        {
+            "profile": profile.name,
+            "n_flows": int(n_flows),
+            "n_samples": int(n_samples),
+            "seed": seed,
+            "options": asdict(options),
+        }
+    )
     return df

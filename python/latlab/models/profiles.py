@@ -87,7 +87,9 @@ class PercentileDistribution:
         p = tuple(float(x) for x in self.percentiles)
         v = tuple(float(x) for x in self.values)
         if len(p) != len(v) or not p:
-            raise ProfileError(f"percentiles and values must be non-empty lists of one length, got {len(p)} and {len(v)}")
+            raise ProfileError(
+                f"percentiles and values must be non-empty lists of one length, got {len(p)} and {len(v)}"
+            )
         if not all(0.0 < x < 100.0 for x in p):
             raise ProfileError(f"percentiles must lie strictly between 0 and 100, got {list(p)}")
         if any(b <= a for a, b in zip(p, p[1:])):
@@ -108,7 +110,9 @@ class PercentileDistribution:
         """The value below which a fraction ``q`` (0 < q < 1) of the draws fall."""
         qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
         if not np.all((qs > 0) & (qs < 1)):
-            raise ValueError(f"quantile levels must lie strictly between 0 and 1, got {qs.tolist()}")
+            raise ValueError(
+                f"quantile levels must lie strictly between 0 and 1, got {qs.tolist()}"
+            )
         z = np.array([_NORMAL.inv_cdf(float(x)) for x in qs.ravel()]).reshape(qs.shape)
         out = self._from_z(z)
         # At a given percentile, the given value itself (not exp(log(v)) with rounding).
@@ -143,7 +147,9 @@ class SampleDistribution:
         """Kernel width h = s/sqrt(n)."""
         return float(np.std(self.values, ddof=1) / math.sqrt(self.values.size))
 
-    def sample(self, n: int, rng: np.random.Generator, rows: NDArray[np.intp] | None = None) -> NDArray[np.float64]:
+    def sample(
+        self, n: int, rng: np.random.Generator, rows: NDArray[np.intp] | None = None
+    ) -> NDArray[np.float64]:
         """``n`` smoothed draws; ``rows`` picks the measurements (to keep paired columns together)."""
         if rows is None:
             rows = rng.integers(0, self.values.size, size=int(n))
@@ -155,7 +161,9 @@ class SampleDistribution:
         """Empirical quantiles of the measurements (the kernel is narrow: h = s/sqrt(n))."""
         qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
         if not np.all((qs > 0) & (qs < 1)):
-            raise ValueError(f"quantile levels must lie strictly between 0 and 1, got {qs.tolist()}")
+            raise ValueError(
+                f"quantile levels must lie strictly between 0 and 1, got {qs.tolist()}"
+            )
         return np.quantile(self.values, qs)
 
     def describe(self) -> str:
@@ -212,9 +220,13 @@ class Profile:
         cap = self.capacity
         if isinstance(cap, str):
             if cap != "sampled":
-                raise ProfileError(f"profile {self.name}: capacity must be 'sampled' or a quantile level, got {cap!r}")
+                raise ProfileError(
+                    f"profile {self.name}: capacity must be 'sampled' or a quantile level, got {cap!r}"
+                )
         elif not (isinstance(cap, (int, float)) and 0 < float(cap) < 1):
-            raise ProfileError(f"profile {self.name}: capacity quantile must lie strictly between 0 and 1, got {cap!r}")
+            raise ProfileError(
+                f"profile {self.name}: capacity quantile must lie strictly between 0 and 1, got {cap!r}"
+            )
 
     # ----- the model's inputs --------------------------------------------
     def capacity_description(self) -> str:
@@ -243,7 +255,9 @@ class Profile:
         if n < 1:
             raise ValueError(f"number of draws must be >= 1, got {n}")
         if loaded and self.loaded_rtt_ms is None:
-            raise ProfileError(f"profile {self.name} has no loaded-RTT distribution (RTT with a background flow)")
+            raise ProfileError(
+                f"profile {self.name} has no loaded-RTT distribution (RTT with a background flow)"
+            )
         rows = None
         if self.paired and isinstance(self.throughput_kbps, SampleDistribution):
             rows = rng.integers(0, self.throughput_kbps.values.size, size=n)
@@ -252,7 +266,11 @@ class Profile:
         else:
             thr = np.full(n, float(self.throughput_kbps.quantile(float(self.capacity))[0]))
         rtt = _sample(self.rtt_ms, n, rng, rows)
-        rtt_loaded = self.loaded_rtt_ms.sample(n, rng) / 1e3 if loaded and self.loaded_rtt_ms is not None else None
+        rtt_loaded = (
+            self.loaded_rtt_ms.sample(n, rng) / 1e3
+            if loaded and self.loaded_rtt_ms is not None
+            else None
+        )
         return Draws(capacity_bps=thr * 1e3, rtt_s=rtt / 1e3, rtt_loaded_s=rtt_loaded)
 
     def with_(self, **changes: Any) -> Profile:
@@ -273,7 +291,9 @@ class Profile:
         return out
 
 
-def _sample(dist: Distribution, n: int, rng: np.random.Generator, rows: NDArray[np.intp] | None) -> NDArray[np.float64]:
+def _sample(
+    dist: Distribution, n: int, rng: np.random.Generator, rows: NDArray[np.intp] | None
+) -> NDArray[np.float64]:
     if rows is not None and isinstance(dist, SampleDistribution):
         return dist.sample(n, rng, rows=rows)
     return dist.sample(n, rng)
@@ -323,10 +343,14 @@ def load(name: str) -> Profile:
     base = root.joinpath(match + ".toml").read_text(encoding="utf-8")
     loaded_node = root.joinpath(match + LOADED_SUFFIX + ".toml")
     loaded = loaded_node.read_text(encoding="utf-8") if loaded_node.is_file() else None
-    return _profile_from_toml(base, f"<profile {match}>", loaded, f"<profile {match}{LOADED_SUFFIX}>")
+    return _profile_from_toml(
+        base, f"<profile {match}>", loaded, f"<profile {match}{LOADED_SUFFIX}>"
+    )
 
 
-def _profile_from_toml(text: str, source: str, loaded_text: str | None, loaded_source: str) -> Profile:
+def _profile_from_toml(
+    text: str, source: str, loaded_text: str | None, loaded_source: str
+) -> Profile:
     data = _parse_toml(text, source)
     name = _get(data, "name", str, source)
     capacity: Any = data.get("capacity", "sampled")
@@ -378,7 +402,9 @@ def _percentile_table(data: Mapping[str, Any], key: str, source: str) -> Percent
     try:
         return PercentileDistribution(tuple(table["percentiles"]), tuple(table["values"]))
     except KeyError as e:
-        raise ProfileError(f"{source}: {key}: missing {e.args[0]!r} (lists 'percentiles' and 'values')") from None
+        raise ProfileError(
+            f"{source}: {key}: missing {e.args[0]!r} (lists 'percentiles' and 'values')"
+        ) from None
     except (TypeError, ProfileError) as e:
         raise ProfileError(f"{source}: {key}: {e}") from None
 
@@ -386,7 +412,9 @@ def _percentile_table(data: Mapping[str, Any], key: str, source: str) -> Percent
 # ----- user measurements ---------------------------------------------------
 
 
-def read_samples_csv(path: str | os.PathLike[str], columns: Sequence[str] = SAMPLE_COLUMNS) -> dict[str, NDArray[np.float64]]:
+def read_samples_csv(
+    path: str | os.PathLike[str], columns: Sequence[str] = SAMPLE_COLUMNS
+) -> dict[str, NDArray[np.float64]]:
     """Read measurement columns from a CSV file: one row per measurement, every value > 0.
 
     A first row without any number is a header: it must name every
@@ -414,7 +442,9 @@ def read_samples_csv(path: str | os.PathLike[str], columns: Sequence[str] = SAMP
         raise ProfileError(f"{path}: no measurements (expected columns {', '.join(wanted)})")
     first_line, first = rows[0]
     cells = [c.strip() for c in first]
-    if not any(_is_number(c) for c in cells):  # a header names columns; a row with a bad value is data
+    if not any(
+        _is_number(c) for c in cells
+    ):  # a header names columns; a row with a bad value is data
         header = [c.lower() for c in cells]
         missing = [c for c in wanted if c not in header]
         if missing:
@@ -443,9 +473,13 @@ def read_samples_csv(path: str | os.PathLike[str], columns: Sequence[str] = SAMP
             try:
                 value = float(cell)
             except ValueError:
-                raise ProfileError(f"{path}: line {number}: {name}: {cell!r} is not a number") from None
+                raise ProfileError(
+                    f"{path}: line {number}: {name}: {cell!r} is not a number"
+                ) from None
             if not math.isfinite(value):
-                raise ProfileError(f"{path}: line {number}: {name}: {cell!r} is not a finite number")
+                raise ProfileError(
+                    f"{path}: line {number}: {name}: {cell!r} is not a finite number"
+                )
             if value <= 0:
                 raise ProfileError(f"{path}: line {number}: {name} must be > 0, got {cell}")
             out[name].append(value)
@@ -471,12 +505,24 @@ def from_samples(
     capacity: str | float = "sampled",
 ) -> Profile:
     """A profile from paired measurements (row i: throughput_kbps[i], rtt_ms[i]), kernel-smoothed."""
-    thr, rtt = SampleDistribution(np.asarray(throughput_kbps)), SampleDistribution(np.asarray(rtt_ms))
+    thr, rtt = (
+        SampleDistribution(np.asarray(throughput_kbps)),
+        SampleDistribution(np.asarray(rtt_ms)),
+    )
     if thr.values.size != rtt.values.size:
-        raise ProfileError(f"throughput and RTT need one value per measurement, got {thr.values.size} and {rtt.values.size}")
+        raise ProfileError(
+            f"throughput and RTT need one value per measurement, got {thr.values.size} and {rtt.values.size}"
+        )
     loaded = SampleDistribution(np.asarray(loaded_rtt_ms)) if loaded_rtt_ms is not None else None
-    return Profile(name=name, throughput_kbps=thr, rtt_ms=rtt, capacity=capacity, loaded_rtt_ms=loaded, paired=True,
-                   description=f"{thr.values.size} user measurements")  # fmt: skip
+    return Profile(
+        name=name,
+        throughput_kbps=thr,
+        rtt_ms=rtt,
+        capacity=capacity,
+        loaded_rtt_ms=loaded,
+        paired=True,
+        description=f"{thr.values.size} user measurements",
+    )
 
 
 def from_csv(
@@ -486,7 +532,14 @@ def from_csv(
 ) -> Profile:
     """A profile from a measurements CSV (throughput_kbps, rtt_ms) and optionally a loaded-RTT CSV (rtt_ms)."""
     cols = read_samples_csv(path)
-    loaded = read_samples_csv(loaded_path, LOADED_COLUMNS)["rtt_ms"] if loaded_path is not None else None
-    prof = from_samples(cols["throughput_kbps"], cols["rtt_ms"], name=Path(path).stem, loaded_rtt_ms=loaded,
-                        capacity=capacity)  # fmt: skip
+    loaded = (
+        read_samples_csv(loaded_path, LOADED_COLUMNS)["rtt_ms"] if loaded_path is not None else None
+    )
+    prof = from_samples(
+        cols["throughput_kbps"],
+        cols["rtt_ms"],
+        name=Path(path).stem,
+        loaded_rtt_ms=loaded,
+        capacity=capacity,
+    )
     return prof.with_(source=str(path))

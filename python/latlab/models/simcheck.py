@@ -56,15 +56,26 @@ def model_fct_s(
 ) -> NDArray[np.float64]:
     """The model's completion time for the simulator's flows, in wire units (see the module docstring)."""
     o = latency.wire_bits(sizes_bytes, MSS_BYTES, HEADER_BYTES)
-    return latency.completion_time(o, capacity_bps, rtt_s, WIRE_SEGMENT_BITS, iw, variant, delayed_ack=delayed_ack)
+    return latency.completion_time(
+        o, capacity_bps, rtt_s, WIRE_SEGMENT_BITS, iw, variant, delayed_ack=delayed_ack
+    )
 
 
-def _pairs(sizes: NDArray[np.int64], rate_bps: float, delay_ms: float, queue: dict[str, Any]) -> dict[str, Any]:
+def _pairs(
+    sizes: NDArray[np.int64], rate_bps: float, delay_ms: float, queue: dict[str, Any]
+) -> dict[str, Any]:
     nodes, links = [], []
     for i in range(len(sizes)):
         nodes += [{"name": f"s{i}"}, {"name": f"d{i}"}]
-        links.append({"from": f"s{i}", "to": f"d{i}", "rate_bps": float(rate_bps), "delay_ms": float(delay_ms),
-                      "queue": dict(queue)})  # fmt: skip
+        links.append(
+            {
+                "from": f"s{i}",
+                "to": f"d{i}",
+                "rate_bps": float(rate_bps),
+                "delay_ms": float(delay_ms),
+                "queue": dict(queue),
+            }
+        )
     return {"kind": "custom", "nodes": nodes, "links": links}
 
 
@@ -85,16 +96,41 @@ def lossless_scenario(
 ) -> dict[str, Any]:
     """One flow per size over its own lossless link (rate C, delay R/2 each way), all starting at 0."""
     sizes = _sizes(sizes_bytes)
-    longest = float(model_fct_s(sizes.max(), capacity_bps, rtt_s, iw, delayed_ack=latency.DelayedAck() if delayed_ack else None)[()])
+    longest = float(
+        model_fct_s(
+            sizes.max(),
+            capacity_bps,
+            rtt_s,
+            iw,
+            delayed_ack=latency.DelayedAck() if delayed_ack else None,
+        )[()]
+    )
     return {
         "name": name,
         "duration_s": float(np.ceil(1.5 * longest + 5.0)),
         "sample_interval_ms": 0,
-        "tcp": {"preset": PRESET, "delayed_ack": bool(delayed_ack), "initial_window_segments": int(iw)},
-        "topology": _pairs(sizes, capacity_bps, rtt_s * 1e3 / 2,
-                           {"kind": "droptail", "limit_packets": LARGE_BUFFER_PACKETS}),  # fmt: skip
-        "flows": [{"name": f"{GROUP_PREFIX}{i}", "src": f"s{i}", "dst": f"d{i}", "cc": "newreno",
-                   "size_bytes": int(s), "start_s": 0.0} for i, s in enumerate(sizes)],  # fmt: skip
+        "tcp": {
+            "preset": PRESET,
+            "delayed_ack": bool(delayed_ack),
+            "initial_window_segments": int(iw),
+        },
+        "topology": _pairs(
+            sizes,
+            capacity_bps,
+            rtt_s * 1e3 / 2,
+            {"kind": "droptail", "limit_packets": LARGE_BUFFER_PACKETS},
+        ),
+        "flows": [
+            {
+                "name": f"{GROUP_PREFIX}{i}",
+                "src": f"s{i}",
+                "dst": f"d{i}",
+                "cc": "newreno",
+                "size_bytes": int(s),
+                "start_s": 0.0,
+            }
+            for i, s in enumerate(sizes)
+        ],
     }
 
 
@@ -115,19 +151,39 @@ def loaded_scenario(
     r_loaded = rtt_s + buffer_bytes * 8.0 / capacity_bps
     longest = float(model_fct_s(sizes.max(), capacity_bps / 2, r_loaded, iw)[()])
     flows: list[dict[str, Any]] = [
-        {"name": "background", "count": len(sizes), "src": "s{i}", "dst": "d{i}", "cc": "cubic", "start_s": 0.0},
+        {
+            "name": "background",
+            "count": len(sizes),
+            "src": "s{i}",
+            "dst": "d{i}",
+            "cc": "cubic",
+            "start_s": 0.0,
+        },
     ]
-    flows += [{"name": f"{GROUP_PREFIX}{i}", "src": f"s{i}", "dst": f"d{i}", "cc": "newreno", "size_bytes": int(s),
-               "start_s": {"uniform": [float(warmup_s), float(warmup_s + jitter_s)]},
-               "tcp": {"delayed_ack": False, "initial_window_segments": int(iw)}}
-              for i, s in enumerate(sizes)]  # fmt: skip
+    flows += [
+        {
+            "name": f"{GROUP_PREFIX}{i}",
+            "src": f"s{i}",
+            "dst": f"d{i}",
+            "cc": "newreno",
+            "size_bytes": int(s),
+            "start_s": {"uniform": [float(warmup_s), float(warmup_s + jitter_s)]},
+            "tcp": {"delayed_ack": False, "initial_window_segments": int(iw)},
+        }
+        for i, s in enumerate(sizes)
+    ]
     return {
         "name": name,
         "seed": int(seed),
         "duration_s": float(np.ceil(warmup_s + jitter_s + 3.0 * longest + 10.0)),
         "sample_interval_ms": 0,
         "tcp": {"preset": PRESET},
-        "topology": _pairs(sizes, capacity_bps, rtt_s * 1e3 / 2, {"kind": "droptail", "limit_bytes": int(buffer_bytes)}),
+        "topology": _pairs(
+            sizes,
+            capacity_bps,
+            rtt_s * 1e3 / 2,
+            {"kind": "droptail", "limit_bytes": int(buffer_bytes)},
+        ),
         "flows": flows,
     }
 
@@ -135,10 +191,12 @@ def loaded_scenario(
 def completion_times(flows: pd.DataFrame) -> pd.DataFrame:
     """The finite flows of a run: size_bytes, fct_s (NaN if unfinished), retransmitted_segments, timeouts."""
     sized = flows[flows["group"].astype(str).str.startswith(GROUP_PREFIX)]
-    out = pd.DataFrame({
-        "size_bytes": pd.to_numeric(sized["size_bytes"]).astype("int64").to_numpy(),
-        "fct_s": pd.to_numeric(sized["fct_ns"], errors="coerce").astype(float).to_numpy() / 1e9,
-        "retransmitted_segments": sized["retransmitted_segments"].astype("int64").to_numpy(),
-        "timeouts": sized["timeouts"].astype("int64").to_numpy(),
-    })  # fmt: skip
+    out = pd.DataFrame(
+        {
+            "size_bytes": pd.to_numeric(sized["size_bytes"]).astype("int64").to_numpy(),
+            "fct_s": pd.to_numeric(sized["fct_ns"], errors="coerce").astype(float).to_numpy() / 1e9,
+            "retransmitted_segments": sized["retransmitted_segments"].astype("int64").to_numpy(),
+            "timeouts": sized["timeouts"].astype("int64").to_numpy(),
+        }
+    )
     return out.sort_values("size_bytes", kind="stable").reset_index(drop=True)

@@ -15,15 +15,18 @@ from typing import Any
 import numpy as np
 
 
-def tcp_equation_rate_bps(p: Any, rtt_s: float, segment_bytes: float, b: float = 1.0,
-                          t_rto_s: float | None = None) -> np.ndarray:  # fmt: skip
+def tcp_equation_rate_bps(
+    p: Any, rtt_s: float, segment_bytes: float, b: float = 1.0, t_rto_s: float | None = None
+) -> np.ndarray:
     """RFC 5348 §3.1: X in bit/s for loss event rate ``p`` (scalar or array, 0 < p ≤ 1) and RTT ``rtt_s``.
 
     t_RTO defaults to 4R and b to 1, as RFC 5348 recommends. Infinite at p = 0.
     """
     p = np.asarray(p, dtype=float)
     t_rto_s = 4.0 * rtt_s if t_rto_s is None else t_rto_s
-    denom_s = rtt_s * np.sqrt(2 * b * p / 3) + t_rto_s * (3 * np.sqrt(3 * b * p / 8)) * p * (1 + 32 * p**2)
+    denom_s = rtt_s * np.sqrt(2 * b * p / 3) + t_rto_s * (3 * np.sqrt(3 * b * p / 8)) * p * (
+        1 + 32 * p**2
+    )
     with np.errstate(divide="ignore"):
         return 8.0 * segment_bytes / denom_s
 

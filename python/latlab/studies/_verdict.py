@@ -89,8 +89,11 @@ class Verdict:
 
     def phrase(self) -> str:
         """A clause to end a sentence of measured numbers with: "as in the study", "unlike the study"."""
-        return {"agrees": "as in the study", "partly": "only partly as in the study",
-                "differs": "unlike the study"}[self.outcome]  # fmt: skip
+        return {
+            "agrees": "as in the study",
+            "partly": "only partly as in the study",
+            "differs": "unlike the study",
+        }[self.outcome]
 
     def label(self) -> str:
         """The outcome as a table cell."""
@@ -98,23 +101,31 @@ class Verdict:
 
     def brief(self) -> str:
         """A short comparison for prose that already gives latlab's numbers: the outcome and the study's figure."""
-        verb = {"agrees": "as in the study", "partly": "only partly as in the study",
-                "differs": "unlike the study"}[self.outcome]  # fmt: skip
+        verb = {
+            "agrees": "as in the study",
+            "partly": "only partly as in the study",
+            "differs": "unlike the study",
+        }[self.outcome]
         out = f"{self.reference.quantity}: {verb} ({self.reference.text()})"
         return out[:1].upper() + out[1:] + "."
 
     def sentence(self) -> str:
         """The full comparison: the study's figure, latlab's, the rule and the outcome (and why, if it differs)."""
         study = self.reference.text()
-        verb = {"agrees": "agrees with the study", "partly": "agrees only in part with the study",
-                "differs": "differs from the study"}[self.outcome]  # fmt: skip
+        verb = {
+            "agrees": "agrees with the study",
+            "partly": "agrees only in part with the study",
+            "differs": "differs from the study",
+        }[self.outcome]
         out = f"{self.reference.quantity}: study {study}, latlab {self.measured} ({self.rule}): latlab {verb}"
         if self.why and self.outcome != "agrees":
             out += f"; {self.why}"
         return out[:1].upper() + out[1:] + "."
 
 
-def within(measured: float, ref: Reference, agree_rel: float, partly_rel: float | None = None) -> tuple[Outcome, str]:
+def within(
+    measured: float, ref: Reference, agree_rel: float, partly_rel: float | None = None
+) -> tuple[Outcome, str]:
     """Outcome of a number against ``ref.value``: agrees within ±agree_rel, partly within ±partly_rel."""
     assert ref.value is not None
     if not math.isfinite(measured):
@@ -134,7 +145,9 @@ def count_outcomes(verdicts: Iterable[Verdict]) -> str:
     """ "5 agree, 2 partly, 1 differs" over a study's verdicts."""
     vs = list(verdicts)
     n = {o: sum(v.outcome == o for v in vs) for o in OUTCOMES}
-    return f"{n['agrees']} agree, {n['partly']} partly, {n['differs']} differ" + ("s" if n["differs"] == 1 else "")
+    return f"{n['agrees']} agree, {n['partly']} partly, {n['differs']} differ" + (
+        "s" if n["differs"] == 1 else ""
+    )
 
 
 def summary(verdicts: Iterable[Verdict]) -> str:
@@ -142,9 +155,10 @@ def summary(verdicts: Iterable[Verdict]) -> str:
     from latlab.studies._markdown import table
 
     vs = list(verdicts)
-    return (f"**Verdicts**: {count_outcomes(vs)}.\n\n"
-            + table(["reference", "study", "latlab", "rule", "verdict"],
-                    [[v.reference.quantity, v.reference.text(), v.measured, v.rule, v.label()] for v in vs]))  # fmt: skip
+    return f"**Verdicts**: {count_outcomes(vs)}.\n\n" + table(
+        ["reference", "study", "latlab", "rule", "verdict"],
+        [[v.reference.quantity, v.reference.text(), v.measured, v.rule, v.label()] for v in vs],
+    )
 
 
 def worst(verdicts: Iterable[Verdict]) -> Outcome:

@@ -33,7 +33,14 @@ The pieces, one idea per module:
 from __future__ import annotations
 
 from latlab.sweep.definition import RunSpec, Sweep, SweepError, as_runs, run_id_of
-from latlab.sweep.runner import StaleRunsError, SweepFailed, default_jobs, run_all, run_distinct, run_sweep
+from latlab.sweep.runner import (
+    StaleRunsError,
+    SweepFailed,
+    default_jobs,
+    run_all,
+    run_distinct,
+    run_sweep,
+)
 from latlab.sweep.store import load_catalog, load_run
 
 __all__ = [

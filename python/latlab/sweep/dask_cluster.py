@@ -80,7 +80,12 @@ def _run_in_helper(task: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         wall = helper.elapsed()
         helper.kill()
         _local.helper = None
-        return failed_status(task, f"timed out after {timeout_s:g} s (its helper process was killed)", "timeout", wall)
+        return failed_status(
+            task,
+            f"timed out after {timeout_s:g} s (its helper process was killed)",
+            "timeout",
+            wall,
+        )
     try:
         status = helper.receive()
     except EOFError:
@@ -101,9 +106,13 @@ def connect(dask: Any, jobs: int) -> Iterator[Any]:
         yield dask
         return
     if not isinstance(dask, str) or not dask:
-        raise TypeError(f"dask must be 'local', a scheduler address or file, or a Client, not {dask!r}")
+        raise TypeError(
+            f"dask must be 'local', a scheduler address or file, or a Client, not {dask!r}"
+        )
     if dask == "local":
-        cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=":0")
+        cluster = LocalCluster(
+            n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=":0"
+        )
         try:
             client = Client(cluster)
             try:
@@ -131,7 +140,9 @@ def cluster_threads(client: Any) -> int:
         return 1
 
 
-def run_on_dask(client: Any, tasks: Iterable[dict[str, Any]], timeout_s: float | None = None) -> Iterator[Event]:
+def run_on_dask(
+    client: Any, tasks: Iterable[dict[str, Any]], timeout_s: float | None = None
+) -> Iterator[Event]:
     """Submit every task; yield ("start", task) for each, then ("done", status) as they finish.
 
     A task that Dask itself gives up on (its worker died too often, the
@@ -152,7 +163,9 @@ def run_on_dask(client: Any, tasks: Iterable[dict[str, Any]], timeout_s: float |
             try:
                 status = future.result()
             except Exception as e:  # noqa: BLE001 - KilledWorker, CancelledError, lost connection ...
-                status = failed_status(task, f"Dask could not run it: {type(e).__name__}: {e}", "cluster")
+                status = failed_status(
+                    task, f"Dask could not run it: {type(e).__name__}: {e}", "cluster"
+                )
             finally:
                 future.release()
             yield ("done", status)

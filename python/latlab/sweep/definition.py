@@ -58,8 +58,14 @@ def _canonical_default(value: Any) -> Any:
 
 def canonical_json(data: Any) -> str:
     """The canonical text of scenario data: JSON with sorted keys and no spaces."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True,
-                      default=_canonical_default)  # fmt: skip
+    return json.dumps(
+        data,
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=True,
+        default=_canonical_default,
+    )
 
 
 def run_id_of(scenario: Scenario) -> str:
@@ -104,8 +110,11 @@ class RunSpec:
             object.__setattr__(self, "run_id", run_id_of(self.scenario))
 
     @classmethod
-    def of(cls, scenario: Scenario | str | os.PathLike[str] | Mapping[str, Any],
-           params: Mapping[str, Any] | None = None) -> RunSpec:  # fmt: skip
+    def of(
+        cls,
+        scenario: Scenario | str | os.PathLike[str] | Mapping[str, Any],
+        params: Mapping[str, Any] | None = None,
+    ) -> RunSpec:
         """A run of ``scenario`` (a Scenario, TOML path or dict) labelled with ``params``."""
         return cls(as_scenario(scenario), dict(params or {}))
 
@@ -170,8 +179,10 @@ class Sweep:
         grid: dict[str, list[Any]] = {}
         for key, values in dict(self.grid or {}).items():
             if isinstance(values, Mapping):
-                raise SweepError(f"{where}: grid.{key}: expected a list of values, got a table "
-                                 f'(write dotted keys quoted: "{key}.name" = [...])')  # fmt: skip
+                raise SweepError(
+                    f"{where}: grid.{key}: expected a list of values, got a table "
+                    f'(write dotted keys quoted: "{key}.name" = [...])'
+                )
             if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
                 raise SweepError(f"{where}: grid.{key}: expected a list of values, got {values!r}")
             values = list(values)
@@ -182,17 +193,25 @@ class Sweep:
         cases = []
         for i, case in enumerate(self.cases or []):
             if not isinstance(case, Mapping):
-                raise SweepError(f"{where}: cases[{i}]: expected a table of dotted keys, got {case!r}")
+                raise SweepError(
+                    f"{where}: cases[{i}]: expected a table of dotted keys, got {case!r}"
+                )
             clash = sorted(set(map(str, case)) & set(grid))
             if clash:
-                raise SweepError(f"{where}: cases[{i}].{clash[0]}: also a grid key; set it in one place only")
+                raise SweepError(
+                    f"{where}: cases[{i}].{clash[0]}: also a grid key; set it in one place only"
+                )
             cases.append({str(k): v for k, v in case.items()})
         self.cases = cases
         self.seeds = _seed_list(self.seeds, f"{where}: seeds")
         if self.seeds is not None and ("seed" in grid or any("seed" in c for c in cases)):
             raise SweepError(f"{where}: seed: set seeds with `seeds`, not in the grid or cases")
-        if self.timeout_s is not None and not (isinstance(self.timeout_s, (int, float)) and self.timeout_s > 0):
-            raise SweepError(f"{where}: timeout_s: expected a positive number of seconds, got {self.timeout_s!r}")
+        if self.timeout_s is not None and not (
+            isinstance(self.timeout_s, (int, float)) and self.timeout_s > 0
+        ):
+            raise SweepError(
+                f"{where}: timeout_s: expected a positive number of seconds, got {self.timeout_s!r}"
+            )
         if self.name is None:
             self.name = self.base.name
 
@@ -209,14 +228,23 @@ class Sweep:
         return cls.from_dict(data, source=str(path), base_dir=path.parent, default_name=path.stem)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], source: str = "<sweep>", base_dir: str | os.PathLike[str] = ".",
-                  default_name: str | None = None) -> Sweep:  # fmt: skip
+    def from_dict(
+        cls,
+        data: Mapping[str, Any],
+        source: str = "<sweep>",
+        base_dir: str | os.PathLike[str] = ".",
+        default_name: str | None = None,
+    ) -> Sweep:
         """A sweep from the data of a sweep file; a ``base`` path is relative to ``base_dir``."""
         unknown = sorted(set(data) - set(SWEEP_KEYS))
         if unknown:
-            raise SweepError(f"{source}: {unknown[0]}: unknown key; expected one of {', '.join(SWEEP_KEYS)}")
+            raise SweepError(
+                f"{source}: {unknown[0]}: unknown key; expected one of {', '.join(SWEEP_KEYS)}"
+            )
         if "base" not in data:
-            raise SweepError(f"{source}: base: missing; give a scenario file, a built-in name or a [base] table")
+            raise SweepError(
+                f"{source}: base: missing; give a scenario file, a built-in name or a [base] table"
+            )
         grid = data.get("grid")
         if grid is not None and not isinstance(grid, Mapping):
             raise SweepError(f"{source}: grid: expected a table of dotted key = [values]")
@@ -262,7 +290,9 @@ class Sweep:
                 scenario = self.base.with_(point)
             except (KeyError, TypeError) as e:
                 message = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-                raise SweepError(f"{self.source}: {message} (setting {plain_params(point)})") from None
+                raise SweepError(
+                    f"{self.source}: {message} (setting {plain_params(point)})"
+                ) from None
             specs.append(RunSpec(scenario, point))
         check_unique(specs, self.source)
         return specs
@@ -277,7 +307,9 @@ def _load_base(base: Any, source: str, base_dir: Path) -> Scenario:
     if isinstance(base, Mapping):
         return Scenario.from_dict(base, source=f"{source} [base]")
     if not isinstance(base, str):
-        raise SweepError(f"{source}: base: expected a scenario file name, a built-in name or a table")
+        raise SweepError(
+            f"{source}: base: expected a scenario file name, a built-in name or a table"
+        )
     path = Path(base) if Path(base).is_absolute() else base_dir / base
     if path.is_file():
         return Scenario.from_toml(path)
@@ -294,8 +326,10 @@ def check_unique(specs: Sequence[RunSpec], source: str = "<sweep>") -> None:
     for spec in specs:
         first = seen.setdefault(spec.run_id, spec)
         if first is not spec:
-            raise SweepError(f"{source}: the runs {first.params} and {spec.params} are the same scenario "
-                             f"(run {spec.run_id}); does a parameter not change the scenario?")  # fmt: skip
+            raise SweepError(
+                f"{source}: the runs {first.params} and {spec.params} are the same scenario "
+                f"(run {spec.run_id}); does a parameter not change the scenario?"
+            )
 
 
 def as_runs(obj: Any) -> list[RunSpec]:
@@ -318,7 +352,9 @@ def as_runs(obj: Any) -> list[RunSpec]:
         elif isinstance(item, (Scenario, str, os.PathLike, Mapping)):
             specs.append(RunSpec.of(item))
         else:
-            raise TypeError(f"run {i}: expected a RunSpec, a (params, scenario) pair or a scenario, "
-                            f"not a {type(item).__name__}")  # fmt: skip
+            raise TypeError(
+                f"run {i}: expected a RunSpec, a (params, scenario) pair or a scenario, "
+                f"not a {type(item).__name__}"
+            )
     check_unique(specs)
     return specs

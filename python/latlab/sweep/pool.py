@@ -61,8 +61,12 @@ class WorkerProcess:
         self._log = tempfile.TemporaryFile(prefix="latlab-worker-")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", WORKER_MODULE],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=worker_env(), bufsize=0,
-        )  # fmt: skip
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            env=worker_env(),
+            bufsize=0,
+        )
         self.ready = False
         self.task: dict[str, Any] | None = None
         self.started = 0.0
@@ -96,7 +100,9 @@ class WorkerProcess:
             message = recv_message(self.stdout)
         except EOFError:
             if not self.ready:
-                raise SweepError(f"a sweep worker process failed to start: {self.death_reason()}") from None
+                raise SweepError(
+                    f"a sweep worker process failed to start: {self.death_reason()}"
+                ) from None
             raise
         if "ready" in message and "run_id" not in message:
             self.ready = True

@@ -13,7 +13,14 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from latlab.progress import in_ci
 from latlab.sweep.store import OK
@@ -45,8 +52,16 @@ class SweepProgress:
         where: what runs them, for the start line ("4 local workers", "Dask at tcp://...").
     """
 
-    def __init__(self, name: str, total: int, done_before: int, enabled: bool = True, capacity: int | None = None,
-                 where: str = "", console: Console | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        total: int,
+        done_before: int,
+        enabled: bool = True,
+        capacity: int | None = None,
+        where: str = "",
+        console: Console | None = None,
+    ) -> None:
         self.name, self.total, self.done_before = name, total, done_before
         self.capacity, self.where = capacity, where
         self.ok = self.failed = self.started = 0
@@ -73,7 +88,9 @@ class SweepProgress:
                 TextColumn("[bold]{task.description}"),
                 BarColumn(),
                 MofNCompleteColumn(),
-                TextColumn("[green]✓ {task.fields[ok]}[/] [red]✗ {task.fields[failed]}[/] ▶ {task.fields[running]}"),
+                TextColumn(
+                    "[green]✓ {task.fields[ok]}[/] [red]✗ {task.fields[failed]}[/] ▶ {task.fields[running]}"
+                ),
                 TimeElapsedColumn(),
                 TextColumn("ETA"),
                 TimeRemainingColumn(),
@@ -81,12 +98,15 @@ class SweepProgress:
                 transient=True,
             )
             self._progress.start()
-            self._task = self._progress.add_task(self.name, total=self.total, completed=self.done_before,
-                                                 ok=0, failed=0, running=0)  # fmt: skip
+            self._task = self._progress.add_task(
+                self.name, total=self.total, completed=self.done_before, ok=0, failed=0, running=0
+            )
         elif self.enabled:
             before = f", {self.done_before} already done" if self.done_before else ""
             where = f" on {self.where}" if self.where else ""
-            self._say(f"sweep {self.name}: {self.total} runs{before}; running {self.total - self.done_before}{where}")
+            self._say(
+                f"sweep {self.name}: {self.total} runs{before}; running {self.total - self.done_before}{where}"
+            )
         return self
 
     def run_started(self, task: dict[str, Any]) -> None:
@@ -103,7 +123,11 @@ class SweepProgress:
             elif self.enabled:
                 self._say(describe_failure(status))
         self._refresh()
-        if not self._rich and self.enabled and perf_counter() - self._last_line >= PLAIN_MIN_INTERVAL_S:
+        if (
+            not self._rich
+            and self.enabled
+            and perf_counter() - self._last_line >= PLAIN_MIN_INTERVAL_S
+        ):
             self._say(self._milestone())
 
     def __exit__(self, *exc: Any) -> None:
@@ -127,7 +151,13 @@ class SweepProgress:
 
     def _refresh(self) -> None:
         if self._progress is not None:
-            self._progress.update(self._task, completed=self.done, ok=self.ok, failed=self.failed, running=self.running)
+            self._progress.update(
+                self._task,
+                completed=self.done,
+                ok=self.ok,
+                failed=self.failed,
+                running=self.running,
+            )
 
     def _say(self, text: str) -> None:
         print(f"latlab: {text}", file=sys.stderr, flush=True)

@@ -65,8 +65,11 @@ def stale_reason(status: Mapping[str, Any], current: Mapping[str, str]) -> str |
     A status without these fields predates them: it is stale too, since what
     made it is unknown.
     """
-    diffs = [f"{key} {status.get(key, 'unrecorded')!s} (now {value})"
-             for key, value in current.items() if status.get(key) != value]  # fmt: skip
+    diffs = [
+        f"{key} {status.get(key, 'unrecorded')!s} (now {value})"
+        for key, value in current.items()
+        if status.get(key) != value
+    ]
     return "; ".join(diffs) or None
 
 
@@ -104,7 +107,9 @@ def _record(store: Store, status: dict[str, Any]) -> dict[str, Any]:
 class _Catalog:
     """The catalog in memory, written to catalog.parquet (atomically) as runs finish."""
 
-    def __init__(self, store: Store, runs: list[dict[str, Any]], statuses: dict[str, dict[str, Any]]) -> None:
+    def __init__(
+        self, store: Store, runs: list[dict[str, Any]], statuses: dict[str, dict[str, Any]]
+    ) -> None:
         self.store, self.runs, self.statuses = store, runs, statuses
         self._last = float("-inf")
         self._interval = CATALOG_MIN_INTERVAL_S
@@ -224,16 +229,23 @@ def run_sweep(
         if status.get("status") == OK and not (store.run_dir(run_id) / RUN_JSON).is_file():
             del statuses[run_id]  # its results were removed since: run it again
     current = provenance()
-    stale_runs = {rid: why for rid, st in statuses.items()
-                  if st.get("status") == OK and (why := stale_reason(st, current))}  # fmt: skip
+    stale_runs = {
+        rid: why
+        for rid, st in statuses.items()
+        if st.get("status") == OK and (why := stale_reason(st, current))
+    }
     if stale_runs:
         first, why = next(iter(stale_runs.items()))
-        what = (f"{len(stale_runs)} finished run{'s' if len(stale_runs) > 1 else ''} in {store.root} "
-                f"{'were' if len(stale_runs) > 1 else 'was'} made by another latlab version or core build "
-                f"(run {first}: {why})")  # fmt: skip
+        what = (
+            f"{len(stale_runs)} finished run{'s' if len(stale_runs) > 1 else ''} in {store.root} "
+            f"{'were' if len(stale_runs) > 1 else 'was'} made by another latlab version or core build "
+            f"(run {first}: {why})"
+        )
         if stale == "refuse":
-            raise StaleRunsError(f"{what}; refusing to mix them with this build's runs: use another "
-                                 "output folder, or stale=\"redo\" to run them again")  # fmt: skip
+            raise StaleRunsError(
+                f"{what}; refusing to mix them with this build's runs: use another "
+                'output folder, or stale="redo" to run them again'
+            )
         if progress:
             print(f"latlab sweep: {what}; redoing them", file=sys.stderr)
     previous = dict(statuses)  # attempts keep counting across a redo
@@ -263,7 +275,14 @@ def run_sweep(
             capacity = min(jobs, len(tasks))
             events = LocalPool(capacity, timeout_s).run(tasks)
             where = f"{capacity} local worker process{'es' if capacity > 1 else ''}"
-        bar = SweepProgress(name, len(specs), len(specs) - len(todo), enabled=progress, capacity=capacity, where=where)
+        bar = SweepProgress(
+            name,
+            len(specs),
+            len(specs) - len(todo),
+            enabled=progress,
+            capacity=capacity,
+            where=where,
+        )
         in_flight: set[str] = set()
         try:
             with bar:
@@ -313,15 +332,24 @@ def run_all(
     ``outdir`` before are not run again. Raises :class:`SweepFailed` (after
     every run was tried) if any run failed.
     """
-    specs = [s if isinstance(s, RunSpec) else RunSpec.of(s[1], s[0]) if _is_pair(s) else RunSpec.of(s)
-             for s in scenarios]  # fmt: skip
-    unique = list({s.run_id: s for s in reversed(specs)}.values())[::-1]  # first occurrence, in order
-    catalog = run_sweep(unique, outdir, jobs=jobs, dask=dask, timeout_s=timeout_s, progress=progress, inline=inline)
+    specs = [
+        s if isinstance(s, RunSpec) else RunSpec.of(s[1], s[0]) if _is_pair(s) else RunSpec.of(s)
+        for s in scenarios
+    ]
+    unique = list({s.run_id: s for s in reversed(specs)}.values())[
+        ::-1
+    ]  # first occurrence, in order
+    catalog = run_sweep(
+        unique, outdir, jobs=jobs, dask=dask, timeout_s=timeout_s, progress=progress, inline=inline
+    )
     failed = catalog[catalog["status"] != OK]
     if len(failed):
         first = failed.iloc[0]
-        raise SweepFailed(f"{len(failed)} of {len(catalog)} runs failed (in {outdir}); "
-                          f"run {first['run_id']}: {first['error']}", catalog)  # fmt: skip
+        raise SweepFailed(
+            f"{len(failed)} of {len(catalog)} runs failed (in {outdir}); "
+            f"run {first['run_id']}: {first['error']}",
+            catalog,
+        )
     from latlab.sweep.store import load_run
 
     return [load_run(outdir, s.run_id) for s in specs]

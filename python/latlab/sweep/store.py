@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,18 +40,43 @@ OK, FAILED, PENDING = "ok", "failed", "pending"
 
 # Summary metrics (from Results.summary()) copied into the catalog, in column order.
 METRICS = (
-    "name", "flows", "mean_goodput_bps", "total_goodput_bps", "drops_pkts", "busiest_link",
-    "busiest_link_utilization", "events", "events_per_s", "sim_wall_s", "conservation_ok",
-)  # fmt: skip
-FIXED_COLUMNS = ("run_id", "status", "wall_s", "attempt", "error", "error_kind", *METRICS,
-                 "finished_at", "host", "path")  # fmt: skip
+    "name",
+    "flows",
+    "mean_goodput_bps",
+    "total_goodput_bps",
+    "drops_pkts",
+    "busiest_link",
+    "busiest_link_utilization",
+    "events",
+    "events_per_s",
+    "sim_wall_s",
+    "conservation_ok",
+)
+FIXED_COLUMNS = (
+    "run_id",
+    "status",
+    "wall_s",
+    "attempt",
+    "error",
+    "error_kind",
+    *METRICS,
+    "finished_at",
+    "host",
+    "path",
+)
 _INT_COLUMNS = ("attempt", "flows", "drops_pkts", "events")
-_FLOAT_COLUMNS = ("wall_s", "mean_goodput_bps", "total_goodput_bps", "busiest_link_utilization", "events_per_s",
-                  "sim_wall_s")  # fmt: skip
+_FLOAT_COLUMNS = (
+    "wall_s",
+    "mean_goodput_bps",
+    "total_goodput_bps",
+    "busiest_link_utilization",
+    "events_per_s",
+    "sim_wall_s",
+)
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def _json_text(data: Any, sort_keys: bool = True) -> str:
@@ -91,7 +116,9 @@ class Store:
         return {rid: st for rid in run_ids if (st := self.read_status(rid)) is not None}
 
     # ----- the sweep -----------------------------------------------------
-    def write_sweep(self, name: str | None, runs: Sequence[Mapping[str, Any]], source: str | None = None) -> None:
+    def write_sweep(
+        self, name: str | None, runs: Sequence[Mapping[str, Any]], source: str | None = None
+    ) -> None:
         """Record the sweep's runs (id and parameters, in order) in sweep.json."""
         meta = {
             "format_version": FORMAT_VERSION,
@@ -100,7 +127,9 @@ class Store:
             "written_at": now_iso(),
             "runs": [{"run_id": r["run_id"], "params": r["params"]} for r in runs],
         }
-        _atomic.write_text(self.root / SWEEP_JSON, _json_text(meta, sort_keys=False))  # parameters keep their order
+        _atomic.write_text(
+            self.root / SWEEP_JSON, _json_text(meta, sort_keys=False)
+        )  # parameters keep their order
 
     def read_sweep(self) -> dict[str, Any]:
         path = self.root / SWEEP_JSON
@@ -127,14 +156,19 @@ def write_status_file(folder: Path, status: Mapping[str, Any]) -> Path:
 def _column_safe(values: list[Any]) -> list[Any]:
     """One parameter column as values Parquet can store: lists/tables as JSON, mixed types as text."""
     values = [json.dumps(v, sort_keys=True) if isinstance(v, (list, dict)) else v for v in values]
-    kinds = {("num" if isinstance(v, (int, float)) and not isinstance(v, bool) else type(v).__name__)
-             for v in values if v is not None}  # fmt: skip
+    kinds = {
+        ("num" if isinstance(v, (int, float)) and not isinstance(v, bool) else type(v).__name__)
+        for v in values
+        if v is not None
+    }
     if len(kinds) > 1:
         return [None if v is None else str(v) for v in values]
     return values
 
 
-def build_catalog(runs: Sequence[Mapping[str, Any]], statuses: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+def build_catalog(
+    runs: Sequence[Mapping[str, Any]], statuses: Mapping[str, Mapping[str, Any]]
+) -> pd.DataFrame:
     """One row per run (in sweep order): id, status, parameters, wall time, error, metrics.
 
     ``runs`` are {run_id, params} (sweep.json's list); a run without a status is "pending".
@@ -148,7 +182,9 @@ def build_catalog(runs: Sequence[Mapping[str, Any]], statuses: Mapping[str, Mapp
                 param_names.append(key)
     param_cols = {k: (f"param:{k}" if k in FIXED_COLUMNS else k) for k in param_names}
 
-    rows: dict[str, list[Any]] = {c: [] for c in ("run_id", "status", *param_cols.values(), *FIXED_COLUMNS[2:])}
+    rows: dict[str, list[Any]] = {
+        c: [] for c in ("run_id", "status", *param_cols.values(), *FIXED_COLUMNS[2:])
+    }
     for r in runs:
         rid = r["run_id"]
         st = statuses.get(rid) or {}
@@ -164,13 +200,19 @@ def build_catalog(runs: Sequence[Mapping[str, Any]], statuses: Mapping[str, Mapp
             rows[col].append(metrics.get(col))
         rows["path"].append(f"{RUNS_DIR}/{rid}")
 
-    df = pd.DataFrame({c: (_column_safe(v) if c in param_cols.values() else v) for c, v in rows.items()})
+    df = pd.DataFrame(
+        {c: (_column_safe(v) if c in param_cols.values() else v) for c, v in rows.items()}
+    )
     for col in _INT_COLUMNS:
         df[col] = pd.array([None if v is None else int(v) for v in rows[col]], dtype="Int64")
     for col in _FLOAT_COLUMNS:
-        df[col] = pd.array([None if v is None else float(v) for v in rows[col]], dtype="Float64").astype("float64")
+        df[col] = pd.array(
+            [None if v is None else float(v) for v in rows[col]], dtype="Float64"
+        ).astype("float64")
     df["conservation_ok"] = pd.array(rows["conservation_ok"], dtype="boolean")
-    df["finished_at"] = pd.to_datetime(pd.Series(rows["finished_at"], dtype="object"), utc=True, format="ISO8601")
+    df["finished_at"] = pd.to_datetime(
+        pd.Series(rows["finished_at"], dtype="object"), utc=True, format="ISO8601"
+    )
     for col in ("run_id", "status", "error", "error_kind", "name", "busiest_link", "host", "path"):
         df[col] = pd.Series(rows[col], dtype="string")
     return df
@@ -188,7 +230,9 @@ def load_catalog(outdir: str | os.PathLike[str], refresh: bool = True) -> pd.Dat
     if not refresh or not (store.root / SWEEP_JSON).is_file():
         path = store.root / CATALOG
         if not path.is_file():
-            raise FileNotFoundError(2, "not a latlab sweep folder (no sweep.json or catalog.parquet)", str(store.root))
+            raise FileNotFoundError(
+                2, "not a latlab sweep folder (no sweep.json or catalog.parquet)", str(store.root)
+            )
         return frames.read_parquet(path)
     catalog = store.catalog()
     try:

@@ -72,7 +72,11 @@ def core_build() -> str:
         import latlab._core as core
 
     path = getattr(core, "__file__", None)
-    key = (core.__name__, path, os.stat(path).st_mtime_ns if path and os.path.isfile(path) else None)
+    key = (
+        core.__name__,
+        path,
+        os.stat(path).st_mtime_ns if path and os.path.isfile(path) else None,
+    )
     cached = _CORE_BUILD.get(key)
     if cached is None:
         if key[2] is not None:
@@ -109,10 +113,18 @@ def base_status(task: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def failed_status(task: dict[str, Any], error: str, kind: str, wall_s: float | None = None) -> dict[str, Any]:
+def failed_status(
+    task: dict[str, Any], error: str, kind: str, wall_s: float | None = None
+) -> dict[str, Any]:
     """The status of a run that did not finish (used here and by runners that see a worker die)."""
     status = base_status(task)
-    status.update(status=FAILED, error=error[-MAX_ERROR_CHARS:], error_kind=kind, wall_s=wall_s, finished_at=now_iso())
+    status.update(
+        status=FAILED,
+        error=error[-MAX_ERROR_CHARS:],
+        error_kind=kind,
+        wall_s=wall_s,
+        finished_at=now_iso(),
+    )
     return status
 
 
@@ -150,17 +162,29 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
                 # Packets appeared or vanished: the numbers cannot be trusted,
                 # so the run is not a result (its files stay for inspection).
                 links = list(results.conservation_failures().get("link", []))
-                where = f" on {', '.join(map(str, links))}" if links else " (packets not held by any link)"
-                status.update(status=FAILED, error=f"packet conservation check failed{where}",
-                              error_kind="conservation", metrics=summary)  # fmt: skip
+                where = (
+                    f" on {', '.join(map(str, links))}"
+                    if links
+                    else " (packets not held by any link)"
+                )
+                status.update(
+                    status=FAILED,
+                    error=f"packet conservation check failed{where}",
+                    error_kind="conservation",
+                    metrics=summary,
+                )
             if caught:
                 status["warnings"] = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as e:  # noqa: BLE001 - a panic is a BaseException; every failure is recorded
             text = f"{type(e).__name__}: {e}"
-            status.update(status=FAILED, error=text[-MAX_ERROR_CHARS:], error_kind=_error_kind(e),
-                          traceback="".join(traceback.format_exception(e))[-MAX_ERROR_CHARS:])  # fmt: skip
+            status.update(
+                status=FAILED,
+                error=text[-MAX_ERROR_CHARS:],
+                error_kind=_error_kind(e),
+                traceback="".join(traceback.format_exception(e))[-MAX_ERROR_CHARS:],
+            )
         status["wall_s"] = perf_counter() - started
         status["finished_at"] = now_iso()
         if run_dir is not None:
@@ -168,7 +192,9 @@ def execute(task: dict[str, Any]) -> dict[str, Any]:
             status["persisted"] = True
         else:
             status["files"] = {
-                str(p.relative_to(target)): p.read_bytes() for p in sorted(target.rglob("*")) if p.is_file()
+                str(p.relative_to(target)): p.read_bytes()
+                for p in sorted(target.rglob("*"))
+                if p.is_file()
             }
         return status
     finally:

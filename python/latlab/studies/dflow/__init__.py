@@ -28,30 +28,68 @@ import numpy as np
 
 from latlab.models import tcp_equation as _eq
 from latlab.models.fairness import jain_index
-from latlab.models.tcp_equation import equation_elasticity, knee_loss_event_rate, unstable_loss_event_rate
+from latlab.models.tcp_equation import (
+    equation_elasticity,
+    knee_loss_event_rate,
+    unstable_loss_event_rate,
+)
 from latlab.studies.dflow.cases import *  # noqa: F403 (the set-up is the study's public vocabulary)
 from latlab.studies.dflow.cases import FULL, QUICK, RTT_S, SEGMENT_BYTES, Settings, runs_of
-from latlab.studies.dflow.metrics import (StudyData, bottleneck_series, delay_stats, flow_series, knee_curves,
-                                          run_metrics, run_study, weighted_quantile)
+from latlab.studies.dflow.metrics import (
+    StudyData,
+    bottleneck_series,
+    delay_stats,
+    flow_series,
+    knee_curves,
+    run_metrics,
+    run_study,
+    weighted_quantile,
+)
 from latlab.studies.dflow.verdicts import verdicts
 
 NAME = "dflow"
-DESCRIPTION = ("DFlow media congestion control vs TFRC, LEDBAT, Vegas and NewReno on a 2 Mb/s dumbbell: "
-               "queueing delay, loss, fairness, the TCP-equation knee")  # fmt: skip
+DESCRIPTION = (
+    "DFlow media congestion control vs TFRC, LEDBAT, Vegas and NewReno on a 2 Mb/s dumbbell: "
+    "queueing delay, loss, fairness, the TCP-equation knee"
+)
 
-__all__ = ["NAME", "DESCRIPTION", "reproduce", "reproduce_with", "verdicts", "jain_index", "tcp_equation_rate_bps",
-           "loss_event_rate_for", "knee_loss_event_rate", "equation_elasticity", "unstable_loss_event_rate",
-           "StudyData", "bottleneck_series", "delay_stats", "flow_series", "knee_curves", "run_metrics", "run_study",
-           "weighted_quantile"]  # fmt: skip
+__all__ = [
+    "NAME",
+    "DESCRIPTION",
+    "reproduce",
+    "reproduce_with",
+    "verdicts",
+    "jain_index",
+    "tcp_equation_rate_bps",
+    "loss_event_rate_for",
+    "knee_loss_event_rate",
+    "equation_elasticity",
+    "unstable_loss_event_rate",
+    "StudyData",
+    "bottleneck_series",
+    "delay_stats",
+    "flow_series",
+    "knee_curves",
+    "run_metrics",
+    "run_study",
+    "weighted_quantile",
+]
 
 
-def tcp_equation_rate_bps(p: Any, rtt_s: float = RTT_S, segment_bytes: float = SEGMENT_BYTES, b: float = 1.0,
-                          t_rto_s: float | None = None) -> np.ndarray:  # fmt: skip
+def tcp_equation_rate_bps(
+    p: Any,
+    rtt_s: float = RTT_S,
+    segment_bytes: float = SEGMENT_BYTES,
+    b: float = 1.0,
+    t_rto_s: float | None = None,
+) -> np.ndarray:
     """The TCP equation (:func:`latlab.models.tcp_equation.tcp_equation_rate_bps`) with this study's s by default."""
     return _eq.tcp_equation_rate_bps(p, rtt_s, segment_bytes, b, t_rto_s)
 
 
-def loss_event_rate_for(rate_bps: float, rtt_s: float = RTT_S, segment_bytes: float = SEGMENT_BYTES) -> float:
+def loss_event_rate_for(
+    rate_bps: float, rtt_s: float = RTT_S, segment_bytes: float = SEGMENT_BYTES
+) -> float:
     """The p at which the equation gives ``rate_bps`` over this study's path by default."""
     return _eq.loss_event_rate_for(rate_bps, rtt_s, segment_bytes)
 
@@ -61,8 +99,13 @@ def reproduce(outdir: Path, quick: bool = False, jobs: int | None = None) -> Pat
     return reproduce_with(QUICK if quick else FULL, Path(outdir), jobs=jobs, quick=quick)
 
 
-def reproduce_with(settings: Settings, outdir: Path, jobs: int | None = None, quick: bool = False,
-                   progress: bool = True) -> Path:  # fmt: skip
+def reproduce_with(
+    settings: Settings,
+    outdir: Path,
+    jobs: int | None = None,
+    quick: bool = False,
+    progress: bool = True,
+) -> Path:
     """:func:`reproduce` with explicit settings (tests use tiny ones)."""
     from latlab import frames as frames_mod
     from latlab._atomic import write_text
@@ -77,8 +120,13 @@ def reproduce_with(settings: Settings, outdir: Path, jobs: int | None = None, qu
     data = run_study(runs, outdir, jobs, progress=progress)
     elapsed_s = time.monotonic() - t0
     curves = knee_curves()
-    for table, name in ((data.runs, "results"), (data.flows, "flows"), (data.flow_series, "flow_series"),
-                        (data.bottleneck_series, "bottleneck_series"), (curves, "knee")):  # fmt: skip
+    for table, name in (
+        (data.runs, "results"),
+        (data.flows, "flows"),
+        (data.flow_series, "flow_series"),
+        (data.bottleneck_series, "bottleneck_series"),
+        (curves, "knee"),
+    ):
         frames_mod.write_parquet(table, outdir / f"{name}.parquet")
     figures = figs.make_figures(data, curves, settings, outdir)
     report = outdir / "report.md"

@@ -37,6 +37,7 @@ SAMPLE_INTERVAL_MS = 100.0
 #: TFRC's lowest rate: one packet per t_mbi = 64 s (RFC 5348 §4.3).
 MIN_RATE_BPS = SEGMENT_BYTES * 8 / 64.0
 
+
 @dataclass(frozen=True)
 class Case:
     """One of the study's five set-ups: who shares the bottleneck."""
@@ -54,12 +55,26 @@ class Case:
 CASES: dict[str, Case] = {
     "dflow": Case("5 DFlow flows", "5 DFlow", dflows=5),
     "tfrc": Case("5 TFRC flows", "5 TFRC", tfrcs=5),
-    "ledbat": Case("DFlow vs LEDBAT (target 50 ms)", "DFlow vs LEDBAT", dflows=1, rival="ledbat",
-                   rival_params={"target_ms": TARGET_MS}, rival_label="LEDBAT"),
-    "vegas": Case("DFlow vs TCP Vegas (α = 1, β = 3)", "DFlow vs Vegas", dflows=1, rival="vegas",
-                  rival_params={"alpha": 1.0, "beta": 3.0, "gamma": 1.0}, rival_label="Vegas"),
-    "newreno": Case("DFlow vs TCP NewReno", "DFlow vs NewReno", dflows=1, rival="newreno", rival_label="NewReno"),
-}  # fmt: skip
+    "ledbat": Case(
+        "DFlow vs LEDBAT (target 50 ms)",
+        "DFlow vs LEDBAT",
+        dflows=1,
+        rival="ledbat",
+        rival_params={"target_ms": TARGET_MS},
+        rival_label="LEDBAT",
+    ),
+    "vegas": Case(
+        "DFlow vs TCP Vegas (α = 1, β = 3)",
+        "DFlow vs Vegas",
+        dflows=1,
+        rival="vegas",
+        rival_params={"alpha": 1.0, "beta": 3.0, "gamma": 1.0},
+        rival_label="Vegas",
+    ),
+    "newreno": Case(
+        "DFlow vs TCP NewReno", "DFlow vs NewReno", dflows=1, rival="newreno", rival_label="NewReno"
+    ),
+}
 
 #: DFlow's base_period (in RTTs), swept: the outcome against LEDBAT and Vegas turns on it (see the report).
 BASE_PERIODS_RTTS = (10, 30, 100, 300, 1000, 3000, 10000)
@@ -72,7 +87,10 @@ PRIMARY = "base10000"
 #: Variants whose time series are kept and drawn: the DFlow draft's default and the project's usual 1000 RTTs.
 DRAWN = (PRIMARY, "base1000", "base10")
 VARIANT_LABEL = {f"base{n}": f"base period {n} RTTs" for n in BASE_PERIODS_RTTS}
-VARIANT_LABEL.update(base10="base period 10 RTTs (the DFlow draft's default)", base10000="base period 10 000 RTTs (no drift)")
+VARIANT_LABEL.update(
+    base10="base period 10 RTTs (the DFlow draft's default)",
+    base10000="base period 10 000 RTTs (no drift)",
+)
 
 
 @dataclass(frozen=True)
@@ -90,8 +108,12 @@ class Settings:
 #: A run costs well under a second, so seeds are cheap, and delay-based flows need them (who starts first matters).
 FULL = Settings(duration_s=300.0, measure_from_s=60.0, seeds=tuple(range(1, 11)))
 #: Quick: 120 s runs measured over [30, 120] s, the first five seeds, five base periods: 105 runs.
-QUICK = Settings(duration_s=120.0, measure_from_s=30.0, seeds=(1, 2, 3, 4, 5),
-                 variants=("base10", "base100", "base300", "base1000", "base10000"))
+QUICK = Settings(
+    duration_s=120.0,
+    measure_from_s=30.0,
+    seeds=(1, 2, 3, 4, 5),
+    variants=("base10", "base100", "base300", "base1000", "base10000"),
+)
 
 
 @dataclass(frozen=True)
@@ -106,8 +128,14 @@ class Run:
 
     @property
     def params(self) -> dict[str, Any]:
-        return {"case": self.case, "variant": self.variant, "base_period_rtts": VARIANTS.get(self.variant, np.nan),
-                "seed": self.seed, "duration_s": self.duration_s, "measure_from_s": self.measure_from_s}  # fmt: skip
+        return {
+            "case": self.case,
+            "variant": self.variant,
+            "base_period_rtts": VARIANTS.get(self.variant, np.nan),
+            "seed": self.seed,
+            "duration_s": self.duration_s,
+            "measure_from_s": self.measure_from_s,
+        }
 
     def scenario(self) -> dict[str, Any]:
         return build(self)
@@ -121,7 +149,10 @@ def runs_of(settings: Settings) -> list[Run]:
         for case_name, case in CASES.items():
             if not case.dflows and variant != PRIMARY:
                 continue
-            out += [Run(case_name, variant, seed, settings.duration_s, settings.measure_from_s) for seed in settings.seeds]
+            out += [
+                Run(case_name, variant, seed, settings.duration_s, settings.measure_from_s)
+                for seed in settings.seeds
+            ]
     return out
 
 
@@ -129,8 +160,12 @@ def _tfrc_table(dflow: bool, base_period_rtts: float) -> dict[str, Any]:
     table: dict[str, Any] = {"segment_bytes": SEGMENT_BYTES, "header_bytes": TFRC_HEADER_BYTES}
     if dflow:
         # The draft's settings: 50 ms current period, no gradient test (the study left it off).
-        table.update(cd_thresh_ms=TARGET_MS, base_period_rtts=base_period_rtts, current_period_ms=CURRENT_PERIOD_MS,
-                     gradient_test=False)  # fmt: skip
+        table.update(
+            cd_thresh_ms=TARGET_MS,
+            base_period_rtts=base_period_rtts,
+            current_period_ms=CURRENT_PERIOD_MS,
+            gradient_test=False,
+        )
     return table
 
 
@@ -145,18 +180,46 @@ def build(run: Run) -> dict[str, Any]:
     flows: list[dict[str, Any]] = []
     index = 0
     if case.tfrcs:
-        flows.append({"name": "tfrc", "kind": "tfrc", "count": case.tfrcs, "first_index": index, "src": "s{i}",
-                      "dst": "d{i}", "start_s": start, "tfrc": _tfrc_table(False, 0.0)})  # fmt: skip
+        flows.append(
+            {
+                "name": "tfrc",
+                "kind": "tfrc",
+                "count": case.tfrcs,
+                "first_index": index,
+                "src": "s{i}",
+                "dst": "d{i}",
+                "start_s": start,
+                "tfrc": _tfrc_table(False, 0.0),
+            }
+        )
         index += case.tfrcs
     if case.dflows:
-        flows.append({"name": "dflow", "kind": "dflow", "count": case.dflows, "first_index": index, "src": "s{i}",
-                      "dst": "d{i}", "start_s": start, "tfrc": _tfrc_table(True, VARIANTS[run.variant])})  # fmt: skip
+        flows.append(
+            {
+                "name": "dflow",
+                "kind": "dflow",
+                "count": case.dflows,
+                "first_index": index,
+                "src": "s{i}",
+                "dst": "d{i}",
+                "start_s": start,
+                "tfrc": _tfrc_table(True, VARIANTS[run.variant]),
+            }
+        )
         index += case.dflows
     if case.rival:
-        tcp: dict[str, Any] = {"name": case.rival, "kind": "tcp", "cc": case.rival, "count": 1, "first_index": index,
-                               "src": "s{i}", "dst": "d{i}", "start_s": start,
-                               # ns2 preset (one ACK per segment, timestamps: LEDBAT's one-way delay), 1244-B packets
-                               "tcp": {"preset": "ns2", "mss_bytes": TCP_MSS_BYTES, "header_bytes": TCP_HEADER_BYTES}}  # fmt: skip
+        tcp: dict[str, Any] = {
+            "name": case.rival,
+            "kind": "tcp",
+            "cc": case.rival,
+            "count": 1,
+            "first_index": index,
+            "src": "s{i}",
+            "dst": "d{i}",
+            "start_s": start,
+            # ns2 preset (one ACK per segment, timestamps: LEDBAT's one-way delay), 1244-B packets
+            "tcp": {"preset": "ns2", "mss_bytes": TCP_MSS_BYTES, "header_bytes": TCP_HEADER_BYTES},
+        }
         if case.rival_params:
             tcp["cc_params"] = dict(case.rival_params)
         flows.append(tcp)
@@ -164,15 +227,22 @@ def build(run: Run) -> dict[str, Any]:
     # TFRC alone does not depend on the variant: leaving it out of the name keeps one scenario (one run id).
     name = f"dflow-study-{run.case}" + (f"-{run.variant}" if case.dflows else "")
     return {
-        "name": name, "seed": run.seed, "duration_s": run.duration_s, "measure_from_s": run.measure_from_s,
+        "name": name,
+        "seed": run.seed,
+        "duration_s": run.duration_s,
+        "measure_from_s": run.measure_from_s,
         "sample_interval_ms": SAMPLE_INTERVAL_MS,
-        "topology": {"kind": "dumbbell", "pairs": index, "access_rate_bps": ACCESS_RATE_BPS,
-                     "access_delay_ms": ACCESS_DELAY_MS, "core_rate_bps": BOTTLENECK_RATE_BPS,
-                     "core_delay_ms": CORE_DELAY_MS,
-                     "core_queue": {"kind": "droptail", "limit_packets": QUEUE_PACKETS}},
+        "topology": {
+            "kind": "dumbbell",
+            "pairs": index,
+            "access_rate_bps": ACCESS_RATE_BPS,
+            "access_delay_ms": ACCESS_DELAY_MS,
+            "core_rate_bps": BOTTLENECK_RATE_BPS,
+            "core_delay_ms": CORE_DELAY_MS,
+            "core_queue": {"kind": "droptail", "limit_packets": QUEUE_PACKETS},
+        },
         "flows": flows,
-    }  # fmt: skip
-
+    }
 
 
 #: The RTT with a 50 ms standing queue (and a packet's transmission), to turn base periods into seconds.

@@ -13,8 +13,17 @@ import pandas as pd
 
 from latlab.models import tcp_equation as eq
 from latlab.models.fairness import jain_index
-from latlab.studies.dflow.cases import (BOTTLENECK, DRAWN, FULL_QUEUE_DELAY_S, LOADED_RTT_S, PRIMARY, RTT_S, SEGMENT_BYTES,
-                                        TARGET_MS, Run)
+from latlab.studies.dflow.cases import (
+    BOTTLENECK,
+    DRAWN,
+    FULL_QUEUE_DELAY_S,
+    LOADED_RTT_S,
+    PRIMARY,
+    RTT_S,
+    SEGMENT_BYTES,
+    TARGET_MS,
+    Run,
+)
 
 # ----- metrics --------------------------------------------------------------------------------
 
@@ -37,14 +46,16 @@ def flow_series(res: Any) -> pd.DataFrame:
     grouped = delivered.groupby(fs["flow_id"].to_numpy())
     dt_s = pd.Series(time_s, index=fs.index).groupby(fs["flow_id"].to_numpy()).diff()
     rate_bps = grouped.diff() * 8 / dt_s
-    return pd.DataFrame({
-        "flow_id": fs["flow_id"].to_numpy(),
-        "group": meta.loc[fs["flow_id"], "group"].to_numpy(),
-        "time_s": time_s,
-        "rate_bps": rate_bps.to_numpy(),
-        "send_rate_bps": _floats(fs["rate_bps"]),
-        "flow_queueing_delay_ms": _floats(fs["queueing_delay_ns"]) / 1e6,
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "flow_id": fs["flow_id"].to_numpy(),
+            "group": meta.loc[fs["flow_id"], "group"].to_numpy(),
+            "time_s": time_s,
+            "rate_bps": rate_bps.to_numpy(),
+            "send_rate_bps": _floats(fs["rate_bps"]),
+            "flow_queueing_delay_ms": _floats(fs["queueing_delay_ns"]) / 1e6,
+        }
+    )
 
 
 def bottleneck_series(res: Any) -> pd.DataFrame:
@@ -58,14 +69,16 @@ def bottleneck_series(res: Any) -> pd.DataFrame:
     link_id = links.loc[links["name"] == BOTTLENECK, "link_id"].iloc[0]
     ls = res.link_samples[res.link_samples["link_id"] == link_id].sort_values("time_ns")
     departed = _floats(ls["departures_bytes"])
-    return pd.DataFrame({
-        "time_s": _floats(ls["time_ns"]) / 1e9,
-        "sojourn_ms": _floats(ls["sojourn_mean_ns"]) / 1e6,
-        "sojourn_max_ms": _floats(ls["sojourn_max_ns"]) / 1e6,
-        "queue_pkts": _floats(ls["queue_pkts"]),
-        "departed_bytes": np.diff(departed, prepend=0.0),
-        "drops_pkts": _floats(ls["drops_pkts"]),
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "time_s": _floats(ls["time_ns"]) / 1e9,
+            "sojourn_ms": _floats(ls["sojourn_mean_ns"]) / 1e6,
+            "sojourn_max_ms": _floats(ls["sojourn_max_ns"]) / 1e6,
+            "queue_pkts": _floats(ls["queue_pkts"]),
+            "departed_bytes": np.diff(departed, prepend=0.0),
+            "drops_pkts": _floats(ls["drops_pkts"]),
+        }
+    )
 
 
 def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
@@ -92,7 +105,9 @@ def delay_stats(link: pd.DataFrame, measure_from_s: float) -> dict[str, float]:
         "delay_mean_ms": float((values * weights).sum() / total) if total else float("nan"),
         "delay_p95_ms": weighted_quantile(values, weights, 0.95),
         "delay_max_ms": float(w["sojourn_max_ms"].max()) if len(w) else float("nan"),
-        "below_target": float(weights[values <= TARGET_MS].sum() / total) if total else float("nan"),
+        "below_target": float(weights[values <= TARGET_MS].sum() / total)
+        if total
+        else float("nan"),
     }
 
 
@@ -102,7 +117,9 @@ def _at(series: pd.DataFrame, column: str, t_s: float) -> float:
     return float(before[column].iloc[-1]) if len(before) else 0.0
 
 
-def run_metrics(res: Any, run: Run) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def run_metrics(
+    res: Any, run: Run
+) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """One run reduced to (summary row, per-flow rows, flow time series, bottleneck time series)."""
     flows = res.flows.sort_values("flow_id")
     series = flow_series(res)
@@ -115,26 +132,44 @@ def run_metrics(res: Any, run: Run) -> tuple[dict[str, Any], pd.DataFrame, pd.Da
         s = series[series["flow_id"] == fid]
         in_window = s[s["time_s"] > t0 + 1e-9]
         row: dict[str, Any] = {
-            **run.params, "flow_id": fid, "group": f["group"], "kind": f["kind"], "cc": f["cc"],
-            "start_s": float(f["start_ns"]) / 1e9, "goodput_bps": float(f["goodput_bps"]),
-        }  # fmt: skip
+            **run.params,
+            "flow_id": fid,
+            "group": f["group"],
+            "kind": f["kind"],
+            "cc": f["cc"],
+            "start_s": float(f["start_ns"]) / 1e9,
+            "goodput_bps": float(f["goodput_bps"]),
+        }
         if f["kind"] in ("tfrc", "dflow"):
             received = float(pd.to_numeric(f["packets_received"]))
-            events = float(pd.to_numeric(f["loss_events"])) + float(pd.to_numeric(f["delay_events"]))
+            events = float(pd.to_numeric(f["loss_events"])) + float(
+                pd.to_numeric(f["delay_events"])
+            )
             row.update(
-                loss_event_rate=float(f["loss_event_rate"]),  # the receiver's p at the end of the run
-                loss_events=int(pd.to_numeric(f["loss_events"])), delay_events=int(pd.to_numeric(f["delay_events"])),
+                loss_event_rate=float(
+                    f["loss_event_rate"]
+                ),  # the receiver's p at the end of the run
+                loss_events=int(pd.to_numeric(f["loss_events"])),
+                delay_events=int(pd.to_numeric(f["delay_events"])),
                 events_per_packet=events / received if received else float("nan"),
                 # Packets that never arrived; the last one-way delay's worth were still in flight at the end.
                 lost_pkts=int(f["segments_sent"]) - int(received),
                 flow_queueing_delay_ms=float(np.nanmean(in_window["flow_queueing_delay_ms"]))
-                if f["kind"] == "dflow" and in_window["flow_queueing_delay_ms"].notna().any() else float("nan"),
-            )  # fmt: skip
+                if f["kind"] == "dflow" and in_window["flow_queueing_delay_ms"].notna().any()
+                else float("nan"),
+            )
         else:
             fs = res.flow_samples[res.flow_samples["flow_id"] == fid].sort_values("time_ns")
-            rtx = pd.DataFrame({"time_s": _floats(fs["time_ns"]) / 1e9, "rtx": _floats(fs["retransmitted_segments"])})
-            row.update(retransmits=int(_at(rtx, "rtx", t1) - _at(rtx, "rtx", t0)),
-                       timeouts=int(pd.to_numeric(f["timeouts"])))  # fmt: skip
+            rtx = pd.DataFrame(
+                {
+                    "time_s": _floats(fs["time_ns"]) / 1e9,
+                    "rtx": _floats(fs["retransmitted_segments"]),
+                }
+            )
+            row.update(
+                retransmits=int(_at(rtx, "rtx", t1) - _at(rtx, "rtx", t0)),
+                timeouts=int(pd.to_numeric(f["timeouts"])),
+            )
         per_flow.append(row)
     pf = pd.DataFrame(per_flow)
     rates = pf["goodput_bps"].to_numpy()
@@ -150,7 +185,11 @@ def run_metrics(res: Any, run: Run) -> tuple[dict[str, Any], pd.DataFrame, pd.Da
         "jain_dflow": jain_index(dflow_rates) if dflow_rates.size >= 2 else float("nan"),
         "wall_s": float(res.run_info.get("wall_s", np.nan)),
     }
-    for column, kind in (("dflow_rate_bps", "dflow"), ("tfrc_rate_bps", "tfrc"), ("rival_rate_bps", "tcp")):
+    for column, kind in (
+        ("dflow_rate_bps", "dflow"),
+        ("tfrc_rate_bps", "tfrc"),
+        ("rival_rate_bps", "tcp"),
+    ):
         g = pf[pf["kind"] == kind]
         summary[column] = float(g["goodput_bps"].mean()) if len(g) else float("nan")
     for kind in ("tfrc", "dflow"):
@@ -160,15 +199,21 @@ def run_metrics(res: Any, run: Run) -> tuple[dict[str, Any], pd.DataFrame, pd.Da
     g = pf[pf["kind"] == "dflow"]
     summary["dflow_delay_events"] = int(g["delay_events"].sum()) if len(g) else 0
     # DFlow's own view of the queue (current − base), to set beside the bottleneck's: they differ by base errors.
-    summary["dflow_own_delay_ms"] = float(g["flow_queueing_delay_ms"].mean()) if len(g) else float("nan")
+    summary["dflow_own_delay_ms"] = (
+        float(g["flow_queueing_delay_ms"].mean()) if len(g) else float("nan")
+    )
     rival = pf[pf["kind"] == "tcp"]
     summary["rival_retransmits"] = int(rival["retransmits"].sum()) if len(rival) else 0
     summary["rival_timeouts"] = int(rival["timeouts"].sum()) if len(rival) else 0
     first = flows.loc[flows["start_ns"].idxmin()]
     summary["first_to_start"] = str(first["group"])
     keys = run.params
-    return (summary, pf, series.assign(**{k: keys[k] for k in ("case", "variant", "seed")}),
-            link.assign(**{k: keys[k] for k in ("case", "variant", "seed")}))  # fmt: skip
+    return (
+        summary,
+        pf,
+        series.assign(**{k: keys[k] for k in ("case", "variant", "seed")}),
+        link.assign(**{k: keys[k] for k in ("case", "variant", "seed")}),
+    )
 
 
 @dataclass
@@ -181,13 +226,20 @@ class StudyData:
     bottleneck_series: pd.DataFrame
 
 
-def run_study(runs: Sequence[Run], outdir: Path, jobs: int | None, progress: bool = True) -> StudyData:
+def run_study(
+    runs: Sequence[Run], outdir: Path, jobs: int | None, progress: bool = True
+) -> StudyData:
     """Run the distinct scenarios of ``runs`` once (sweep runner, resumable) and reduce each run."""
     from latlab import Scenario
     from latlab.sweep import load_run, run_distinct
 
-    pairs = [(r.params, Scenario.from_dict(r.scenario(), source=f"<dflow {r.case} {r.variant} seed {r.seed}>"))
-             for r in runs]  # fmt: skip
+    pairs = [
+        (
+            r.params,
+            Scenario.from_dict(r.scenario(), source=f"<dflow {r.case} {r.variant} seed {r.seed}>"),
+        )
+        for r in runs
+    ]
     sweep_dir = outdir / "runs"
     ids, catalog = run_distinct(pairs, sweep_dir, jobs=jobs, progress=progress, name="dflow")
     status = dict(zip(catalog["run_id"], catalog["status"]))
@@ -199,7 +251,9 @@ def run_study(runs: Sequence[Run], outdir: Path, jobs: int | None, progress: boo
         summary, pf, fs, ls = run_metrics(load_run(sweep_dir, rid), r)
         summaries.append({**summary, "run_id": rid, "status": "ok"})
         flows.append(pf)
-        if r.variant in DRAWN:  # the sweep's other base periods are summarised, not drawn: keep the data small
+        if (
+            r.variant in DRAWN
+        ):  # the sweep's other base periods are summarised, not drawn: keep the data small
             fseries.append(fs)
             lseries.append(ls)
 
@@ -208,13 +262,22 @@ def run_study(runs: Sequence[Run], outdir: Path, jobs: int | None, progress: boo
 
     return StudyData(pd.DataFrame(summaries), cat(flows), cat(fseries), cat(lseries))
 
+
 def knee_curves() -> pd.DataFrame:
     """The equation rate against p over this path: at the propagation RTT and with a full queue added."""
     p = np.logspace(-4, 0, 400)
     rows = []
     for what, rtt_s in (("propagation", RTT_S), ("full queue", RTT_S + FULL_QUEUE_DELAY_S)):
-        rows.append(pd.DataFrame({"curve": f"R = {rtt_s * 1e3:.0f} ms ({what})", "rtt_s": rtt_s, "p": p,
-                                  "rate_bps": eq.tcp_equation_rate_bps(p, rtt_s, SEGMENT_BYTES)}))  # fmt: skip
+        rows.append(
+            pd.DataFrame(
+                {
+                    "curve": f"R = {rtt_s * 1e3:.0f} ms ({what})",
+                    "rtt_s": rtt_s,
+                    "p": p,
+                    "rate_bps": eq.tcp_equation_rate_bps(p, rtt_s, SEGMENT_BYTES),
+                }
+            )
+        )
     return pd.concat(rows, ignore_index=True)
 
 
@@ -250,9 +313,15 @@ def sweep_means(runs: pd.DataFrame, case: str) -> pd.DataFrame:
     if not len(d):
         return pd.DataFrame()
     d = d.assign(ratio=d["dflow_rate_bps"] / d["rival_rate_bps"])
-    return d.groupby("base_period_rtts").agg(ratio=("ratio", "mean"), lo=("ratio", "min"), hi=("ratio", "max"),
-                                             delay=("delay_mean_ms", "mean"), jain=("jain_dflow", "mean"),
-                                             jain_min=("jain_dflow", "min"), dflow=("dflow_rate_bps", "mean"))  # fmt: skip
+    return d.groupby("base_period_rtts").agg(
+        ratio=("ratio", "mean"),
+        lo=("ratio", "min"),
+        hi=("ratio", "max"),
+        delay=("delay_mean_ms", "mean"),
+        jain=("jain_dflow", "mean"),
+        jain_min=("jain_dflow", "min"),
+        dflow=("dflow_rate_bps", "mean"),
+    )
 
 
 def closest(sweep: pd.DataFrame, target: float) -> tuple[float, float]:
@@ -267,8 +336,9 @@ def where_ratio(sweep: pd.DataFrame, target: float) -> str:
     r = sweep["ratio"]
     for a, b in zip(r.index[:-1], r.index[1:]):
         if (r[a] - target) * (r[b] - target) <= 0:
-            return (f"between {a:g} and {b:g} RTTs (ratios {r[a]:.2f} and {r[b]:.2f}; a base that forgets the empty "
-                    f"queue after {a * LOADED_RTT_S:.0f}–{b * LOADED_RTT_S:.0f} s)")  # fmt: skip
+            return (
+                f"between {a:g} and {b:g} RTTs (ratios {r[a]:.2f} and {r[b]:.2f}; a base that forgets the empty "
+                f"queue after {a * LOADED_RTT_S:.0f}–{b * LOADED_RTT_S:.0f} s)"
+            )
     bp, v = closest(sweep, target)
     return f"nowhere on this grid (closest: {v:.2f} at {bp:g} RTTs)"
-

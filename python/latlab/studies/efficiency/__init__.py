@@ -34,17 +34,45 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from latlab.studies.efficiency.cases import (FULL, NOTE_SIZES, PROFILES, QUICK, REFERENCE_SIZE, SEED, Settings,
-                                             run_scenarios)
-from latlab.studies.efficiency.metrics import (loaded_check, lossless_check, monte_carlo, options_table,
-                                               simulate_loaded_rtt)
+from latlab.studies.efficiency.cases import (
+    FULL,
+    NOTE_SIZES,
+    PROFILES,
+    QUICK,
+    REFERENCE_SIZE,
+    SEED,
+    Settings,
+    run_scenarios,
+)
+from latlab.studies.efficiency.metrics import (
+    loaded_check,
+    lossless_check,
+    monte_carlo,
+    options_table,
+    simulate_loaded_rtt,
+)
 
 NAME = "efficiency"
 DESCRIPTION = "Short-flow TCP protocol efficiency in 3.5G vs 4G: latency model, Monte-Carlo, simulator cross-check"
 
-__all__ = ["NAME", "DESCRIPTION", "FULL", "QUICK", "NOTE_SIZES", "PROFILES", "REFERENCE_SIZE", "SEED", "Settings",
-           "run_scenarios", "simulate_loaded_rtt", "monte_carlo", "options_table", "lossless_check", "loaded_check",
-           "reproduce"]  # fmt: skip
+__all__ = [
+    "NAME",
+    "DESCRIPTION",
+    "FULL",
+    "QUICK",
+    "NOTE_SIZES",
+    "PROFILES",
+    "REFERENCE_SIZE",
+    "SEED",
+    "Settings",
+    "run_scenarios",
+    "simulate_loaded_rtt",
+    "monte_carlo",
+    "options_table",
+    "lossless_check",
+    "loaded_check",
+    "reproduce",
+]
 
 
 def reproduce(outdir: Path, quick: bool = False, jobs: int | None = None) -> Path:
@@ -65,9 +93,18 @@ def reproduce(outdir: Path, quick: bool = False, jobs: int | None = None) -> Pat
     check = lossless_check(loaded["profiles"], settings, jobs, outdir / "runs" / "lossless-check")
     lcheck = loaded_check(loaded, settings, jobs, outdir / "runs" / "loaded-check")
 
-    samples = pd.concat([pd.DataFrame({"profile": k, "rtt_s": v}) for k, v in loaded["samples"].items()], ignore_index=True)
-    for table, name in ((curves, "efficiency"), (options, "options"), (check, "crosscheck"), (lcheck, "loaded_check"),
-                        (samples, "loaded_rtt_samples"), (loaded["runs"], "loaded_rtt_runs")):  # fmt: skip
+    samples = pd.concat(
+        [pd.DataFrame({"profile": k, "rtt_s": v}) for k, v in loaded["samples"].items()],
+        ignore_index=True,
+    )
+    for table, name in (
+        (curves, "efficiency"),
+        (options, "options"),
+        (check, "crosscheck"),
+        (lcheck, "loaded_check"),
+        (samples, "loaded_rtt_samples"),
+        (loaded["runs"], "loaded_rtt_runs"),
+    ):
         frames_mod.write_parquet(table, outdir / f"{name}.parquet")
 
     rng = np.random.default_rng(SEED)
@@ -82,4 +119,3 @@ def reproduce(outdir: Path, quick: bool = False, jobs: int | None = None) -> Pat
     report = outdir / "report.md"
     write_text(report, render(settings, quick, loaded, curves, options, check, lcheck))
     return report
-

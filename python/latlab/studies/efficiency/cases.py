@@ -32,17 +32,34 @@ class Settings:
     loaded_check_per_decade: int
 
 
-FULL = Settings(per_decade=10, n_samples=1_000_000, loaded_runs=12, loaded_probes=400, loaded_duration_s=70.0,
-                check_per_decade=10, loaded_check_seeds=8, loaded_check_per_decade=5)  # fmt: skip
-QUICK = Settings(per_decade=4, n_samples=100_000, loaded_runs=3, loaded_probes=200, loaded_duration_s=40.0,
-                 check_per_decade=4, loaded_check_seeds=2, loaded_check_per_decade=2)  # fmt: skip
+FULL = Settings(
+    per_decade=10,
+    n_samples=1_000_000,
+    loaded_runs=12,
+    loaded_probes=400,
+    loaded_duration_s=70.0,
+    check_per_decade=10,
+    loaded_check_seeds=8,
+    loaded_check_per_decade=5,
+)
+QUICK = Settings(
+    per_decade=4,
+    n_samples=100_000,
+    loaded_runs=3,
+    loaded_probes=200,
+    loaded_duration_s=40.0,
+    check_per_decade=4,
+    loaded_check_seeds=2,
+    loaded_check_per_decade=2,
+)
 
 
 # ----- running simulations -------------------------------------------------
 
 
-def run_scenarios(scenarios: Sequence[dict[str, Any]], jobs: int | None = None,
-                  rundir: Path | None = None) -> list[pd.DataFrame]:  # fmt: skip
+def run_scenarios(
+    scenarios: Sequence[dict[str, Any]], jobs: int | None = None, rundir: Path | None = None
+) -> list[pd.DataFrame]:
     """Run scenarios (dicts) on latlab's sweep runner; return their flows tables, in order.
 
     ``jobs`` worker processes (default: all cores). With ``rundir`` the runs
@@ -58,5 +75,3 @@ def run_scenarios(scenarios: Sequence[dict[str, Any]], jobs: int | None = None,
         return [r.flows for r in run_all(scenarios, rundir, jobs=jobs, progress=False)]
     with tempfile.TemporaryDirectory(prefix="latlab-efficiency-") as tmp:
         return [r.flows for r in run_all(scenarios, tmp, jobs=jobs, progress=False)]
-
-

@@ -10,7 +10,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from latlab.studies.efficiency.cases import NOTE_SIZES, PROFILES, REFERENCE_SIZE, SEED, Settings, run_scenarios
+from latlab.studies.efficiency.cases import (
+    NOTE_SIZES,
+    PROFILES,
+    REFERENCE_SIZE,
+    SEED,
+    Settings,
+    run_scenarios,
+)
 
 
 def simulate_loaded_rtt(settings: Settings, jobs: int | None, outdir: Path) -> dict[str, Any]:
@@ -18,20 +25,36 @@ def simulate_loaded_rtt(settings: Settings, jobs: int | None, outdir: Path) -> d
     from latlab.models import loaded_rtt, profiles
 
     out: dict[str, Any] = {"profiles": {}, "samples": {}, "runs": []}
-    plans = {name: loaded_rtt.plan(profiles.load(name), settings.loaded_runs, seed=SEED, probes=settings.loaded_probes,
-                                   duration_s=settings.loaded_duration_s) for name in PROFILES}  # fmt: skip
+    plans = {
+        name: loaded_rtt.plan(
+            profiles.load(name),
+            settings.loaded_runs,
+            seed=SEED,
+            probes=settings.loaded_probes,
+            duration_s=settings.loaded_duration_s,
+        )
+        for name in PROFILES
+    }
     everything = [r for name in PROFILES for r in plans[name]]
-    tables = iter(run_scenarios([loaded_rtt.scenario(r) for r in everything], jobs, outdir / "runs" / "loaded-rtt"))
+    tables = iter(
+        run_scenarios(
+            [loaded_rtt.scenario(r) for r in everything], jobs, outdir / "runs" / "loaded-rtt"
+        )
+    )
     for name in PROFILES:
         base = profiles.load(name)
         runs = plans[name]
-        samples, summary = loaded_rtt.simulate(runs, run_many=lambda scs: [next(tables) for _ in scs])
+        samples, summary = loaded_rtt.simulate(
+            runs, run_many=lambda scs: [next(tables) for _ in scs]
+        )
         text = loaded_rtt.variant_toml(base, samples, summary)
         path = outdir / "profiles" / f"{name}{profiles.LOADED_SUFFIX}.toml"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         info = dict(tomllib.loads(text)["simulation"])
-        out["profiles"][name] = base.with_(loaded_rtt_ms=loaded_rtt.distribution(samples), loaded_info=info)
+        out["profiles"][name] = base.with_(
+            loaded_rtt_ms=loaded_rtt.distribution(samples), loaded_info=info
+        )
         out["samples"][name] = samples
         out["runs"].append(summary.assign(profile=name))
     out["runs"] = pd.concat(out["runs"], ignore_index=True)
@@ -49,8 +72,14 @@ def monte_carlo(loaded_profiles: dict[str, Any], settings: Settings) -> pd.DataF
         prof = loaded_profiles[name]
         for n_flows in (1, 2):
             for variant in ("published", "exact"):
-                df = montecarlo.efficiency_vs_size(prof, grid, n_flows=n_flows, n_samples=settings.n_samples,
-                                                   options=montecarlo.ModelOptions(variant=variant), seed=SEED)  # fmt: skip
+                df = montecarlo.efficiency_vs_size(
+                    prof,
+                    grid,
+                    n_flows=n_flows,
+                    n_samples=settings.n_samples,
+                    options=montecarlo.ModelOptions(variant=variant),
+                    seed=SEED,
+                )
                 frames.append(df.assign(profile=name, n_flows=n_flows, variant=variant))
     return pd.concat(frames, ignore_index=True)
 
@@ -68,8 +97,16 @@ def options_table(loaded_profiles: dict[str, Any], settings: Settings) -> pd.Dat
         ("IW 100", montecarlo.ModelOptions(iw=100), {}),
         ("TCP Fast Open, IW 10", montecarlo.ModelOptions(tfo=True), {}),
         ("TFO + IW 30", montecarlo.ModelOptions(tfo=True, iw=30), {}),
-        ("delayed ACK (2 segments, 40 ms)", montecarlo.ModelOptions(delayed_ack=latency.DelayedAck()), {}),
-        ("C drawn from the whole throughput distribution", montecarlo.ModelOptions(), {"capacity": "sampled"}),
+        (
+            "delayed ACK (2 segments, 40 ms)",
+            montecarlo.ModelOptions(delayed_ack=latency.DelayedAck()),
+            {},
+        ),
+        (
+            "C drawn from the whole throughput distribution",
+            montecarlo.ModelOptions(),
+            {"capacity": "sampled"},
+        ),
     ]
     rows = []
     n = min(settings.n_samples, 200_000)
@@ -79,49 +116,87 @@ def options_table(loaded_profiles: dict[str, Any], settings: Settings) -> pd.Dat
             prof = base.with_(**changes) if changes else base
             df = montecarlo.efficiency_vs_size(prof, sizes, n_samples=n, options=options, seed=SEED)
             for _, row in df.iterrows():
-                rows.append({"profile": name, "case": label, "size_bytes": int(row["size_bytes"]), "mean": row["mean"],
-                             "p50": row["p50"]})  # fmt: skip
+                rows.append(
+                    {
+                        "profile": name,
+                        "case": label,
+                        "size_bytes": int(row["size_bytes"]),
+                        "mean": row["mean"],
+                        "p50": row["p50"],
+                    }
+                )
     return pd.DataFrame(rows)
 
 
-def lossless_check(loaded_profiles: dict[str, Any], settings: Settings, jobs: int | None,
-                   rundir: Path | None = None) -> pd.DataFrame:  # fmt: skip
+def lossless_check(
+    loaded_profiles: dict[str, Any],
+    settings: Settings,
+    jobs: int | None,
+    rundir: Path | None = None,
+) -> pd.DataFrame:
     """Stage 4: finite flows over a lossless link vs the model, with and without delayed ACKs."""
     from latlab.models import latency, montecarlo, simcheck
 
     grid = montecarlo.size_grid(per_decade=settings.check_per_decade)
     specs = [(name, dack) for name in PROFILES for dack in (False, True)]
     typical = {name: loaded_profiles[name].typical() for name in PROFILES}
-    scenarios = [simcheck.lossless_scenario(grid, *typical[name], delayed_ack=dack,
-                                            name=f"fct-{name}-{'delack' if dack else 'plain'}")
-                 for name, dack in specs]  # fmt: skip
+    scenarios = [
+        simcheck.lossless_scenario(
+            grid,
+            *typical[name],
+            delayed_ack=dack,
+            name=f"fct-{name}-{'delack' if dack else 'plain'}",
+        )
+        for name, dack in specs
+    ]
     frames = []
     for (name, dack), flows in zip(specs, run_scenarios(scenarios, jobs, rundir)):
         c, r = typical[name]
         ct = simcheck.completion_times(flows)
         sizes = ct["size_bytes"].to_numpy()
-        frames.append(pd.DataFrame({
-            "profile": name, "delayed_ack": dack, "capacity_bps": c, "rtt_s": r, "size_bytes": sizes,
-            "sim_s": ct["fct_s"].to_numpy(), "retransmitted_segments": ct["retransmitted_segments"].to_numpy(),
-            "exact_s": simcheck.model_fct_s(sizes, c, r),
-            "published_s": simcheck.model_fct_s(sizes, c, r, variant="published"),
-            "delack_model_s": simcheck.model_fct_s(sizes, c, r, delayed_ack=latency.DelayedAck()),
-            "tolerance_s": simcheck.tolerance_s(c),
-        }))  # fmt: skip
+        frames.append(
+            pd.DataFrame(
+                {
+                    "profile": name,
+                    "delayed_ack": dack,
+                    "capacity_bps": c,
+                    "rtt_s": r,
+                    "size_bytes": sizes,
+                    "sim_s": ct["fct_s"].to_numpy(),
+                    "retransmitted_segments": ct["retransmitted_segments"].to_numpy(),
+                    "exact_s": simcheck.model_fct_s(sizes, c, r),
+                    "published_s": simcheck.model_fct_s(sizes, c, r, variant="published"),
+                    "delack_model_s": simcheck.model_fct_s(
+                        sizes, c, r, delayed_ack=latency.DelayedAck()
+                    ),
+                    "tolerance_s": simcheck.tolerance_s(c),
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True)
 
 
-def loaded_check(loaded: dict[str, Any], settings: Settings, jobs: int | None,
-                 rundir: Path | None = None) -> pd.DataFrame:  # fmt: skip
+def loaded_check(
+    loaded: dict[str, Any], settings: Settings, jobs: int | None, rundir: Path | None = None
+) -> pd.DataFrame:
     """Stage 5: flows that start while a background flow loads the buffer, vs the lossless model."""
     from latlab.models import montecarlo, simcheck
 
     grid = montecarlo.size_grid(per_decade=settings.loaded_check_per_decade)
-    specs = [(name, seed) for name in PROFILES for seed in range(1, settings.loaded_check_seeds + 1)]
+    specs = [
+        (name, seed) for name in PROFILES for seed in range(1, settings.loaded_check_seeds + 1)
+    ]
     typical = {name: loaded["profiles"][name].typical() for name in PROFILES}
-    scenarios = [simcheck.loaded_scenario(grid, *typical[name], loaded["profiles"][name].buffer_bytes, seed=seed,
-                                          name=f"fct-loaded-{name}-{seed}")
-                 for name, seed in specs]  # fmt: skip
+    scenarios = [
+        simcheck.loaded_scenario(
+            grid,
+            *typical[name],
+            loaded["profiles"][name].buffer_bytes,
+            seed=seed,
+            name=f"fct-loaded-{name}-{seed}",
+        )
+        for name, seed in specs
+    ]
     frames = []
     model_cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for name in PROFILES:
@@ -135,12 +210,22 @@ def loaded_check(loaded: dict[str, Any], settings: Settings, jobs: int | None,
         m_loaded, m_single = model_cache[name]
         lookup = dict(zip(grid.tolist(), range(len(grid))))
         idx = [lookup[int(s)] for s in ct["size_bytes"]]
-        frames.append(ct.assign(profile=name, seed=seed, model_loaded_s=m_loaded[idx], model_unloaded_s=m_single[idx]))
+        frames.append(
+            ct.assign(
+                profile=name,
+                seed=seed,
+                model_loaded_s=m_loaded[idx],
+                model_unloaded_s=m_single[idx],
+            )
+        )
     return pd.concat(frames, ignore_index=True)
-
 
 
 def at_size(curves: pd.DataFrame, profile: str, n_flows: int, variant: str, size: int) -> pd.Series:
     """The curve's row nearest to ``size`` for one profile, flow count and formula variant."""
-    sel = curves[(curves["profile"] == profile) & (curves["n_flows"] == n_flows) & (curves["variant"] == variant)]
+    sel = curves[
+        (curves["profile"] == profile)
+        & (curves["n_flows"] == n_flows)
+        & (curves["variant"] == variant)
+    ]
     return sel.iloc[int(np.argmin(np.abs(sel["size_bytes"].to_numpy() - size)))]

@@ -11,12 +11,27 @@ from __future__ import annotations
 
 from latlab.studies._verdict import Paper, Reference
 
-PAPER = Paper(authors="J. Garcia, S. Alfredsson, A. Brunstrom",
-              title="A Measurement Based Study of TCP Protocol Efficiency in Cellular Networks",
-              venue="WiOpt 2014")  # fmt: skip
+PAPER = Paper(
+    authors="J. Garcia, S. Alfredsson, A. Brunstrom",
+    title="A Measurement Based Study of TCP Protocol Efficiency in Cellular Networks",
+    venue="WiOpt 2014",
+)
 
-REFERENCES: dict[str, Reference] = {r.key: r for r in (
-    Reference("single_flow_order", "Short-flow efficiency, single flow, 4G against 3.5G", words="lower for 4G"),
-    Reference("loaded_rtt_35g", "3.5G handshake RTT with one background flow", words="shifts right and widens"),
-    Reference("loaded_rtt_4g", "4G handshake RTT with one background flow", words="barely changes"),
-)}  # fmt: skip
+REFERENCES: dict[str, Reference] = {
+    r.key: r
+    for r in (
+        Reference(
+            "single_flow_order",
+            "Short-flow efficiency, single flow, 4G against 3.5G",
+            words="lower for 4G",
+        ),
+        Reference(
+            "loaded_rtt_35g",
+            "3.5G handshake RTT with one background flow",
+            words="shifts right and widens",
+        ),
+        Reference(
+            "loaded_rtt_4g", "4G handshake RTT with one background flow", words="barely changes"
+        ),
+    )
+}

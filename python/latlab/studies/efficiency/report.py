@@ -20,6 +20,7 @@ from latlab.studies.efficiency.cases import NOTE_SIZES, PROFILES, REFERENCE_SIZE
 from latlab.studies.efficiency.metrics import at_size
 from latlab.studies.efficiency.references import PAPER, REFERENCES
 
+
 def _pct(x: float) -> str:
     return f"{100 * x:.1f} %"
 
@@ -37,15 +38,28 @@ def _verdicts(curves: pd.DataFrame, loaded: dict[str, Any]) -> dict[str, Verdict
     """Every verdict of the study, by reference key."""
     from latlab.models import profiles
 
-    unloaded = {n: tuple(float(profiles.load(n).rtt_ms.quantile(q)[0]) for q in (0.05, 0.5, 0.95)) for n in PROFILES}
-    sampled = {n: tuple(float(v) for v in np.percentile(loaded["samples"][n] * 1e3, [5, 50, 95])) for n in PROFILES}
+    unloaded = {
+        n: tuple(float(profiles.load(n).rtt_ms.quantile(q)[0]) for q in (0.05, 0.5, 0.95))
+        for n in PROFILES
+    }
+    sampled = {
+        n: tuple(float(v) for v in np.percentile(loaded["samples"][n] * 1e3, [5, 50, 95]))
+        for n in PROFILES
+    }
     out = {"single_flow_order": judge.single_flow_order(curves, _size)}
     out.update(judge.loaded_rtt(unloaded, sampled))
     return out
 
 
-def render(settings: Settings, quick: bool, loaded: dict[str, Any], curves: pd.DataFrame, options: pd.DataFrame,
-            check: pd.DataFrame, lcheck: pd.DataFrame) -> str:  # fmt: skip
+def render(
+    settings: Settings,
+    quick: bool,
+    loaded: dict[str, Any],
+    curves: pd.DataFrame,
+    options: pd.DataFrame,
+    check: pd.DataFrame,
+    lcheck: pd.DataFrame,
+) -> str:
     from latlab.models import latency, loaded_rtt, profiles
 
     profs = loaded["profiles"]
@@ -54,84 +68,151 @@ def render(settings: Settings, quick: bool, loaded: dict[str, Any], curves: pd.D
     out: list[str] = []
     add = out.append
     add("# Short-flow protocol efficiency in 3.5G and 4G networks\n")
-    add(f"Reproduction of the cellular efficiency study ({PAPER.citation()}). The model and its inputs are described "
+    add(
+        f"Reproduction of the cellular efficiency study ({PAPER.citation()}). The model and its inputs are described "
         "in latlab's notes [latency model](../models/latency-model.md) and [TCP](../models/tcp.md). "
-        + ("**Quick run** (`--quick`): fewer draws, a coarser grid and fewer simulations than the full "
-           "reproduction, so its numbers differ from the full run's.\n" if quick else
-           "Full run: `latlab reproduce efficiency`.\n"))
-    add("**The study's findings, the reference points** (its figures are plots; no efficiency numbers are quoted "
+        + (
+            "**Quick run** (`--quick`): fewer draws, a coarser grid and fewer simulations than the full "
+            "reproduction, so its numbers differ from the full run's.\n"
+            if quick
+            else "Full run: `latlab reproduce efficiency`.\n"
+        )
+    )
+    add(
+        "**The study's findings, the reference points** (its figures are plots; no efficiency numbers are quoted "
         "from it, so the comparison is qualitative): "
-        + "; ".join(f"{r.quantity.lower()}: {r.text()}" for r in REFERENCES.values()) + ".\n")
-    add("| reference | study | latlab | rule | verdict |\n|---|---|---|---|---|\n"
-        + "\n".join(f"| {v.reference.quantity} | {v.reference.text()} | {v.measured} | {v.rule} | {v.label()} |"
-                    for v in vs.values()) + "\n")
+        + "; ".join(f"{r.quantity.lower()}: {r.text()}" for r in REFERENCES.values())
+        + ".\n"
+    )
+    add(
+        "| reference | study | latlab | rule | verdict |\n|---|---|---|---|---|\n"
+        + "\n".join(
+            f"| {v.reference.quantity} | {v.reference.text()} | {v.measured} | {v.rule} | {v.label()} |"
+            for v in vs.values()
+        )
+        + "\n"
+    )
 
     # -- inputs
     add("## Inputs\n")
-    add("Protocol efficiency E = L_O / L_S: the ideal time L_O = R + O/C (one RTT of set-up, then the full capacity "
+    add(
+        "Protocol efficiency E = L_O / L_S: the ideal time L_O = R + O/C (one RTT of set-up, then the full capacity "
         "at once) over the completion time L_S of a TCP flow of O bits (handshake included), both for the same "
         "capacity C and RTT R. With one background flow (N = 2 flows) the new flow gets C/2 and sees the loaded RTT "
         "R_S, the ideal gets C/2 at once with the unloaded R_O: L_O = R_O + 2·O/C. (The study writes the ideal as "
         "R_O + (O/C)/N; latlab reads it as the time at the flow's fair share, O/(C/N), since sharing cannot make a "
-        "transfer faster.)\n")
+        "transfer faster.)\n"
+    )
     rows = []
     for n in ("3G",) + PROFILES:
         p = profiles.load(n)
-        rows.append([n, p.throughput_kbps.describe(), p.rtt_ms.describe(), p.capacity_description()])
+        rows.append(
+            [n, p.throughput_kbps.describe(), p.rtt_ms.describe(), p.capacity_description()]
+        )
     add("Network profiles (`latlab/data/profiles/*.toml`), the study's Table I (kbit/s and ms):\n")
-    add(_table(["profile", "TCP downlink throughput (kbit/s)", "handshake RTT (ms)", "capacity C in the model"], rows))
-    add("\n* **C.** The downlink throughput percentiles mix short and long flows; the 95th percentile stands for the "
+    add(
+        _table(
+            [
+                "profile",
+                "TCP downlink throughput (kbit/s)",
+                "handshake RTT (ms)",
+                "capacity C in the model",
+            ],
+            rows,
+        )
+    )
+    add(
+        "\n* **C.** The downlink throughput percentiles mix short and long flows; the 95th percentile stands for the "
         "long-flow throughput, which the study used as the capacity C. The built-in profiles therefore fix C at the "
-        "95th percentile; the options table below shows the effect of drawing C from the whole distribution instead.")
-    add("* **Interpolation.** Between two given percentiles log(value) is linear in the normal score Φ⁻¹(p) (a "
+        "95th percentile; the options table below shows the effect of drawing C from the whole distribution instead."
+    )
+    add(
+        "* **Interpolation.** Between two given percentiles log(value) is linear in the normal score Φ⁻¹(p) (a "
         "log-normal through the two points); beyond the outermost percentiles the value is held (no invented tails). "
-        "A draw is z ~ N(0, 1) through that quantile function; C and R are drawn independently.")
-    add("* **Units.** Measured throughput is goodput, so the Monte-Carlo runs in payload units: S = 1448 B "
-        "(MSS with timestamps), O = flow size, IW 10 (the study's settings). Sizes are decimal (1 KB = 1000 B).")
-    add(f"* **Draws.** {settings.n_samples:,} draws per profile and case, the same draws for every flow size; "
-        f"{settings.per_decade} sizes per decade from 1 KB to 10 MB, plus the study's 320 KiB reference flow.\n")
+        "A draw is z ~ N(0, 1) through that quantile function; C and R are drawn independently."
+    )
+    add(
+        "* **Units.** Measured throughput is goodput, so the Monte-Carlo runs in payload units: S = 1448 B "
+        "(MSS with timestamps), O = flow size, IW 10 (the study's settings). Sizes are decimal (1 KB = 1000 B)."
+    )
+    add(
+        f"* **Draws.** {settings.n_samples:,} draws per profile and case, the same draws for every flow size; "
+        f"{settings.per_decade} sizes per decade from 1 KB to 10 MB, plus the study's 320 KiB reference flow.\n"
+    )
 
     add("### The loaded RTT (one background flow), from latlab's simulator\n")
-    add("The study measured the handshake RTT of new flows while a background flow ran, but printed no numbers. "
+    add(
+        "The study measured the handshake RTT of new flows while a background flow ran, but printed no numbers. "
         "latlab simulates it (`latlab.models.loaded_rtt`): one per-user bottleneck link of rate C and one-way delay "
         "R_O/2 (R_O from a stratum of the unloaded RTT distribution), a DropTail buffer, one long CUBIC flow (linux "
         "preset) from time 0, and one-segment probe flows (delayed ACK off) at uniformly random times after a 10 s "
-        "warm-up; each probe's handshake RTT is one sample.\n")
-    add("**Buffer assumptions.** The study attributes the loaded 3.5G RTT to a bloated shared per-user buffer, and "
-        "saw 4G barely change:\n")
+        "warm-up; each probe's handshake RTT is one sample.\n"
+    )
+    add(
+        "**Buffer assumptions.** The study attributes the loaded 3.5G RTT to a bloated shared per-user buffer, and "
+        "saw 4G barely change:\n"
+    )
     rows = []
     for n in PROFILES:
         c, _ = profs[n].typical()
         b = profs[n].buffer_bytes or 0
-        rows.append([n, f"{b / 1000:.0f} kB ({b / 1500:.0f} full packets)", f"{b * 8 / c * 1e3:.0f} ms at C"])
+        rows.append(
+            [
+                n,
+                f"{b / 1000:.0f} kB ({b / 1500:.0f} full packets)",
+                f"{b * 8 / c * 1e3:.0f} ms at C",
+            ]
+        )
     add(_table(["profile", "per-user buffer", "queueing delay when full"], rows))
     buf = {n: (profs[n].buffer_bytes or 0) / 1000 for n in PROFILES}
-    add(f"\n3.5G: {buf['3.5G']:.0f} kB sits in the several-hundred-kilobyte range reported for HSPA per-user (RLC/RNC) "
+    add(
+        f"\n3.5G: {buf['3.5G']:.0f} kB sits in the several-hundred-kilobyte range reported for HSPA per-user (RLC/RNC) "
         f"queues; 4G: {buf['4G']:.0f} kB, a short standing queue, as LTE per-bearer queues with discard timers keep "
         "it. Both are assumptions; they are stored in the profile files (`[bottleneck] buffer_bytes`) and can be "
-        "changed there.\n")
+        "changed there.\n"
+    )
     rows = []
     for n in PROFILES:
         s = loaded["samples"][n] * 1e3
         unl = base[n].rtt_ms
         runs = loaded["runs"][loaded["runs"]["profile"] == n]
-        rows.append([n, f"{float(unl.quantile(0.05)[0]):.0f} / {float(unl.quantile(0.5)[0]):.0f} / "
-                        f"{float(unl.quantile(0.95)[0]):.0f}",
-                     " / ".join(f"{v:.0f}" for v in np.percentile(s, [5, 50, 95])),
-                     f"{len(runs)} runs, {s.size} probes ({int(runs['excluded'].sum())} left out)",
-                     f"{runs['background_goodput_bps'].mean() / 1e6:.1f} Mbit/s"])  # fmt: skip
-    add(_table(["profile", "unloaded RTT p5/p50/p95 (ms)", "loaded RTT p5/p50/p95 (ms)", "samples",
-                "background flow goodput"], rows))  # fmt: skip
+        rows.append(
+            [
+                n,
+                f"{float(unl.quantile(0.05)[0]):.0f} / {float(unl.quantile(0.5)[0]):.0f} / "
+                f"{float(unl.quantile(0.95)[0]):.0f}",
+                " / ".join(f"{v:.0f}" for v in np.percentile(s, [5, 50, 95])),
+                f"{len(runs)} runs, {s.size} probes ({int(runs['excluded'].sum())} left out)",
+                f"{runs['background_goodput_bps'].mean() / 1e6:.1f} Mbit/s",
+            ]
+        )
+    add(
+        _table(
+            [
+                "profile",
+                "unloaded RTT p5/p50/p95 (ms)",
+                "loaded RTT p5/p50/p95 (ms)",
+                "samples",
+                "background flow goodput",
+            ],
+            rows,
+        )
+    )
     add("\n![loaded RTT](fig_loaded_rtt.png)\n")
-    add(" ".join(vs[k].sentence() for k in ("loaded_rtt_35g", "loaded_rtt_4g") if k in vs) + " The distributions are "
+    add(
+        " ".join(vs[k].sentence() for k in ("loaded_rtt_35g", "loaded_rtt_4g") if k in vs)
+        + " The distributions are "
         f"written as profile variants (`profiles/<name>{profiles.LOADED_SUFFIX}.toml` in the output folder; the files "
         f"shipped in `latlab/data/profiles/` come from the full run). Probes that lost a packet, timed out or took longer "
-        f"than the initial RTO are left out (method: {loaded['runs']['method'].iloc[0]}).\n")
+        f"than the initial RTO are left out (method: {loaded['runs']['method'].iloc[0]}).\n"
+    )
 
     # -- the study's figures
     add("## The study's figures, as latlab computes them\n")
-    add("Solid lines: mean efficiency with the study's published formula; shaded: 5–95 % of the draws; dashed: "
-        "median. Dotted: the mean with latlab's exact model.\n")
+    add(
+        "Solid lines: mean efficiency with the study's published formula; shaded: 5–95 % of the draws; dashed: "
+        "median. Dotted: the mean with latlab's exact model.\n"
+    )
     add("![efficiency, single flow](fig_efficiency_single.png)\n")
     add("![efficiency, one background flow](fig_efficiency_background.png)\n")
     rows = []
@@ -144,62 +225,105 @@ def render(settings: Settings, quick: bool, loaded: dict[str, Any], curves: pd.D
                     cells.append(f"{_pct(r['mean'])} ({_pct(r['p5'])}–{_pct(r['p95'])})")
                 rows.append(cells)
     add("Mean efficiency (5th–95th percentile):\n")
-    add(_table(["profile", "traffic", "formula"] + [_size(s) for s in list(NOTE_SIZES) + [REFERENCE_SIZE]], rows))
+    add(
+        _table(
+            ["profile", "traffic", "formula"]
+            + [_size(s) for s in list(NOTE_SIZES) + [REFERENCE_SIZE]],
+            rows,
+        )
+    )
     add("")
     lo = {}
     for n in PROFILES:
-        sel = curves[(curves["profile"] == n) & (curves["n_flows"] == 1) & (curves["variant"] == "published")]
+        sel = curves[
+            (curves["profile"] == n) & (curves["n_flows"] == 1) & (curves["variant"] == "published")
+        ]
         i = int(np.argmin(sel["mean"].to_numpy()))
         lo[n] = (sel["size_bytes"].iloc[i], sel["mean"].iloc[i])
     bdp = {n: profs[n].typical()[0] * profs[n].typical()[1] / 8e3 for n in PROFILES}
-    add("The minimum of the mean efficiency (published formula, single flow) lies at "
+    add(
+        "The minimum of the mean efficiency (published formula, single flow) lies at "
         + ", ".join(f"{_size(lo[n][0])} for {n} ({_pct(lo[n][1])})" for n in PROFILES)
         + ": flows of that size spend most rounds idle in slow start, waiting for ACKs while the window is below "
-          "the bandwidth-delay product. The bandwidth-delay products are C·R ≈ "
+        "the bandwidth-delay product. The bandwidth-delay products are C·R ≈ "
         + ", ".join(f"{bdp[n]:.0f} kB for {n}" for n in PROFILES)
-        + "; the larger one costs more idle rounds. " + vs["single_flow_order"].sentence() + "\n")
+        + "; the larger one costs more idle rounds. "
+        + vs["single_flow_order"].sentence()
+        + "\n"
+    )
 
     # -- cross-check
     add("## Cross-check: the exact model against the packet simulator\n")
     plain = check[~check["delayed_ack"]]
-    add("Finite flows over a lossless link in latlab's packet simulator: a custom two-node topology per flow size "
-        "(link rate C, delay R/2 each way, a buffer that never fills), \"linux\" preset (MSS 1448 B + 52 B of "
+    add(
+        "Finite flows over a lossless link in latlab's packet simulator: a custom two-node topology per flow size "
+        '(link rate C, delay R/2 each way, a buffer that never fills), "linux" preset (MSS 1448 B + 52 B of '
         "headers, timestamps), IW 10, delayed ACK off, NewReno (plain slow start; nothing is lost), one flow per "
         "size, all sizes in one run. The model is evaluated in wire units: C = link rate, S = 1500 B, O = payload "
-        "plus 52 B per segment (the last segment counted at its real length). Tolerance: one segment time S/C.\n")
+        "plus 52 B per segment (the last segment counted at its real length). Tolerance: one segment time S/C.\n"
+    )
     rows = []
     for n in PROFILES:
         d = plain[plain["profile"] == n]
         dev = (d["sim_s"] - d["exact_s"]) / d["tolerance_s"]
         pub = d["published_s"] / d["sim_s"] - 1
         k1 = d[d["size_bytes"] <= 10 * 1448]
-        rows.append([n, f"{d['capacity_bps'].iloc[0] / 1e6:.4g} Mbit/s, {d['rtt_s'].iloc[0] * 1e3:.3g} ms",
-                     f"{d['tolerance_s'].iloc[0] * 1e3:.3f} ms", len(d),
-                     f"{np.abs(dev).max():.3f} S/C", "yes" if bool((np.abs(dev) <= 1).all()) else "**no**",
-                     f"+{1e3 * (k1['published_s'] - k1['sim_s']).mean():.1f} ms (+{_pct((k1['published_s'] / k1['sim_s'] - 1).mean())})",
-                     f"{_pct(pub.max())} at {_size(d['size_bytes'].iloc[int(np.argmax(pub.to_numpy()))])}",
-                     f"{_pct(pub.abs().median())}"])  # fmt: skip
-    add(_table(["profile", "C, R", "S/C", "sizes", "max abs(sim − exact)", "within S/C",
-                "published − sim, flows within IW", "published, largest error", "published, median abs error"],
-               rows))  # fmt: skip
+        rows.append(
+            [
+                n,
+                f"{d['capacity_bps'].iloc[0] / 1e6:.4g} Mbit/s, {d['rtt_s'].iloc[0] * 1e3:.3g} ms",
+                f"{d['tolerance_s'].iloc[0] * 1e3:.3f} ms",
+                len(d),
+                f"{np.abs(dev).max():.3f} S/C",
+                "yes" if bool((np.abs(dev) <= 1).all()) else "**no**",
+                f"+{1e3 * (k1['published_s'] - k1['sim_s']).mean():.1f} ms (+{_pct((k1['published_s'] / k1['sim_s'] - 1).mean())})",
+                f"{_pct(pub.max())} at {_size(d['size_bytes'].iloc[int(np.argmax(pub.to_numpy()))])}",
+                f"{_pct(pub.abs().median())}",
+            ]
+        )
+    add(
+        _table(
+            [
+                "profile",
+                "C, R",
+                "S/C",
+                "sizes",
+                "max abs(sim − exact)",
+                "within S/C",
+                "published − sim, flows within IW",
+                "published, largest error",
+                "published, median abs error",
+            ],
+            rows,
+        )
+    )
     add("\n![cross-check](fig_crosscheck.png)\n")
-    k1_over = [float((d["published_s"] / d["sim_s"] - 1)[d["size_bytes"] <= 10 * 1448].mean())
-               for d in (plain[plain["profile"] == n] for n in PROFILES)]
+    k1_over = [
+        float((d["published_s"] / d["sim_s"] - 1)[d["size_bytes"] <= 10 * 1448].mean())
+        for d in (plain[plain["profile"] == n] for n in PROFILES)
+    ]
     same_from = []
     for n in PROFILES:
         d = plain[plain["profile"] == n].sort_values("size_bytes")
         differs = np.abs(d["published_s"].to_numpy() / d["exact_s"].to_numpy() - 1) > 1e-9
         last = int(np.nonzero(differs)[0].max()) if differs.any() else -1
-        same_from.append(f"{_size(d['size_bytes'].iloc[last + 1])} for {n}" if last + 1 < len(d) else f"never for {n}")
+        same_from.append(
+            f"{_size(d['size_bytes'].iloc[last + 1])} for {n}"
+            if last + 1 < len(d)
+            else f"never for {n}"
+        )
     worst_dev = float(np.abs((plain["sim_s"] - plain["exact_s"]) / plain["tolerance_s"]).max())
-    add(f"The exact model and the simulator are at most {worst_dev:.2f} segment times apart on the grid "
+    add(
+        f"The exact model and the simulator are at most {worst_dev:.2f} segment times apart on the grid "
         "(the remainder is the SYN and ACK serialisation). The published formula departs in two ways: for a flow "
         "that fits in the initial window it adds one idle round, R + S/C − I·S/C (close to one RTT), so it "
         f"overestimates the completion time of flows up to {10 * 1448 / 1e3:.1f} kB (the initial window) by "
         f"{_pct(min(k1_over))}–{_pct(max(k1_over))} (mean per profile); and, with log2(1 + x) instead of "
         "log2 x and an idle round counted after the last window, it charges mid-sized flows one round too many "
         "whenever their last window still leaves the link idle. It coincides with the exact model from "
-        + ", ".join(same_from) + " on this grid, where slow start has filled the pipe before the last window.\n")
+        + ", ".join(same_from)
+        + " on this grid, where slow start has filled the pipe before the last window.\n"
+    )
 
     # -- accuracy
     add("## What delayed ACKs and a loaded buffer do to the model's accuracy\n")
@@ -209,102 +333,163 @@ def render(settings: Settings, quick: bool, loaded: dict[str, Any], curves: pd.D
         r_exact = d["sim_s"] / d["exact_s"]
         r_dack = d["sim_s"] / d["delack_model_s"]
         ld = lcheck[lcheck["profile"] == n]
-        agg = ld.groupby("size_bytes").agg(sim=("fct_s", "median"), ml=("model_loaded_s", "first"),
-                                           mu=("model_unloaded_s", "first"),
-                                           lossy=("retransmitted_segments", lambda x: (x > 0).mean())).reset_index()  # fmt: skip
+        agg = (
+            ld.groupby("size_bytes")
+            .agg(
+                sim=("fct_s", "median"),
+                ml=("model_loaded_s", "first"),
+                mu=("model_unloaded_s", "first"),
+                lossy=("retransmitted_segments", lambda x: (x > 0).mean()),
+            )
+            .reset_index()
+        )
         rl, ru = agg["sim"] / agg["ml"], agg["sim"] / agg["mu"]
-        rows.append([n, f"{r_exact.min():.2f}–{r_exact.max():.2f}", f"{r_dack.min():.3f}–{r_dack.max():.3f}",
-                     f"{rl.min():.2f}–{rl.max():.2f} (median {rl.median():.2f})",
-                     f"{ru.min():.2f}–{ru.max():.2f}", _pct(float((ld['retransmitted_segments'] > 0).mean()))])  # fmt: skip
-    add(_table(["profile", "delayed ACK: sim / exact model", "delayed ACK: sim / delayed-ACK model",
-                "loaded buffer: sim / model (C/2, R_S)", "loaded buffer: sim / single-flow model",
-                "loaded: flows with losses"], rows))  # fmt: skip
+        rows.append(
+            [
+                n,
+                f"{r_exact.min():.2f}–{r_exact.max():.2f}",
+                f"{r_dack.min():.3f}–{r_dack.max():.3f}",
+                f"{rl.min():.2f}–{rl.max():.2f} (median {rl.median():.2f})",
+                f"{ru.min():.2f}–{ru.max():.2f}",
+                _pct(float((ld["retransmitted_segments"] > 0).mean())),
+            ]
+        )
+    add(
+        _table(
+            [
+                "profile",
+                "delayed ACK: sim / exact model",
+                "delayed ACK: sim / delayed-ACK model",
+                "loaded buffer: sim / model (C/2, R_S)",
+                "loaded buffer: sim / single-flow model",
+                "loaded: flows with losses",
+            ],
+            rows,
+        )
+    )
     add("\n![accuracy](fig_accuracy.png)\n")
     dk = check[check["delayed_ack"]]
     worst_exact = float((dk["sim_s"] / dk["exact_s"]).max())
     worst_dack = float(np.abs(dk["sim_s"] / dk["delack_model_s"] - 1).max())
     dack = latency.DelayedAck()
-    add(f"* **Delayed ACKs** (Linux: an ACK every {dack.segments} segments, {dack.timeout_s * 1e3:g} ms timer). Slow "
+    add(
+        f"* **Delayed ACKs** (Linux: an ACK every {dack.segments} segments, {dack.timeout_s * 1e3:g} ms timer). Slow "
         f"start grows by ×1.5 per round instead of ×2, and an odd last segment waits for the timer, so the model "
         f"without delayed ACKs underestimates the completion time by up to {_pct(worst_exact - 1)}: one "
         f"{dack.timeout_s * 1e3:g} ms timer for tiny flows with an odd number of segments, slower window growth for "
         "mid-sized flows. "
         f"latlab's delayed-ACK variant (window +1 segment per ACK, first ACK of a round after 2 segments, ACK "
-        f"pairing followed across rounds) stays within {_pct(worst_dack)} of the simulator on this grid.")
+        f"pairing followed across rounds) stays within {_pct(worst_dack)} of the simulator on this grid."
+    )
     parts = []
     for n in PROFILES:
         ld = lcheck[lcheck["profile"] == n]
-        agg = ld.groupby("size_bytes").agg(sim=("fct_s", "median"), ml=("model_loaded_s", "first")).reset_index()
+        agg = (
+            ld.groupby("size_bytes")
+            .agg(sim=("fct_s", "median"), ml=("model_loaded_s", "first"))
+            .reset_index()
+        )
         ratio = agg["sim"] / agg["ml"]
         small = ratio[agg["size_bytes"] <= 10 * 1448]
         large = ratio[agg["size_bytes"] > 10 * 1448]
-        lossy_small = float((ld.loc[ld["size_bytes"] <= 10 * 1448, "retransmitted_segments"] > 0).mean())
-        lossy_large = float((ld.loc[ld["size_bytes"] > 10 * 1448, "retransmitted_segments"] > 0).mean())
+        lossy_small = float(
+            (ld.loc[ld["size_bytes"] <= 10 * 1448, "retransmitted_segments"] > 0).mean()
+        )
+        lossy_large = float(
+            (ld.loc[ld["size_bytes"] > 10 * 1448, "retransmitted_segments"] > 0).mean()
+        )
         rto = float((ld["timeouts"] > 0).mean())
-        parts.append(f"{n}: flows within the initial window {small.min():.2f}–{small.max():.2f}× the model "
-                     f"({_pct(lossy_small)} of them lost a packet), larger flows {large.min():.2f}–{large.max():.2f}× "
-                     f"(median {large.median():.2f}×; {_pct(lossy_large)} lost packets); {_pct(rto)} of all flows "
-                     f"waited for a retransmission timeout")
-    add(f"* **A loaded buffer.** Each flow starts at a random time after a 10 s warm-up on a bottleneck where a "
+        parts.append(
+            f"{n}: flows within the initial window {small.min():.2f}–{small.max():.2f}× the model "
+            f"({_pct(lossy_small)} of them lost a packet), larger flows {large.min():.2f}–{large.max():.2f}× "
+            f"(median {large.median():.2f}×; {_pct(lossy_large)} lost packets); {_pct(rto)} of all flows "
+            f"waited for a retransmission timeout"
+        )
+    add(
+        f"* **A loaded buffer.** Each flow starts at a random time after a 10 s warm-up on a bottleneck where a "
         f"CUBIC flow keeps the buffer full ({settings.loaded_check_seeds} start times per size; medians). Against "
-        f"the lossless model with the fair share C/2 and the simulated loaded RTT R_S: " + "; ".join(parts) + ". "
+        f"the lossless model with the fair share C/2 and the simulated loaded RTT R_S: "
+        + "; ".join(parts)
+        + ". "
         "Flows within the initial window mostly match the model: the RTT inflation is what hurts them, and the "
         "model has it (the few that lose a packet arrived while the background flow had the buffer full). Flows "
         "that keep growing in slow start overflow the full buffer, lose packets and then recover against a CUBIC "
         "flow that holds most of the buffer. The single-flow model (C, R_O) misses by far more, above all in 3.5G. "
         "With a background flow the lossless model is therefore an optimistic bound: it captures the RTT "
-        "inflation and the shared capacity, not the losses.\n")
+        "inflation and the shared capacity, not the losses.\n"
+    )
 
     # -- options
     add("## Options the study did not have\n")
-    add("Mean efficiency, single flow, exact model unless stated (TFO: data in the SYN, one RTT less; larger IW: "
-        "fewer idle rounds; delayed ACK: slower slow start and ACK timers):\n")
+    add(
+        "Mean efficiency, single flow, exact model unless stated (TFO: data in the SYN, one RTT less; larger IW: "
+        "fewer idle rounds; delayed ACK: slower slow start and ACK timers):\n"
+    )
     sizes = list(NOTE_SIZES) + [REFERENCE_SIZE]
     rows = []
     for n in PROFILES:
         for case in dict.fromkeys(options["case"]):
-            sel = options[(options["profile"] == n) & (options["case"] == case)].set_index("size_bytes")
+            sel = options[(options["profile"] == n) & (options["case"] == case)].set_index(
+                "size_bytes"
+            )
             rows.append([n, case] + [_pct(sel.loc[s, "mean"]) for s in sizes])
     add(_table(["profile", "case"] + [_size(s) for s in sizes], rows))
-    add("\nTFO lifts small flows the most (a flow within the initial window reaches E = 1); a larger initial window "
+    add(
+        "\nTFO lifts small flows the most (a flow within the initial window reaches E = 1); a larger initial window "
         "helps the mid-sized flows where slow start idles; delayed ACKs cost efficiency everywhere below a few "
         "megabytes. Drawing C from the whole throughput distribution (mostly the slow-start-limited short-flow "
         "throughput of the measurement runs) shrinks the bandwidth-delay product and makes both networks look far "
-        "more efficient, which is why the long-flow throughput is the right C.\n")
+        "more efficient, which is why the long-flow throughput is the right C.\n"
+    )
 
     # -- discussion
     add("## Discussion\n")
-    e = {(n, nf, s): _at(curves, n, nf, "published", s)["mean"] for n in PROFILES for nf in (1, 2) for s in NOTE_SIZES}
+    e = {
+        (n, nf, s): _at(curves, n, nf, "published", s)["mean"]
+        for n in PROFILES
+        for nf in (1, 2)
+        for s in NOTE_SIZES
+    }
     small, mid, big = NOTE_SIZES
     lower = {s: e[("4G", 1, s)] < e[("3.5G", 1, s)] for s in NOTE_SIZES}
     add(" ".join(v.sentence() for v in vs.values()) + "\n")
-    add(f"For a single flow, 4G is {'less' if lower[mid] else 'more'} efficient than 3.5G at {_size(mid)} "
+    add(
+        f"For a single flow, 4G is {'less' if lower[mid] else 'more'} efficient than 3.5G at {_size(mid)} "
         f"({_pct(e[('4G', 1, mid)])} against {_pct(e[('3.5G', 1, mid)])}) and {'less' if lower[big] else 'more'} at "
         f"{_size(big)} ({_pct(e[('4G', 1, big)])} against {_pct(e[('3.5G', 1, big)])}): its bandwidth-delay product "
         f"is {bdp['4G'] / bdp['3.5G']:.1f} times 3.5G's, so a flow spends more rounds in slow start below the "
         "capacity, and the faster link makes those idle rounds weigh more against the short ideal transfer time. "
         f"Tiny flows are dominated by the set-up round ({_size(small)}: {_pct(e[('3.5G', 1, small)])} for 3.5G, "
-        f"{_pct(e[('4G', 1, small)])} for 4G).\n")
+        f"{_pct(e[('4G', 1, small)])} for 4G).\n"
+    )
     d35 = {s: e[("3.5G", 2, s)] - e[("3.5G", 1, s)] for s in NOTE_SIZES}
     d4 = {s: e[("4G", 2, s)] - e[("4G", 1, s)] for s in NOTE_SIZES}
     ahead = [s for s in NOTE_SIZES if e[("4G", 2, s)] > e[("3.5G", 2, s)]]
-    add(f"With one background flow 3.5G's efficiency {'falls' if d35[mid] < 0 else 'rises'} "
+    add(
+        f"With one background flow 3.5G's efficiency {'falls' if d35[mid] < 0 else 'rises'} "
         f"({_size(small)}: {_pct(e[('3.5G', 1, small)])} → {_pct(e[('3.5G', 2, small)])}; {_size(mid)}: "
         f"{_pct(e[('3.5G', 1, mid)])} → {_pct(e[('3.5G', 2, mid)])}): the bloated buffer multiplies the RTT a new "
         "flow sees while the ideal protocol is charged the unloaded RTT. 4G's "
         f"{'rises' if d4[mid] > 0 else 'falls'} for mid-sized flows ({_size(mid)}: {_pct(e[('4G', 1, mid)])} → "
         f"{_pct(e[('4G', 2, mid)])}; {_size(big)}: {_pct(e[('4G', 1, big)])} → {_pct(e[('4G', 2, big)])}): its RTT "
         "barely moves and the flow's share C/2 halves the bandwidth-delay product it has to fill. With the "
-        "background flow 4G is " + (f"ahead of 3.5G at {', '.join(_size(s) for s in ahead)}" if ahead else
-                                    "behind 3.5G at every quoted size")
+        "background flow 4G is "
+        + (
+            f"ahead of 3.5G at {', '.join(_size(s) for s in ahead)}"
+            if ahead
+            else "behind 3.5G at every quoted size"
+        )
         + "; the study's findings above do not separate this case, so latlab gives the numbers without a verdict. "
         "How far this holds depends on the per-user buffer assumptions above, and the packet simulations show that "
         "under load the model is optimistic in both networks for flows beyond the initial window (losses in slow "
-        "start against a full buffer).\n")
-    add("The published formula and the exact model differ mostly for small flows (one extra idle round when the "
+        "start against a full buffer).\n"
+    )
+    add(
+        "The published formula and the exact model differ mostly for small flows (one extra idle round when the "
         f"flow fits in the initial window); the packet simulator is within {worst_dev:.2f} segment times of the exact "
         "model. The lossless model is optimistic once the receiver delays ACKs (use the delayed-ACK variant) and "
-        "much more so when the flow has to push into a full buffer, where losses and timeouts dominate.\n")
+        "much more so when the flow has to push into a full buffer, where losses and timeouts dominate.\n"
+    )
 
     # -- closing note
     add("## Closing note: efficiency at 10 KB, 100 KB and 1 MB\n")
@@ -316,18 +501,24 @@ def render(settings: Settings, quick: bool, loaded: dict[str, Any], curves: pd.D
                 pub, ex = _at(curves, n, nf, "published", s), _at(curves, n, nf, "exact", s)
                 cells.append(f"{_pct(pub['mean'])} / {_pct(ex['mean'])}")
             rows.append(cells)
-    add("Mean protocol efficiency, study's published formula / exact model (IW 10, MSS 1448 B, "
-        f"{settings.n_samples:,} draws):\n")
+    add(
+        "Mean protocol efficiency, study's published formula / exact model (IW 10, MSS 1448 B, "
+        f"{settings.n_samples:,} draws):\n"
+    )
     add(_table(["profile", "traffic"] + [_size(s) for s in NOTE_SIZES], rows))
     add("")
     add("## Reproduce\n")
-    add("```sh\nlatlab reproduce efficiency            # full (a few minutes); --quick for a smaller run\n"
+    add(
+        "```sh\nlatlab reproduce efficiency            # full (a few minutes); --quick for a smaller run\n"
         "latlab model efficiency --profile 4G --variant published      # the model on its own\n"
-        "latlab model efficiency --samples my.csv --iw 30 --tfo         # your own measurements\n```\n")
-    add(f"The reproduction writes its data next to the report (the copy under docs/ keeps only the report and "
+        "latlab model efficiency --samples my.csv --iw 30 --tfo         # your own measurements\n```\n"
+    )
+    add(
+        f"The reproduction writes its data next to the report (the copy under docs/ keeps only the report and "
         f"figures): efficiency.parquet (the curves), options.parquet, crosscheck.parquet, loaded_check.parquet, "
         f"loaded_rtt_samples.parquet, loaded_rtt_runs.parquet, and profiles/*-loaded.toml. Seeds are fixed "
         f"(seed {SEED}); the same run gives the same numbers. Code: latlab.models.latency (formulas), "
         f"latlab.models.profiles, latlab.models.montecarlo, {loaded_rtt.__name__}, latlab.models.simcheck and "
-        f"latlab.studies.efficiency (cases, metrics, references, verdicts, report, figures).\n")
+        f"latlab.studies.efficiency (cases, metrics, references, verdicts, report, figures).\n"
+    )
     return "\n".join(out)

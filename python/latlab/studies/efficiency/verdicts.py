@@ -29,17 +29,29 @@ def _pct(x: float) -> str:
 def single_flow_order(curves: pd.DataFrame, size_label: Any) -> Verdict:
     """4G below 3.5G (published formula, mean, single flow) at every quoted size: agrees; at some: partly."""
     sizes = sorted(list(NOTE_SIZES) + [REFERENCE_SIZE])
-    e = {(p, s): float(at_size(curves, p, 1, "published", s)["mean"]) for p in ("3.5G", "4G") for s in sizes}
+    e = {
+        (p, s): float(at_size(curves, p, 1, "published", s)["mean"])
+        for p in ("3.5G", "4G")
+        for s in sizes
+    }
     lower = [s for s in sizes if e[("4G", s)] < e[("3.5G", s)]]
     outcome = "agrees" if len(lower) == len(sizes) else "partly" if lower else "differs"
-    measured = "; ".join(f"{size_label(s)}: 4G {_pct(e[('4G', s)])}, 3.5G {_pct(e[('3.5G', s)])}" for s in sizes)
-    return Verdict(REFERENCES["single_flow_order"], measured, outcome,
-                   f"mean efficiency, published formula; agrees if 4G is lower at every quoted size "
-                   f"({len(lower)} of {len(sizes)} here), partly if at some")  # fmt: skip
+    measured = "; ".join(
+        f"{size_label(s)}: 4G {_pct(e[('4G', s)])}, 3.5G {_pct(e[('3.5G', s)])}" for s in sizes
+    )
+    return Verdict(
+        REFERENCES["single_flow_order"],
+        measured,
+        outcome,
+        f"mean efficiency, published formula; agrees if 4G is lower at every quoted size "
+        f"({len(lower)} of {len(sizes)} here), partly if at some",
+    )
 
 
-def loaded_rtt(unloaded_ms: dict[str, tuple[float, float, float]],
-               loaded_ms: dict[str, tuple[float, float, float]]) -> dict[str, Verdict]:  # fmt: skip
+def loaded_rtt(
+    unloaded_ms: dict[str, tuple[float, float, float]],
+    loaded_ms: dict[str, tuple[float, float, float]],
+) -> dict[str, Verdict]:
     """The loaded handshake RTT of each profile against the unloaded one, as (p5, p50, p95) in ms."""
     out: dict[str, Verdict] = {}
     if "3.5G" in loaded_ms:
@@ -51,13 +63,19 @@ def loaded_rtt(unloaded_ms: dict[str, tuple[float, float, float]],
             f"median {u50:.0f} → {l50:.0f} ms (×{shift:.1f}), 5–95 % spread {u95 - u5:.0f} → {l95 - l5:.0f} ms "
             f"(×{widen:.1f})",
             "agrees" if n == 2 else "partly" if n == 1 else "differs",
-            f"agrees if median and spread both grow by ×{SHIFT_FACTOR:g} or more, partly if one does")  # fmt: skip
+            f"agrees if median and spread both grow by ×{SHIFT_FACTOR:g} or more, partly if one does",
+        )
     if "4G" in loaded_ms:
         (_, u50, _), (_, l50, _) = unloaded_ms["4G"], loaded_ms["4G"]
         change = l50 / u50 - 1
         out["loaded_rtt_4g"] = Verdict(
             REFERENCES["loaded_rtt_4g"],
             f"median {u50:.0f} → {l50:.0f} ms ({100 * change:+.0f} %)",
-            "agrees" if abs(change) <= BARELY else "partly" if abs(change) <= 2 * BARELY else "differs",
-            f"agrees if the median moves by at most {100 * BARELY:g} %, partly by at most {200 * BARELY:g} %")  # fmt: skip
+            "agrees"
+            if abs(change) <= BARELY
+            else "partly"
+            if abs(change) <= 2 * BARELY
+            else "differs",
+            f"agrees if the median moves by at most {100 * BARELY:g} %, partly by at most {200 * BARELY:g} %",
+        )
     return out

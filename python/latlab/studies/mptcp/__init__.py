@@ -24,11 +24,27 @@ from latlab.studies.mptcp.metrics import StudyData, run_study
 from latlab.studies.mptcp.verdicts import verdicts
 
 NAME = "mptcp"
-DESCRIPTION = ("MPTCP through an MPTCP-to-TCP proxy over wired + Wi-Fi: subflow shares, receive buffer, MTU, "
-               "throttling the wired subflow, conversion delay")  # fmt: skip
+DESCRIPTION = (
+    "MPTCP through an MPTCP-to-TCP proxy over wired + Wi-Fi: subflow shares, receive buffer, MTU, "
+    "throttling the wired subflow, conversion delay"
+)
 
-__all__ = ["NAME", "DESCRIPTION", "reproduce", "reproduce_with", "verdicts", "Run", "Settings", "build", "runs_of",
-           "StudyData", "run_study", "FULL", "QUICK", "supports"]  # fmt: skip
+__all__ = [
+    "NAME",
+    "DESCRIPTION",
+    "reproduce",
+    "reproduce_with",
+    "verdicts",
+    "Run",
+    "Settings",
+    "build",
+    "runs_of",
+    "StudyData",
+    "run_study",
+    "FULL",
+    "QUICK",
+    "supports",
+]
 
 
 #: This study has a real-network part (``latlab reproduce mptcp --real``).
@@ -39,7 +55,9 @@ class MptcpUnavailable(RuntimeError):
     """This build's simulator has no MPTCP flows."""
 
 
-def reproduce(outdir: Path, quick: bool = False, jobs: int | None = None, real: bool = False) -> Path:
+def reproduce(
+    outdir: Path, quick: bool = False, jobs: int | None = None, real: bool = False
+) -> Path:
     """Run the study into ``outdir``: runs/ (the sweep), Parquet tables, PNG figures and report.md.
 
     ``real`` also runs the experiments on real Linux MPTCP through latlab's
@@ -51,8 +69,14 @@ def reproduce(outdir: Path, quick: bool = False, jobs: int | None = None, real: 
     return reproduce_with(QUICK if quick else FULL, Path(outdir), jobs=jobs, quick=quick, real=real)
 
 
-def reproduce_with(settings: Settings, outdir: Path, jobs: int | None = None, quick: bool = False,
-                   progress: bool = True, real: bool = False) -> Path:  # fmt: skip
+def reproduce_with(
+    settings: Settings,
+    outdir: Path,
+    jobs: int | None = None,
+    quick: bool = False,
+    progress: bool = True,
+    real: bool = False,
+) -> Path:
     """:func:`reproduce` with explicit settings (tests use tiny ones).
 
     Without the proxy node in this build, the MPTCP runs go end to end (no
@@ -72,21 +96,35 @@ def reproduce_with(settings: Settings, outdir: Path, jobs: int | None = None, qu
         if reason:
             raise real_mod.RealUnavailable(reason)
     if not supports("mptcp"):
-        raise MptcpUnavailable("this build's simulator has no MPTCP flows (kind = \"mptcp\"); rebuild latlab")
+        raise MptcpUnavailable(
+            'this build\'s simulator has no MPTCP flows (kind = "mptcp"); rebuild latlab'
+        )
     proxy = supports("proxy")
     outdir.mkdir(parents=True, exist_ok=True)
     jobs = jobs or default_jobs()
     runs = runs_of(settings, proxy=proxy)
     t0 = time.monotonic()
-    data = run_study(runs, outdir, jobs, figure_seed=settings.figure_seed, progress=progress, proxy=proxy)
+    data = run_study(
+        runs, outdir, jobs, figure_seed=settings.figure_seed, progress=progress, proxy=proxy
+    )
     elapsed_s = time.monotonic() - t0
-    for table, name in ((data.conns, "connections"), (data.series, "subflow_series"), (data.runs, "runs")):
+    for table, name in (
+        (data.conns, "connections"),
+        (data.series, "subflow_series"),
+        (data.runs, "runs"),
+    ):
         frames_mod.write_parquet(table, outdir / f"{name}.parquet")
     figures = figs.make_figures(data, settings, outdir)
     real_md = None
     if real:
-        real_md = real_mod.real_section(outdir, quick, sim_rows=data.conns.to_dict("records"),
-                                        progress=real_mod.print_row if progress else None)  # fmt: skip
+        real_md = real_mod.real_section(
+            outdir,
+            quick,
+            sim_rows=data.conns.to_dict("records"),
+            progress=real_mod.print_row if progress else None,
+        )
     report = outdir / "report.md"
-    write_text(report, render(data, settings, quick, jobs, elapsed_s, figures, real_section=real_md))
+    write_text(
+        report, render(data, settings, quick, jobs, elapsed_s, figures, real_section=real_md)
+    )
     return report

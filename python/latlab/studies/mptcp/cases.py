@@ -22,7 +22,7 @@ prints:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 # ----- the testbed ---------------------------------------------------------------------------------
@@ -70,7 +70,9 @@ def wifi_exchange_us(ip_bytes: float) -> float:
 def wifi_rate_bps(mtu_bytes: int) -> float:
     """The AP model's rate for full-sized packets of ``mtu_bytes``: IP bytes over the airtime they cost, the TCP
     ACKs sent back over the same air included."""
-    per_packet_us = wifi_exchange_us(mtu_bytes) + ACKS_PER_SEGMENT * wifi_exchange_us(TCP_ACK_IP_BYTES)
+    per_packet_us = wifi_exchange_us(mtu_bytes) + ACKS_PER_SEGMENT * wifi_exchange_us(
+        TCP_ACK_IP_BYTES
+    )
     return mtu_bytes * 8 / per_packet_us * 1e6
 
 
@@ -159,18 +161,33 @@ class Settings:
     object_bytes: int  # a small web object (conversion delay)
     sweep_bytes: int  # each point of the receive-buffer sweep and the MTU runs
     buffers_mb: tuple[float, ...]  # the sweep's tcp_rmem max values
-    throttle_bps: tuple[float, ...]  # throttle rates of the long transfer (the first is the verdicts')
+    throttle_bps: tuple[
+        float, ...
+    ]  # throttle rates of the long transfer (the first is the verdicts')
     seeds: tuple[int, ...]
     figure_seed: int = 1
 
 
 #: Full: the study's 200 MB and 5 MB, a twelve-point buffer sweep of 50 MB transfers, three throttle rates, three seeds.
-FULL = Settings(large_bytes=200 * MB, small_bytes=5 * MB, object_bytes=100_000, sweep_bytes=50 * MB,
-                buffers_mb=(0.06, 0.09, 0.12, 0.18, 0.24, 0.30, 0.36, 0.48, 0.60, 0.72, 1.0, 1.44),
-                throttle_bps=(THROTTLE_BPS, 25e6, 10e6), seeds=(1, 2, 3))  # fmt: skip
+FULL = Settings(
+    large_bytes=200 * MB,
+    small_bytes=5 * MB,
+    object_bytes=100_000,
+    sweep_bytes=50 * MB,
+    buffers_mb=(0.06, 0.09, 0.12, 0.18, 0.24, 0.30, 0.36, 0.48, 0.60, 0.72, 1.0, 1.44),
+    throttle_bps=(THROTTLE_BPS, 25e6, 10e6),
+    seeds=(1, 2, 3),
+)
 #: Quick: a 20 MB long transfer, a five-point sweep of 10 MB transfers, one throttle rate, one seed.
-QUICK = Settings(large_bytes=20 * MB, small_bytes=5 * MB, object_bytes=100_000, sweep_bytes=10 * MB,
-                 buffers_mb=(0.09, 0.18, 0.36, 0.48, 0.72), throttle_bps=(THROTTLE_BPS,), seeds=(1,))  # fmt: skip
+QUICK = Settings(
+    large_bytes=20 * MB,
+    small_bytes=5 * MB,
+    object_bytes=100_000,
+    sweep_bytes=10 * MB,
+    buffers_mb=(0.09, 0.18, 0.36, 0.48, 0.72),
+    throttle_bps=(THROTTLE_BPS,),
+    seeds=(1,),
+)
 
 
 @dataclass(frozen=True)
@@ -218,11 +235,21 @@ class Run:
 
     @property
     def params(self) -> dict[str, Any]:
-        return {"experiment": self.experiment, "transport": self.transport, "path": self.path,
-                "size_bytes": self.size_bytes, "buffer_mb": self.buffer_mb, "mtu_bytes": self.mtu_bytes,
-                "throttle_bps": self.throttle_bps, "throttle_after_s": self.throttle_after_s,
-                "proxy": self.proxy, "conversion": self.conversion, "data_window": self.data_window,
-                "seed": self.seed, "label": self.label}  # fmt: skip
+        return {
+            "experiment": self.experiment,
+            "transport": self.transport,
+            "path": self.path,
+            "size_bytes": self.size_bytes,
+            "buffer_mb": self.buffer_mb,
+            "mtu_bytes": self.mtu_bytes,
+            "throttle_bps": self.throttle_bps,
+            "throttle_after_s": self.throttle_after_s,
+            "proxy": self.proxy,
+            "conversion": self.conversion,
+            "data_window": self.data_window,
+            "seed": self.seed,
+            "label": self.label,
+        }
 
     def scenario(self) -> dict[str, Any]:
         return build(self)
@@ -247,12 +274,15 @@ def check(run: Run) -> None:
     if run.throttle_bps < 0 or run.throttle_after_s < 0:
         raise ValueError("throttle_bps, throttle_after_s: expected non-negative values")
     if run.throttle_bps and not (run.transport == "mptcp" and run.proxy):
-        raise ValueError("throttle_bps: throttling is the proxy's; it needs an MPTCP run through the proxy")
+        raise ValueError(
+            "throttle_bps: throttling is the proxy's; it needs an MPTCP run through the proxy"
+        )
 
 
 # ----- what the core supports -------------------------------------------------------------------------
 
-@lru_cache(maxsize=None)
+
+@cache
 def supports(feature: str) -> bool:
     """Whether this build's simulator accepts MPTCP flows ("mptcp") or the MPTCP proxy node ("proxy")."""
     from latlab import Scenario, _native
@@ -280,43 +310,133 @@ def runs_of(settings: Settings, proxy: bool = True) -> list[Run]:
             out.append(Run("mptcp", "mptcp", size, seed=seed, **mp))
         for data_window in SENDERS:
             for mb in sorted(set(settings.buffers_mb) | set(STUDY_BUFFERS_MB)):
-                out.append(Run("rbuf", "mptcp", sweep, buffer_mb=mb, data_window=data_window, seed=seed, **mp))
-            out.append(Run("mtu", "mptcp", sweep, mtu_bytes=SMALL_MTU_BYTES, data_window=data_window, seed=seed,
-                           **mp))  # fmt: skip
-        out += [Run("mtu", "tcp", sweep, path=p, mtu_bytes=SMALL_MTU_BYTES, seed=seed) for p in PATHS]
+                out.append(
+                    Run(
+                        "rbuf",
+                        "mptcp",
+                        sweep,
+                        buffer_mb=mb,
+                        data_window=data_window,
+                        seed=seed,
+                        **mp,
+                    )
+                )
+            out.append(
+                Run(
+                    "mtu",
+                    "mptcp",
+                    sweep,
+                    mtu_bytes=SMALL_MTU_BYTES,
+                    data_window=data_window,
+                    seed=seed,
+                    **mp,
+                )
+            )
+        out += [
+            Run("mtu", "tcp", sweep, path=p, mtu_bytes=SMALL_MTU_BYTES, seed=seed) for p in PATHS
+        ]
         if proxy:
-            out.append(Run("throttle", "mptcp", small, throttle_bps=settings.throttle_bps[0],
-                           throttle_after_s=THROTTLE_INSTALL_S, seed=seed, label="first", **mp))  # fmt: skip
-            out.append(Run("throttle", "mptcp", small, throttle_bps=settings.throttle_bps[0], seed=seed,
-                           label="repeated", **mp))  # fmt: skip
-            out += [Run("throttle", "mptcp", big, throttle_bps=r, seed=seed, label="long", **mp)
-                    for r in settings.throttle_bps]  # fmt: skip
+            out.append(
+                Run(
+                    "throttle",
+                    "mptcp",
+                    small,
+                    throttle_bps=settings.throttle_bps[0],
+                    throttle_after_s=THROTTLE_INSTALL_S,
+                    seed=seed,
+                    label="first",
+                    **mp,
+                )
+            )
+            out.append(
+                Run(
+                    "throttle",
+                    "mptcp",
+                    small,
+                    throttle_bps=settings.throttle_bps[0],
+                    seed=seed,
+                    label="repeated",
+                    **mp,
+                )
+            )
+            out += [
+                Run("throttle", "mptcp", big, throttle_bps=r, seed=seed, label="long", **mp)
+                for r in settings.throttle_bps
+            ]
             for size in (settings.object_bytes, small):
-                out += [Run("conversion", "mptcp", size, conversion=c, seed=seed) for c in (False, True)]
+                out += [
+                    Run("conversion", "mptcp", size, conversion=c, seed=seed) for c in (False, True)
+                ]
     return out
 
 
 # ----- the scenario of one run -------------------------------------------------------------------------
 
-def topology(interfaces: tuple[str, ...] = ("wired", "wifi"), mtu_bytes: int = MTU_BYTES) -> dict[str, Any]:
+
+def topology(
+    interfaces: tuple[str, ...] = ("wired", "wifi"), mtu_bytes: int = MTU_BYTES
+) -> dict[str, Any]:
     """server — proxy, then two ways to the client: proxy — switch — client (Ethernet) and proxy — AP ⇢ client
     (Wi-Fi). A single-path baseline brings only one of the client's interfaces up."""
     eth_q = {"kind": "droptail", "limit_packets": ETHERNET_QUEUE_PACKETS}
-    nodes = [SERVER, PROXY] + ([SWITCH] if "wired" in interfaces else []) + ([AP] if "wifi" in interfaces else [])
-    links = [{"from": SERVER, "to": PROXY, "rate_bps": ETHERNET_BPS, "delay_ms": SERVER_DELAY_MS, "queue": eth_q}]
+    nodes = (
+        [SERVER, PROXY]
+        + ([SWITCH] if "wired" in interfaces else [])
+        + ([AP] if "wifi" in interfaces else [])
+    )
+    links = [
+        {
+            "from": SERVER,
+            "to": PROXY,
+            "rate_bps": ETHERNET_BPS,
+            "delay_ms": SERVER_DELAY_MS,
+            "queue": eth_q,
+        }
+    ]
     aps: list[dict[str, Any]] = []
     if "wired" in interfaces:
-        links += [{"from": PROXY, "to": SWITCH, "rate_bps": ETHERNET_BPS, "delay_ms": LAN_DELAY_MS, "queue": eth_q},
-                  {"from": SWITCH, "to": CLIENT, "rate_bps": ETHERNET_BPS, "delay_ms": CLIENT_WIRE_DELAY_MS,
-                   "queue": eth_q}]  # fmt: skip
+        links += [
+            {
+                "from": PROXY,
+                "to": SWITCH,
+                "rate_bps": ETHERNET_BPS,
+                "delay_ms": LAN_DELAY_MS,
+                "queue": eth_q,
+            },
+            {
+                "from": SWITCH,
+                "to": CLIENT,
+                "rate_bps": ETHERNET_BPS,
+                "delay_ms": CLIENT_WIRE_DELAY_MS,
+                "queue": eth_q,
+            },
+        ]
     if "wifi" in interfaces:
-        links.append({"from": PROXY, "to": AP, "rate_bps": ETHERNET_BPS, "delay_ms": LAN_DELAY_MS, "queue": eth_q})
-        aps.append({"node": AP, "rate": {"constant_bps": wifi_rate_bps(mtu_bytes)},
-                    "frame_error_prob": WIFI_FRAME_ERROR_PROB, "radio_delay_ms": WIFI_RADIO_DELAY_MS,
-                    "uplink_rate": {"constant_bps": WIFI_UPLINK_BPS},
-                    "ap": {"queue": {"kind": "droptail", "limit_packets": WIFI_AP_PACKETS}},
-                    "stations": [{"node": CLIENT}]})  # fmt: skip
-    out: dict[str, Any] = {"kind": "custom", "nodes": [{"name": n} for n in nodes + [CLIENT]], "links": links}
+        links.append(
+            {
+                "from": PROXY,
+                "to": AP,
+                "rate_bps": ETHERNET_BPS,
+                "delay_ms": LAN_DELAY_MS,
+                "queue": eth_q,
+            }
+        )
+        aps.append(
+            {
+                "node": AP,
+                "rate": {"constant_bps": wifi_rate_bps(mtu_bytes)},
+                "frame_error_prob": WIFI_FRAME_ERROR_PROB,
+                "radio_delay_ms": WIFI_RADIO_DELAY_MS,
+                "uplink_rate": {"constant_bps": WIFI_UPLINK_BPS},
+                "ap": {"queue": {"kind": "droptail", "limit_packets": WIFI_AP_PACKETS}},
+                "stations": [{"node": CLIENT}],
+            }
+        )
+    out: dict[str, Any] = {
+        "kind": "custom",
+        "nodes": [{"name": n} for n in nodes + [CLIENT]],
+        "links": links,
+    }
     if aps:
         out["aps"] = aps
     return out
@@ -334,26 +454,44 @@ def throttle_queue_bytes(rate_bps: float) -> int:
 def mptcp_table(run: Run) -> dict[str, Any]:
     """The flow's [flows.mptcp] table: scheduler, receive buffer, the two paths, and the proxy if any."""
     table: dict[str, Any] = {
-        "scheduler": MPTCP_SCHEDULER, "recv_buffer_bytes": window_bytes(run.buffer_mb),
+        "scheduler": MPTCP_SCHEDULER,
+        "recv_buffer_bytes": window_bytes(run.buffer_mb),
         "enforce_data_window": run.data_window,
-        "opportunistic_retransmit": False, "penalise_slow_subflows": False,
-        "paths": [{"name": "wired", "via": [SWITCH], "join_s": 0.0, "backup": False},
-                  {"name": "wifi", "via": [AP], "join_s": WIFI_JOIN_S, "backup": False}],
-    }  # fmt: skip
+        "opportunistic_retransmit": False,
+        "penalise_slow_subflows": False,
+        "paths": [
+            {"name": "wired", "via": [SWITCH], "join_s": 0.0, "backup": False},
+            {"name": "wifi", "via": [AP], "join_s": WIFI_JOIN_S, "backup": False},
+        ],
+    }
     if run.proxy:
-        proxy: dict[str, Any] = {"node": PROXY, "relay_bytes": RELAY_BYTES, "upstream_cc": LEGACY_CC,
-                                 "syn_delay_ms": STUDY_SYN_DELAY_MS if run.conversion else 0.0,
-                                 "data_delay_ms": STUDY_DATA_DELAY_MS if run.conversion else 0.0}  # fmt: skip
+        proxy: dict[str, Any] = {
+            "node": PROXY,
+            "relay_bytes": RELAY_BYTES,
+            "upstream_cc": LEGACY_CC,
+            "syn_delay_ms": STUDY_SYN_DELAY_MS if run.conversion else 0.0,
+            "data_delay_ms": STUDY_DATA_DELAY_MS if run.conversion else 0.0,
+        }
         if run.throttle_bps:
-            proxy["throttle"] = {"path": "wired", "rate_bps": run.throttle_bps, "after_s": run.throttle_after_s,
-                                 "queue_bytes": throttle_queue_bytes(run.throttle_bps)}  # fmt: skip
+            proxy["throttle"] = {
+                "path": "wired",
+                "rate_bps": run.throttle_bps,
+                "after_s": run.throttle_after_s,
+                "queue_bytes": throttle_queue_bytes(run.throttle_bps),
+            }
         table["proxy"] = proxy
     return table
 
 
 def run_name(run: Run) -> str:
-    parts = [run.experiment, run.transport, run.path, f"{run.size_bytes / MB:g}MB", f"{run.buffer_mb:g}mb",
-             f"mtu{run.mtu_bytes}"]  # fmt: skip
+    parts = [
+        run.experiment,
+        run.transport,
+        run.path,
+        f"{run.size_bytes / MB:g}MB",
+        f"{run.buffer_mb:g}mb",
+        f"mtu{run.mtu_bytes}",
+    ]
     if run.throttle_bps:
         parts.append(f"thr{run.throttle_bps / 1e6:g}M@{run.throttle_after_s:g}s")
     if run.transport == "mptcp":
@@ -368,8 +506,13 @@ def run_name(run: Run) -> str:
 def build(run: Run) -> dict[str, Any]:
     """The scenario (a dict) of one run: one download, server → client."""
     check(run)
-    flow: dict[str, Any] = {"name": "mp" if run.transport == "mptcp" else f"tcp-{run.path}", "kind": run.transport,
-                            "src": SERVER, "dst": CLIENT, "size_bytes": run.size_bytes}  # fmt: skip
+    flow: dict[str, Any] = {
+        "name": "mp" if run.transport == "mptcp" else f"tcp-{run.path}",
+        "kind": run.transport,
+        "src": SERVER,
+        "dst": CLIENT,
+        "size_bytes": run.size_bytes,
+    }
     if run.transport == "mptcp":
         flow["cc"] = MPTCP_CC
         flow["mptcp"] = mptcp_table(run)
@@ -378,13 +521,19 @@ def build(run: Run) -> dict[str, Any]:
         flow["cc"] = LEGACY_CC
         interfaces = (run.path,)
     return {
-        "name": run_name(run), "seed": run.seed, "duration_s": run.duration_s,
+        "name": run_name(run),
+        "seed": run.seed,
+        "duration_s": run.duration_s,
         "sample_interval_ms": run.sample_interval_ms,
-        "tcp": {"preset": "linux", "mss_bytes": mss_of(run.mtu_bytes), "header_bytes": HEADER_BYTES,
-                "timestamps": True},
+        "tcp": {
+            "preset": "linux",
+            "mss_bytes": mss_of(run.mtu_bytes),
+            "header_bytes": HEADER_BYTES,
+            "timestamps": True,
+        },
         "topology": topology(interfaces, run.mtu_bytes),
         "flows": [flow],
-    }  # fmt: skip
+    }
 
 
 def with_seed(run: Run, seed: int) -> Run:

@@ -53,8 +53,14 @@ def _plot_subflows(ax: Axes, d: pd.DataFrame, title: str, single_path: str | Non
         if not len(s):
             continue
         label = f"TCP on the {C.PATHS[name]} path" if single_path else WORDS[name]
-        ax.plot(s["time_s"], s["mbps"], color=COLORS[name], lw=1.2 if name != "total" else 0.9,
-                ls="-" if name != "total" else "--", label=label)  # fmt: skip
+        ax.plot(
+            s["time_s"],
+            s["mbps"],
+            color=COLORS[name],
+            lw=1.2 if name != "total" else 0.9,
+            ls="-" if name != "total" else "--",
+            label=label,
+        )
     ax.set_ylim(bottom=0)
     ax.set_xlim(left=0)
     ax.legend(fontsize=7, loc="upper right")
@@ -68,10 +74,16 @@ def paths_figure(data: StudyData, settings: C.Settings, out: Path) -> Path | Non
     fig = Figure(figsize=(11, 3.4))
     axes = fig.subplots(1, 3, sharey=True)
     for ax, path in zip(axes, C.PATHS):
-        _plot_subflows(ax, _series(s, "baseline", path=path, size_bytes=size),
-                       f"Legacy TCP, {C.PATHS[path]} only ({size / C.MB:g} MB)", single_path=path)  # fmt: skip
+        _plot_subflows(
+            ax,
+            _series(s, "baseline", path=path, size_bytes=size),
+            f"Legacy TCP, {C.PATHS[path]} only ({size / C.MB:g} MB)",
+            single_path=path,
+        )
     where = "through the proxy" if data.proxy else "end to end (no proxy)"
-    _plot_subflows(axes[2], _series(s, "mptcp", size_bytes=size), f"MPTCP {where} ({size / C.MB:g} MB)")
+    _plot_subflows(
+        axes[2], _series(s, "mptcp", size_bytes=size), f"MPTCP {where} ({size / C.MB:g} MB)"
+    )
     return _save(fig, out)
 
 
@@ -92,16 +104,46 @@ def buffer_figure(data: StudyData, settings: C.Settings, out: Path) -> Path | No
         mb = curve.index.to_numpy(dtype=float)
         style, name = SENDER_STYLE[dw]
         top[0].plot(mb, curve["goodput_bps"] / 1e6, style, color="k", label=name)
-        top[0].fill_between(mb, curve["goodput_lo"] / 1e6, curve["goodput_hi"] / 1e6, color="0.6", alpha=0.25, lw=0)
-        top[1].plot(mb, curve["recv_drops"], style, color="tab:brown", label=f"receiver drops, {name}")
-        top[1].plot(mb, curve["retransmits"], style, color="tab:red", alpha=0.6,
-                    label=f"retransmitted segments, {name}")  # fmt: skip
-        top[2].plot(mb, 100 * curve["hol_fraction"], style, color="tab:purple", label=f"head-of-line blocked, {name}")
-        top[2].plot(mb, 100 * curve["wifi_share"], style, color=COLORS["wifi"], label=f"Wi-Fi share, {name}")
+        top[0].fill_between(
+            mb, curve["goodput_lo"] / 1e6, curve["goodput_hi"] / 1e6, color="0.6", alpha=0.25, lw=0
+        )
+        top[1].plot(
+            mb, curve["recv_drops"], style, color="tab:brown", label=f"receiver drops, {name}"
+        )
+        top[1].plot(
+            mb,
+            curve["retransmits"],
+            style,
+            color="tab:red",
+            alpha=0.6,
+            label=f"retransmitted segments, {name}",
+        )
+        top[2].plot(
+            mb,
+            100 * curve["hol_fraction"],
+            style,
+            color="tab:purple",
+            label=f"head-of-line blocked, {name}",
+        )
+        top[2].plot(
+            mb, 100 * curve["wifi_share"], style, color=COLORS["wifi"], label=f"Wi-Fi share, {name}"
+        )
     for ax in top:
         if np.isfinite(g):
-            ax.axvline(g, color="tab:green", ls="--", lw=1, label=f"2·ΣBW·RTT_max on latlab's paths ({g:.2f} MB)")
-        ax.axvline(NEEDED_BUFFER_MB, color="tab:red", ls=":", lw=1.2, label=f"study: ≈ {NEEDED_BUFFER_MB:g} MB")
+            ax.axvline(
+                g,
+                color="tab:green",
+                ls="--",
+                lw=1,
+                label=f"2·ΣBW·RTT_max on latlab's paths ({g:.2f} MB)",
+            )
+        ax.axvline(
+            NEEDED_BUFFER_MB,
+            color="tab:red",
+            ls=":",
+            lw=1.2,
+            label=f"study: ≈ {NEEDED_BUFFER_MB:g} MB",
+        )
         for b in C.STUDY_BUFFERS_MB:
             ax.axvspan(b * 0.97, b * 1.03, color="0.8", zorder=0)
         ax.set_xscale("log")
@@ -113,13 +155,18 @@ def buffer_figure(data: StudyData, settings: C.Settings, out: Path) -> Path | No
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=6, loc="best")
     top[0].set_ylabel("goodput (Mbit/s)")
-    top[0].set_title(f"Receive buffer sweep ({settings.sweep_bytes / C.MB:g} MB downloads)", fontsize=9)
+    top[0].set_title(
+        f"Receive buffer sweep ({settings.sweep_bytes / C.MB:g} MB downloads)", fontsize=9
+    )
     top[1].set_ylabel("segments")
     top[2].set_ylabel("% (of the download's time; of its bytes)")
     small, large = sorted(C.STUDY_BUFFERS_MB)
     for ax, (dw, b) in zip(axes[1], ((True, small), (False, small), (False, large))):
-        _plot_subflows(ax, _series(data.series, "rbuf", buffer_mb=b, data_window=dw),
-                       f"max TCP memory {b:g} MB, {SENDER_STYLE[dw][1]}")  # fmt: skip
+        _plot_subflows(
+            ax,
+            _series(data.series, "rbuf", buffer_mb=b, data_window=dw),
+            f"max TCP memory {b:g} MB, {SENDER_STYLE[dw][1]}",
+        )
     return _save(fig, out)
 
 
@@ -129,10 +176,16 @@ def mtu_figure(data: StudyData, settings: C.Settings, out: Path) -> Path | None:
     fig = Figure(figsize=(10, 6.5))
     axes = fig.subplots(2, 2, sharey=True)
     for row, dw in zip(axes, C.SENDERS):
-        _plot_subflows(row[0], _series(data.series, "rbuf", buffer_mb=C.DEFAULT_BUFFER_MB, data_window=dw),
-                       f"MTU {C.MTU_BYTES}, {C.DEFAULT_BUFFER_MB:g} MB, {SENDER_STYLE[dw][1]}")  # fmt: skip
-        _plot_subflows(row[1], _series(data.series, "mtu", transport="mptcp", data_window=dw),
-                       f"MTU {C.SMALL_MTU_BYTES}, {C.DEFAULT_BUFFER_MB:g} MB, {SENDER_STYLE[dw][1]}")  # fmt: skip
+        _plot_subflows(
+            row[0],
+            _series(data.series, "rbuf", buffer_mb=C.DEFAULT_BUFFER_MB, data_window=dw),
+            f"MTU {C.MTU_BYTES}, {C.DEFAULT_BUFFER_MB:g} MB, {SENDER_STYLE[dw][1]}",
+        )
+        _plot_subflows(
+            row[1],
+            _series(data.series, "mtu", transport="mptcp", data_window=dw),
+            f"MTU {C.SMALL_MTU_BYTES}, {C.DEFAULT_BUFFER_MB:g} MB, {SENDER_STYLE[dw][1]}",
+        )
     return _save(fig, out)
 
 
@@ -144,16 +197,29 @@ def throttle_figure(data: StudyData, settings: C.Settings, out: Path) -> Path | 
     fig = Figure(figsize=(12, 6.5))
     axes = fig.subplots(2, 3)
     small = settings.small_bytes
-    _plot_subflows(axes[0, 0], _series(s, "mptcp", size_bytes=small), f"{small / C.MB:g} MB, not throttled")
-    _plot_subflows(axes[0, 1], _series(s, "throttle", label="first"),
-                   f"{small / C.MB:g} MB, first: wired throttled to {rate / 1e6:g} Mbit/s "
-                   f"{C.THROTTLE_INSTALL_S:g} s after the join")  # fmt: skip
-    _plot_subflows(axes[0, 2], _series(s, "throttle", label="repeated"),
-                   f"{small / C.MB:g} MB, repeated: rules in place")
+    _plot_subflows(
+        axes[0, 0], _series(s, "mptcp", size_bytes=small), f"{small / C.MB:g} MB, not throttled"
+    )
+    _plot_subflows(
+        axes[0, 1],
+        _series(s, "throttle", label="first"),
+        f"{small / C.MB:g} MB, first: wired throttled to {rate / 1e6:g} Mbit/s "
+        f"{C.THROTTLE_INSTALL_S:g} s after the join",
+    )
+    _plot_subflows(
+        axes[0, 2],
+        _series(s, "throttle", label="repeated"),
+        f"{small / C.MB:g} MB, repeated: rules in place",
+    )
     big = settings.large_bytes
-    _plot_subflows(axes[1, 0], _series(s, "mptcp", size_bytes=big), f"{big / C.MB:g} MB, not throttled")
-    _plot_subflows(axes[1, 1], _series(s, "throttle", label="long", throttle_bps=rate),
-                   f"{big / C.MB:g} MB, wired throttled to {rate / 1e6:g} Mbit/s")
+    _plot_subflows(
+        axes[1, 0], _series(s, "mptcp", size_bytes=big), f"{big / C.MB:g} MB, not throttled"
+    )
+    _plot_subflows(
+        axes[1, 1],
+        _series(s, "throttle", label="long", throttle_bps=rate),
+        f"{big / C.MB:g} MB, wired throttled to {rate / 1e6:g} Mbit/s",
+    )
     ax = axes[1, 2]
     conns = data.conns
     bars: list[tuple[str, float, float]] = []  # label, wired, wifi (Mbit/s of goodput)
@@ -162,14 +228,18 @@ def throttle_figure(data: StudyData, settings: C.Settings, out: Path) -> Path | 
         g = mean_of(d, "goodput_bps") / 1e6
         bars.append((f"TCP {p}", g if p == "wired" else 0.0, g if p == "wifi" else 0.0))
     free = pick(conns, "mptcp", size_bytes=big)
-    runs = [("MPTCP", free)] + [(f"MPTCP, {r / 1e6:g} M", pick(conns, "throttle", label="long", throttle_bps=r))
-                                for r in settings.throttle_bps]  # fmt: skip
+    runs = [("MPTCP", free)] + [
+        (f"MPTCP, {r / 1e6:g} M", pick(conns, "throttle", label="long", throttle_bps=r))
+        for r in settings.throttle_bps
+    ]
     for label, d in runs:
         g = mean_of(d, "goodput_bps") / 1e6
         bars.append((label, g * mean_of(d, "wired_share"), g * mean_of(d, "wifi_share")))
     x = np.arange(len(bars))
     ax.bar(x, [b[1] for b in bars], color=COLORS["wired"], label="wired")
-    ax.bar(x, [b[2] for b in bars], bottom=[b[1] for b in bars], color=COLORS["wifi"], label="Wi-Fi")
+    ax.bar(
+        x, [b[2] for b in bars], bottom=[b[1] for b in bars], color=COLORS["wifi"], label="Wi-Fi"
+    )
     ax.set_xticks(x, [b[0] for b in bars], rotation=30, fontsize=7, ha="right")
     ax.set_ylabel("goodput (Mbit/s)")
     ax.set_title(f"{big / C.MB:g} MB: goodput by path", fontsize=9)
@@ -183,10 +253,12 @@ def make_figures(data: StudyData, settings: C.Settings, outdir: Path) -> dict[st
     out: dict[str, str] = {}
     if not len(data.conns):
         return out
-    for key, p in (("paths", paths_figure(data, settings, outdir / "fig_paths.png")),
-                   ("buffer", buffer_figure(data, settings, outdir / "fig_buffer.png")),
-                   ("mtu", mtu_figure(data, settings, outdir / "fig_mtu.png")),
-                   ("throttle", throttle_figure(data, settings, outdir / "fig_throttle.png"))):  # fmt: skip
+    for key, p in (
+        ("paths", paths_figure(data, settings, outdir / "fig_paths.png")),
+        ("buffer", buffer_figure(data, settings, outdir / "fig_buffer.png")),
+        ("mtu", mtu_figure(data, settings, outdir / "fig_mtu.png")),
+        ("throttle", throttle_figure(data, settings, outdir / "fig_throttle.png")),
+    ):
         if p is not None:
             out[key] = p.name
     return out

@@ -30,7 +30,9 @@ def _table(res: Any, name: str) -> pd.DataFrame:
     return t if t is not None else pd.DataFrame()
 
 
-def _rate_series(time_ns: np.ndarray, cum_bytes: np.ndarray, window_s: float) -> tuple[np.ndarray, np.ndarray]:
+def _rate_series(
+    time_ns: np.ndarray, cum_bytes: np.ndarray, window_s: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Throughput (Mbit/s) over consecutive windows of ``window_s`` from cumulative byte samples."""
     if time_ns.size < 2:
         return np.array([]), np.array([])
@@ -62,20 +64,29 @@ def run_metrics(res: Any, run: C.Run) -> tuple[dict[str, Any], pd.DataFrame]:
     delivered = float(pd.to_numeric(f["bytes_delivered"], errors="coerce"))
     goodput = size * 8 / fct_s if completed and fct_s > 0 else delivered * 8 / run.duration_s
     row: dict[str, Any] = {
-        **run.params, "completed": completed, "fct_s": fct_s, "goodput_bps": goodput,
+        **run.params,
+        "completed": completed,
+        "fct_s": fct_s,
+        "goodput_bps": goodput,
         "bytes_delivered": delivered,
         "retransmits": int(pd.to_numeric(f["retransmitted_segments"], errors="coerce") or 0),
         "timeouts": int(pd.to_numeric(f["timeouts"], errors="coerce") or 0),
         "wall_s": float(res.run_info.get("wall_s", np.nan)),
-    }  # fmt: skip
+    }
     window_s = series_window_s(run)
     parts: list[pd.DataFrame] = []
     if run.transport == "tcp":
         fs = res.flow_samples
         busy = _floats(fs["time_ns"]) / 1e9 <= (fct_s if np.isfinite(fct_s) else run.duration_s)
         srtt = _floats(fs["srtt_ns"])[busy] / 1e6
-        row.update({f"{run.path}_share": 1.0, f"srtt_{run.path}_ms": float(np.nanmean(srtt[srtt > 0]))
-                    if np.any(srtt > 0) else np.nan})  # fmt: skip
+        row.update(
+            {
+                f"{run.path}_share": 1.0,
+                f"srtt_{run.path}_ms": float(np.nanmean(srtt[srtt > 0]))
+                if np.any(srtt > 0)
+                else np.nan,
+            }
+        )
         t, mbps = _rate_series(_floats(fs["time_ns"]), _floats(fs["bytes_acked"]), window_s)
         parts.append(pd.DataFrame({"time_s": t, "mbps": mbps, "subflow": run.path}))
     else:
@@ -102,22 +113,29 @@ def _mptcp_row(res: Any, run: C.Run, fct_s: float) -> dict[str, Any]:
     ss = _table(res, "subflow_samples")
     names = {int(r["subflow"]): str(r["path"]) for _, r in sub.iterrows()} if len(sub) else {}
     for _, r in sub.iterrows():
-        out[f"retransmits_{r['path']}"] = int(pd.to_numeric(r["retransmitted_segments"], errors="coerce") or 0)
+        out[f"retransmits_{r['path']}"] = int(
+            pd.to_numeric(r["retransmitted_segments"], errors="coerce") or 0
+        )
     if len(ss):
         busy = ss[_floats(ss["time_ns"]) <= end_ns]
         for sf, d in busy.groupby("subflow"):
             srtt = _floats(d["srtt_ns"])
             srtt = srtt[srtt > 0]
-            out[f"srtt_{names.get(int(sf), f'path{sf}')}_ms"] = float(srtt.mean()) / 1e6 if srtt.size else np.nan
+            out[f"srtt_{names.get(int(sf), f'path{sf}')}_ms"] = (
+                float(srtt.mean()) / 1e6 if srtt.size else np.nan
+            )
     m = _table(res, "mptcp")
     if len(m):
         r = m.iloc[0]
-        out.update({
-            "recv_drops": int(r["buffer_drops_segments"]), "reinjections": int(r["reinjected_segments"]),
-            "buffer_mean_bytes": float(r["buffer_occupancy_mean_bytes"]),
-            "buffer_max_bytes": float(r["buffer_occupancy_max_bytes"]),
-            "hol_s": float(r["hol_blocked_ns"]) / 1e9,
-        })  # fmt: skip
+        out.update(
+            {
+                "recv_drops": int(r["buffer_drops_segments"]),
+                "reinjections": int(r["reinjected_segments"]),
+                "buffer_mean_bytes": float(r["buffer_occupancy_mean_bytes"]),
+                "buffer_max_bytes": float(r["buffer_occupancy_max_bytes"]),
+                "hol_s": float(r["hol_blocked_ns"]) / 1e9,
+            }
+        )
         out["hol_fraction"] = out["hol_s"] / (end_ns / 1e9) if end_ns > 0 else np.nan
     return out
 
@@ -133,11 +151,20 @@ def _subflow_series(res: Any, window_s: float) -> list[pd.DataFrame]:
     for sf, d in ss.groupby("subflow"):
         d = d.sort_values("time_ns")
         t, mbps = _rate_series(_floats(d["time_ns"]), _floats(d["bytes_acked"]), window_s)
-        parts.append(pd.DataFrame({"time_s": t, "mbps": mbps, "subflow": names.get(int(sf), f"path{sf}")}))
+        parts.append(
+            pd.DataFrame({"time_s": t, "mbps": mbps, "subflow": names.get(int(sf), f"path{sf}")})
+        )
         total = mbps if total is None else total[: len(mbps)] + mbps[: len(total)]
     if total is not None:
-        parts.append(pd.DataFrame({"time_s": parts[0]["time_s"].to_numpy()[: len(total)], "mbps": total,
-                                   "subflow": "total"}))  # fmt: skip
+        parts.append(
+            pd.DataFrame(
+                {
+                    "time_s": parts[0]["time_s"].to_numpy()[: len(total)],
+                    "mbps": total,
+                    "subflow": "total",
+                }
+            )
+        )
     return parts
 
 
@@ -151,13 +178,22 @@ class StudyData:
     proxy: bool  # whether the MPTCP runs went through the proxy node
 
 
-def run_study(runs: Sequence[C.Run], outdir: Path, jobs: int | None, figure_seed: int = 1,
-              progress: bool = True, proxy: bool = True) -> StudyData:  # fmt: skip
+def run_study(
+    runs: Sequence[C.Run],
+    outdir: Path,
+    jobs: int | None,
+    figure_seed: int = 1,
+    progress: bool = True,
+    proxy: bool = True,
+) -> StudyData:
     """Run the distinct scenarios of ``runs`` once (sweep runner, resumable) and reduce each run."""
     from latlab import Scenario
     from latlab.sweep import load_run, run_distinct
 
-    pairs = [(r.params, Scenario.from_dict(r.scenario(), source=f"<{C.run_name(r)} seed {r.seed}>")) for r in runs]
+    pairs = [
+        (r.params, Scenario.from_dict(r.scenario(), source=f"<{C.run_name(r)} seed {r.seed}>"))
+        for r in runs
+    ]
     sweep_dir = outdir / "runs"
     ids, catalog = run_distinct(pairs, sweep_dir, jobs=jobs, progress=progress, name="mptcp")
     status = dict(zip(catalog["run_id"], catalog["status"]))
@@ -171,12 +207,19 @@ def run_study(runs: Sequence[C.Run], outdir: Path, jobs: int | None, figure_seed
         row, s = run_metrics(load_run(sweep_dir, rid), r)
         rows.append({**row, "run_id": rid})
         if r.seed == figure_seed and r.experiment in KEEP_SERIES and len(s):
-            series.append(s.assign(run_id=rid, **{k: v for k, v in r.params.items() if k != "seed"}))
-    return StudyData(pd.DataFrame(rows), pd.concat(series, ignore_index=True) if series else pd.DataFrame(),
-                     pd.DataFrame(summaries), proxy)  # fmt: skip
+            series.append(
+                s.assign(run_id=rid, **{k: v for k, v in r.params.items() if k != "seed"})
+            )
+    return StudyData(
+        pd.DataFrame(rows),
+        pd.concat(series, ignore_index=True) if series else pd.DataFrame(),
+        pd.DataFrame(summaries),
+        proxy,
+    )
 
 
 # ----- selections over runs ----------------------------------------------------------------------------
+
 
 def pick(conns: pd.DataFrame, experiment: str, **where: Any) -> pd.DataFrame:
     """The connection rows of one experiment, filtered further by column values."""
@@ -201,8 +244,20 @@ def buffer_curve(conns: pd.DataFrame, data_window: bool = True) -> pd.DataFrame:
     d = pick(conns, "rbuf", data_window=data_window)
     if not len(d):
         return pd.DataFrame()
-    cols = {c: "mean" for c in ("goodput_bps", "recv_drops", "retransmits", "reinjections", "hol_fraction",
-                                "wifi_share", "buffer_max_bytes", "fct_s") if c in d}  # fmt: skip
+    cols = {
+        c: "mean"
+        for c in (
+            "goodput_bps",
+            "recv_drops",
+            "retransmits",
+            "reinjections",
+            "hol_fraction",
+            "wifi_share",
+            "buffer_max_bytes",
+            "fct_s",
+        )
+        if c in d
+    }
     out = d.groupby("buffer_mb").agg(cols)
     out["goodput_lo"] = d.groupby("buffer_mb")["goodput_bps"].min()
     out["goodput_hi"] = d.groupby("buffer_mb")["goodput_bps"].max()
@@ -228,7 +283,9 @@ def guidance_parts(conns: pd.DataFrame) -> dict[str, float]:
     if not len(base):
         return {}
     big = base["size_bytes"].max()
-    bw = {p: mean_of(pick(conns, "baseline", path=p, size_bytes=big), "goodput_bps") for p in C.PATHS}
+    bw = {
+        p: mean_of(pick(conns, "baseline", path=p, size_bytes=big), "goodput_bps") for p in C.PATHS
+    }
     sweep = pick(conns, "rbuf", data_window=True)
     if not len(sweep):
         return {}
@@ -236,9 +293,15 @@ def guidance_parts(conns: pd.DataFrame) -> dict[str, float]:
     rtts = {p: mean_of(top, f"srtt_{p}_ms") for p in C.PATHS}
     rtt_max_ms = max((v for v in rtts.values() if np.isfinite(v)), default=float("nan"))
     buffer_bytes = 2 * sum(bw.values()) / 8 * rtt_max_ms / 1e3
-    return {"bw_wired_bps": bw["wired"], "bw_wifi_bps": bw["wifi"], "rtt_wired_ms": rtts["wired"],
-            "rtt_wifi_ms": rtts["wifi"], "rtt_max_ms": rtt_max_ms, "buffer_bytes": buffer_bytes,
-            "buffer_mb": buffer_bytes / C.MB}  # fmt: skip
+    return {
+        "bw_wired_bps": bw["wired"],
+        "bw_wifi_bps": bw["wifi"],
+        "rtt_wired_ms": rtts["wired"],
+        "rtt_wifi_ms": rtts["wifi"],
+        "rtt_max_ms": rtt_max_ms,
+        "buffer_bytes": buffer_bytes,
+        "buffer_mb": buffer_bytes / C.MB,
+    }
 
 
 def guidance_mb(conns: pd.DataFrame) -> float:

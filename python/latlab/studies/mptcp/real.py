@@ -103,7 +103,9 @@ class RealUnavailable(EmulationUnavailable):
 class RealSettings:
     """Sizes and rates of the real runs (rates are the simulated testbed's; see the module docstring)."""
 
-    large_bytes: int = 200 * MB  # baselines, MPTCP unthrottled, the long throttled transfer (the study's 200 MB)
+    large_bytes: int = (
+        200 * MB
+    )  # baselines, MPTCP unthrottled, the long throttled transfer (the study's 200 MB)
     small_bytes: int = 5 * MB  # the throttled 5 MB transfers, first and repeated
     sweep_bytes: int = 50 * MB  # receive buffers, MTU 1000
     buffers_mb: tuple[float, ...] = C.STUDY_BUFFERS_MB
@@ -111,7 +113,9 @@ class RealSettings:
     #: Wi-Fi at the simulated AP's folded rate, for 1500- and 1000-byte packets.
     wifi_bps: float = field(default_factory=lambda: C.wifi_rate_bps(C.MTU_BYTES))
     wifi_small_mtu_bps: float = field(default_factory=lambda: C.wifi_rate_bps(C.SMALL_MTU_BYTES))
-    queue_packets: int = C.ETHERNET_QUEUE_PACKETS  # both routers (the simulated switch port and AP buffer: 100)
+    queue_packets: int = (
+        C.ETHERNET_QUEUE_PACKETS
+    )  # both routers (the simulated switch port and AP buffer: 100)
     throttle_bps: float = C.THROTTLE_BPS
     #: The proxy installs its throttle this long after the second subflow (0: as soon as it can).
     throttle_delay_ms: int = 0
@@ -136,7 +140,9 @@ class RealSettings:
 
 
 #: Quick: the simulated quick reproduction's sizes (20 MB long, 5 MB short, 10 MB sweep points).
-QUICK_REAL = RealSettings(large_bytes=20 * MB, small_bytes=5 * MB, sweep_bytes=10 * MB, conversion_connections=20)
+QUICK_REAL = RealSettings(
+    large_bytes=20 * MB, small_bytes=5 * MB, sweep_bytes=10 * MB, conversion_connections=20
+)
 FULL_REAL = RealSettings()
 
 
@@ -203,6 +209,7 @@ print(json.dumps({"start_ns": t0, "end_ns": t1, "bytes": got, "is_mptcp": is_mpt
 
 # ----- availability --------------------------------------------------------------------------------------------
 
+
 def unavailable_reason() -> str | None:
     """What the real runs need and this machine lacks, or None."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
@@ -247,7 +254,9 @@ def _sh(cmd: list[str], timeout: float = 20) -> str:
 def _delete_stale_namespaces() -> None:
     """Namespaces of an earlier run whose process is gone (killed with SIGKILL, say)."""
     try:
-        names = [line.split()[0] for line in _sh(["ip", "netns", "list"]).splitlines() if line.strip()]
+        names = [
+            line.split()[0] for line in _sh(["ip", "netns", "list"]).splitlines() if line.strip()
+        ]
     except (RuntimeError, subprocess.TimeoutExpired):
         return
     for ns in names:
@@ -277,24 +286,51 @@ def wifi_scenario(settings: RealSettings, downlink_bps: float) -> str:
     """The Wi-Fi-like path as a latlab scenario for ``latlab-net emulate`` (router mode on the ap router): one link
     client → proxy (the uplink) and its reverse (the downlink), a DropTail queue of the simulated AP's size each
     way, the path's one-way delay each way. Rates are of IP packets, as the simulated AP's folded rate is."""
-    return "\n".join([
-        'name = "mptcp-real-wifi-path"', "duration_s = 1", "seed = 1", "", "[topology]", 'kind = "custom"',
-        'nodes = [{ name = "client" }, { name = "proxy" }]', "", "[[topology.links]]", 'from = "client"',
-        'to = "proxy"', f"rate_bps = {settings.wifi_uplink_bps!r}", f"reverse_rate_bps = {float(downlink_bps)!r}",
-        f"delay_ms = {float(settings.wifi_delay_ms)!r}",
-        f'queue = {{ kind = "droptail", limit_packets = {settings.queue_packets} }}', ""])  # fmt: skip
+    return "\n".join(
+        [
+            'name = "mptcp-real-wifi-path"',
+            "duration_s = 1",
+            "seed = 1",
+            "",
+            "[topology]",
+            'kind = "custom"',
+            'nodes = [{ name = "client" }, { name = "proxy" }]',
+            "",
+            "[[topology.links]]",
+            'from = "client"',
+            'to = "proxy"',
+            f"rate_bps = {settings.wifi_uplink_bps!r}",
+            f"reverse_rate_bps = {float(downlink_bps)!r}",
+            f"delay_ms = {float(settings.wifi_delay_ms)!r}",
+            f'queue = {{ kind = "droptail", limit_packets = {settings.queue_packets} }}',
+            "",
+        ]
+    )
 
 
 def _tbf(rate_bps: float, queue_packets: int, mtu_bytes: int) -> list[str]:
     # The bucket holds at least two full frames, and 1 ms at the rate; the queue is the simulated one in packets.
     burst = max(2 * (mtu_bytes + 14), int(rate_bps / 8 / 1000))
-    return ["tbf", "rate", f"{int(rate_bps)}bit", "burst", str(burst), "limit", str(queue_packets * (mtu_bytes + 14))]
+    return [
+        "tbf",
+        "rate",
+        f"{int(rate_bps)}bit",
+        "burst",
+        str(burst),
+        "limit",
+        str(queue_packets * (mtu_bytes + 14)),
+    ]
 
 
 @contextlib.contextmanager
-def testbed(settings: RealSettings, mtu_bytes: int = C.MTU_BYTES, rmem_mb: float = DEFAULT_RMEM_MB,
-            wifi_bps: float | None = None, work: Path | None = None,
-            exe: str | None = None) -> Iterator[Testbed]:  # fmt: skip
+def testbed(
+    settings: RealSettings,
+    mtu_bytes: int = C.MTU_BYTES,
+    rmem_mb: float = DEFAULT_RMEM_MB,
+    wifi_bps: float | None = None,
+    work: Path | None = None,
+    exe: str | None = None,
+) -> Iterator[Testbed]:
     """Build the five namespaces and start the Wi-Fi-like path's emulator; stop it (SIGTERM: it removes its rules)
     and delete the namespaces (and with them every veth, qdisc and route) on exit."""
     pid, k = os.getpid(), next(_serial)
@@ -308,9 +344,30 @@ def testbed(settings: RealSettings, mtu_bytes: int = C.MTU_BYTES, rmem_mb: float
             made.append(ns)
             _sh(["ip", "-n", ns, "link", "set", "lo", "up"])
 
-        def veth(a: str, dev_a: str, addr_a: str, b: str, dev_b: str, addr_b: str, mtu: int) -> None:
-            _sh(["ip", "-n", a, "link", "add", dev_a, "mtu", str(mtu), "type", "veth", "peer", "name", dev_b,
-                 "mtu", str(mtu), "netns", b])  # fmt: skip
+        def veth(
+            a: str, dev_a: str, addr_a: str, b: str, dev_b: str, addr_b: str, mtu: int
+        ) -> None:
+            _sh(
+                [
+                    "ip",
+                    "-n",
+                    a,
+                    "link",
+                    "add",
+                    dev_a,
+                    "mtu",
+                    str(mtu),
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    dev_b,
+                    "mtu",
+                    str(mtu),
+                    "netns",
+                    b,
+                ]
+            )
             for ns, dev, addr in ((a, dev_a, addr_a), (b, dev_b, addr_b)):
                 _sh(["ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", dev])
                 _sh(["ip", "-n", ns, "link", "set", dev, "up"])
@@ -328,29 +385,128 @@ def testbed(settings: RealSettings, mtu_bytes: int = C.MTU_BYTES, rmem_mb: float
             ["ip", "-n", tb.ap, "route", "add", "default", "via", "10.250.12.1"],
             # The client: wired by default; anything from the Wi-Fi address (the joined subflow, the Wi-Fi
             # baseline) leaves by the Wi-Fi interface.
-            ["ip", "-n", tb.client, "route", "add", "default", "via", "10.250.1.2", "dev", "c1", "metric", "100"],
-            ["ip", "-n", tb.client, "route", "add", "default", "via", "10.250.2.2", "dev", "c2", "metric", "200"],
-            ["ip", "-n", tb.client, "route", "add", "default", "via", "10.250.2.2", "dev", "c2", "table", "102"],
+            [
+                "ip",
+                "-n",
+                tb.client,
+                "route",
+                "add",
+                "default",
+                "via",
+                "10.250.1.2",
+                "dev",
+                "c1",
+                "metric",
+                "100",
+            ],
+            [
+                "ip",
+                "-n",
+                tb.client,
+                "route",
+                "add",
+                "default",
+                "via",
+                "10.250.2.2",
+                "dev",
+                "c2",
+                "metric",
+                "200",
+            ],
+            [
+                "ip",
+                "-n",
+                tb.client,
+                "route",
+                "add",
+                "default",
+                "via",
+                "10.250.2.2",
+                "dev",
+                "c2",
+                "table",
+                "102",
+            ],
             ["ip", "-n", tb.client, "rule", "add", "from", CLIENT_WIFI, "table", "102"],
             # The paths' bottlenecks, toward the client (ACKs go back unshaped).
-            ["tc", "-n", tb.eth, "qdisc", "add", "dev", "ec", "root",
-             *_tbf(settings.wired_bps, settings.queue_packets, mtu_bytes)],
-            ["ip", "-n", tb.client, "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "2"],
-            ["ip", "-n", tb.proxy, "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "2"],
-            ["ip", "-n", tb.client, "mptcp", "endpoint", "add", CLIENT_WIFI, "dev", "c2", "subflow"],
-        ]  # fmt: skip
+            [
+                "tc",
+                "-n",
+                tb.eth,
+                "qdisc",
+                "add",
+                "dev",
+                "ec",
+                "root",
+                *_tbf(settings.wired_bps, settings.queue_packets, mtu_bytes),
+            ],
+            [
+                "ip",
+                "-n",
+                tb.client,
+                "mptcp",
+                "limits",
+                "set",
+                "subflows",
+                "2",
+                "add_addr_accepted",
+                "2",
+            ],
+            [
+                "ip",
+                "-n",
+                tb.proxy,
+                "mptcp",
+                "limits",
+                "set",
+                "subflows",
+                "2",
+                "add_addr_accepted",
+                "2",
+            ],
+            [
+                "ip",
+                "-n",
+                tb.client,
+                "mptcp",
+                "endpoint",
+                "add",
+                CLIENT_WIFI,
+                "dev",
+                "c2",
+                "subflow",
+            ],
+        ]
         for cmd in steps:
             _sh(cmd)
         for ns in (tb.proxy, tb.eth, tb.ap):
             _sh(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ip_forward=1"])
         # The proxy's subflows toward the client take the namespace's default controller (the server sets
         # CUBIC on its socket).
-        _sh(["ip", "netns", "exec", tb.proxy, "sysctl", "-qw",
-             f"net.ipv4.tcp_congestion_control={settings.subflow_cc}"])  # fmt: skip
+        _sh(
+            [
+                "ip",
+                "netns",
+                "exec",
+                tb.proxy,
+                "sysctl",
+                "-qw",
+                f"net.ipv4.tcp_congestion_control={settings.subflow_cc}",
+            ]
+        )
         # The study's "max TCP memory": tcp_rmem's maximum (per namespace), the default kept.
         rmem = int(rmem_mb * MB)
-        _sh(["ip", "netns", "exec", tb.client, "sysctl", "-qw",
-             f"net.ipv4.tcp_rmem=4096 {min(131072, rmem)} {rmem}"])  # fmt: skip
+        _sh(
+            [
+                "ip",
+                "netns",
+                "exec",
+                tb.client,
+                "sysctl",
+                "-qw",
+                f"net.ipv4.tcp_rmem=4096 {min(131072, rmem)} {rmem}",
+            ]
+        )
         # The Wi-Fi-like path: the emulator between the ap router's client side (ac: what arrives there takes the
         # uplink) and its proxy side (ap: the downlink). Forwarding is on already, as router mode requires.
         emu_dir = Path(work if work is not None else scratch.name)  # type: ignore[union-attr]
@@ -358,16 +514,39 @@ def testbed(settings: RealSettings, mtu_bytes: int = C.MTU_BYTES, rmem_mb: float
         scenario.write_text(wifi_scenario(settings, wifi_bps or settings.wifi_bps))
         tb.wifi_emulator_out = emu_dir / "wifi-emulator"
         emulator = subprocess.Popen(
-            [exe or find_exe(), "emulate", str(scenario), "--router-netns", tb.ap, "--ingress", "ac", "--egress",
-             "ap", "--mtu", str(mtu_bytes), "--stay", "--quiet", "--out", str(tb.wifi_emulator_out),
-             *(["--realtime", str(settings.wifi_emulator_realtime), "--spin-us", "0"]
-               if settings.wifi_emulator_realtime else [])],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+            [
+                exe or find_exe(),
+                "emulate",
+                str(scenario),
+                "--router-netns",
+                tb.ap,
+                "--ingress",
+                "ac",
+                "--egress",
+                "ap",
+                "--mtu",
+                str(mtu_bytes),
+                "--stay",
+                "--quiet",
+                "--out",
+                str(tb.wifi_emulator_out),
+                *(
+                    ["--realtime", str(settings.wifi_emulator_realtime), "--spin-us", "0"]
+                    if settings.wifi_emulator_realtime
+                    else []
+                ),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         ready = emulator.stdout.readline() if emulator.stdout else ""
         if not ready.strip():
             emulator.wait(10)
             err = emulator.stderr.read() if emulator.stderr else ""
-            raise RuntimeError(f"latlab-net emulate (Wi-Fi path) exited with {emulator.returncode}: {err.strip()}")
+            raise RuntimeError(
+                f"latlab-net emulate (Wi-Fi path) exited with {emulator.returncode}: {err.strip()}"
+            )
         yield tb
     finally:
         if emulator is not None:
@@ -426,6 +605,7 @@ def _ready(p: subprocess.Popen, what: str) -> dict:
 
 # ----- one case ---------------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Case:
     """One real case: ``transfers`` downloads one after another through the same testbed (and proxy)."""
@@ -459,17 +639,36 @@ def cases(settings: RealSettings) -> list[Case]:
     # MTU 1000: MPTCP, and each path alone, which separates the smaller frames' own cost from MPTCP's.
     out.append(Case("mtu", "mptcp", sweep, mtu_bytes=C.SMALL_MTU_BYTES))
     out += [Case("mtu", "tcp", sweep, path=p, mtu_bytes=C.SMALL_MTU_BYTES) for p in C.PATHS]
-    out.append(Case("throttle", "mptcp", small, throttle_bps=settings.throttle_bps, labels=("first", "repeated")))
+    out.append(
+        Case(
+            "throttle",
+            "mptcp",
+            small,
+            throttle_bps=settings.throttle_bps,
+            labels=("first", "repeated"),
+        )
+    )
     out.append(Case("throttle", "mptcp", big, throttle_bps=settings.throttle_bps, labels=("long",)))
-    out.append(Case("conversion", "mptcp", settings.object_bytes,
-                    labels=tuple(f"object{i}" for i in range(settings.conversion_connections))))
+    out.append(
+        Case(
+            "conversion",
+            "mptcp",
+            settings.object_bytes,
+            labels=tuple(f"object{i}" for i in range(settings.conversion_connections)),
+        )
+    )
     return out
 
 
 def _path_of(addr: str) -> str:
     ip = ipaddress.ip_address(addr.rsplit(":", 1)[0].strip("[]"))
-    return "wired" if ip in ipaddress.ip_network(WIRED_NET) else "wifi" if ip in ipaddress.ip_network(WIFI_NET) \
-        else "other"  # fmt: skip
+    return (
+        "wired"
+        if ip in ipaddress.ip_network(WIRED_NET)
+        else "wifi"
+        if ip in ipaddress.ip_network(WIFI_NET)
+        else "other"
+    )
 
 
 def _load_jsonl(path: Path) -> list[dict]:
@@ -482,36 +681,65 @@ def _load_jsonl(path: Path) -> list[dict]:
     return out
 
 
-def _rate_series(samples: list[tuple[int, int]], t0_ns: int, window_s: float) -> list[tuple[float, float]]:
+def _rate_series(
+    samples: list[tuple[int, int]], t0_ns: int, window_s: float
+) -> list[tuple[float, float]]:
     """(time s from t0, Mbit/s over the last ``window_s``) from cumulative (time ns, bytes) samples."""
     out, j = [], 0
     for i, (t, b) in enumerate(samples):
         while j < i and (t - samples[j][0]) / 1e9 > window_s:
             j += 1
         if i > j and t > samples[j][0]:
-            out.append(((t - t0_ns) / 1e9, (b - samples[j][1]) * 8 / ((t - samples[j][0]) / 1e9) / 1e6))
+            out.append(
+                ((t - t0_ns) / 1e9, (b - samples[j][1]) * 8 / ((t - samples[j][0]) / 1e9) / 1e6)
+            )
     return out
 
 
-def _transfer_row(case: Case, label: str, client: dict, subflows: list[dict], log: list[dict],
-                  event: dict | None, server: dict | None, settings: RealSettings) -> dict[str, Any]:  # fmt: skip
+def _transfer_row(
+    case: Case,
+    label: str,
+    client: dict,
+    subflows: list[dict],
+    log: list[dict],
+    event: dict | None,
+    server: dict | None,
+    settings: RealSettings,
+) -> dict[str, Any]:
     """One transfer reduced: goodput, per-path bytes and goodput, retransmissions, throttle latency, series."""
     dur_s = (client["end_ns"] - client["start_ns"]) / 1e9
     row: dict[str, Any] = {
-        "mode": "real", "case": case.name + (f"-{label}" if label else ""), "experiment": case.experiment,
-        "transport": case.transport, "path": case.path, "label": label, "size_bytes": case.size_bytes,
-        "buffer_mb": case.buffer_mb, "mtu_bytes": case.mtu_bytes, "throttle_bps": case.throttle_bps,
-        "bytes": client["bytes"], "completed": client["bytes"] >= case.size_bytes, "duration_s": dur_s,
+        "mode": "real",
+        "case": case.name + (f"-{label}" if label else ""),
+        "experiment": case.experiment,
+        "transport": case.transport,
+        "path": case.path,
+        "label": label,
+        "size_bytes": case.size_bytes,
+        "buffer_mb": case.buffer_mb,
+        "mtu_bytes": case.mtu_bytes,
+        "throttle_bps": case.throttle_bps,
+        "bytes": client["bytes"],
+        "completed": client["bytes"] >= case.size_bytes,
+        "duration_s": dur_s,
         "goodput_bps": client["bytes"] * 8 / dur_s if dur_s > 0 else float("nan"),
         "is_mptcp": client["is_mptcp"],
-    }  # fmt: skip
+    }
     window_s = 0.2 if case.size_bytes <= 10 * MB else 0.5
     series: dict[str, list[tuple[float, float]]] = {}
     if case.transport == "tcp":
-        row.update({f"{case.path}_bytes": float(client["bytes"]), f"{case.path}_share": 1.0,
-                    f"{case.path}_goodput_bps": row["goodput_bps"], "subflows": 1,
-                    "retransmits": (server or {}).get("total_retrans")})  # fmt: skip
-        series[case.path] = _rate_series([tuple(s) for s in client["samples"]], client["start_ns"], window_s)
+        row.update(
+            {
+                f"{case.path}_bytes": float(client["bytes"]),
+                f"{case.path}_share": 1.0,
+                f"{case.path}_goodput_bps": row["goodput_bps"],
+                "subflows": 1,
+                "retransmits": (server or {}).get("total_retrans"),
+            }
+        )
+        series[case.path] = _rate_series(
+            [tuple(s) for s in client["samples"]], client["start_ns"], window_s
+        )
     else:
         by_path: dict[str, list[dict]] = {}
         for s in subflows:
@@ -526,22 +754,34 @@ def _transfer_row(case: Case, label: str, client: dict, subflows: list[dict], lo
             acked = float(sum(s["bytes_acked"] for s in last.values()))
             retrans = int(sum(s["total_retrans"] for s in last.values()))
             total_acked += acked
-            row.update({f"{p}_bytes": acked, f"{p}_goodput_bps": acked * 8 / dur_s if dur_s > 0 else float("nan"),
-                        f"retransmits_{p}": retrans,
-                        f"srtt_{p}_ms": _mean([s["srtt_us"] / 1e3 for s in ss if s["srtt_us"] > 0])})  # fmt: skip
+            row.update(
+                {
+                    f"{p}_bytes": acked,
+                    f"{p}_goodput_bps": acked * 8 / dur_s if dur_s > 0 else float("nan"),
+                    f"retransmits_{p}": retrans,
+                    f"srtt_{p}_ms": _mean([s["srtt_us"] / 1e3 for s in ss if s["srtt_us"] > 0]),
+                }
+            )
             row["retransmits"] += retrans
             if len(last) == 1:
-                series[p] = _rate_series([(s["t_ns"], s["bytes_acked"]) for s in ss], client["start_ns"], window_s)
+                series[p] = _rate_series(
+                    [(s["t_ns"], s["bytes_acked"]) for s in ss], client["start_ns"], window_s
+                )
         for p in C.PATHS:
             row.setdefault(f"{p}_bytes", 0.0)
             row[f"{p}_share"] = row[f"{p}_bytes"] / total_acked if total_acked > 0 else float("nan")
         row["subflows"] = len({s["remote"] for s in subflows})
         row.update(_throttle_fields(case, subflows, log))
         if event:
-            row["syn_conversion_ms"] = (event.get("upstream_connect_start_ns") or float("nan")) / 1e6
+            row["syn_conversion_ms"] = (
+                event.get("upstream_connect_start_ns") or float("nan")
+            ) / 1e6
             first_in, first_out = event.get("s2c_first_in_ns"), event.get("s2c_first_out_ns")
-            row["data_conversion_ms"] = ((first_out - first_in) / 1e6 if first_in is not None and first_out is not None
-                                         else float("nan"))  # fmt: skip
+            row["data_conversion_ms"] = (
+                (first_out - first_in) / 1e6
+                if first_in is not None and first_out is not None
+                else float("nan")
+            )
     row["series"] = {p: [[round(t, 3), round(v, 3)] for t, v in s] for p, s in series.items()}
     return row
 
@@ -559,25 +799,39 @@ def _throttle_fields(case: Case, subflows: list[dict], log: list[dict]) -> dict[
         return {}
     tokens = {s.get("token") for s in subflows if s.get("token") is not None}
     thr = [x for x in log if x.get("kind") == "throttle" and x.get("token") in tokens]
-    out: dict[str, Any] = {"throttled": bool(thr), "throttle_errors": sum(1 for x in log if x.get("kind") ==
-                                                                            "throttle_error")}  # fmt: skip
+    out: dict[str, Any] = {
+        "throttled": bool(thr),
+        "throttle_errors": sum(1 for x in log if x.get("kind") == "throttle_error"),
+    }
     if not thr:
         return out
     # The throttle line's time is when the proxy began installing (tc); the rule is active install_ms later.
     t_thr = thr[0]["t_ns"] + int((thr[0].get("install_ms") or 0.0) * 1e6)
     # The connection has two subflows at its SUB_ESTABLISHED event (the proxy logs every path-manager event).
-    subs = [x["t_ns"] for x in log if x.get("kind") == "pm" and "SubEstablished" in x.get("event", "")
-            and (m := _TOKEN.search(x["event"])) and int(m.group(1)) in tokens]  # fmt: skip
+    subs = [
+        x["t_ns"]
+        for x in log
+        if x.get("kind") == "pm"
+        and "SubEstablished" in x.get("event", "")
+        and (m := _TOKEN.search(x["event"]))
+        and int(m.group(1)) in tokens
+    ]
     out["throttle_install_ms"] = thr[0].get("install_ms")
-    out["throttle_latency_ms"] = (t_thr - min(subs)) / 1e6 if subs else thr[0].get("after_sub_established_ms")
-    wired = sorted((s["t_ns"], s["bytes_acked"]) for s in subflows if _path_of(s["remote"]) == "wired")
+    out["throttle_latency_ms"] = (
+        (t_thr - min(subs)) / 1e6 if subs else thr[0].get("after_sub_established_ms")
+    )
+    wired = sorted(
+        (s["t_ns"], s["bytes_acked"]) for s in subflows if _path_of(s["remote"]) == "wired"
+    )
     # From 0.1 s after the rule (what was already queued past the proxy drains at the path's rate) to the
     # wired subflow's last byte.
     after = [w for w in wired if w[0] >= t_thr + 100_000_000]
     if len(after) >= 2:
         done = next((w for w in after if w[1] >= after[-1][1]), after[-1])
         span_s = (done[0] - after[0][0]) / 1e9
-        out["wired_after_throttle_bps"] = (done[1] - after[0][1]) * 8 / span_s if span_s > 0.2 else float("nan")
+        out["wired_after_throttle_bps"] = (
+            (done[1] - after[0][1]) * 8 / span_s if span_s > 0.2 else float("nan")
+        )
     out["throttle_t_s"] = t_thr / 1e9  # CLOCK_MONOTONIC; made relative to the transfer in run_case
     return out
 
@@ -586,31 +840,90 @@ def run_case(case: Case, settings: RealSettings, exe: str, work: Path) -> list[d
     """Build the testbed, run the case's transfers, reduce each to a row; everything torn down after."""
     wifi_bps = settings.wifi_small_mtu_bps if case.mtu_bytes != C.MTU_BYTES else settings.wifi_bps
     log_path, events_path = work / "mptcp.jsonl", work / "events.jsonl"
-    with testbed(settings, case.mtu_bytes, case.buffer_mb, wifi_bps, work, exe) as tb, Procs() as procs, \
-            RunWatch() as watch:
-        server = procs.start(tb.exec(tb.server, [sys.executable, "-c", SERVER, SERVER_ADDR, str(SERVER_PORT),
-                                                 str(case.size_bytes), str(len(case.labels))]))  # fmt: skip
+    with (
+        testbed(settings, case.mtu_bytes, case.buffer_mb, wifi_bps, work, exe) as tb,
+        Procs() as procs,
+        RunWatch() as watch,
+    ):
+        server = procs.start(
+            tb.exec(
+                tb.server,
+                [
+                    sys.executable,
+                    "-c",
+                    SERVER,
+                    SERVER_ADDR,
+                    str(SERVER_PORT),
+                    str(case.size_bytes),
+                    str(len(case.labels)),
+                ],
+            )
+        )
         _ready(server, "the server")
         if case.transport == "mptcp":
-            throttle = (["--throttle", f"client={WIRED_NET},rate={int(case.throttle_bps)}", "--throttle-delay-ms",
-                         str(settings.throttle_delay_ms)] if case.throttle_bps else [])  # fmt: skip
-            proxy = procs.start(tb.exec(tb.proxy, [
-                exe, "proxy", "--listen", f"{PROXY_ADDR}:{PROXY_PORT}", "--to", f"{SERVER_ADDR}:{SERVER_PORT}",
-                "--mptcp-log", str(log_path), "--stats-interval-ms", str(settings.sample_ms), "--events",
-                str(events_path), "--grace-s", "1", "--quiet", *throttle]))  # fmt: skip
+            throttle = (
+                [
+                    "--throttle",
+                    f"client={WIRED_NET},rate={int(case.throttle_bps)}",
+                    "--throttle-delay-ms",
+                    str(settings.throttle_delay_ms),
+                ]
+                if case.throttle_bps
+                else []
+            )
+            proxy = procs.start(
+                tb.exec(
+                    tb.proxy,
+                    [
+                        exe,
+                        "proxy",
+                        "--listen",
+                        f"{PROXY_ADDR}:{PROXY_PORT}",
+                        "--to",
+                        f"{SERVER_ADDR}:{SERVER_PORT}",
+                        "--mptcp-log",
+                        str(log_path),
+                        "--stats-interval-ms",
+                        str(settings.sample_ms),
+                        "--events",
+                        str(events_path),
+                        "--grace-s",
+                        "1",
+                        "--quiet",
+                        *throttle,
+                    ],
+                )
+            )
             ready = _ready(proxy, "latlab-net proxy")
             if ready.get("protocol") != "mptcp":
                 raise RealUnavailable(f"the proxy could not listen with MPTCP: {ready}")
             target = (PROXY_ADDR, PROXY_PORT, "-")
         else:
             proxy = None
-            target = (SERVER_ADDR, SERVER_PORT, CLIENT_WIRED if case.path == "wired" else CLIENT_WIFI)
+            target = (
+                SERVER_ADDR,
+                SERVER_PORT,
+                CLIENT_WIRED if case.path == "wired" else CLIENT_WIFI,
+            )
         floor_bps = min(settings.wifi_small_mtu_bps, case.throttle_bps or settings.wired_bps)
         timeout_s = case.size_bytes * 8 / floor_bps * 3 + 30
         clients, servers = [], []
         for _ in case.labels:
-            cl = procs.start(tb.exec(tb.client, [sys.executable, "-c", CLIENT, case.transport, target[0],
-                                                 str(target[1]), target[2], str(settings.sample_ms)]))  # fmt: skip
+            cl = procs.start(
+                tb.exec(
+                    tb.client,
+                    [
+                        sys.executable,
+                        "-c",
+                        CLIENT,
+                        case.transport,
+                        target[0],
+                        str(target[1]),
+                        target[2],
+                        str(settings.sample_ms),
+                    ],
+                )
+            )
             out, _ = cl.communicate(timeout=timeout_s)
             if cl.returncode != 0 or not out.strip():
                 raise RuntimeError(f"{case.name}: the client exited with {cl.returncode}")
@@ -621,16 +934,26 @@ def run_case(case: Case, settings: RealSettings, exe: str, work: Path) -> list[d
             # SIGTERM: the proxy closes its connections, writes the last samples and removes its rules.
             proxy.send_signal(signal.SIGTERM)
             proxy.wait(15)
-        tc_left = _sh(tb.exec(tb.proxy, ["tc", "qdisc", "show", "dev", "pw"])) if case.throttle_bps else ""
+        tc_left = (
+            _sh(tb.exec(tb.proxy, ["tc", "qdisc", "show", "dev", "pw"]))
+            if case.throttle_bps
+            else ""
+        )
     emulated = _wifi_emulator_fields(tb.wifi_emulator_out, settings)
     log = _load_jsonl(log_path)
     events = [e for e in _load_jsonl(events_path) if e.get("event") == "close"]
     conns = list(dict.fromkeys(s["conn"] for s in log if s.get("kind") == "subflow"))
     rows = []
     for i, (label, cl) in enumerate(zip(case.labels, clients)):
-        subs = [s for s in log if s.get("kind") == "subflow" and i < len(conns) and s["conn"] == conns[i]]
+        subs = [
+            s
+            for s in log
+            if s.get("kind") == "subflow" and i < len(conns) and s["conn"] == conns[i]
+        ]
         ev = next((e for e in events if i < len(conns) and e.get("id") == conns[i]), None)
-        row = _transfer_row(case, label, cl, subs, log, ev, servers[i] if i < len(servers) else None, settings)
+        row = _transfer_row(
+            case, label, cl, subs, log, ev, servers[i] if i < len(servers) else None, settings
+        )
         if "throttle_t_s" in row:
             row["throttle_t_s"] = row["throttle_t_s"] - cl["start_ns"] / 1e9
         if case.throttle_bps:
@@ -654,10 +977,16 @@ def _wifi_emulator_fields(out: Path | None, settings: RealSettings) -> dict[str,
         return fields
     down, up = summary.get("down") or {}, summary.get("up") or {}
     timing = down.get("timing_error") or {}
-    fields.update({"wifi_emu_down_pkts": down.get("delivered_pkts"), "wifi_emu_up_pkts": up.get("delivered_pkts"),
-                   "wifi_emu_queue_drops": (down.get("queue_drops_pkts") or 0) + (up.get("queue_drops_pkts") or 0),
-                   "wifi_emu_timing_p50_us": timing.get("p50_us"),
-                   "wifi_emu_timing_p99_us": timing.get("p99_us")})  # fmt: skip
+    fields.update(
+        {
+            "wifi_emu_down_pkts": down.get("delivered_pkts"),
+            "wifi_emu_up_pkts": up.get("delivered_pkts"),
+            "wifi_emu_queue_drops": (down.get("queue_drops_pkts") or 0)
+            + (up.get("queue_drops_pkts") or 0),
+            "wifi_emu_timing_p50_us": timing.get("p50_us"),
+            "wifi_emu_timing_p99_us": timing.get("p99_us"),
+        }
+    )
     return fields
 
 
@@ -673,13 +1002,20 @@ def conversion_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
     first_label = rows[0].get("label") or ""
     if first_label and out["case"].endswith("-" + first_label):
         out["case"] = out["case"][: -len(first_label) - 1]
-    out.update({"label": "", "connections": len(rows), "completed": all(r["completed"] for r in rows),
-                "duration_s": _mean([r["duration_s"] for r in rows]),
-                "goodput_bps": _mean([r["goodput_bps"] for r in rows]),
-                "retransmits": sum(r.get("retransmits") or 0 for r in rows),
-                "is_mptcp": all(r["is_mptcp"] for r in rows), "series": {},
-                "load_max_1m": max(r["load_max_1m"] for r in rows),
-                "tcp_mem_pressure": any(r["tcp_mem_pressure"] for r in rows)})  # fmt: skip
+    out.update(
+        {
+            "label": "",
+            "connections": len(rows),
+            "completed": all(r["completed"] for r in rows),
+            "duration_s": _mean([r["duration_s"] for r in rows]),
+            "goodput_bps": _mean([r["goodput_bps"] for r in rows]),
+            "retransmits": sum(r.get("retransmits") or 0 for r in rows),
+            "is_mptcp": all(r["is_mptcp"] for r in rows),
+            "series": {},
+            "load_max_1m": max(r["load_max_1m"] for r in rows),
+            "tcp_mem_pressure": any(r["tcp_mem_pressure"] for r in rows),
+        }
+    )
     for key in ("syn_conversion_ms", "data_conversion_ms"):
         vals = [float(r[key]) for r in rows if r.get(key) is not None]
         out[key] = _quantile(vals, 0.5)
@@ -710,9 +1046,12 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, old)
 
 
-def run_real(outdir: Path, settings: RealSettings = QUICK_REAL,
-             progress: Callable[[dict[str, Any]], None] | None = None,
-             exe: str | None = None) -> list[dict[str, Any]]:  # fmt: skip
+def run_real(
+    outdir: Path,
+    settings: RealSettings = QUICK_REAL,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+    exe: str | None = None,
+) -> list[dict[str, Any]]:
     """Every real case, one row per transfer, also appended to ``outdir/real.jsonl`` as they come.
 
     Raises :class:`RealUnavailable` naming what is missing (root, iproute2, MPTCP, latlab-net). ``progress``
@@ -752,6 +1091,7 @@ def load_rows(path: Path) -> list[dict[str, Any]]:
 
 # ----- the report ---------------------------------------------------------------------------------------------------
 
+
 def _fmt(v: Any, spec: str = ".1f", scale: float = 1.0) -> str:
     try:
         x = float(v) * scale
@@ -762,17 +1102,27 @@ def _fmt(v: Any, spec: str = ".1f", scale: float = 1.0) -> str:
 
 def _sim_match(sim_rows: list[dict], row: dict) -> list[dict]:
     """The simulated runs of the same experiment (same transport, path, label, buffer and MTU; any size/seed)."""
+
     def same(s: dict) -> bool:
         if s.get("experiment") != row["experiment"] or s.get("transport") != row["transport"]:
             return False
-        if str(s.get("path", "both")) != row["path"] or int(s.get("mtu_bytes", C.MTU_BYTES)) != row["mtu_bytes"]:
+        if (
+            str(s.get("path", "both")) != row["path"]
+            or int(s.get("mtu_bytes", C.MTU_BYTES)) != row["mtu_bytes"]
+        ):
             return False
-        if row["experiment"] == "rbuf" and abs(float(s.get("buffer_mb", 0)) - row["buffer_mb"]) > 1e-9:
+        if (
+            row["experiment"] == "rbuf"
+            and abs(float(s.get("buffer_mb", 0)) - row["buffer_mb"]) > 1e-9
+        ):
             return False
         if row["experiment"] == "conversion":
             return False  # the simulated proxy's conversion delays are the study's, put in by hand
         if row["experiment"] == "throttle":
-            return s.get("label") == row["label"] and abs(float(s.get("throttle_bps", 0)) - row["throttle_bps"]) < 1
+            return (
+                s.get("label") == row["label"]
+                and abs(float(s.get("throttle_bps", 0)) - row["throttle_bps"]) < 1
+            )
         return int(s.get("size_bytes", -1)) == row["size_bytes"] or row["experiment"] != "mptcp"
 
     hits = [s for s in sim_rows if same(s)]
@@ -781,13 +1131,21 @@ def _sim_match(sim_rows: list[dict], row: dict) -> list[dict]:
 
 
 def _sim_cell(sims: list[dict], key: str, spec: str, scale: float = 1.0) -> str:
-    vals = [float(s[key]) for s in sims if s.get(key) is not None and float(s[key]) == float(s[key])]
+    vals = [
+        float(s[key]) for s in sims if s.get(key) is not None and float(s[key]) == float(s[key])
+    ]
     return _fmt(sum(vals) / len(vals), spec, scale) if vals else "–"
 
 
 def _pick(rows: list[dict], experiment: str, **where: Any) -> dict | None:
-    return next((r for r in rows if r["experiment"] == experiment and all(r.get(k) == v for k, v in where.items())),
-                None)  # fmt: skip
+    return next(
+        (
+            r
+            for r in rows
+            if r["experiment"] == experiment and all(r.get(k) == v for k, v in where.items())
+        ),
+        None,
+    )
 
 
 def statements(rows: list[dict]) -> list[str]:
@@ -798,78 +1156,107 @@ def statements(rows: list[dict]) -> list[str]:
     mp = _pick(rows, "mptcp")
     if wired and wifi and mp:
         gain = mp["goodput_bps"] / wired["goodput_bps"] - 1
-        out.append(f"MPTCP through the proxy reached {mp['goodput_bps'] / 1e6:.1f} Mbit/s against "
-                   f"{wired['goodput_bps'] / 1e6:.1f} (wired TCP) and {wifi['goodput_bps'] / 1e6:.1f} (Wi-Fi TCP): "
-                   f"{gain:+.0%} over the better single path, with {mp.get('wired_share', float('nan')):.0%} of "
-                   f"the bytes on the wired subflow (the study: the wired, lower-RTT subflow carries most of the "
-                   "traffic).")  # fmt: skip
+        out.append(
+            f"MPTCP through the proxy reached {mp['goodput_bps'] / 1e6:.1f} Mbit/s against "
+            f"{wired['goodput_bps'] / 1e6:.1f} (wired TCP) and {wifi['goodput_bps'] / 1e6:.1f} (Wi-Fi TCP): "
+            f"{gain:+.0%} over the better single path, with {mp.get('wired_share', float('nan')):.0%} of "
+            f"the bytes on the wired subflow (the study: the wired, lower-RTT subflow carries most of the "
+            "traffic)."
+        )
     rb = sorted((r for r in rows if r["experiment"] == "rbuf"), key=lambda r: r["buffer_mb"])
     if len(rb) >= 2:
         lo, hi = rb[0], rb[-1]
-        out.append(f"Client receive memory {lo['buffer_mb']:g} MB: {lo['goodput_bps'] / 1e6:.1f} Mbit/s, "
-                   f"{lo.get('retransmits', 0)} retransmissions; {hi['buffer_mb']:g} MB: "
-                   f"{hi['goodput_bps'] / 1e6:.1f} Mbit/s, {hi.get('retransmits', 0)} retransmissions"
-                   + _buffer_cost(lo["goodput_bps"] / hi["goodput_bps"] if hi["goodput_bps"] > 0 else 1.0)
-                   + ("; it also had fewer retransmissions: its window, not the routers' queues, bounded the flight, "
-                      "where the study saw losses at the receiver." if (lo.get("retransmits") or 0) <
-                      (hi.get("retransmits") or 0) else "."))  # fmt: skip
+        out.append(
+            f"Client receive memory {lo['buffer_mb']:g} MB: {lo['goodput_bps'] / 1e6:.1f} Mbit/s, "
+            f"{lo.get('retransmits', 0)} retransmissions; {hi['buffer_mb']:g} MB: "
+            f"{hi['goodput_bps'] / 1e6:.1f} Mbit/s, {hi.get('retransmits', 0)} retransmissions"
+            + _buffer_cost(lo["goodput_bps"] / hi["goodput_bps"] if hi["goodput_bps"] > 0 else 1.0)
+            + (
+                "; it also had fewer retransmissions: its window, not the routers' queues, bounded the flight, "
+                "where the study saw losses at the receiver."
+                if (lo.get("retransmits") or 0) < (hi.get("retransmits") or 0)
+                else "."
+            )
+        )
     mtu, ref = _pick(rows, "mtu", transport="mptcp"), (rb[-1] if rb else None)
     if mtu and ref:
         small = [r for r in (_pick(rows, "mtu", transport="tcp", path=p) for p in C.PATHS) if r]
         alone = sum(r["goodput_bps"] for r in small)
-        out.append(f"MTU 1000 at {ref['buffer_mb']:g} MB: {mtu['goodput_bps'] / 1e6:.1f} Mbit/s against "
-                   f"{ref['goodput_bps'] / 1e6:.1f} at MTU 1500 ({mtu['goodput_bps'] / ref['goodput_bps'] - 1:+.0%}; "
-                   "the Wi-Fi path's rate is the simulated AP's for 1000-byte frames)"
-                   + (f"; single-path TCP at MTU 1000 reached "
-                      f"{' and '.join(_fmt(r['goodput_bps'], '.1f', 1e-6) for r in small)} Mbit/s (wired, Wi-Fi), "
-                      f"so MPTCP got {mtu['goodput_bps'] / alone:.0%} of their sum"
-                      if len(small) == 2 and alone > 0 else "") + ".")  # fmt: skip
+        out.append(
+            f"MTU 1000 at {ref['buffer_mb']:g} MB: {mtu['goodput_bps'] / 1e6:.1f} Mbit/s against "
+            f"{ref['goodput_bps'] / 1e6:.1f} at MTU 1500 ({mtu['goodput_bps'] / ref['goodput_bps'] - 1:+.0%}; "
+            "the Wi-Fi path's rate is the simulated AP's for 1000-byte frames)"
+            + (
+                f"; single-path TCP at MTU 1000 reached "
+                f"{' and '.join(_fmt(r['goodput_bps'], '.1f', 1e-6) for r in small)} Mbit/s (wired, Wi-Fi), "
+                f"so MPTCP got {mtu['goodput_bps'] / alone:.0%} of their sum"
+                if len(small) == 2 and alone > 0
+                else ""
+            )
+            + "."
+        )
     for r in rows:
         if r["experiment"] != "throttle":
             continue
         rate = r["throttle_bps"] / 1e6
         if not r.get("throttled"):
-            out.append(f"Throttled transfer '{r['label']}': the proxy installed no throttle "
-                       f"({r.get('throttle_errors', 0)} errors).")  # fmt: skip
+            out.append(
+                f"Throttled transfer '{r['label']}': the proxy installed no throttle "
+                f"({r.get('throttle_errors', 0)} errors)."
+            )
             continue
-        out.append(f"Throttled transfer '{r['label']}' ({r['size_bytes'] / MB:g} MB, wired subflow to {rate:g} "
-                   f"Mbit/s): rule active {_fmt(r.get('throttle_latency_ms'), '.1f')} ms after the second subflow "
-                   f"(tc install {_fmt(r.get('throttle_install_ms'), '.1f')} ms), {r['throttle_t_s'] * 1e3:.0f} ms "
-                   f"into the transfer; the wired subflow then carried "
-                   f"{_fmt(r.get('wired_after_throttle_bps'), '.1f', 1e-6)} Mbit/s; total "
-                   f"{r['goodput_bps'] / 1e6:.1f} Mbit/s, Wi-Fi share "
-                   f"{r.get('wifi_share', float('nan')):.0%}.")  # fmt: skip
+        out.append(
+            f"Throttled transfer '{r['label']}' ({r['size_bytes'] / MB:g} MB, wired subflow to {rate:g} "
+            f"Mbit/s): rule active {_fmt(r.get('throttle_latency_ms'), '.1f')} ms after the second subflow "
+            f"(tc install {_fmt(r.get('throttle_install_ms'), '.1f')} ms), {r['throttle_t_s'] * 1e3:.0f} ms "
+            f"into the transfer; the wired subflow then carried "
+            f"{_fmt(r.get('wired_after_throttle_bps'), '.1f', 1e-6)} Mbit/s; total "
+            f"{r['goodput_bps'] / 1e6:.1f} Mbit/s, Wi-Fi share "
+            f"{r.get('wifi_share', float('nan')):.0%}."
+        )
     long = _pick(rows, "throttle", label="long")
     if long and mp and wired and wifi:
         best = max(wired["goodput_bps"], wifi["goodput_bps"])
-        verdict = ("below the unthrottled MPTCP transfer and above single-path Wi-Fi TCP, as the study found"
-                   if wifi["goodput_bps"] < long["goodput_bps"] < mp["goodput_bps"] else
-                   "not between single-path Wi-Fi TCP and unthrottled MPTCP")
-        out.append(f"The long throttled transfer's total, {long['goodput_bps'] / 1e6:.1f} Mbit/s, is {verdict} "
-                   f"({wifi['goodput_bps'] / 1e6:.1f} and {mp['goodput_bps'] / 1e6:.1f}); it is "
-                   f"{'above' if long['goodput_bps'] > best else 'below'} the better single path "
-                   f"({best / 1e6:.1f}).")  # fmt: skip
+        verdict = (
+            "below the unthrottled MPTCP transfer and above single-path Wi-Fi TCP, as the study found"
+            if wifi["goodput_bps"] < long["goodput_bps"] < mp["goodput_bps"]
+            else "not between single-path Wi-Fi TCP and unthrottled MPTCP"
+        )
+        out.append(
+            f"The long throttled transfer's total, {long['goodput_bps'] / 1e6:.1f} Mbit/s, is {verdict} "
+            f"({wifi['goodput_bps'] / 1e6:.1f} and {mp['goodput_bps'] / 1e6:.1f}); it is "
+            f"{'above' if long['goodput_bps'] > best else 'below'} the better single path "
+            f"({best / 1e6:.1f})."
+        )
     conv = _pick(rows, "conversion")
     if conv:
         syn, data = conv["syn_conversion_ms"], conv["data_conversion_ms"]
-        out.append(f"Conversion delay of latlab's proxy over {conv['connections']} downloads of "
-                   f"{conv['size_bytes'] / 1e3:g} KB: SYN (client accepted → upstream SYN) median {syn:.3f} ms, "
-                   f"p99 {conv['syn_conversion_ms_p99']:.3f} ms; data (first byte in → out) median {data:.3f} ms, "
-                   f"p99 {conv['data_conversion_ms_p99']:.3f} ms; the study's proxy took {C.STUDY_SYN_DELAY_MS} ms "
-                   f"and {C.STUDY_DATA_DELAY_MS} ms, {C.STUDY_SYN_DELAY_MS / syn:.0f}× and "
-                   f"{C.STUDY_DATA_DELAY_MS / data:.0f}× longer.")  # fmt: skip
+        out.append(
+            f"Conversion delay of latlab's proxy over {conv['connections']} downloads of "
+            f"{conv['size_bytes'] / 1e3:g} KB: SYN (client accepted → upstream SYN) median {syn:.3f} ms, "
+            f"p99 {conv['syn_conversion_ms_p99']:.3f} ms; data (first byte in → out) median {data:.3f} ms, "
+            f"p99 {conv['data_conversion_ms_p99']:.3f} ms; the study's proxy took {C.STUDY_SYN_DELAY_MS} ms "
+            f"and {C.STUDY_DATA_DELAY_MS} ms, {C.STUDY_SYN_DELAY_MS / syn:.0f}× and "
+            f"{C.STUDY_DATA_DELAY_MS / data:.0f}× longer."
+        )
     if mp and mp.get("wifi_emu_timing_p99_us") is not None:
-        out.append(f"The Wi-Fi-like path ({mp['wifi_delay_ms']:g} ms each way in `latlab-net emulate`, router mode): "
-                   f"the MPTCP transfer's Wi-Fi subflow had a mean smoothed RTT of {_fmt(mp.get('srtt_wifi_ms'))} ms "
-                   f"against {2 * mp['wifi_delay_ms']:g} ms of propagation (the wired one "
-                   f"{_fmt(mp.get('srtt_wired_ms'))} ms); the emulator wrote its packets toward the client "
-                   f"{_fmt(mp.get('wifi_emu_timing_p50_us'), '.0f')} µs (median) and "
-                   f"{_fmt(mp.get('wifi_emu_timing_p99_us'), '.0f')} µs (p99) from the model's schedule, and its "
-                   f"queue dropped {mp.get('wifi_emu_queue_drops', 0)} packets.")  # fmt: skip
+        out.append(
+            f"The Wi-Fi-like path ({mp['wifi_delay_ms']:g} ms each way in `latlab-net emulate`, router mode): "
+            f"the MPTCP transfer's Wi-Fi subflow had a mean smoothed RTT of {_fmt(mp.get('srtt_wifi_ms'))} ms "
+            f"against {2 * mp['wifi_delay_ms']:g} ms of propagation (the wired one "
+            f"{_fmt(mp.get('srtt_wired_ms'))} ms); the emulator wrote its packets toward the client "
+            f"{_fmt(mp.get('wifi_emu_timing_p50_us'), '.0f')} µs (median) and "
+            f"{_fmt(mp.get('wifi_emu_timing_p99_us'), '.0f')} µs (p99) from the model's schedule, and its "
+            f"queue dropped {mp.get('wifi_emu_queue_drops', 0)} packets."
+        )
     loaded = [r for r in rows if r.get("tcp_mem_pressure")]
     if loaded:
-        out.append("**Not measurements:** " + ", ".join(r["case"] for r in loaded) + " ran under TCP memory "
-                   "pressure (net.ipv4.tcp_mem), where Linux shrinks every receive window.")  # fmt: skip
+        out.append(
+            "**Not measurements:** "
+            + ", ".join(r["case"] for r in loaded)
+            + " ran under TCP memory "
+            "pressure (net.ipv4.tcp_mem), where Linux shrinks every receive window."
+        )
     return out
 
 
@@ -900,8 +1287,12 @@ def figure(rows: list[dict], out: Path) -> Path | None:
     for ax, r in zip(axes.flat, panels):
         for p, pts in r["series"].items():
             if pts:
-                ax.plot([t for t, _ in pts], [v for _, v in pts], color=colors.get(p, "k"),
-                        label=C.PATHS.get(p, p))  # fmt: skip
+                ax.plot(
+                    [t for t, _ in pts],
+                    [v for _, v in pts],
+                    color=colors.get(p, "k"),
+                    label=C.PATHS.get(p, p),
+                )
         if r.get("throttle_t_s") is not None:
             ax.axvline(r["throttle_t_s"], color="k", ls=":", lw=1, label="throttle active")
         ax.set_ylim(bottom=0)
@@ -909,7 +1300,7 @@ def figure(rows: list[dict], out: Path) -> Path | None:
         ax.set_xlabel("time (s)")
         ax.set_ylabel("Mbit/s")
         ax.legend(fontsize=7, loc="upper right")
-    for ax in list(axes.flat)[len(panels):]:
+    for ax in list(axes.flat)[len(panels) :]:
         ax.axis("off")
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -918,8 +1309,13 @@ def figure(rows: list[dict], out: Path) -> Path | None:
     return out
 
 
-def report_section(rows: list[dict], sim_rows: list[dict] | None = None, settings: RealSettings | None = None,
-                   command: str = "latlab reproduce mptcp --real", figure_path: str | None = None) -> str:  # fmt: skip
+def report_section(
+    rows: list[dict],
+    sim_rows: list[dict] | None = None,
+    settings: RealSettings | None = None,
+    command: str = "latlab reproduce mptcp --real",
+    figure_path: str | None = None,
+) -> str:
     """Markdown: the testbed, one table row per real transfer beside its simulated twin, and what they show.
 
     ``sim_rows`` are the simulated connection rows (the study's ``StudyData.conns`` as records: experiment,
@@ -928,41 +1324,51 @@ def report_section(rows: list[dict], sim_rows: list[dict] | None = None, setting
     """
     s = settings or QUICK_REAL
     sim_rows = sim_rows or []
-    out = [f"Command: `{command}` (root, net.mptcp.enabled = 1). Namespaces: legacy server — latlab's proxy "
-           "(`latlab-net proxy --to server`, MPTCP toward the client, plain TCP upstream) — a wired router "
-           f"(tbf {s.wired_bps / 1e6:g} Mbit/s, no propagation delay) and a Wi-Fi-like router whose forwarding "
-           f"goes through `latlab-net emulate` in router mode ({s.wifi_bps / 1e6:.1f} Mbit/s toward the client, "
-           f"{s.wifi_small_mtu_bps / 1e6:.1f} at MTU 1000: the simulated AP's folded 802.11g rates; "
-           f"{s.wifi_uplink_bps / 1e6:g} Mbit/s back; {s.wifi_delay_ms:g} ms one-way propagation delay each way, "
-           f"{2 * s.wifi_delay_ms:g} ms RTT, where the simulated Wi-Fi path has {C.path_rtt_ms('wifi'):g} ms), each "
-           f"with a {s.queue_packets}-packet queue — a client with an MPTCP subflow endpoint on its Wi-Fi "
-           "interface. The server's link is unshaped. Upstream Linux MPTCP has no coupled congestion control: subflows run "
-           f"{s.subflow_cc}, uncoupled (the simulation: LIA); the server CUBIC. Receive memory is the client "
-           "namespace's net.ipv4.tcp_rmem maximum "
-           f"({DEFAULT_RMEM_MB:g} MB unless stated). Per-subflow bytes are the proxy's MPTCP_TCPINFO samples "
-           f"(bytes_acked every {s.sample_ms} ms, `--mptcp-log`); goodput is the client's bytes over connect → EOF.",
-           "", "| case | goodput real / sim (Mbit/s) | wired share real / sim | wired / Wi-Fi real (Mbit/s) | "
-           "srtt wired / Wi-Fi real (ms) | retrans. real | duration (s) | throttle active after 2nd subflow (ms) | "
-           "load (1 min) |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    out = [
+        f"Command: `{command}` (root, net.mptcp.enabled = 1). Namespaces: legacy server — latlab's proxy "
+        "(`latlab-net proxy --to server`, MPTCP toward the client, plain TCP upstream) — a wired router "
+        f"(tbf {s.wired_bps / 1e6:g} Mbit/s, no propagation delay) and a Wi-Fi-like router whose forwarding "
+        f"goes through `latlab-net emulate` in router mode ({s.wifi_bps / 1e6:.1f} Mbit/s toward the client, "
+        f"{s.wifi_small_mtu_bps / 1e6:.1f} at MTU 1000: the simulated AP's folded 802.11g rates; "
+        f"{s.wifi_uplink_bps / 1e6:g} Mbit/s back; {s.wifi_delay_ms:g} ms one-way propagation delay each way, "
+        f"{2 * s.wifi_delay_ms:g} ms RTT, where the simulated Wi-Fi path has {C.path_rtt_ms('wifi'):g} ms), each "
+        f"with a {s.queue_packets}-packet queue — a client with an MPTCP subflow endpoint on its Wi-Fi "
+        "interface. The server's link is unshaped. Upstream Linux MPTCP has no coupled congestion control: subflows run "
+        f"{s.subflow_cc}, uncoupled (the simulation: LIA); the server CUBIC. Receive memory is the client "
+        "namespace's net.ipv4.tcp_rmem maximum "
+        f"({DEFAULT_RMEM_MB:g} MB unless stated). Per-subflow bytes are the proxy's MPTCP_TCPINFO samples "
+        f"(bytes_acked every {s.sample_ms} ms, `--mptcp-log`); goodput is the client's bytes over connect → EOF.",
+        "",
+        "| case | goodput real / sim (Mbit/s) | wired share real / sim | wired / Wi-Fi real (Mbit/s) | "
+        "srtt wired / Wi-Fi real (ms) | retrans. real | duration (s) | throttle active after 2nd subflow (ms) | "
+        "load (1 min) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         sims = _sim_match(sim_rows, r)
         share = _fmt(r.get("wired_share"), ".0%") if r["transport"] == "mptcp" else "–"
         sim_share = _sim_cell(sims, "wired_share", ".0%") if r["transport"] == "mptcp" else "–"
         sim_good = _sim_cell(sims, "goodput_bps", ".1f", 1e-6)
-        out.append(f"| {r['case']} | {_fmt(r['goodput_bps'], '.1f', 1e-6)} / {sim_good}"
-                   f" | {share} / {sim_share} | {_fmt(r.get('wired_goodput_bps'), '.1f', 1e-6)} / "
-                   f"{_fmt(r.get('wifi_goodput_bps'), '.1f', 1e-6)} | {_fmt(r.get('srtt_wired_ms'))} / "
-                   f"{_fmt(r.get('srtt_wifi_ms'))} | {r.get('retransmits', '–')} | "
-                   f"{r['duration_s']:.2f} | {_fmt(r.get('throttle_latency_ms'), '.1f')} | "
-                   f"{r.get('load_max_1m', '–')} |")  # fmt: skip
+        out.append(
+            f"| {r['case']} | {_fmt(r['goodput_bps'], '.1f', 1e-6)} / {sim_good}"
+            f" | {share} / {sim_share} | {_fmt(r.get('wired_goodput_bps'), '.1f', 1e-6)} / "
+            f"{_fmt(r.get('wifi_goodput_bps'), '.1f', 1e-6)} | {_fmt(r.get('srtt_wired_ms'))} / "
+            f"{_fmt(r.get('srtt_wifi_ms'))} | {r.get('retransmits', '–')} | "
+            f"{r['duration_s']:.2f} | {_fmt(r.get('throttle_latency_ms'), '.1f')} | "
+            f"{r.get('load_max_1m', '–')} |"
+        )
     out += ["", *[f"- {x}" for x in statements(rows)]]
     if figure_path:
         out += ["", f"![Real per-subflow throughput]({figure_path})"]
     return "\n".join(out) + "\n"
 
 
-def real_section(outdir: Path, quick: bool, sim_rows: list[dict] | None = None,
-                 progress: Callable[[dict[str, Any]], None] | None = None) -> str:  # fmt: skip
+def real_section(
+    outdir: Path,
+    quick: bool,
+    sim_rows: list[dict] | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> str:
     """Everything ``reproduce(..., real=True)`` needs in one call: run the real set (quick or full) into
     ``outdir/real.jsonl``, draw ``outdir/real_subflows.png``, and return the report's Markdown section."""
     settings = QUICK_REAL if quick else FULL_REAL
@@ -970,11 +1376,16 @@ def real_section(outdir: Path, quick: bool, sim_rows: list[dict] | None = None,
     rows = run_real(outdir, settings, progress)
     fig = figure(rows, Path(outdir) / "real_subflows.png")
     command = "latlab reproduce mptcp --real" + (" --quick" if quick else "")
-    return (report_section(rows, sim_rows, settings, command, fig.name if fig else None)
-            + f"\nThe real runs took {time.monotonic() - t0:.0f} s of wall time; rows in `real.jsonl`.\n")  # fmt: skip
+    return (
+        report_section(rows, sim_rows, settings, command, fig.name if fig else None)
+        + f"\nThe real runs took {time.monotonic() - t0:.0f} s of wall time; rows in `real.jsonl`.\n"
+    )
 
 
 def print_row(row: dict[str, Any]) -> None:
     """A progress line per real transfer."""
-    print(f"real: {row['case']:36s} {row['goodput_bps'] / 1e6:7.1f} Mbit/s  wired share "
-          f"{_fmt(row.get('wired_share'), '.0%'):>4s}  load {row.get('load_max_1m', '–')}", flush=True)  # fmt: skip
+    print(
+        f"real: {row['case']:36s} {row['goodput_bps'] / 1e6:7.1f} Mbit/s  wired share "
+        f"{_fmt(row.get('wired_share'), '.0%'):>4s}  load {row.get('load_max_1m', '–')}",
+        flush=True,
+    )

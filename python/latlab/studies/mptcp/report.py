@@ -16,8 +16,15 @@ from latlab.studies._markdown import table as _table
 from latlab.studies._verdict import Verdict
 from latlab.studies._verdict import summary as verdict_summary
 from latlab.studies.mptcp import cases as C
-from latlab.studies.mptcp.metrics import (StudyData, buffer_curve, guidance_parts, mean_of, pick, smallest_stable_mb,
-                                          value_range)  # fmt: skip
+from latlab.studies.mptcp.metrics import (
+    StudyData,
+    buffer_curve,
+    guidance_parts,
+    mean_of,
+    pick,
+    smallest_stable_mb,
+    value_range,
+)
 from latlab.studies.mptcp.references import PAPER, SFWIN
 from latlab.studies.mptcp.verdicts import verdicts
 
@@ -37,56 +44,84 @@ def _why(vs: dict[str, Verdict], data: StudyData, settings: C.Settings) -> dict[
     big = pick(conns, "mptcp", size_bytes=settings.large_bytes)
     for key in ("mptcp_wired_share", "mptcp_wifi_share"):
         if key in vs and len(big):
-            why[key] = (f"the minimum-RTT scheduler sends on the Wi-Fi subflow only while the wired subflow's window "
-                        f"is full; the wired subflow's mean smoothed RTT was {_ms(mean_of(big, 'srtt_wired_ms'))} ms "
-                        f"and the Wi-Fi one's {_ms(mean_of(big, 'srtt_wifi_ms'))} ms, and the server's "
-                        f"{C.ETHERNET_BPS / 1e6:g} Mbit/s link caps what the proxy has to send")  # fmt: skip
+            why[key] = (
+                f"the minimum-RTT scheduler sends on the Wi-Fi subflow only while the wired subflow's window "
+                f"is full; the wired subflow's mean smoothed RTT was {_ms(mean_of(big, 'srtt_wired_ms'))} ms "
+                f"and the Wi-Fi one's {_ms(mean_of(big, 'srtt_wifi_ms'))} ms, and the server's "
+                f"{C.ETHERNET_BPS / 1e6:g} Mbit/s link caps what the proxy has to send"
+            )
     if "rbuf_small" in vs:
-        why["rbuf_small"] = ("latlab's RFC sender keeps new data inside the connection-level window, so nothing "
-                             "arrives that the buffer cannot hold and the receiver drops nothing; and the wired path "
-                             "alone fills the server's link with a small window (its bandwidth-delay product is a "
-                             "few tens of KB), so a small buffer only keeps the Wi-Fi subflow out"
-                             + ("; the per-subflow-window sender shows the study's drops"
-                                if vs.get("rbuf_small" + SFWIN) and vs["rbuf_small" + SFWIN].agrees else
-                                "; through the proxy the MPTCP side only carries what the server's link brings, so "
-                                "even the per-subflow-window sender rarely overruns the buffer"))  # fmt: skip
+        why["rbuf_small"] = (
+            "latlab's RFC sender keeps new data inside the connection-level window, so nothing "
+            "arrives that the buffer cannot hold and the receiver drops nothing; and the wired path "
+            "alone fills the server's link with a small window (its bandwidth-delay product is a "
+            "few tens of KB), so a small buffer only keeps the Wi-Fi subflow out"
+            + (
+                "; the per-subflow-window sender shows the study's drops"
+                if vs.get("rbuf_small" + SFWIN) and vs["rbuf_small" + SFWIN].agrees
+                else "; through the proxy the MPTCP side only carries what the server's link brings, so "
+                "even the per-subflow-window sender rarely overruns the buffer"
+            )
+        )
     g = guidance_parts(conns)
-    for key in ("rbuf_needed", "rbuf_needed" + SFWIN, "rbuf_guidance", "rbuf_suffices", "rbuf_suffices" + SFWIN):
+    for key in (
+        "rbuf_needed",
+        "rbuf_needed" + SFWIN,
+        "rbuf_guidance",
+        "rbuf_suffices",
+        "rbuf_suffices" + SFWIN,
+    ):
         if key in vs and g:
-            why[key] = (f"the buffer a path set needs scales with ΣBW·RTT_max; latlab's paths give ΣBW = "
-                        f"{_mbps(g['bw_wired_bps'] + g['bw_wifi_bps'])} Mbit/s and RTT_max = {_ms(g['rtt_max_ms'])} ms "
-                        "(the Wi-Fi subflow's RTT with its queue), a testbed choice, not the study's measurement")
+            why[key] = (
+                f"the buffer a path set needs scales with ΣBW·RTT_max; latlab's paths give ΣBW = "
+                f"{_mbps(g['bw_wired_bps'] + g['bw_wifi_bps'])} Mbit/s and RTT_max = {_ms(g['rtt_max_ms'])} ms "
+                "(the Wi-Fi subflow's RTT with its queue), a testbed choice, not the study's measurement"
+            )
     rfc = buffer_curve(conns, True)
     if "rbuf_needed" in vs and len(rfc) and smallest_stable_mb(rfc) == rfc.index.min():
-        why["rbuf_needed"] += ("; with the RFC sender no buffer on the grid degrades the download, so the smallest "
-                               "on the grid counts as stable")
+        why["rbuf_needed"] += (
+            "; with the RFC sender no buffer on the grid degrades the download, so the smallest "
+            "on the grid counts as stable"
+        )
     for key in ("mtu_small", "mtu_small" + SFWIN):
         if key in vs:
-            why[key] = ("in latlab a smaller MTU costs header bytes and Wi-Fi airtime per frame; the reordering "
-                        "between paths is set by their RTTs, which the MTU hardly changes, and latlab's receive "
-                        "buffer counts payload bytes, not the per-packet memory overhead that grows with the "
-                        "number of segments in Linux")  # fmt: skip
+            why[key] = (
+                "in latlab a smaller MTU costs header bytes and Wi-Fi airtime per frame; the reordering "
+                "between paths is set by their RTTs, which the MTU hardly changes, and latlab's receive "
+                "buffer counts payload bytes, not the per-packet memory overhead that grows with the "
+                "number of segments in Linux"
+            )
     if "throttle_long_vs_tcp" in vs:
-        tcp_wired = mean_of(pick(conns, "baseline", path="wired", size_bytes=settings.large_bytes), "goodput_bps")
+        tcp_wired = mean_of(
+            pick(conns, "baseline", path="wired", size_bytes=settings.large_bytes), "goodput_bps"
+        )
         why["throttle_long_vs_tcp"] = (
             f"in latlab's testbed the server's {C.ETHERNET_BPS / 1e6:g} Mbit/s link caps the unthrottled MPTCP "
             f"connection ({_mbps(mean_of(big, 'goodput_bps'))} Mbit/s) and wired TCP ({_mbps(tcp_wired)} Mbit/s) "
             "alike, so a throttled total below the unthrottled one is below wired TCP too; the study's statement "
-            "needs an unthrottled MPTCP total above wired TCP")  # fmt: skip
+            "needs an unthrottled MPTCP total above wired TCP"
+        )
     for key in ("throttle_small_shift", "throttle_long_shift", "throttle_long_total"):
         if key in vs:
-            why[key] = (f"the outcome follows from the throttle rate ({settings.throttle_bps[0] / 1e6:g} Mbit/s, a "
-                        "choice: the study names none) against the Wi-Fi path's capacity and the server's link; "
-                        "the throttle-rate sweep in section 5 shows how it moves")  # fmt: skip
+            why[key] = (
+                f"the outcome follows from the throttle rate ({settings.throttle_bps[0] / 1e6:g} Mbit/s, a "
+                "choice: the study names none) against the Wi-Fi path's capacity and the server's link; "
+                "the throttle-rate sweep in section 5 shows how it moves"
+            )
     if "conversion" in vs:
-        why["conversion"] = ("the delays are the study's, set in latlab's proxy; what a download pays is their sum "
-                             "only if both lie on its first byte's path, and extra round trips through the split "
-                             "connection add to it")  # fmt: skip
+        why["conversion"] = (
+            "the delays are the study's, set in latlab's proxy; what a download pays is their sum "
+            "only if both lie on its first byte's path, and extra round trips through the split "
+            "connection add to it"
+        )
     return why
 
 
 def _with_why(vs: dict[str, Verdict], why: dict[str, str]) -> dict[str, Verdict]:
-    return {k: Verdict(v.reference, v.measured, v.outcome, v.rule, why.get(k, v.why)) for k, v in vs.items()}
+    return {
+        k: Verdict(v.reference, v.measured, v.outcome, v.rule, why.get(k, v.why))
+        for k, v in vs.items()
+    }
 
 
 def _setup(settings: C.Settings, data: StudyData, jobs: int, elapsed_s: float) -> str:
@@ -95,86 +130,148 @@ def _setup(settings: C.Settings, data: StudyData, jobs: int, elapsed_s: float) -
     n_distinct = runs.loc[runs["status"] == "ok", "run_id"].nunique() if len(runs) else 0
     sim_s = data.conns["wall_s"].sum() if len(data.conns) else float("nan")
     w15, w10 = C.wifi_rate_bps(C.MTU_BYTES), C.wifi_rate_bps(C.SMALL_MTU_BYTES)
-    proxy = ("the proxy node: MPTCP (proxy → client, over both paths) spliced to plain TCP (server → proxy, "
-             f"{C.LEGACY_CC.upper()}) through a {C.RELAY_BYTES / 1e6:g} MB relay buffer; conversion delays "
-             f"{C.STUDY_SYN_DELAY_MS:g} ms (SYN) and {C.STUDY_DATA_DELAY_MS:g} ms (data), the study's, in every "
-             "proxied run (section 6 removes them)") if data.proxy else (
-             "**not available in this build**: the MPTCP runs go end to end, server → client over both paths, and "
-             "the throttling and conversion-delay experiments are not run")  # fmt: skip
+    proxy = (
+        (
+            "the proxy node: MPTCP (proxy → client, over both paths) spliced to plain TCP (server → proxy, "
+            f"{C.LEGACY_CC.upper()}) through a {C.RELAY_BYTES / 1e6:g} MB relay buffer; conversion delays "
+            f"{C.STUDY_SYN_DELAY_MS:g} ms (SYN) and {C.STUDY_DATA_DELAY_MS:g} ms (data), the study's, in every "
+            "proxied run (section 6 removes them)"
+        )
+        if data.proxy
+        else (
+            "**not available in this build**: the MPTCP runs go end to end, server → client over both paths, and "
+            "the throttling and conversion-delay experiments are not run"
+        )
+    )
     rows = [
-        ["topology", f"server —{C.ETHERNET_BPS / 1e6:g} Mbit/s, {C.SERVER_DELAY_MS:g} ms— proxy; proxy —"
-                     f"{C.LAN_DELAY_MS:g} ms— switch —{C.CLIENT_WIRE_DELAY_MS:g} ms— client (wired, "
-                     f"{C.ETHERNET_BPS / 1e6:g} Mbit/s Fast Ethernet); proxy —{C.LAN_DELAY_MS:g} ms— Wi-Fi AP "
-                     f"—{C.WIFI_RADIO_DELAY_MS:g} ms radio— client. Ethernet queues: DropTail "
-                     f"{C.ETHERNET_QUEUE_PACKETS} packets ({C.ETHERNET_QUEUE_PACKETS * 12 / (C.ETHERNET_BPS / 1e6):g} "
-                     f"ms at {C.ETHERNET_BPS / 1e6:g} Mbit/s). Propagation RTT {C.path_rtt_ms('wired'):g} ms wired, "
-                     f"{C.path_rtt_ms('wifi'):g} ms Wi-Fi. The study states no rates or delays; these are a "
-                     "laboratory LAN of its time"],
-        ["Wi-Fi", f"latlab's Wi-Fi AP model (one shared DropTail buffer of {C.WIFI_AP_PACKETS} packets, "
-                  f"{100 * C.WIFI_FRAME_ERROR_PROB:g} % frame errors retried with 802.11 back-off) for an 802.11g AP "
-                  f"({C.WIFI_PHY_BPS / 1e6:g} Mbit/s PHY). The model has no per-frame overhead, so DIFS, the mean "
-                  f"back-off, preamble, SIFS, the MAC ACK and the airtime of the client's TCP ACKs (one per two "
-                  f"segments) are folded into its rate per frame size: **{w15 / 1e6:.1f} Mbit/s** of IP packets "
-                  f"at MTU {C.MTU_BYTES}, **{w10 / 1e6:.1f} Mbit/s** at MTU {C.SMALL_MTU_BYTES}; uplink "
-                  f"{C.WIFI_UPLINK_BPS / 1e6:g} Mbit/s. Chosen over a fixed-rate link because the AP model's "
-                  "shared buffer and retries are Wi-Fi's delay"],
+        [
+            "topology",
+            f"server —{C.ETHERNET_BPS / 1e6:g} Mbit/s, {C.SERVER_DELAY_MS:g} ms— proxy; proxy —"
+            f"{C.LAN_DELAY_MS:g} ms— switch —{C.CLIENT_WIRE_DELAY_MS:g} ms— client (wired, "
+            f"{C.ETHERNET_BPS / 1e6:g} Mbit/s Fast Ethernet); proxy —{C.LAN_DELAY_MS:g} ms— Wi-Fi AP "
+            f"—{C.WIFI_RADIO_DELAY_MS:g} ms radio— client. Ethernet queues: DropTail "
+            f"{C.ETHERNET_QUEUE_PACKETS} packets ({C.ETHERNET_QUEUE_PACKETS * 12 / (C.ETHERNET_BPS / 1e6):g} "
+            f"ms at {C.ETHERNET_BPS / 1e6:g} Mbit/s). Propagation RTT {C.path_rtt_ms('wired'):g} ms wired, "
+            f"{C.path_rtt_ms('wifi'):g} ms Wi-Fi. The study states no rates or delays; these are a "
+            "laboratory LAN of its time",
+        ],
+        [
+            "Wi-Fi",
+            f"latlab's Wi-Fi AP model (one shared DropTail buffer of {C.WIFI_AP_PACKETS} packets, "
+            f"{100 * C.WIFI_FRAME_ERROR_PROB:g} % frame errors retried with 802.11 back-off) for an 802.11g AP "
+            f"({C.WIFI_PHY_BPS / 1e6:g} Mbit/s PHY). The model has no per-frame overhead, so DIFS, the mean "
+            f"back-off, preamble, SIFS, the MAC ACK and the airtime of the client's TCP ACKs (one per two "
+            f"segments) are folded into its rate per frame size: **{w15 / 1e6:.1f} Mbit/s** of IP packets "
+            f"at MTU {C.MTU_BYTES}, **{w10 / 1e6:.1f} Mbit/s** at MTU {C.SMALL_MTU_BYTES}; uplink "
+            f"{C.WIFI_UPLINK_BPS / 1e6:g} Mbit/s. Chosen over a fixed-rate link because the AP model's "
+            "shared buffer and retries are Wi-Fi's delay",
+        ],
         ["proxy", proxy],
-        ["TCP", f"`linux` preset, timestamps on, MSS = MTU − {C.HEADER_BYTES} ({C.mss_of(C.MTU_BYTES)} bytes at MTU "
-                f"{C.MTU_BYTES}); legacy connections {C.LEGACY_CC.upper()}"],
-        ["MPTCP", f"coupled congestion control {C.MPTCP_CC.upper()} (RFC 6356), scheduler `{C.MPTCP_SCHEDULER}` "
-                  f"(lowest smoothed RTT with window room, Linux's default); the subflows open with the connection, "
-                  f"the Wi-Fi one {1e3 * C.WIFI_JOIN_S:g} ms after the wired one; no opportunistic "
-                  "retransmission or penalisation (NSDI'12 mitigations off)"],
-        ["receive buffer", f"the study's figure is max TCP memory (tcp_rmem max), of which Linux advertises "
-                           f"{C.WINDOW_FRACTION:g} as window (tcp_adv_win_scale = 1); latlab's MPTCP buffer is the "
-                           f"data-level window, so it is set to {C.WINDOW_FRACTION:g} × the study's figure "
-                           f"(0.72 MB → {C.window_bytes(0.72) / 1e3:g} KB). Default {C.DEFAULT_BUFFER_MB:g} MB"],
-        ["throttle", "not run (no proxy node in this build)" if not data.proxy else
-                     f"an HTB-like token bucket at the proxy on the wired subflow, {settings.throttle_bps[0] / 1e6:g} "
-                     f"Mbit/s for the verdicts (the study names no rate; "
-                     + ", ".join(f"{r / 1e6:g}" for r in settings.throttle_bps)
-                     + f" Mbit/s run), leaf queue {C.THROTTLE_QUEUE_MS:g} ms at its rate. First transfer: the rules "
-                       f"take {C.THROTTLE_INSTALL_S:g} s after the second subflow is up (the study's proxy sniffed "
-                       "TCP options, then installed them); repeated transfer: in force as soon as it is up"],
-        ["transfers", f"long {settings.large_bytes / C.MB:g} MB, short {settings.small_bytes / C.MB:g} MB, "
-                      f"buffer sweep and MTU runs {settings.sweep_bytes / C.MB:g} MB, small object "
-                      f"{settings.object_bytes / 1e3:g} KB; goodput = size / completion time (handshake included)"],
-        ["seeds", ", ".join(str(s) for s in settings.seeds) + " (only the Wi-Fi retries are random); tables give "
-                  "the mean over seeds and the range"],
-        ["runs", f"{n_ok} run points, {n_distinct} distinct simulations; the simulations took {sim_s:.0f} s in all "
-                 f"(sum over runs); running and reducing them took **{elapsed_s:.0f} s** here on {jobs} worker(s)"],
-    ]  # fmt: skip
+        [
+            "TCP",
+            f"`linux` preset, timestamps on, MSS = MTU − {C.HEADER_BYTES} ({C.mss_of(C.MTU_BYTES)} bytes at MTU "
+            f"{C.MTU_BYTES}); legacy connections {C.LEGACY_CC.upper()}",
+        ],
+        [
+            "MPTCP",
+            f"coupled congestion control {C.MPTCP_CC.upper()} (RFC 6356), scheduler `{C.MPTCP_SCHEDULER}` "
+            f"(lowest smoothed RTT with window room, Linux's default); the subflows open with the connection, "
+            f"the Wi-Fi one {1e3 * C.WIFI_JOIN_S:g} ms after the wired one; no opportunistic "
+            "retransmission or penalisation (NSDI'12 mitigations off)",
+        ],
+        [
+            "receive buffer",
+            f"the study's figure is max TCP memory (tcp_rmem max), of which Linux advertises "
+            f"{C.WINDOW_FRACTION:g} as window (tcp_adv_win_scale = 1); latlab's MPTCP buffer is the "
+            f"data-level window, so it is set to {C.WINDOW_FRACTION:g} × the study's figure "
+            f"(0.72 MB → {C.window_bytes(0.72) / 1e3:g} KB). Default {C.DEFAULT_BUFFER_MB:g} MB",
+        ],
+        [
+            "throttle",
+            "not run (no proxy node in this build)"
+            if not data.proxy
+            else f"an HTB-like token bucket at the proxy on the wired subflow, {settings.throttle_bps[0] / 1e6:g} "
+            f"Mbit/s for the verdicts (the study names no rate; "
+            + ", ".join(f"{r / 1e6:g}" for r in settings.throttle_bps)
+            + f" Mbit/s run), leaf queue {C.THROTTLE_QUEUE_MS:g} ms at its rate. First transfer: the rules "
+            f"take {C.THROTTLE_INSTALL_S:g} s after the second subflow is up (the study's proxy sniffed "
+            "TCP options, then installed them); repeated transfer: in force as soon as it is up",
+        ],
+        [
+            "transfers",
+            f"long {settings.large_bytes / C.MB:g} MB, short {settings.small_bytes / C.MB:g} MB, "
+            f"buffer sweep and MTU runs {settings.sweep_bytes / C.MB:g} MB, small object "
+            f"{settings.object_bytes / 1e3:g} KB; goodput = size / completion time (handshake included)",
+        ],
+        [
+            "seeds",
+            ", ".join(str(s) for s in settings.seeds)
+            + " (only the Wi-Fi retries are random); tables give "
+            "the mean over seeds and the range",
+        ],
+        [
+            "runs",
+            f"{n_ok} run points, {n_distinct} distinct simulations; the simulations took {sim_s:.0f} s in all "
+            f"(sum over runs); running and reducing them took **{elapsed_s:.0f} s** here on {jobs} worker(s)",
+        ],
+    ]
     return _table(["", "value"], rows)
 
 
 def _share_cells(d: pd.DataFrame) -> list[str]:
-    return [value_range(d["goodput_bps"], "{:.1f}", 1e-6), value_range(d["fct_s"], "{:.2f}"),
-            _pct(mean_of(d, "wired_share"), "{:.0f} %"), _pct(mean_of(d, "wifi_share"), "{:.0f} %"),
-            _ms(mean_of(d, "srtt_wired_ms")), _ms(mean_of(d, "srtt_wifi_ms")),
-            _f(mean_of(d, "retransmits"), "{:.0f}")]  # fmt: skip
+    return [
+        value_range(d["goodput_bps"], "{:.1f}", 1e-6),
+        value_range(d["fct_s"], "{:.2f}"),
+        _pct(mean_of(d, "wired_share"), "{:.0f} %"),
+        _pct(mean_of(d, "wifi_share"), "{:.0f} %"),
+        _ms(mean_of(d, "srtt_wired_ms")),
+        _ms(mean_of(d, "srtt_wifi_ms")),
+        _f(mean_of(d, "retransmits"), "{:.0f}"),
+    ]
 
 
-SHARE_HEADER = ["goodput (Mbit/s)", "completion (s)", "wired share", "Wi-Fi share", "wired srtt (ms)",
-                "Wi-Fi srtt (ms)", "retransmitted segments"]  # fmt: skip
+SHARE_HEADER = [
+    "goodput (Mbit/s)",
+    "completion (s)",
+    "wired share",
+    "Wi-Fi share",
+    "wired srtt (ms)",
+    "Wi-Fi srtt (ms)",
+    "retransmitted segments",
+]
 
 
-def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapsed_s: float,
-           figures: dict[str, str], real_section: str | None = None) -> str:  # fmt: skip
+def render(
+    data: StudyData,
+    settings: C.Settings,
+    quick: bool,
+    jobs: int,
+    elapsed_s: float,
+    figures: dict[str, str],
+    real_section: str | None = None,
+) -> str:
     conns = data.conns
     vs = _with_why(verdicts(conns, settings), _why(verdicts(conns, settings), data, settings))
     out: list[str] = []
     add = out.append
     add("# MPTCP proxy: multipath through an MPTCP-to-TCP converter, with bandwidth throttling\n")
-    add(f"Reproduction of the MPTCP-proxy study ({PAPER.title}; {PAPER.venue}) in latlab's packet simulator. "
+    add(
+        f"Reproduction of the MPTCP-proxy study ({PAPER.title}; {PAPER.venue}) in latlab's packet simulator. "
         "MPTCP is described in latlab's note [Multipath TCP](../models/mptcp.md), the Wi-Fi AP in "
         "[links](../models/links.md). "
-        + ("**Quick run** (`latlab reproduce mptcp --quick`): shorter downloads, a coarser buffer grid, one seed "
-           "and one throttle rate, so its numbers differ from the full run's.\n" if quick else
-           "Full run (`latlab reproduce mptcp`).\n"))  # fmt: skip
+        + (
+            "**Quick run** (`latlab reproduce mptcp --quick`): shorter downloads, a coarser buffer grid, one seed "
+            "and one throttle rate, so its numbers differ from the full run's.\n"
+            if quick
+            else "Full run (`latlab reproduce mptcp`).\n"
+        )
+    )
     if not data.proxy:
-        add("**This build has no proxy node**: every MPTCP connection runs end to end from the server, so its two "
+        add(
+            "**This build has no proxy node**: every MPTCP connection runs end to end from the server, so its two "
             "subflows share the server's link instead of a plain TCP leg ending at the proxy, and the throttling "
-            "and conversion-delay experiments (sections 5 and 6) are not run.\n")
+            "and conversion-delay experiments (sections 5 and 6) are not run.\n"
+        )
     add(verdict_summary(vs.values()))
     add("")
     add("## Set-up\n")
@@ -191,8 +288,13 @@ def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapse
                 rows.append([f"TCP, {C.PATHS[p]} only", f"{size / C.MB:g}"] + _share_cells(d))
         d = pick(conns, "mptcp", size_bytes=size)
         if len(d):
-            rows.append(["MPTCP " + ("through the proxy" if data.proxy else "end to end"), f"{size / C.MB:g}"]
-                        + _share_cells(d))  # fmt: skip
+            rows.append(
+                [
+                    "MPTCP " + ("through the proxy" if data.proxy else "end to end"),
+                    f"{size / C.MB:g}",
+                ]
+                + _share_cells(d)
+            )
     add(_table(["connection", "MB"] + SHARE_HEADER, rows))
     add("")
     for key in ("mptcp_wired_share", "mptcp_wifi_share"):
@@ -204,25 +306,47 @@ def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapse
 
     # -- 3: receive buffer
     add("## 3. Receive buffer\n")
-    add(f"MPTCP downloads of {settings.sweep_bytes / C.MB:g} MB against the client's max TCP memory (window = "
+    add(
+        f"MPTCP downloads of {settings.sweep_bytes / C.MB:g} MB against the client's max TCP memory (window = "
         f"{C.WINDOW_FRACTION:g} × it), with each of two senders: latlab's, which keeps new data inside the "
         "connection-level window (RFC 8684 §3.3.4: Data ACK + window over all subflows), and one that applies the "
         "advertised window only in each subflow's own sequence space, so that its subflows together can overrun "
         "the shared buffer and the receiver drops what does not fit (the study's receiver drops point to a stack "
         "that did). Head-of-line blocked: the share of the download's time during which data waited in the "
-        "receive buffer behind a hole.\n")
+        "receive buffer behind a hole.\n"
+    )
     for dw, name in C.SENDERS.items():
         curve = buffer_curve(conns, dw)
         if not len(curve):
             continue
         add(f"**{name[:1].upper() + name[1:]} sender**\n")
-        add(_table(["max TCP memory (MB)", "window (KB)", "goodput (Mbit/s)", "Wi-Fi share", "head-of-line blocked",
-                    "retransmitted segments", "receiver drops", "reinjected segments"],
-                   [[f"{mb:g}", f"{C.window_bytes(mb) / 1e3:g}",
-                     f"{r['goodput_bps'] / 1e6:.1f} ({r['goodput_lo'] / 1e6:.1f}–{r['goodput_hi'] / 1e6:.1f})",
-                     _pct(r.get("wifi_share"), "{:.0f} %"), _pct(r["hol_fraction"], "{:.0f} %"),
-                     _f(r["retransmits"], "{:.0f}"), _f(r["recv_drops"], "{:.0f}"), _f(r["reinjections"], "{:.0f}")]
-                    for mb, r in curve.iterrows()]))  # fmt: skip
+        add(
+            _table(
+                [
+                    "max TCP memory (MB)",
+                    "window (KB)",
+                    "goodput (Mbit/s)",
+                    "Wi-Fi share",
+                    "head-of-line blocked",
+                    "retransmitted segments",
+                    "receiver drops",
+                    "reinjected segments",
+                ],
+                [
+                    [
+                        f"{mb:g}",
+                        f"{C.window_bytes(mb) / 1e3:g}",
+                        f"{r['goodput_bps'] / 1e6:.1f} ({r['goodput_lo'] / 1e6:.1f}–{r['goodput_hi'] / 1e6:.1f})",
+                        _pct(r.get("wifi_share"), "{:.0f} %"),
+                        _pct(r["hol_fraction"], "{:.0f} %"),
+                        _f(r["retransmits"], "{:.0f}"),
+                        _f(r["recv_drops"], "{:.0f}"),
+                        _f(r["reinjections"], "{:.0f}"),
+                    ]
+                    for mb, r in curve.iterrows()
+                ],
+            )
+        )
         add("")
         sfx = "" if dw else SFWIN
         for key in ("rbuf_small", "rbuf_large", "rbuf_needed", "rbuf_suffices"):
@@ -231,12 +355,14 @@ def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapse
         add("")
     g = guidance_parts(conns)
     if g:
-        add(f"The guidance (Linux, NSDI'12): a receive buffer of at least 2·ΣBW·RTT_max. From latlab's own runs: "
+        add(
+            f"The guidance (Linux, NSDI'12): a receive buffer of at least 2·ΣBW·RTT_max. From latlab's own runs: "
             f"single-path TCP reaches {_mbps(g['bw_wired_bps'])} Mbit/s wired and {_mbps(g['bw_wifi_bps'])} "
             f"Mbit/s on Wi-Fi; in the RFC sender's largest-buffer run the subflows' mean smoothed RTTs are "
             f"{_ms(g['rtt_wired_ms'])} ms (wired) and {_ms(g['rtt_wifi_ms'])} ms (Wi-Fi, its queue included). So "
             f"2 × {_mbps(g['bw_wired_bps'] + g['bw_wifi_bps'])} Mbit/s × {_ms(g['rtt_max_ms'])} ms = "
-            f"**{g['buffer_mb']:.2f} MB**, compared with the max TCP memory as the study compares it.\n")  # fmt: skip
+            f"**{g['buffer_mb']:.2f} MB**, compared with the max TCP memory as the study compares it.\n"
+        )
         if "rbuf_guidance" in vs:
             add(f"- {vs['rbuf_guidance'].sentence()}\n")
     if "buffer" in figures:
@@ -248,22 +374,53 @@ def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapse
     for p in C.PATHS:
         d = pick(conns, "mtu", transport="tcp", path=p)
         if len(d):
-            rows.append([f"TCP, {C.PATHS[p]} only", f"{C.SMALL_MTU_BYTES}",
-                         value_range(d["goodput_bps"], "{:.1f}", 1e-6), "–", "–", "–"])  # fmt: skip
+            rows.append(
+                [
+                    f"TCP, {C.PATHS[p]} only",
+                    f"{C.SMALL_MTU_BYTES}",
+                    value_range(d["goodput_bps"], "{:.1f}", 1e-6),
+                    "–",
+                    "–",
+                    "–",
+                ]
+            )
     for dw, name in C.SENDERS.items():
         for mtu in (C.MTU_BYTES, C.SMALL_MTU_BYTES):
-            d = pick(conns, "mtu", transport="mptcp", data_window=dw) if mtu == C.SMALL_MTU_BYTES else \
-                pick(conns, "rbuf", buffer_mb=C.DEFAULT_BUFFER_MB, data_window=dw)
+            d = (
+                pick(conns, "mtu", transport="mptcp", data_window=dw)
+                if mtu == C.SMALL_MTU_BYTES
+                else pick(conns, "rbuf", buffer_mb=C.DEFAULT_BUFFER_MB, data_window=dw)
+            )
             if len(d):
-                rows.append([f"MPTCP, {name} sender", f"{mtu}", value_range(d["goodput_bps"], "{:.1f}", 1e-6),
-                             _pct(mean_of(d, "wifi_share"), "{:.0f} %"), _pct(mean_of(d, "hol_fraction"), "{:.0f} %"),
-                             _f(mean_of(d, "recv_drops"), "{:.0f}")])  # fmt: skip
+                rows.append(
+                    [
+                        f"MPTCP, {name} sender",
+                        f"{mtu}",
+                        value_range(d["goodput_bps"], "{:.1f}", 1e-6),
+                        _pct(mean_of(d, "wifi_share"), "{:.0f} %"),
+                        _pct(mean_of(d, "hol_fraction"), "{:.0f} %"),
+                        _f(mean_of(d, "recv_drops"), "{:.0f}"),
+                    ]
+                )
     if rows:
-        add(f"{settings.sweep_bytes / C.MB:g} MB downloads. At MTU {C.SMALL_MTU_BYTES} the Wi-Fi AP's rate is "
+        add(
+            f"{settings.sweep_bytes / C.MB:g} MB downloads. At MTU {C.SMALL_MTU_BYTES} the Wi-Fi AP's rate is "
             f"{C.wifi_rate_bps(C.SMALL_MTU_BYTES) / 1e6:.1f} Mbit/s instead of {C.wifi_rate_bps(C.MTU_BYTES) / 1e6:.1f} "
-            "(its per-frame costs weigh more on smaller frames).\n")
-        add(_table(["connection", "MTU (bytes)", "goodput (Mbit/s)", "Wi-Fi share", "head-of-line blocked",
-                    "receiver drops"], rows))  # fmt: skip
+            "(its per-frame costs weigh more on smaller frames).\n"
+        )
+        add(
+            _table(
+                [
+                    "connection",
+                    "MTU (bytes)",
+                    "goodput (Mbit/s)",
+                    "Wi-Fi share",
+                    "head-of-line blocked",
+                    "receiver drops",
+                ],
+                rows,
+            )
+        )
         add("")
     for key in ("mtu_small", "mtu_small" + SFWIN):
         if key in vs:
@@ -279,22 +436,38 @@ def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapse
     else:
         rows = []
         small = settings.small_bytes
-        for label, d in ((f"{small / C.MB:g} MB, not throttled", pick(conns, "mptcp", size_bytes=small)),
-                         (f"{small / C.MB:g} MB, first (rules installed {C.THROTTLE_INSTALL_S:g} s after the join)",
-                          pick(conns, "throttle", label="first")),
-                         (f"{small / C.MB:g} MB, repeated (rules in place)", pick(conns, "throttle", label="repeated")),
-                         (f"{settings.large_bytes / C.MB:g} MB, not throttled",
-                          pick(conns, "mptcp", size_bytes=settings.large_bytes))):  # fmt: skip
+        for label, d in (
+            (f"{small / C.MB:g} MB, not throttled", pick(conns, "mptcp", size_bytes=small)),
+            (
+                f"{small / C.MB:g} MB, first (rules installed {C.THROTTLE_INSTALL_S:g} s after the join)",
+                pick(conns, "throttle", label="first"),
+            ),
+            (
+                f"{small / C.MB:g} MB, repeated (rules in place)",
+                pick(conns, "throttle", label="repeated"),
+            ),
+            (
+                f"{settings.large_bytes / C.MB:g} MB, not throttled",
+                pick(conns, "mptcp", size_bytes=settings.large_bytes),
+            ),
+        ):
             if len(d):
                 rows.append([label] + _share_cells(d))
         for r in settings.throttle_bps:
             d = pick(conns, "throttle", label="long", throttle_bps=r)
             if len(d):
-                rows.append([f"{settings.large_bytes / C.MB:g} MB, wired throttled to {r / 1e6:g} Mbit/s"]
-                            + _share_cells(d))  # fmt: skip
+                rows.append(
+                    [f"{settings.large_bytes / C.MB:g} MB, wired throttled to {r / 1e6:g} Mbit/s"]
+                    + _share_cells(d)
+                )
         add(_table(["download"] + SHARE_HEADER, rows))
         add("")
-        for key in ("throttle_small_shift", "throttle_long_shift", "throttle_long_total", "throttle_long_vs_tcp"):
+        for key in (
+            "throttle_small_shift",
+            "throttle_long_shift",
+            "throttle_long_total",
+            "throttle_long_vs_tcp",
+        ):
             if key in vs:
                 add(f"- {vs[key].sentence()}")
         add("")
@@ -311,13 +484,33 @@ def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapse
         for size in sorted(conv["size_bytes"].unique()):
             on = pick(conns, "conversion", size_bytes=int(size), conversion=True)
             off = pick(conns, "conversion", size_bytes=int(size), conversion=False)
-            rows.append([f"{size / 1e3:g} KB", _ms(1e3 * mean_of(off, "fct_s")), _ms(1e3 * mean_of(on, "fct_s")),
-                         _ms(1e3 * (mean_of(on, "fct_s") - mean_of(off, "fct_s"))),
-                         _mbps(mean_of(off, "goodput_bps")), _mbps(mean_of(on, "goodput_bps"))])  # fmt: skip
-        add(f"Downloads through the proxy without and with the study's conversion delays ({C.STUDY_SYN_DELAY_MS:g} ms "
-            f"for the SYN, {C.STUDY_DATA_DELAY_MS:g} ms per data segment).\n")
-        add(_table(["download", "completion, no delay (ms)", "with the study's delays (ms)", "added (ms)",
-                    "goodput, no delay (Mbit/s)", "with delays (Mbit/s)"], rows))  # fmt: skip
+            rows.append(
+                [
+                    f"{size / 1e3:g} KB",
+                    _ms(1e3 * mean_of(off, "fct_s")),
+                    _ms(1e3 * mean_of(on, "fct_s")),
+                    _ms(1e3 * (mean_of(on, "fct_s") - mean_of(off, "fct_s"))),
+                    _mbps(mean_of(off, "goodput_bps")),
+                    _mbps(mean_of(on, "goodput_bps")),
+                ]
+            )
+        add(
+            f"Downloads through the proxy without and with the study's conversion delays ({C.STUDY_SYN_DELAY_MS:g} ms "
+            f"for the SYN, {C.STUDY_DATA_DELAY_MS:g} ms per data segment).\n"
+        )
+        add(
+            _table(
+                [
+                    "download",
+                    "completion, no delay (ms)",
+                    "with the study's delays (ms)",
+                    "added (ms)",
+                    "goodput, no delay (Mbit/s)",
+                    "with delays (Mbit/s)",
+                ],
+                rows,
+            )
+        )
         add("")
         if "conversion" in vs:
             add(f"- {vs['conversion'].sentence()}\n")
@@ -331,18 +524,21 @@ def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapse
     else:
         add("Every verdict agrees.")
     add("")
-    add("Modelling choices behind the numbers (not measured in the study, so no verdict): the link rates, delays and "
+    add(
+        "Modelling choices behind the numbers (not measured in the study, so no verdict): the link rates, delays and "
         "buffers of the testbed; the Wi-Fi MAC's overheads folded into the AP's rate; the throttle rate and the "
         "rules' installation delay; the proxy's relay buffer. Not modelled: HTTP and the proxy's application "
         "(Squid's own buffering and request handling), MPTCP's MP_CAPABLE/MP_JOIN key exchange and path manager, "
-        "uplink contention on the Wi-Fi medium beyond the ACK airtime folded into the rate.\n")
+        "uplink contention on the Wi-Fi medium beyond the ACK airtime folded into the rate.\n"
+    )
 
     # -- real Linux
     add("## Real Linux MPTCP through latlab's proxy\n")
     if real_section:
         add(real_section)
     else:
-        add("Not run here. `latlab reproduce mptcp --real` (root, a kernel with MPTCP) runs the same experiments on "
-            "real Linux MPTCP through `latlab-net proxy` in network namespaces and prints them beside these rows.\n")
+        add(
+            "Not run here. `latlab reproduce mptcp --real` (root, a kernel with MPTCP) runs the same experiments on "
+            "real Linux MPTCP through `latlab-net proxy` in network namespaces and prints them beside these rows.\n"
+        )
     return "\n".join(out)
-

@@ -12,8 +12,15 @@ import pandas as pd
 
 from latlab.studies._verdict import Verdict, within
 from latlab.studies.mptcp import cases as C
-from latlab.studies.mptcp.metrics import (STABLE_FRACTION, buffer_curve, guidance_mb, guidance_parts, mean_of, pick,
-                                          smallest_stable_mb)  # fmt: skip
+from latlab.studies.mptcp.metrics import (
+    STABLE_FRACTION,
+    buffer_curve,
+    guidance_mb,
+    guidance_parts,
+    mean_of,
+    pick,
+    smallest_stable_mb,
+)
 from latlab.studies.mptcp.references import REFERENCES, SFWIN
 
 #: "Most of the traffic": the wired subflow's share of the bytes (agrees above the first, partly above the second).
@@ -47,13 +54,19 @@ def mptcp_split(conns: pd.DataFrame, large_bytes: int) -> dict[str, Verdict]:
     how = "through the proxy" if bool(d["proxy"].iloc[0]) else "end to end, no proxy"
     where = f"{large_bytes / C.MB:g} MB download {how}, total {_mbps(mean_of(d, 'goodput_bps'))}"
     ref = REFERENCES["mptcp_wired_share"]
-    out[ref.key] = Verdict(ref, f"{100 * wired:.0f} % ({where})",
-                           "agrees" if wired > MOST else "partly" if wired > MOST_PARTLY else "differs",
-                           f"agrees above {100 * MOST:g} %, partly above {100 * MOST_PARTLY:g} %")  # fmt: skip
+    out[ref.key] = Verdict(
+        ref,
+        f"{100 * wired:.0f} % ({where})",
+        "agrees" if wired > MOST else "partly" if wired > MOST_PARTLY else "differs",
+        f"agrees above {100 * MOST:g} %, partly above {100 * MOST_PARTLY:g} %",
+    )
     ref = REFERENCES["mptcp_wifi_share"]
-    out[ref.key] = Verdict(ref, f"{100 * wifi:.0f} %",
-                           "agrees" if wifi < LITTLE else "partly" if wifi < LITTLE_PARTLY else "differs",
-                           f"agrees below {100 * LITTLE:g} %, partly below {100 * LITTLE_PARTLY:g} %")  # fmt: skip
+    out[ref.key] = Verdict(
+        ref,
+        f"{100 * wifi:.0f} %",
+        "agrees" if wifi < LITTLE else "partly" if wifi < LITTLE_PARTLY else "differs",
+        f"agrees below {100 * LITTLE:g} %, partly below {100 * LITTLE_PARTLY:g} %",
+    )
     return out
 
 
@@ -64,8 +77,15 @@ def guidance(conns: pd.DataFrame) -> dict[str, Verdict]:
         return {}
     ref = REFERENCES["rbuf_guidance"]
     outcome, rule = within(g["buffer_mb"], ref, NEEDED_AGREE, NEEDED_PARTLY)
-    return {ref.key: Verdict(ref, f"{g['buffer_mb']:.2f} MB = 2 × {(g['bw_wired_bps'] + g['bw_wifi_bps']) / 1e6:.1f} "
-                                  f"Mbit/s × {g['rtt_max_ms']:.1f} ms", outcome, rule)}  # fmt: skip
+    return {
+        ref.key: Verdict(
+            ref,
+            f"{g['buffer_mb']:.2f} MB = 2 × {(g['bw_wired_bps'] + g['bw_wifi_bps']) / 1e6:.1f} "
+            f"Mbit/s × {g['rtt_max_ms']:.1f} ms",
+            outcome,
+            rule,
+        )
+    }
 
 
 def receive_buffer(conns: pd.DataFrame, data_window: bool) -> dict[str, Verdict]:
@@ -79,56 +99,87 @@ def receive_buffer(conns: pd.DataFrame, data_window: bool) -> dict[str, Verdict]
     best = float(curve["goodput_bps"].max())
     # 0.18 MB: degraded download, and the study's mechanism (drops at the receiver, retransmissions)
     degraded = small["goodput_bps"] < (1 - DEGRADED) * large["goodput_bps"]
-    losses = (small["recv_drops"] + small["retransmits"]) > (large["recv_drops"] + large["retransmits"])
+    losses = (small["recv_drops"] + small["retransmits"]) > (
+        large["recv_drops"] + large["retransmits"]
+    )
     ref = REFERENCES["rbuf_small" + sfx]
     out[ref.key] = Verdict(
-        ref, f"{_mbps(small['goodput_bps'])} ({100 * small['goodput_bps'] / large['goodput_bps']:.0f} % of 0.72 MB's); "
-             f"receiver drops {small['recv_drops']:.0f}, retransmitted segments {small['retransmits']:.0f} "
-             f"(0.72 MB: {large['recv_drops']:.0f}, {large['retransmits']:.0f})",
+        ref,
+        f"{_mbps(small['goodput_bps'])} ({100 * small['goodput_bps'] / large['goodput_bps']:.0f} % of 0.72 MB's); "
+        f"receiver drops {small['recv_drops']:.0f}, retransmitted segments {small['retransmits']:.0f} "
+        f"(0.72 MB: {large['recv_drops']:.0f}, {large['retransmits']:.0f})",
         "agrees" if degraded and losses else "partly" if degraded or losses else "differs",
         f"agrees if goodput falls more than {100 * DEGRADED:g} % below 0.72 MB's and receiver drops plus "
-        "retransmissions exceed 0.72 MB's; partly if one holds")  # fmt: skip
+        "retransmissions exceed 0.72 MB's; partly if one holds",
+    )
     stable = large["goodput_bps"] >= STABLE_FRACTION * best
     ref = REFERENCES["rbuf_large" + sfx]
     out[ref.key] = Verdict(
-        ref, f"{_mbps(large['goodput_bps'])} ({100 * large['goodput_bps'] / best:.0f} % of the sweep's best), "
-             f"receiver drops {large['recv_drops']:.0f}",
-        "agrees" if stable and large["recv_drops"] <= small["recv_drops"] / 4 else "partly" if stable else "differs",
+        ref,
+        f"{_mbps(large['goodput_bps'])} ({100 * large['goodput_bps'] / best:.0f} % of the sweep's best), "
+        f"receiver drops {large['recv_drops']:.0f}",
+        "agrees"
+        if stable and large["recv_drops"] <= small["recv_drops"] / 4
+        else "partly"
+        if stable
+        else "differs",
         f"agrees if goodput reaches {100 * STABLE_FRACTION:g} % of the sweep's best with at most a quarter of 0.18 "
-        "MB's receiver drops; partly if only the goodput does")  # fmt: skip
+        "MB's receiver drops; partly if only the goodput does",
+    )
     found = smallest_stable_mb(curve)
     grid = ", ".join(f"{mb:g}" for mb in curve.index)
     ref = REFERENCES["rbuf_needed" + sfx]
     outcome, rule = within(found, ref, NEEDED_AGREE, NEEDED_PARTLY)
-    out[ref.key] = Verdict(ref, f"{found:g} MB (the smallest on the grid {grid} MB with ≥ "
-                                f"{100 * STABLE_FRACTION:g} % of the best goodput)", outcome,
-                           rule + "; the grid bounds the answer")  # fmt: skip
+    out[ref.key] = Verdict(
+        ref,
+        f"{found:g} MB (the smallest on the grid {grid} MB with ≥ "
+        f"{100 * STABLE_FRACTION:g} % of the best goodput)",
+        outcome,
+        rule + "; the grid bounds the answer",
+    )
     g = guidance_mb(conns)
     if math.isfinite(g):
         ref = REFERENCES["rbuf_suffices" + sfx]
-        outcome = "agrees" if found <= GUIDANCE_SLACK * g else "partly" if found <= 2 * GUIDANCE_SLACK * g \
+        outcome = (
+            "agrees"
+            if found <= GUIDANCE_SLACK * g
+            else "partly"
+            if found <= 2 * GUIDANCE_SLACK * g
             else "differs"
-        out[ref.key] = Verdict(ref, f"smallest stable {found:g} MB; guidance {g:.2f} MB on latlab's paths "
-                                    f"({100 * found / g:.0f} % of it)", outcome,
-                               f"agrees if the smallest stable buffer is at most {GUIDANCE_SLACK:g}× the guidance, "
-                               f"partly within {2 * GUIDANCE_SLACK:g}×")  # fmt: skip
+        )
+        out[ref.key] = Verdict(
+            ref,
+            f"smallest stable {found:g} MB; guidance {g:.2f} MB on latlab's paths "
+            f"({100 * found / g:.0f} % of it)",
+            outcome,
+            f"agrees if the smallest stable buffer is at most {GUIDANCE_SLACK:g}× the guidance, "
+            f"partly within {2 * GUIDANCE_SLACK:g}×",
+        )
     return out
 
 
 def mtu(conns: pd.DataFrame, sweep_bytes: int, data_window: bool) -> dict[str, Verdict]:
     out: dict[str, Verdict] = {}
     small = pick(conns, "mtu", transport="mptcp", data_window=data_window)
-    base = pick(conns, "rbuf", buffer_mb=C.DEFAULT_BUFFER_MB, size_bytes=sweep_bytes, data_window=data_window)
+    base = pick(
+        conns,
+        "rbuf",
+        buffer_mb=C.DEFAULT_BUFFER_MB,
+        size_bytes=sweep_bytes,
+        data_window=data_window,
+    )
     if not len(small) or not len(base):
         return out
     g1000, g1500 = mean_of(small, "goodput_bps"), mean_of(base, "goodput_bps")
     drop = 1 - g1000 / g1500
     ref = REFERENCES["mtu_small" + ("" if data_window else SFWIN)]
     out[ref.key] = Verdict(
-        ref, f"{_mbps(g1000)} at MTU 1000 against {_mbps(g1500)} at 1500 ({-100 * drop:+.0f} %); receiver drops "
-             f"{mean_of(small, 'recv_drops'):.0f} against {mean_of(base, 'recv_drops'):.0f}",
+        ref,
+        f"{_mbps(g1000)} at MTU 1000 against {_mbps(g1500)} at 1500 ({-100 * drop:+.0f} %); receiver drops "
+        f"{mean_of(small, 'recv_drops'):.0f} against {mean_of(base, 'recv_drops'):.0f}",
         "agrees" if drop > DEGRADED else "partly" if drop > 0 else "differs",
-        f"agrees if goodput falls more than {100 * DEGRADED:g} %, partly if it falls at all")  # fmt: skip
+        f"agrees if goodput falls more than {100 * DEGRADED:g} %, partly if it falls at all",
+    )
     return out
 
 
@@ -136,10 +187,13 @@ def _shift(ref_key: str, throttled: pd.DataFrame, free: pd.DataFrame) -> Verdict
     ref = REFERENCES[ref_key]
     before, after = mean_of(free, "wifi_share"), mean_of(throttled, "wifi_share")
     up = after - before
-    return Verdict(ref, f"Wi-Fi share {100 * before:.0f} % unthrottled → {100 * after:.0f} % throttled",
-                   "agrees" if up >= SHIFT_POINTS else "partly" if up >= SHIFT_POINTS / 2 else "differs",
-                   f"agrees if the Wi-Fi subflow's share rises by ≥ {100 * SHIFT_POINTS:g} points, partly by "
-                   f"≥ {50 * SHIFT_POINTS:g}")  # fmt: skip
+    return Verdict(
+        ref,
+        f"Wi-Fi share {100 * before:.0f} % unthrottled → {100 * after:.0f} % throttled",
+        "agrees" if up >= SHIFT_POINTS else "partly" if up >= SHIFT_POINTS / 2 else "differs",
+        f"agrees if the Wi-Fi subflow's share rises by ≥ {100 * SHIFT_POINTS:g} points, partly by "
+        f"≥ {50 * SHIFT_POINTS:g}",
+    )
 
 
 def throttle(conns: pd.DataFrame, settings: C.Settings) -> dict[str, Verdict]:
@@ -157,20 +211,26 @@ def throttle(conns: pd.DataFrame, settings: C.Settings) -> dict[str, Verdict]:
     total, unthrottled = mean_of(long, "goodput_bps"), mean_of(free, "goodput_bps")
     ratio = total / unthrottled
     ref = REFERENCES["throttle_long_total"]
-    out[ref.key] = Verdict(ref, f"{_mbps(total)} against {_mbps(unthrottled)} ({100 * ratio:.0f} %), wired throttled "
-                                f"to {rate / 1e6:g} Mbit/s",
-                           "agrees" if 1 - SLIGHTLY <= ratio < 1 else "partly" if ratio < 1 else "differs",
-                           f"agrees within {100 * SLIGHTLY:g} % below the unthrottled total, partly if further "
-                           "below")  # fmt: skip
-    tcp = {p: mean_of(pick(conns, "baseline", path=p, size_bytes=settings.large_bytes), "goodput_bps")
-           for p in C.PATHS}  # fmt: skip
+    out[ref.key] = Verdict(
+        ref,
+        f"{_mbps(total)} against {_mbps(unthrottled)} ({100 * ratio:.0f} %), wired throttled "
+        f"to {rate / 1e6:g} Mbit/s",
+        "agrees" if 1 - SLIGHTLY <= ratio < 1 else "partly" if ratio < 1 else "differs",
+        f"agrees within {100 * SLIGHTLY:g} % below the unthrottled total, partly if further below",
+    )
+    tcp = {
+        p: mean_of(pick(conns, "baseline", path=p, size_bytes=settings.large_bytes), "goodput_bps")
+        for p in C.PATHS
+    }
     ref = REFERENCES["throttle_long_vs_tcp"]
     best_tcp = max(tcp.values())
     out[ref.key] = Verdict(
-        ref, f"{_mbps(total)}; single-path TCP {_mbps(tcp['wifi'])} on Wi-Fi, {_mbps(tcp['wired'])} on the wired path",
+        ref,
+        f"{_mbps(total)}; single-path TCP {_mbps(tcp['wifi'])} on Wi-Fi, {_mbps(tcp['wired'])} on the wired path",
         "agrees" if total > best_tcp else "partly" if total > tcp["wifi"] else "differs",
         "agrees if above single-path TCP on both paths; partly if above it on the Wi-Fi path (the one traffic moves "
-        "to) only")  # fmt: skip
+        "to) only",
+    )
     return out
 
 
@@ -185,9 +245,13 @@ def conversion(conns: pd.DataFrame, settings: C.Settings) -> dict[str, Verdict]:
     added_ms = 1e3 * (mean_of(on, "fct_s") - mean_of(off, "fct_s"))
     ref = REFERENCES["conversion"]
     outcome, rule = within(added_ms, ref, CONV_AGREE, CONV_PARTLY)
-    out[ref.key] = Verdict(ref, f"{added_ms:.1f} ms added to a {settings.object_bytes / 1e3:g} KB download "
-                                f"({1e3 * mean_of(off, 'fct_s'):.1f} → {1e3 * mean_of(on, 'fct_s'):.1f} ms)",
-                           outcome, rule)  # fmt: skip
+    out[ref.key] = Verdict(
+        ref,
+        f"{added_ms:.1f} ms added to a {settings.object_bytes / 1e3:g} KB download "
+        f"({1e3 * mean_of(off, 'fct_s'):.1f} → {1e3 * mean_of(on, 'fct_s'):.1f} ms)",
+        outcome,
+        rule,
+    )
     return out
 
 
@@ -195,8 +259,12 @@ def verdicts(conns: pd.DataFrame, settings: C.Settings) -> dict[str, Verdict]:
     """Every reference judged on the finished runs (by key of REFERENCES, in the report's order)."""
     if not len(conns):
         return {}
-    found = {**mptcp_split(conns, settings.large_bytes), **guidance(conns), **throttle(conns, settings),
-             **conversion(conns, settings)}  # fmt: skip
+    found = {
+        **mptcp_split(conns, settings.large_bytes),
+        **guidance(conns),
+        **throttle(conns, settings),
+        **conversion(conns, settings),
+    }
     for data_window in C.SENDERS:
         found.update(receive_buffer(conns, data_window))
         found.update(mtu(conns, settings.sweep_bytes, data_window))

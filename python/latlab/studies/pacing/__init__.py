@@ -28,8 +28,20 @@ if TYPE_CHECKING:
 NAME = "pacing"
 DESCRIPTION = "Edge vs host pacing in small-buffer networks: 1000 TCP flows, core buffer 1–50 KB, experiments A–J"
 
-__all__ = ["NAME", "DESCRIPTION", "FULL", "QUICK", "Run", "Settings", "all_runs", "estimate_full_s", "metrics",
-           "run_study", "reproduce", "report_finished"]  # fmt: skip
+__all__ = [
+    "NAME",
+    "DESCRIPTION",
+    "FULL",
+    "QUICK",
+    "Run",
+    "Settings",
+    "all_runs",
+    "estimate_full_s",
+    "metrics",
+    "run_study",
+    "reproduce",
+    "report_finished",
+]
 
 
 def reproduce(outdir: Path, quick: bool = False, jobs: int | None = None) -> Path:
@@ -57,7 +69,9 @@ def report_finished(outdir: Path, quick: bool = False) -> Path:
     return _write(table, settings, outdir, quick, 0, time.monotonic() - t0)
 
 
-def _write(table: pd.DataFrame, settings: Settings, outdir: Path, quick: bool, jobs: int, elapsed: float) -> Path:
+def _write(
+    table: pd.DataFrame, settings: Settings, outdir: Path, quick: bool, jobs: int, elapsed: float
+) -> Path:
     from latlab import frames as frames_mod
     from latlab._atomic import write_text
     from latlab.studies.pacing.figures import make_figures

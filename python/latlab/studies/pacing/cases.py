@@ -95,12 +95,22 @@ def two_level_dumbbell(
         ingress_queues = [ingress_queues] * edges
     if len(ingress_queues) != edges:
         raise ValueError(f"ingress_queues: expected {edges} specs, got {len(ingress_queues)}")
-    nodes = [f"s{i}" for i in range(edges * hosts_per_edge)] + [f"d{i}" for i in range(edges * hosts_per_edge)]
+    nodes = [f"s{i}" for i in range(edges * hosts_per_edge)] + [
+        f"d{i}" for i in range(edges * hosts_per_edge)
+    ]
     nodes += [f"ie{j}" for j in range(edges)] + [f"ee{j}" for j in range(edges)] + ["c0", "c1"]
     links: list[dict[str, Any]] = []
 
-    def link(a: str, b: str, rate: float, delay: float, queue: dict[str, Any] | None, duplex: bool = True) -> None:
-        spec: dict[str, Any] = {"from": a, "to": b, "rate_bps": rate, "delay_ms": delay, "duplex": duplex}
+    def link(
+        a: str, b: str, rate: float, delay: float, queue: dict[str, Any] | None, duplex: bool = True
+    ) -> None:
+        spec: dict[str, Any] = {
+            "from": a,
+            "to": b,
+            "rate_bps": rate,
+            "delay_ms": delay,
+            "duplex": duplex,
+        }
         if queue is not None:
             spec["queue"] = dict(queue)
         links.append(spec)
@@ -117,8 +127,20 @@ def two_level_dumbbell(
         ingress(f"ie{j}", ingress_queues[j], rate, delay)
         link("c1", f"ee{j}", _draw(rng, edge_rate_bps), _draw(rng, edge_delay_ms), edge_queue)
         for i in range(j * hosts_per_edge, (j + 1) * hosts_per_edge):
-            link(f"s{i}", f"ie{j}", _draw(rng, access_rate_bps), _draw(rng, access_delay_ms), access_queue)
-            link(f"ee{j}", f"d{i}", _draw(rng, access_rate_bps), _draw(rng, access_delay_ms), access_queue)
+            link(
+                f"s{i}",
+                f"ie{j}",
+                _draw(rng, access_rate_bps),
+                _draw(rng, access_delay_ms),
+                access_queue,
+            )
+            link(
+                f"ee{j}",
+                f"d{i}",
+                _draw(rng, access_rate_bps),
+                _draw(rng, access_delay_ms),
+                access_queue,
+            )
     if udp_host is not None:
         rate = float(udp_host.get("rate_bps", 100e6))
         nodes += ["su0", "du0", "ieu", "eeu"]
@@ -138,7 +160,13 @@ def rtt_range_ms(topology: dict[str, Any]) -> tuple[float, float]:
     for s, ie in up.items():
         i = s[1:]
         ee = down[f"d{i}"]
-        one_way = delay[(s, ie)] + delay[(ie, "c0")] + delay[("c0", "c1")] + delay[("c1", ee)] + delay[(ee, f"d{i}")]
+        one_way = (
+            delay[(s, ie)]
+            + delay[(ie, "c0")]
+            + delay[("c0", "c1")]
+            + delay[("c1", ee)]
+            + delay[(ee, f"d{i}")]
+        )
         rtts.append(2 * one_way)
     return min(rtts), max(rtts)
 
@@ -154,8 +182,15 @@ def red(buffer_kb: float, wait: bool = True) -> dict[str, Any]:
     """Experiment G: max_th = the buffer, min_th = 40 % of it (in 1000-byte packets), max_p 0.1, w_q 0.002; ns-2's
     ``wait_`` (its default) unless ``wait`` is false (experiment G-wait: the paper's p_a = p_b / (1 - count p_b))."""
     max_th = buffer_kb  # 1000-byte packets
-    return {"kind": "red", "limit_bytes": int(round(buffer_kb * 1000)), "min_th": 0.4 * max_th, "max_th": max_th,
-            "max_p": 0.1, "w_q": 0.002, "wait": wait}  # fmt: skip
+    return {
+        "kind": "red",
+        "limit_bytes": int(round(buffer_kb * 1000)),
+        "min_th": 0.4 * max_th,
+        "max_th": max_th,
+        "max_p": 0.1,
+        "w_q": 0.002,
+        "wait": wait,
+    }
 
 
 def edge_pacer(delay_ms: float) -> dict[str, Any]:
@@ -193,11 +228,22 @@ class Run:
 
     @property
     def params(self) -> dict[str, Any]:
-        return {"experiment": self.experiment, "mode": self.mode, "buffer_kb": self.buffer_kb, "seed": self.seed,
-                "delay_ms": self.delay_ms if self.mode == "edge-paced" else 0.0, "flows": self.flows,
-                "recovery": self.recovery, "workload": self.workload, "udp": self.udp, "core_kind": self.core_kind,
-                "paced_fraction": self.paced_fraction, "duration_s": self.duration_s,
-                "measure_from_s": self.measure_from_s, "min_rto_ms": self.min_rto_ms or 200.0}  # fmt: skip
+        return {
+            "experiment": self.experiment,
+            "mode": self.mode,
+            "buffer_kb": self.buffer_kb,
+            "seed": self.seed,
+            "delay_ms": self.delay_ms if self.mode == "edge-paced" else 0.0,
+            "flows": self.flows,
+            "recovery": self.recovery,
+            "workload": self.workload,
+            "udp": self.udp,
+            "core_kind": self.core_kind,
+            "paced_fraction": self.paced_fraction,
+            "duration_s": self.duration_s,
+            "measure_from_s": self.measure_from_s,
+            "min_rto_ms": self.min_rto_ms or 200.0,
+        }
 
     @property
     def paced_count(self) -> int:
@@ -214,7 +260,9 @@ def _sample_interval_ms(run: Run) -> float:
     of 10 s (1 s before 10 s) and its divisors that divides the start of the window, in whole milliseconds."""
     start_ms = run.measure_from_s * 1000
     if start_ms != int(start_ms):
-        raise ValueError(f"measure_from_s must be a whole number of milliseconds, got {run.measure_from_s!r}")
+        raise ValueError(
+            f"measure_from_s must be a whole number of milliseconds, got {run.measure_from_s!r}"
+        )
     start_ms = int(start_ms)
     if start_ms == 0:
         return 1000.0
@@ -230,28 +278,59 @@ def build(run: Run) -> dict[str, Any]:
         raise ValueError(f"{run.flows} flows do not split evenly over {run.edges} edges")
     if run.core_kind not in CORE_KINDS:
         raise ValueError(f"core_kind: expected one of {CORE_KINDS}, got {run.core_kind!r}")
-    core = red(run.buffer_kb, wait=run.core_kind == "red") if run.core_kind.startswith("red") else droptail(run.buffer_kb)
+    core = (
+        red(run.buffer_kb, wait=run.core_kind == "red")
+        if run.core_kind.startswith("red")
+        else droptail(run.buffer_kb)
+    )
     ingress: list[dict[str, Any] | None] = [None] * run.edges
     if run.mode == "edge-paced":
         # Partial deployment paces the first edges; 100 % paces them all (and the UDP edge).
-        ingress = [edge_pacer(run.delay_ms) if j < run.paced_count else None for j in range(run.edges)]
-    access_queue = {"kind": "droptail", "limit_packets": run.access_queue_packets} if run.access_queue_packets else None
+        ingress = [
+            edge_pacer(run.delay_ms) if j < run.paced_count else None for j in range(run.edges)
+        ]
+    access_queue = (
+        {"kind": "droptail", "limit_packets": run.access_queue_packets}
+        if run.access_queue_packets
+        else None
+    )
     udp_host = None
     if run.udp:
-        udp_host = {"rate_bps": 100e6,
-                    "ingress_queue": edge_pacer(run.delay_ms) if run.mode == "edge-paced" and run.paced_fraction >= 1 else None}  # fmt: skip
-    topology = two_level_dumbbell(run.seed, edges=run.edges, hosts_per_edge=hosts,
-                                  access_rate_bps=run.access_rate_bps, access_delay_ms=run.access_delay_ms,
-                                  edge_rate_bps=run.edge_rate_bps, core_rate_bps=run.core_rate_bps,
-                                  core_queue=core, ingress_queues=ingress, access_queue=access_queue,
-                                  udp_host=udp_host)  # fmt: skip
+        udp_host = {
+            "rate_bps": 100e6,
+            "ingress_queue": edge_pacer(run.delay_ms)
+            if run.mode == "edge-paced" and run.paced_fraction >= 1
+            else None,
+        }
+    topology = two_level_dumbbell(
+        run.seed,
+        edges=run.edges,
+        hosts_per_edge=hosts,
+        access_rate_bps=run.access_rate_bps,
+        access_delay_ms=run.access_delay_ms,
+        edge_rate_bps=run.edge_rate_bps,
+        core_rate_bps=run.core_rate_bps,
+        core_queue=core,
+        ingress_queues=ingress,
+        access_queue=access_queue,
+        udp_host=udp_host,
+    )
     tcp: dict[str, Any] = {"preset": "ns2", "recovery": run.recovery}
     if run.min_rto_ms is not None:
         tcp["min_rto_ms"] = run.min_rto_ms
     flows: list[dict[str, Any]] = []
-    base: dict[str, Any] = {"src": "s{i}", "dst": "d{i}", "cc": "newreno", "start_s": {"uniform": [0.0, 10.0]}}
+    base: dict[str, Any] = {
+        "src": "s{i}",
+        "dst": "d{i}",
+        "cc": "newreno",
+        "start_s": {"uniform": [0.0, 10.0]},
+    }
     if run.workload == "closed-loop":
-        base["closed_loop"] = {"pareto_mean_bytes": 100_000, "pareto_shape": 1.2, "think_mean_s": 1.0}
+        base["closed_loop"] = {
+            "pareto_mean_bytes": 100_000,
+            "pareto_shape": 1.2,
+            "think_mean_s": 1.0,
+        }
     elif run.workload != "bulk":
         raise ValueError(f"workload: expected bulk or closed-loop, got {run.workload!r}")
     if run.mode == "host-paced" and run.paced_fraction < 1:
@@ -259,7 +338,9 @@ def build(run: Run) -> dict[str, Any]:
         # flows edge pacing covers at the same fraction, so the paced/unpaced split is comparable.
         n = run.paced_count
         if n:
-            flows.append({**base, "name": "paced", "count": n, "first_index": 0, "tcp": dict(HOST_PACING)})
+            flows.append(
+                {**base, "name": "paced", "count": n, "first_index": 0, "tcp": dict(HOST_PACING)}
+            )
         if run.flows - n:
             flows.append({**base, "name": "unpaced", "count": run.flows - n, "first_index": n})
     elif run.mode == "edge-paced" and run.paced_fraction < 1:
@@ -273,21 +354,41 @@ def build(run: Run) -> dict[str, Any]:
             tcp.update(HOST_PACING)
         flows.append({**base, "name": "tcp", "count": run.flows})
     if run.udp == "poisson":
-        flows.append({"name": "udp", "kind": "udp", "src": "su0", "dst": "du0",
-                      "udp": {"pattern": "poisson", "rate_bps": 5.5e6, "size_bytes": [100, 300]}})  # fmt: skip
+        flows.append(
+            {
+                "name": "udp",
+                "kind": "udp",
+                "src": "su0",
+                "dst": "du0",
+                "udp": {"pattern": "poisson", "rate_bps": 5.5e6, "size_bytes": [100, 300]},
+            }
+        )
     elif run.udp == "lrd":
-        flows.append({"name": "udp", "kind": "udp", "src": "su0", "dst": "du0",
-                      "udp": {"pattern": "lrd", "rate_bps": 6e6, "size_bytes": [100, 300], "hurst": 0.85}})  # fmt: skip
+        flows.append(
+            {
+                "name": "udp",
+                "kind": "udp",
+                "src": "su0",
+                "dst": "du0",
+                "udp": {"pattern": "lrd", "rate_bps": 6e6, "size_bytes": [100, 300], "hurst": 0.85},
+            }
+        )
     elif run.udp:
         raise ValueError(f"udp: expected poisson or lrd, got {run.udp!r}")
     # The name leaves the experiment out: the run id is a hash of the scenario, so a set-up two experiments
     # share (A's runs are J's 0 % and 100 % and H's references) runs once.
     name = f"pacing-{run.mode}-{run.buffer_kb:g}kB"
     return {
-        "name": name, "seed": run.seed, "duration_s": run.duration_s, "measure_from_s": run.measure_from_s,
-        "sample_interval_ms": _sample_interval_ms(run), "tcp": tcp, "topology": topology, "flows": flows,
+        "name": name,
+        "seed": run.seed,
+        "duration_s": run.duration_s,
+        "measure_from_s": run.measure_from_s,
+        "sample_interval_ms": _sample_interval_ms(run),
+        "tcp": tcp,
+        "topology": topology,
+        "flows": flows,
         "outputs": {"max_sampled_flows": 0},
-    }  # fmt: skip
+    }
 
 
 # ----- the experiments ---------------------------------------------------------------
@@ -334,39 +435,98 @@ def runs_of(exp: str, s: Settings) -> list[Run]:
         if exp == "A":
             out += [Run("A", m, b, **kw) for b in s.buffers_kb for m in MODES]
         elif exp == "B":
-            out += [Run("B", m, b, flows=n, **kw) for n in s.b_flows for b in s.other_buffers_kb for m in MODES]
+            out += [
+                Run("B", m, b, flows=n, **kw)
+                for n in s.b_flows
+                for b in s.other_buffers_kb
+                for m in MODES
+            ]
         elif exp == "C":
-            out += [Run("C", m, b, access_rate_bps=100e6, **kw) for b in s.other_buffers_kb for m in MODES]
+            out += [
+                Run("C", m, b, access_rate_bps=100e6, **kw)
+                for b in s.other_buffers_kb
+                for m in MODES
+            ]
         elif exp == "D":
-            out += [Run("D", m, b, workload="closed-loop", **kw) for b in s.other_buffers_kb for m in MODES]
+            out += [
+                Run("D", m, b, workload="closed-loop", **kw)
+                for b in s.other_buffers_kb
+                for m in MODES
+            ]
         elif exp == "E":
-            out += [Run("E", m, b, recovery=rec, **kw) for rec in s.e_recoveries for b in s.e_buffers_kb for m in MODES]
+            out += [
+                Run("E", m, b, recovery=rec, **kw)
+                for rec in s.e_recoveries
+                for b in s.e_buffers_kb
+                for m in MODES
+            ]
         elif exp == "F":
-            out += [Run("F", m, b, flows=100, access_rate_bps=(1e6, 2e6), edge_rate_bps=40e6, core_rate_bps=200e6,
-                        access_queue_packets=NS2_QUEUE_PACKETS, **kw)
-                    for b in s.other_buffers_kb for m in MODES]  # fmt: skip
+            out += [
+                Run(
+                    "F",
+                    m,
+                    b,
+                    flows=100,
+                    access_rate_bps=(1e6, 2e6),
+                    edge_rate_bps=40e6,
+                    core_rate_bps=200e6,
+                    access_queue_packets=NS2_QUEUE_PACKETS,
+                    **kw,
+                )
+                for b in s.other_buffers_kb
+                for m in MODES
+            ]
         elif exp == "G":
-            out += [Run("G", m, b, core_kind="red", **kw) for b in s.other_buffers_kb for m in MODES]
+            out += [
+                Run("G", m, b, core_kind="red", **kw) for b in s.other_buffers_kb for m in MODES
+            ]
         elif exp == "H":
-            out += [Run("H", "edge-paced", b, delay_ms=d, **kw) for b in s.delay_buffers_kb for d in s.delays_ms]
-            out += [Run("H", "edge-paced", b, delay_ms=d, **kw) for d in s.delay_set_ms for b in s.other_buffers_kb]
+            out += [
+                Run("H", "edge-paced", b, delay_ms=d, **kw)
+                for b in s.delay_buffers_kb
+                for d in s.delays_ms
+            ]
+            out += [
+                Run("H", "edge-paced", b, delay_ms=d, **kw)
+                for d in s.delay_set_ms
+                for b in s.other_buffers_kb
+            ]
             # references for the d sweep: unpaced and host-paced at the same buffers
             out += [Run("H", m, b, **kw) for b in s.delay_buffers_kb for m in MODES[:2]]
         elif exp == "I":
             for pat in s.udp_patterns:
                 out += [Run("I", m, b, udp=pat, **kw) for b in s.other_buffers_kb for m in MODES]
-                out += [Run("I", "edge-paced", b, udp=pat, delay_ms=d, **kw)
-                        for b in s.delay_buffers_kb for d in s.i_delays_ms]  # fmt: skip
+                out += [
+                    Run("I", "edge-paced", b, udp=pat, delay_ms=d, **kw)
+                    for b in s.delay_buffers_kb
+                    for d in s.i_delays_ms
+                ]
         elif exp == "J":
-            out += [Run("J", m, b, paced_fraction=f, **kw)
-                    for b in s.j_buffers_kb for f in s.j_fractions for m in MODES[1:]]  # fmt: skip
+            out += [
+                Run("J", m, b, paced_fraction=f, **kw)
+                for b in s.j_buffers_kb
+                for f in s.j_fractions
+                for m in MODES[1:]
+            ]
             out += [Run("J", m, b, **kw) for b in s.j_buffers_kb for m in MODES]  # 0 % and 100 %
         elif exp == "A-seeds":
-            out += [Run("A-seeds", m, HEADLINE_BUFFER_KB, **{**kw, "seed": hs}) for hs in s.headline_seeds for m in MODES]
+            out += [
+                Run("A-seeds", m, HEADLINE_BUFFER_KB, **{**kw, "seed": hs})
+                for hs in s.headline_seeds
+                for m in MODES
+            ]
         elif exp == "G-wait":
-            out += [Run("G-wait", m, b, core_kind="red-nowait", **kw) for b in s.red_nowait_buffers_kb for m in MODES]
+            out += [
+                Run("G-wait", m, b, core_kind="red-nowait", **kw)
+                for b in s.red_nowait_buffers_kb
+                for m in MODES
+            ]
         elif exp == "A-rto":
-            out += [Run("A-rto", m, b, min_rto_ms=s.rto_min_ms, **kw) for b in s.rto_buffers_kb for m in MODES]
+            out += [
+                Run("A-rto", m, b, min_rto_ms=s.rto_min_ms, **kw)
+                for b in s.rto_buffers_kb
+                for m in MODES
+            ]
         else:
             raise ValueError(f"unknown experiment {exp!r}; expected one of {ALL_EXPERIMENTS}")
     # One run per distinct set-up (H's d = 10 ms runs are A's, etc. are run again under their own label,
@@ -379,25 +539,44 @@ def runs_of(exp: str, s: Settings) -> list[Run]:
 
 #: Full reproduction: the study's run length and window, its buffer range (1–50 KB). ~220 runs, see the report.
 FULL = Settings(
-    duration_s=400.0, measure_from_s=100.0,
+    duration_s=400.0,
+    measure_from_s=100.0,
     buffers_kb=(1, 2, 3, 4, 5, 7, 10, 15, 20, 30, 50),
     other_buffers_kb=(2, 5, 10, 20),
-    delays_ms=(0, 1, 2, 5, 10, 20, 50, 100), delay_buffers_kb=(5, 50), delay_set_ms=(1, 10, 100, 200),
-    experiments=ALL_EXPERIMENTS, b_flows=(100, 500), udp_patterns=("poisson", "lrd"),
-    j_fractions=(0.3, 0.5), j_buffers_kb=(5, 10),
-    e_recoveries=("sack", "fack"), e_buffers_kb=(2, 5, 10, 20), i_delays_ms=(0, 10, 100),
-    headline_seeds=(2, 3), rto_buffers_kb=(3, 5, 10), red_nowait_buffers_kb=(5, 10),
-)  # fmt: skip
+    delays_ms=(0, 1, 2, 5, 10, 20, 50, 100),
+    delay_buffers_kb=(5, 50),
+    delay_set_ms=(1, 10, 100, 200),
+    experiments=ALL_EXPERIMENTS,
+    b_flows=(100, 500),
+    udp_patterns=("poisson", "lrd"),
+    j_fractions=(0.3, 0.5),
+    j_buffers_kb=(5, 10),
+    e_recoveries=("sack", "fack"),
+    e_buffers_kb=(2, 5, 10, 20),
+    i_delays_ms=(0, 10, 100),
+    headline_seeds=(2, 3),
+    rto_buffers_kb=(3, 5, 10),
+    red_nowait_buffers_kb=(5, 10),
+)
 #: Quick: 80 s runs measured over [30, 80] s, fewer buffers; C and E (variants of A's set-up) and I's LRD source skipped.
 QUICK = Settings(
-    duration_s=80.0, measure_from_s=30.0,
+    duration_s=80.0,
+    measure_from_s=30.0,
     buffers_kb=(1, 2, 3, 5, 10, 20, 50),
     other_buffers_kb=(3, 5, 20),
-    delays_ms=(0, 1, 10, 100), delay_buffers_kb=(5, 50), delay_set_ms=(10, 100),
-    experiments=("A", "B", "D", "F", "G", "H", "I", "J"), b_flows=(100,), udp_patterns=("poisson",),
-    j_fractions=(0.3,), j_buffers_kb=(5,), i_delays_ms=(0, 10, 100),
-    headline_seeds=(2, 3), rto_buffers_kb=(5,), red_nowait_buffers_kb=(5,),
-)  # fmt: skip
+    delays_ms=(0, 1, 10, 100),
+    delay_buffers_kb=(5, 50),
+    delay_set_ms=(10, 100),
+    experiments=("A", "B", "D", "F", "G", "H", "I", "J"),
+    b_flows=(100,),
+    udp_patterns=("poisson",),
+    j_fractions=(0.3,),
+    j_buffers_kb=(5,),
+    i_delays_ms=(0, 10, 100),
+    headline_seeds=(2, 3),
+    rto_buffers_kb=(5,),
+    red_nowait_buffers_kb=(5,),
+)
 
 EXPERIMENT_TITLES = {
     "A": "Core bottleneck, 1000 flows",

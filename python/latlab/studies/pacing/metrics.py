@@ -35,12 +35,16 @@ def metrics(res: Any, run: Run) -> dict[str, Any]:
     ls = ls[ls["link_id"] == core["link_id"]].sort_values("time_ns")
     t0 = int(run.measure_from_s * 1e9)
     start = ls[ls["time_ns"] <= t0].iloc[-1] if len(ls[ls["time_ns"] <= t0]) else None
-    arr = float(core["arrivals_pkts"]) - (float(start["arrivals_pkts"]) if start is not None else 0.0)
+    arr = float(core["arrivals_pkts"]) - (
+        float(start["arrivals_pkts"]) if start is not None else 0.0
+    )
     drops = float(core["drops_pkts"]) - (float(start["drops_pkts"]) if start is not None else 0.0)
     row["core_loss"] = drops / arr if arr > 0 else np.nan
     # Over the whole run: how many of the core's drops RED made early (0 for DropTail; absent in older results).
     row["core_drops_pkts"] = int(core["drops_pkts"])
-    row["core_early_drops_pkts"] = int(core["drops_early_pkts"]) if "drops_early_pkts" in core.index else np.nan
+    row["core_early_drops_pkts"] = (
+        int(core["drops_early_pkts"]) if "drops_early_pkts" in core.index else np.nan
+    )
     udp = flows[flows["kind"] == "udp"]
     if len(udp):
         sent = float(udp["segments_sent"].sum())
@@ -58,12 +62,17 @@ def metrics(res: Any, run: Run) -> dict[str, Any]:
     return row
 
 
-def run_study(runs: Sequence[Run], outdir: Path, jobs: int | None, progress: bool = True) -> pd.DataFrame:
+def run_study(
+    runs: Sequence[Run], outdir: Path, jobs: int | None, progress: bool = True
+) -> pd.DataFrame:
     """Run the distinct scenarios of ``runs`` once (sweep runner, resumable) and return one metrics row per run."""
     from latlab import Scenario
     from latlab.sweep import run_distinct
 
-    pairs = [(r.params, Scenario.from_dict(r.scenario(), source=f"<pacing {r.experiment}>")) for r in runs]
+    pairs = [
+        (r.params, Scenario.from_dict(r.scenario(), source=f"<pacing {r.experiment}>"))
+        for r in runs
+    ]
     ids, catalog = run_distinct(pairs, outdir / "runs", jobs=jobs, progress=progress, name="pacing")
     return collect(runs, ids, catalog, outdir)
 
@@ -77,12 +86,16 @@ def finished_runs(runs: Sequence[Run], outdir: Path) -> pd.DataFrame:
     from latlab.frames import read_parquet
     from latlab.sweep.runner import run_id_of
 
-    ids = [run_id_of(Scenario.from_dict(r.scenario(), source=f"<pacing {r.experiment}>")) for r in runs]
+    ids = [
+        run_id_of(Scenario.from_dict(r.scenario(), source=f"<pacing {r.experiment}>")) for r in runs
+    ]
     catalog = read_parquet(outdir / "runs" / "catalog.parquet")
     return collect(runs, ids, catalog, outdir)
 
 
-def collect(runs: Sequence[Run], ids: Sequence[str], catalog: pd.DataFrame, outdir: Path) -> pd.DataFrame:
+def collect(
+    runs: Sequence[Run], ids: Sequence[str], catalog: pd.DataFrame, outdir: Path
+) -> pd.DataFrame:
     """Each run's parameters and, if it finished, its metrics (a distinct run is read once)."""
     from latlab.sweep import load_run
 
@@ -114,10 +127,18 @@ def h_rows(df: pd.DataFrame, settings: Settings) -> pd.DataFrame:
     h = select(df, "H")
     parts = []
     paced = h[h["mode"] == "edge-paced"]
-    parts.append(paced[paced["buffer_kb"].isin(settings.delay_buffers_kb) & paced["delay_ms"].isin(settings.delays_ms)]
-                 .assign(sweep="delay"))  # fmt: skip
-    parts.append(paced[paced["buffer_kb"].isin(settings.other_buffers_kb) & paced["delay_ms"].isin(settings.delay_set_ms)]
-                 .assign(sweep="buffer"))  # fmt: skip
+    parts.append(
+        paced[
+            paced["buffer_kb"].isin(settings.delay_buffers_kb)
+            & paced["delay_ms"].isin(settings.delays_ms)
+        ].assign(sweep="delay")
+    )
+    parts.append(
+        paced[
+            paced["buffer_kb"].isin(settings.other_buffers_kb)
+            & paced["delay_ms"].isin(settings.delay_set_ms)
+        ].assign(sweep="buffer")
+    )
     parts.append(h[h["mode"] != "edge-paced"].assign(sweep="ref"))
     return pd.concat(parts, ignore_index=True)
 
@@ -132,8 +153,9 @@ def b_star(df: pd.DataFrame) -> float:
     return model.fit_b_star(a["buffer_kb"].to_numpy() * 1000, a["core_utilisation"].to_numpy())
 
 
-
-def estimate_full_s(df: pd.DataFrame, settings: Settings, jobs: int) -> tuple[float, int, pd.DataFrame]:
+def estimate_full_s(
+    df: pd.DataFrame, settings: Settings, jobs: int
+) -> tuple[float, int, pd.DataFrame]:
     """The full reproduction's wall time, from this run's measured wall time per simulated second, per experiment.
 
     A run's cost is proportional to its simulated packets, which the core link (saturated in every
@@ -163,5 +185,3 @@ def sweep_span_s(ok: pd.DataFrame) -> float | None:
     start = end - pd.to_timedelta(ok["wall_s"], unit="s")
     span = (end.max() - start.min()).total_seconds()
     return float(span) if np.isfinite(span) else None
-
-

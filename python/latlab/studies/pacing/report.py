@@ -16,12 +16,27 @@ from latlab.studies._markdown import num as _f
 from latlab.studies._markdown import pct as _pct
 from latlab.studies._markdown import table as _table
 from latlab.studies._verdict import Verdict
-from latlab.studies.pacing.cases import (ALL_EXPERIMENTS, CORE_RATE_BPS, EXPERIMENT_TITLES, FULL, MEAN_RTT_S, MODES,
-                                         PACKET_BYTES, PAYLOAD_BYTES, Settings)
+from latlab.studies.pacing.cases import (
+    ALL_EXPERIMENTS,
+    CORE_RATE_BPS,
+    EXPERIMENT_TITLES,
+    FULL,
+    MEAN_RTT_S,
+    MODES,
+    PACKET_BYTES,
+    PAYLOAD_BYTES,
+    Settings,
+)
 from latlab.studies.pacing.metrics import b_star, estimate_full_s, h_rows, select, sweep_span_s
-from latlab.studies.pacing.references import (GOODPUT_KEY, HEADLINE_BUFFER_KB, PAPER, REFERENCES,
-                                              SMALL_BUFFERS_KB)
+from latlab.studies.pacing.references import (
+    GOODPUT_KEY,
+    HEADLINE_BUFFER_KB,
+    PAPER,
+    REFERENCES,
+    SMALL_BUFFERS_KB,
+)
 from latlab.studies.pacing.verdicts import verdicts
+
 
 def _grid_table(d: pd.DataFrame, metric: str, fmt: str = "{:.1f}", pct: bool = False) -> str:
     buffers = sorted(d["buffer_kb"].unique())
@@ -33,9 +48,14 @@ def _grid_table(d: pd.DataFrame, metric: str, fmt: str = "{:.1f}", pct: bool = F
     return _table(["mode"] + [f"{b:g} KB" for b in buffers], rows)
 
 
-
-def render(df: pd.DataFrame, settings: Settings, quick: bool, jobs: int, elapsed: float,
-            figures: dict[str, str]) -> str:  # fmt: skip
+def render(
+    df: pd.DataFrame,
+    settings: Settings,
+    quick: bool,
+    jobs: int,
+    elapsed: float,
+    figures: dict[str, str],
+) -> str:
     out: list[str] = []
     add = out.append
     ok = df[df["status"] == "ok"]
@@ -45,49 +65,90 @@ def render(df: pd.DataFrame, settings: Settings, quick: bool, jobs: int, elapsed
     failed = df[~df["status"].isin(["ok", "pending"])]["run_id"].nunique()
     add("# Edge versus host pacing in small-buffer networks\n")
     vs = verdicts(df)
-    add(f"Reproduction of the small-buffer pacing study ({PAPER.citation()}) in latlab's packet simulator; the edge "
+    add(
+        f"Reproduction of the small-buffer pacing study ({PAPER.citation()}) in latlab's packet simulator; the edge "
         "pacer, the queues and TCP are described in latlab's notes [edge pacer](../models/edge-pacer.md), "
         "[queues](../models/queues.md), [TCP](../models/tcp.md) and [workloads](../models/workloads.md). "
         "The ns-2 two-level dumbbell (10 ingress edges × 100 hosts, one long TCP flow per host, 100 Mbps core "
         "with a 100 ms delay), its DropTail core buffer swept in KB, and three ways to send: **unpaced**, "
         "**host-paced** (TCP pacing, window spread over one RTT, factor 1.0 as in ns-2) and **edge-paced** (the "
-        "optimal edge pacer, delay bound d = 10 ms unless swept, on each ingress edge link ie{j}->c0).\n")
-    add(("**Quick run** (`latlab reproduce pacing --quick`)" if quick else "**Full run** (`latlab reproduce pacing`)")
+        "optimal edge pacer, delay bound d = 10 ms unless swept, on each ingress edge link ie{j}->c0).\n"
+    )
+    add(
+        (
+            "**Quick run** (`latlab reproduce pacing --quick`)"
+            if quick
+            else "**Full run** (`latlab reproduce pacing`)"
+        )
         + f": {settings.duration_s:g} s simulated per run, measured over [{settings.measure_from_s:g}, "
-          f"{settings.duration_s:g}] s; seed(s) {', '.join(map(str, settings.seeds))} (one topology draw and one set "
-          f"of start times per seed, shared by the three modes: the comparison is paired); {n_unique} distinct runs "
-          f"({len(df)} experiment points; set-ups that two experiments share run once), {failed} failed"
-          + (f", **{pending} not run yet** (a partial report: sections and verdicts without their runs are "
-             "missing)" if pending else "") + "; "
-          + (f"{jobs} worker process(es); wall time {elapsed / 60:.1f} min" if jobs else
-             f"report from the finished runs (nothing run), {elapsed / 60:.1f} min")
-          + (f" (the runs themselves span {span_s / 60:.1f} min from the first start to the last finish; a re-run "
-             "reuses finished runs, so this span is the time of the run that did the work)" if span_s else "")
-          + ".\n")
+        f"{settings.duration_s:g}] s; seed(s) {', '.join(map(str, settings.seeds))} (one topology draw and one set "
+        f"of start times per seed, shared by the three modes: the comparison is paired); {n_unique} distinct runs "
+        f"({len(df)} experiment points; set-ups that two experiments share run once), {failed} failed"
+        + (
+            f", **{pending} not run yet** (a partial report: sections and verdicts without their runs are "
+            "missing)"
+            if pending
+            else ""
+        )
+        + "; "
+        + (
+            f"{jobs} worker process(es); wall time {elapsed / 60:.1f} min"
+            if jobs
+            else f"report from the finished runs (nothing run), {elapsed / 60:.1f} min"
+        )
+        + (
+            f" (the runs themselves span {span_s / 60:.1f} min from the first start to the last finish; a re-run "
+            "reuses finished runs, so this span is the time of the run that did the work)"
+            if span_s
+            else ""
+        )
+        + ".\n"
+    )
     if quick:
-        add("Quick mode skips experiments C and E and I's LRD source, sweeps fewer buffers "
+        add(
+            "Quick mode skips experiments C and E and I's LRD source, sweeps fewer buffers "
             f"({', '.join(f'{b:g}' for b in settings.buffers_kb)} KB for A; "
             f"{', '.join(f'{b:g}' for b in settings.other_buffers_kb)} KB elsewhere) and runs 100 flows only in B. "
             "A 50 s window after a 30 s warm-up is about 200 RTTs: enough for the averages below to within a few "
-            "Kbps, not for the study's exact numbers.\n")
+            "Kbps, not for the study's exact numbers.\n"
+        )
 
     # -- headline vs reference
     a = select(df, "A")
     add("## The study's reference points beside latlab\n")
-    add(f"Verdicts on experiment A ({sum(v.agrees for v in vs.values())} of {len(vs)} agree); the rule column says "
-        "how each was decided.\n")
+    add(
+        f"Verdicts on experiment A ({sum(v.agrees for v in vs.values())} of {len(vs)} agree); the rule column says "
+        "how each was decided.\n"
+    )
     rows = []
     for v in vs.values():
         packets = ""
         if v.reference.key in GOODPUT_KEY.values():
             mode = next(m for m, k in GOODPUT_KEY.items() if k == v.reference.key)
-            g = a[(a["mode"] == mode) & (a["buffer_kb"] == HEADLINE_BUFFER_KB)]["per_flow_kbps"].mean()
+            g = a[(a["mode"] == mode) & (a["buffer_kb"] == HEADLINE_BUFFER_KB)][
+                "per_flow_kbps"
+            ].mean()
             packets = _f(g * PACKET_BYTES / PAYLOAD_BYTES, "{:.1f} Kbps")
-        rows.append([v.reference.quantity, v.reference.text(), v.measured, packets, v.rule, v.label()])
-    add(_table(["quantity", "study", "latlab (payload goodput)", "latlab, counting whole packets", "rule", "verdict"],
-               rows))  # fmt: skip
-    add(f"\nlatlab's goodput is payload ({PAYLOAD_BYTES} B of each {PACKET_BYTES}-B packet, ns2 preset); the fourth "
-        "column counts whole packets, in case the study's goodput did (its text does not say).\n")
+        rows.append(
+            [v.reference.quantity, v.reference.text(), v.measured, packets, v.rule, v.label()]
+        )
+    add(
+        _table(
+            [
+                "quantity",
+                "study",
+                "latlab (payload goodput)",
+                "latlab, counting whole packets",
+                "rule",
+                "verdict",
+            ],
+            rows,
+        )
+    )
+    add(
+        f"\nlatlab's goodput is payload ({PAYLOAD_BYTES} B of each {PACKET_BYTES}-B packet, ns2 preset); the fourth "
+        "column counts whole packets, in case the study's goodput did (its text does not say).\n"
+    )
     add("\n".join(f"* {v.sentence()}" for v in vs.values()) + "\n")
     add(_seed_spread(df))
     add(_rto_sensitivity(df, settings))
@@ -109,8 +170,14 @@ def render(df: pd.DataFrame, settings: Settings, quick: bool, jobs: int, elapsed
         if exp == "E":
             for rec in sorted(d["recovery"].unique()):
                 de = d[d["recovery"] == rec]
-                add(f"{rec.upper()}, per-flow goodput (Kbps):\n\n" + _grid_table(de, "per_flow_kbps") + "\n")
-                add(f"{rec.upper()}, core loss:\n\n" + _grid_table(de, "core_loss", pct=True) + "\n")
+                add(
+                    f"{rec.upper()}, per-flow goodput (Kbps):\n\n"
+                    + _grid_table(de, "per_flow_kbps")
+                    + "\n"
+                )
+                add(
+                    f"{rec.upper()}, core loss:\n\n" + _grid_table(de, "core_loss", pct=True) + "\n"
+                )
             add(_recovery_note(df))
         elif exp in "ACG":
             add("Per-flow goodput (Kbps):\n\n" + _grid_table(d, "per_flow_kbps") + "\n")
@@ -121,11 +188,22 @@ def render(df: pd.DataFrame, settings: Settings, quick: bool, jobs: int, elapsed
                 add(_red_note(df))
         elif exp == "B":
             for n in sorted(d["flows"].unique()):
-                add(f"{n} flows, per-flow goodput (Kbps):\n\n" + _grid_table(d[d["flows"] == n], "per_flow_kbps") + "\n")
-                add(f"{n} flows, core loss:\n\n" + _grid_table(d[d["flows"] == n], "core_loss", pct=True) + "\n")
+                add(
+                    f"{n} flows, per-flow goodput (Kbps):\n\n"
+                    + _grid_table(d[d["flows"] == n], "per_flow_kbps")
+                    + "\n"
+                )
+                add(
+                    f"{n} flows, core loss:\n\n"
+                    + _grid_table(d[d["flows"] == n], "core_loss", pct=True)
+                    + "\n"
+                )
         elif exp == "D":
-            add("Average per-file goodput of files started in the window (Kbps):\n\n"
-                + _grid_table(d, "file_goodput_kbps") + "\n")
+            add(
+                "Average per-file goodput of files started in the window (Kbps):\n\n"
+                + _grid_table(d, "file_goodput_kbps")
+                + "\n"
+            )
             add("Aggregate goodput (Mbps):\n\n" + _grid_table(d, "tcp_goodput_mbps") + "\n")
             add("Core loss:\n\n" + _grid_table(d, "core_loss", pct=True) + "\n")
         elif exp == "F":
@@ -137,74 +215,137 @@ def render(df: pd.DataFrame, settings: Settings, quick: bool, jobs: int, elapsed
             rows = []
             for b in settings.delay_buffers_kb:
                 s = dl[dl["buffer_kb"] == b].groupby("delay_ms")["tcp_goodput_mbps"].mean()
-                refs = {m: h[(h["mode"] == m) & (h["buffer_kb"] == b)]["tcp_goodput_mbps"].mean()
-                        for m in ("unpaced", "host-paced")}  # fmt: skip
-                rows.append([f"{b:g} KB"] + [_f(s.get(x)) for x in settings.delays_ms]
-                            + [_f(refs["unpaced"]), _f(refs["host-paced"])])
-            add("Aggregate TCP goodput (Mbps) against d:\n\n"
-                + _table(["buffer"] + [f"d = {x:g} ms" for x in settings.delays_ms] + ["unpaced", "host-paced"], rows)
-                + "\n")  # fmt: skip
+                refs = {
+                    m: h[(h["mode"] == m) & (h["buffer_kb"] == b)]["tcp_goodput_mbps"].mean()
+                    for m in ("unpaced", "host-paced")
+                }
+                rows.append(
+                    [f"{b:g} KB"]
+                    + [_f(s.get(x)) for x in settings.delays_ms]
+                    + [_f(refs["unpaced"]), _f(refs["host-paced"])]
+                )
+            add(
+                "Aggregate TCP goodput (Mbps) against d:\n\n"
+                + _table(
+                    ["buffer"]
+                    + [f"d = {x:g} ms" for x in settings.delays_ms]
+                    + ["unpaced", "host-paced"],
+                    rows,
+                )
+                + "\n"
+            )
             bs = b_star(df)
             loads = {b: float(model.offered_load(b * 1000, bs)) for b in settings.delay_buffers_kb}
-            add(f"**Analysis curves** ([edge pacer](../models/edge-pacer.md)), middle panel: the load a buffer B lets TCP offer, "
+            add(
+                f"**Analysis curves** ([edge pacer](../models/edge-pacer.md)), middle panel: the load a buffer B lets TCP offer, "
                 f"ρ = 1 − e^(−B/B*), with B* = {bs / 1e3:.2f} KB fitted to A's unpaced core utilisation "
                 f"(λ = {', '.join(f'{loads[b]:.3f} at {b:g} KB' for b in loads)}); the Chernoff loss bound "
                 f"L ≤ (λe^(1−λ))^(2d) with d in packet times ({model.packet_time_s(CORE_RATE_BPS) * 1e6:.0f} µs at "
                 f"{CORE_RATE_BPS / 1e6:g} Mbps); and T ∝ 1/((RTT0 + d)·sqrt(L)) with RTT0 = {MEAN_RTT_S * 1e3:.0f} ms "
                 "(the mean propagation RTT), plotted as T(d)/T(0). latlab's points are its "
-                "aggregate goodput divided by the d = 0 run (the pacer as a plain FIFO).\n")
+                "aggregate goodput divided by the d = 0 run (the pacer as a plain FIFO).\n"
+            )
             add(f"![H analysis]({figures.get('H_analysis', 'fig_H_analysis.png')})\n")
-            add("The bound is loose by construction (a bufferless fluid with Poisson input): it predicts that any d of "
+            add(
+                "The bound is loose by construction (a bufferless fluid with Poisson input): it predicts that any d of "
                 "more than a few hundred packet times removes loss entirely at λ < 0.98, whereas TCP's own window "
                 "dynamics keep the core loaded and lossy; the model gives the direction (d helps under light load, "
-                "hurts under heavy load through RTT0 + d), not the size.\n")
+                "hurts under heavy load through RTT0 + d), not the size.\n"
+            )
         elif exp == "I":
             for pat in sorted(d["udp"].unique()):
                 dp = d[d["udp"] == pat]
                 vb = dp[(dp["mode"] != "edge-paced") | (dp["delay_ms"] == 10.0)]
                 if f"I_{pat}" in figures:
                     add(f"![I {pat}]({figures[f'I_{pat}']})\n")
-                add(f"{pat}: UDP loss vs buffer:\n\n" + _grid_table(vb, "udp_loss", fmt="{:.2e}") + "\n")
-                add(f"{pat}: per-flow TCP goodput (Kbps):\n\n" + _grid_table(vb, "per_flow_kbps") + "\n")
+                add(
+                    f"{pat}: UDP loss vs buffer:\n\n"
+                    + _grid_table(vb, "udp_loss", fmt="{:.2e}")
+                    + "\n"
+                )
+                add(
+                    f"{pat}: per-flow TCP goodput (Kbps):\n\n"
+                    + _grid_table(vb, "per_flow_kbps")
+                    + "\n"
+                )
                 if f"I_{pat}_delay" in figures:
                     add(f"![I {pat} vs d]({figures[f'I_{pat}_delay']})\n")
         elif exp == "J":
             rows = []
             for _, r in d.sort_values(["buffer_kb", "mode", "paced_fraction"]).iterrows():
                 frac = 0.0 if r["mode"] == "unpaced" else r["paced_fraction"]
-                rows.append([f"{r['buffer_kb']:g} KB", r["mode"], f"{100 * frac:.0f} %", _f(r["tcp_goodput_mbps"]),
-                             _f(r.get("paced_kbps")), _f(r.get("unpaced_kbps")), _pct(r["core_loss"])])
-            add(_table(["buffer", "who paces", "share", "aggregate (Mbps)", "paced flows (Kbps)",
-                        "unpaced flows (Kbps)", "core loss"], rows) + "\n")  # fmt: skip
+                rows.append(
+                    [
+                        f"{r['buffer_kb']:g} KB",
+                        r["mode"],
+                        f"{100 * frac:.0f} %",
+                        _f(r["tcp_goodput_mbps"]),
+                        _f(r.get("paced_kbps")),
+                        _f(r.get("unpaced_kbps")),
+                        _pct(r["core_loss"]),
+                    ]
+                )
+            add(
+                _table(
+                    [
+                        "buffer",
+                        "who paces",
+                        "share",
+                        "aggregate (Mbps)",
+                        "paced flows (Kbps)",
+                        "unpaced flows (Kbps)",
+                        "core loss",
+                    ],
+                    rows,
+                )
+                + "\n"
+            )
 
     # -- gaps and cost
     add("## What is not reproduced yet\n")
     add(_GAPS + "\n")
     add("## Cost of the full run\n")
     est, n_full, cost = estimate_full_s(df, settings, 2)
-    add(f"The full run has {n_full} distinct runs of {FULL.duration_s:g} s. Estimated from this run's measured wall "
+    add(
+        f"The full run has {n_full} distinct runs of {FULL.duration_s:g} s. Estimated from this run's measured wall "
         f"time per simulated second (per experiment; A's where an experiment did not run here), on 2 cores: "
-        f"**{est / 60:.0f} min** (budget 45 min). Per experiment (core-seconds):\n")
-    add(_table(["experiment", "runs", "core-seconds"],
-               [[e, int(cost.loc[e, "runs"]), f"{cost.loc[e, 'core_seconds']:.0f}"] for e in cost.index]) + "\n")
+        f"**{est / 60:.0f} min** (budget 45 min). Per experiment (core-seconds):\n"
+    )
+    add(
+        _table(
+            ["experiment", "runs", "core-seconds"],
+            [
+                [e, int(cost.loc[e, "runs"]), f"{cost.loc[e, 'core_seconds']:.0f}"]
+                for e in cost.index
+            ],
+        )
+        + "\n"
+    )
+
     def _list(xs: tuple[float, ...]) -> str:
         return ", ".join(f"{x:g}" for x in xs)
 
-    add(f"The grid was chosen for that budget: {len(FULL.buffers_kb)} buffers in A ({_list(FULL.buffers_kb)} KB), "
+    add(
+        f"The grid was chosen for that budget: {len(FULL.buffers_kb)} buffers in A ({_list(FULL.buffers_kb)} KB), "
         f"{len(FULL.other_buffers_kb)} elsewhere ({_list(FULL.other_buffers_kb)} KB; E runs "
         f"{' and '.join(r.upper() for r in FULL.e_recoveries)} on {_list(FULL.e_buffers_kb)} KB); H sweeps "
         f"d ∈ {{{_list(FULL.delays_ms)}}} ms at {_list(FULL.delay_buffers_kb)} KB and plots "
         f"d ∈ {{{_list(FULL.delay_set_ms)}}} ms against the buffer; I sweeps d ∈ {{{_list(FULL.i_delays_ms)}}} ms; "
         f"J runs {' and '.join(f'{100 * f:g} %' for f in FULL.j_fractions)} at {_list(FULL.j_buffers_kb)} KB. "
         f"Seed(s) {_list(FULL.seeds)}, plus seeds {_list(FULL.headline_seeds)} at the headline point (A, "
-        f"{HEADLINE_BUFFER_KB:g} KB); a second seed everywhere would double the time.\n")
+        f"{HEADLINE_BUFFER_KB:g} KB); a second seed everywhere would double the time.\n"
+    )
     add("## Reproduce\n")
-    add("```sh\nlatlab reproduce pacing --quick -o out/pacing-quick   # ~5 min on 2 cores\n"
-        "latlab reproduce pacing -o out/pacing                 # the full study (see the estimate above)\n```\n")
-    add("Data: results.parquet (one row per experiment point: parameters, run_id, metrics); runs/ is the sweep folder "
+    add(
+        "```sh\nlatlab reproduce pacing --quick -o out/pacing-quick   # ~5 min on 2 cores\n"
+        "latlab reproduce pacing -o out/pacing                 # the full study (see the estimate above)\n```\n"
+    )
+    add(
+        "Data: results.parquet (one row per experiment point: parameters, run_id, metrics); runs/ is the sweep folder "
         "(catalog.parquet, one results folder per distinct run; re-running skips finished runs). Code: "
         "latlab.studies.pacing: cases (scenario builders, the two-level dumbbell as a custom "
-        "topology), metrics, references, verdicts, report, figures; latlab.models.edge_pacer (analysis curves).\n")
+        "topology), metrics, references, verdicts, report, figures; latlab.models.edge_pacer (analysis curves).\n"
+    )
     return "\n".join(out)
 
 
@@ -218,13 +359,20 @@ def _recovery_note(df: pd.DataFrame) -> str:
     rows = []
     for rec in ("newreno", "sack", "fack"):
         for b in buffers:
-            g = both[(both["recovery"] == rec) & (both["buffer_kb"] == b)].groupby("mode")["per_flow_kbps"].mean()
+            g = (
+                both[(both["recovery"] == rec) & (both["buffer_kb"] == b)]
+                .groupby("mode")["per_flow_kbps"]
+                .mean()
+            )
             if not len(g):
                 continue
             gain = g.get("edge-paced", np.nan) / g.get("host-paced", np.nan) - 1
             rows.append([rec, f"{b:g} KB"] + [_f(g.get(m)) for m in MODES] + [_pct(gain)])
-    return ("Recovery side by side (per-flow goodput in Kbps; NewReno rows are A's runs):\n\n"
-            + _table(["recovery", "buffer"] + list(MODES) + ["edge vs host"], rows) + "\n")
+    return (
+        "Recovery side by side (per-flow goodput in Kbps; NewReno rows are A's runs):\n\n"
+        + _table(["recovery", "buffer"] + list(MODES) + ["edge vs host"], rows)
+        + "\n"
+    )
 
 
 def _seed_spread(df: pd.DataFrame) -> str:
@@ -240,11 +388,20 @@ def _seed_spread(df: pd.DataFrame) -> str:
         gains.append(gain)
         rows.append([str(seed)] + [_f(v.get(m)) for m in MODES] + [_pct(gain)])
     per_mode = pts.groupby("mode")["per_flow_kbps"]
-    rows.append(["mean ± sd"] + [f"{per_mode.mean().get(m, np.nan):.1f} ± {per_mode.std().get(m, np.nan):.1f}"
-                                 for m in MODES] + [f"{100 * np.mean(gains):.1f} % ± {100 * np.std(gains, ddof=1):.1f}"])
-    return ("The headline point with other seeds (each seed draws new access/edge rates and delays and new start "
-            "times; per-flow goodput in Kbps at 5 KB):\n\n"
-            + _table(["seed"] + list(MODES) + ["edge vs host"], rows) + "\n")
+    rows.append(
+        ["mean ± sd"]
+        + [
+            f"{per_mode.mean().get(m, np.nan):.1f} ± {per_mode.std().get(m, np.nan):.1f}"
+            for m in MODES
+        ]
+        + [f"{100 * np.mean(gains):.1f} % ± {100 * np.std(gains, ddof=1):.1f}"]
+    )
+    return (
+        "The headline point with other seeds (each seed draws new access/edge rates and delays and new start "
+        "times; per-flow goodput in Kbps at 5 KB):\n\n"
+        + _table(["seed"] + list(MODES) + ["edge vs host"], rows)
+        + "\n"
+    )
 
 
 def _red_note(df: pd.DataFrame) -> str:
@@ -260,8 +417,12 @@ def _red_note(df: pd.DataFrame) -> str:
         same = 0
         for m in MODES:
             x, y = gb[gb["mode"] == m], ab[ab["mode"] == m]
-            if len(x) and len(y) and (x["per_flow_kbps"].to_numpy() == y["per_flow_kbps"].to_numpy()).all() \
-                    and (x["core_loss"].to_numpy() == y["core_loss"].to_numpy()).all():  # fmt: skip
+            if (
+                len(x)
+                and len(y)
+                and (x["per_flow_kbps"].to_numpy() == y["per_flow_kbps"].to_numpy()).all()
+                and (x["core_loss"].to_numpy() == y["core_loss"].to_numpy()).all()
+            ):
                 same += 1
         if same == len(MODES):
             same_at.append(b)
@@ -270,47 +431,75 @@ def _red_note(df: pd.DataFrame) -> str:
         cells = [f"{int(early.get(m, 0))} of {int(total.get(m, 0))}" for m in MODES]
         nb = nw[nw["buffer_kb"] == b]
         if len(nb):
-            e2, t2 = nb.groupby("mode")["core_early_drops_pkts"].sum(), nb.groupby("mode")["core_drops_pkts"].sum()
+            e2, t2 = (
+                nb.groupby("mode")["core_early_drops_pkts"].sum(),
+                nb.groupby("mode")["core_drops_pkts"].sum(),
+            )
             k2 = nb.groupby("mode")["per_flow_kbps"].mean()
-            cells_nw = [f"{int(e2.get(m, 0))} of {int(t2.get(m, 0))} ({_f(k2.get(m))} Kbps)" for m in MODES]
+            cells_nw = [
+                f"{int(e2.get(m, 0))} of {int(t2.get(m, 0))} ({_f(k2.get(m))} Kbps)" for m in MODES
+            ]
         else:
             cells_nw = ["" for _ in MODES]
         pkts = int(b * 1000 // PACKET_BYTES)
         rows.append([f"{b:g} KB ({pkts} pkt)", f"{same} of {len(MODES)}"] + cells + cells_nw)
-    out.append("RED's early drops, counted per link (`drops_early_pkts` in the links table; the rest of `drops_pkts` "
-               "are forced: buffer full, or the average above max_th). Cells: early of all core drops over the whole "
-               "run; *same as A*: modes whose per-flow goodput and core loss equal DropTail's (experiment A) to the "
-               "last digit; *without wait*: the same runs with ns-2's `wait_` off (experiment G-wait, the paper's "
-               "p_a = p_b / (1 − count·p_b)):\n")
-    out.append(_table(["buffer", "same as A"] + [f"{m}: early" for m in MODES]
-                      + [f"{m}: early without wait" for m in MODES], rows) + "\n")  # fmt: skip
-    zero = sorted(float(b) for b in g["buffer_kb"].unique() if g[g["buffer_kb"] == b]["core_early_drops_pkts"].sum() == 0)
+    out.append(
+        "RED's early drops, counted per link (`drops_early_pkts` in the links table; the rest of `drops_pkts` "
+        "are forced: buffer full, or the average above max_th). Cells: early of all core drops over the whole "
+        "run; *same as A*: modes whose per-flow goodput and core loss equal DropTail's (experiment A) to the "
+        "last digit; *without wait*: the same runs with ns-2's `wait_` off (experiment G-wait, the paper's "
+        "p_a = p_b / (1 − count·p_b)):\n"
+    )
+    out.append(
+        _table(
+            ["buffer", "same as A"]
+            + [f"{m}: early" for m in MODES]
+            + [f"{m}: early without wait" for m in MODES],
+            rows,
+        )
+        + "\n"
+    )
+    zero = sorted(
+        float(b)
+        for b in g["buffer_kb"].unique()
+        if g[g["buffer_kb"] == b]["core_early_drops_pkts"].sum() == 0
+    )
     nw_early = float(nw["core_early_drops_pkts"].sum()) if len(nw) else 0.0
     if zero:
         out.append(
             f"**Why RED is DropTail here.** RED made no early drop at {', '.join(f'{b:g}' for b in zero)} KB"
-            + (f", and the runs equal A's exactly at {', '.join(f'{b:g}' for b in same_at)} KB" if same_at else "")
+            + (
+                f", and the runs equal A's exactly at {', '.join(f'{b:g}' for b in same_at)} KB"
+                if same_at
+                else ""
+            )
             + ". Two rules of ns-2's RED (red.cc, which latlab follows) account for it. (1) An early drop is "
-              "considered only when the queue already holds more than one packet (`qlen > 1`); a 2 KB buffer holds "
-              "two 1000-B packets, so whenever that holds the arrival does not fit and is a forced drop anyway. "
-              "(2) With `wait_` on (ns-2's default), no early drop happens while count·p_b < 1, where count is the "
-              "number of arrivals since the last drop and p_b ≤ max_p = 0.1, so at least 10 (at the average queues "
-              "here, several tens of) arrivals must pass without a drop; but every forced drop resets count (red.cc, "
-              "unless `ns1_compat_`), and at the small buffers' core loss of several per cent the buffer overflows "
-              "every few tens of arrivals. "
-            + (f"Without `wait_` (G-wait) RED drops {int(nw_early)} packets early at "
-               f"{', '.join(f'{b:g}' for b in sorted(nw['buffer_kb'].unique()))} KB, which shows that the rule, not "
-               "the average, is what holds them back. " if nw_early > 0 else
-               "Without `wait_` (G-wait) there are still no early drops, so the average queue stays below min_th "
-               "too. " if len(nw) else "")
+            "considered only when the queue already holds more than one packet (`qlen > 1`); a 2 KB buffer holds "
+            "two 1000-B packets, so whenever that holds the arrival does not fit and is a forced drop anyway. "
+            "(2) With `wait_` on (ns-2's default), no early drop happens while count·p_b < 1, where count is the "
+            "number of arrivals since the last drop and p_b ≤ max_p = 0.1, so at least 10 (at the average queues "
+            "here, several tens of) arrivals must pass without a drop; but every forced drop resets count (red.cc, "
+            "unless `ns1_compat_`), and at the small buffers' core loss of several per cent the buffer overflows "
+            "every few tens of arrivals. "
+            + (
+                f"Without `wait_` (G-wait) RED drops {int(nw_early)} packets early at "
+                f"{', '.join(f'{b:g}' for b in sorted(nw['buffer_kb'].unique()))} KB, which shows that the rule, not "
+                "the average, is what holds them back. "
+                if nw_early > 0
+                else "Without `wait_` (G-wait) there are still no early drops, so the average queue stays below min_th "
+                "too. "
+                if len(nw)
+                else ""
+            )
             + "Gentle mode and the mean packet size cannot change this: the average never reaches max_th = the "
-              "buffer (the queue an arrival sees is at most the buffer less one packet), and the mean packet size "
-              "only sets the idle-time decay, which lowers the average further. This is RED's own semantics at "
-              "buffers of a few packets, not a latlab defect; the study's RED results at these buffers may rest on "
-              "a different RED variant or parameters (its text does not give them). ns-3's RedQueueDisc on the same small "
-              "buffers, side by side with latlab: [docs/validation/red-small-buffer.md]"
-              "(../validation/red-small-buffer.md) (it keeps counting across buffer overflows, so it does drop early "
-              "at 5 packets).\n")
+            "buffer (the queue an arrival sees is at most the buffer less one packet), and the mean packet size "
+            "only sets the idle-time decay, which lowers the average further. This is RED's own semantics at "
+            "buffers of a few packets, not a latlab defect; the study's RED results at these buffers may rest on "
+            "a different RED variant or parameters (its text does not give them). ns-3's RedQueueDisc on the same small "
+            "buffers, side by side with latlab: [docs/validation/red-small-buffer.md]"
+            "(../validation/red-small-buffer.md) (it keeps counting across buffer overflows, so it does drop early "
+            "at 5 packets).\n"
+        )
     return "\n".join(out) + "\n"
 
 
@@ -326,15 +515,23 @@ def _rto_sensitivity(df: pd.DataFrame, settings: Settings) -> str:
             v, to = g["per_flow_kbps"].mean(), g["timeouts_per_flow"].mean() / settings.duration_s
             loss = g["core_loss"].mean()
             gain = v.get("edge-paced", np.nan) / v.get("host-paced", np.nan) - 1
-            rows.append([f"{b:g} KB", label]
-                        + [f"{_f(v.get(m))} / {_f(to.get(m), '{:.2f}')} / {_pct(loss.get(m))}" for m in MODES]
-                        + [_pct(gain)])  # fmt: skip
-    return ("**Sensitivity to the minimum RTO.** With ~1000 windows of 2–4 segments sharing the core, many losses "
-            "leave too few duplicate ACKs for fast retransmit, so flows recover by timeout; and with RTO = max(min "
-            "RTO, srtt + 4·rttvar) close to an RTT that queueing and pacing delay inflate, a timer can fire for a "
-            "segment that is only late, resending data that was not lost. The same runs with a longer minimum RTO "
-            "(cells: per-flow goodput in Kbps / timeouts per flow per second over the run / core loss):\n\n"
-            + _table(["buffer", "min RTO"] + list(MODES) + ["edge vs host"], rows) + "\n")
+            rows.append(
+                [f"{b:g} KB", label]
+                + [
+                    f"{_f(v.get(m))} / {_f(to.get(m), '{:.2f}')} / {_pct(loss.get(m))}"
+                    for m in MODES
+                ]
+                + [_pct(gain)]
+            )
+    return (
+        "**Sensitivity to the minimum RTO.** With ~1000 windows of 2–4 segments sharing the core, many losses "
+        "leave too few duplicate ACKs for fast retransmit, so flows recover by timeout; and with RTO = max(min "
+        "RTO, srtt + 4·rttvar) close to an RTT that queueing and pacing delay inflate, a timer can fire for a "
+        "segment that is only late, resending data that was not lost. The same runs with a longer minimum RTO "
+        "(cells: per-flow goodput in Kbps / timeouts per flow per second over the run / core loss):\n\n"
+        + _table(["buffer", "min RTO"] + list(MODES) + ["edge vs host"], rows)
+        + "\n"
+    )
 
 
 def _disagreements(df: pd.DataFrame, settings: Settings, vs: dict[str, Verdict]) -> str:
@@ -354,76 +551,120 @@ def _disagreements(df: pd.DataFrame, settings: Settings, vs: dict[str, Verdict])
 
         lo, hi = HEADLINE_BUFFER_KB, 15.0
         mid = a[a["buffer_kb"].between(lo, hi)].groupby("mode")["core_loss"].mean()
-        notes.append("* Where edge pacing leads by more than 2 %: against unpaced at " + where(vs_un)
-                     + ", against host-paced at " + where(vs_host) + f". Between {lo:g} and {hi:g} KB latlab's host "
-                     f"pacing takes the core loss from {_pct(mid.get('unpaced'))} (unpaced) to "
-                     f"{_pct(mid.get('host-paced'))}, where the edge pacer takes it to {_pct(mid.get('edge-paced'))}.")
+        notes.append(
+            "* Where edge pacing leads by more than 2 %: against unpaced at "
+            + where(vs_un)
+            + ", against host-paced at "
+            + where(vs_host)
+            + f". Between {lo:g} and {hi:g} KB latlab's host "
+            f"pacing takes the core loss from {_pct(mid.get('unpaced'))} (unpaced) to "
+            f"{_pct(mid.get('host-paced'))}, where the edge pacer takes it to {_pct(mid.get('edge-paced'))}."
+        )
     loss = a[a["buffer_kb"].isin(SMALL_BUFFERS_KB)].groupby("mode")["core_loss"].mean()
     if len(loss):
         one = a[a["buffer_kb"] == a["buffer_kb"].min()].groupby("mode")["core_loss"].mean()
-        un_loss = a[(a["mode"] == "unpaced") & (a["buffer_kb"] >= max(SMALL_BUFFERS_KB))].groupby("buffer_kb")["core_loss"].mean()
+        un_loss = (
+            a[(a["mode"] == "unpaced") & (a["buffer_kb"] >= max(SMALL_BUFFERS_KB))]
+            .groupby("buffer_kb")["core_loss"]
+            .mean()
+        )
         n_flows = int(a["flows"].iloc[0])
         window = CORE_RATE_BPS * MEAN_RTT_S / (n_flows * PACKET_BYTES * 8)
         threshold = REFERENCES["loss_small"].value / 100
         passes = one[one > threshold]
-        notes.append(f"* Loss at {SMALL_BUFFERS_KB[0]:g}–{SMALL_BUFFERS_KB[-1]:g} KB (mean of the buffers): "
-                     + ", ".join(f"{m} {_pct(loss.get(m))}" for m in MODES)
-                     + f"; at {a['buffer_kb'].min():g} KB " + ", ".join(f"{m} {_pct(one.get(m))}" for m in MODES)
-                     + (f" ({', '.join(passes.index)} above {100 * threshold:g} %)" if len(passes) else "")
-                     + f". With {n_flows} flows sharing {CORE_RATE_BPS / 1e6:g} Mbps over ~{MEAN_RTT_S * 1e3:.0f} ms "
-                     f"each has a window of about {window:.1f} packets, and the loss rate Reno settles at is set by "
-                     f"that share (p ≈ 1.5/W² = {_pct(1.5 / window**2)}) more than by the buffer: latlab's unpaced "
-                     f"loss only falls from {_pct(un_loss.iloc[0])} to {_pct(un_loss.iloc[-1])} between "
-                     f"{un_loss.index[0]:g} and {un_loss.index[-1]:g} KB.")  # fmt: skip
+        notes.append(
+            f"* Loss at {SMALL_BUFFERS_KB[0]:g}–{SMALL_BUFFERS_KB[-1]:g} KB (mean of the buffers): "
+            + ", ".join(f"{m} {_pct(loss.get(m))}" for m in MODES)
+            + f"; at {a['buffer_kb'].min():g} KB "
+            + ", ".join(f"{m} {_pct(one.get(m))}" for m in MODES)
+            + (f" ({', '.join(passes.index)} above {100 * threshold:g} %)" if len(passes) else "")
+            + f". With {n_flows} flows sharing {CORE_RATE_BPS / 1e6:g} Mbps over ~{MEAN_RTT_S * 1e3:.0f} ms "
+            f"each has a window of about {window:.1f} packets, and the loss rate Reno settles at is set by "
+            f"that share (p ≈ 1.5/W² = {_pct(1.5 / window**2)}) more than by the buffer: latlab's unpaced "
+            f"loss only falls from {_pct(un_loss.iloc[0])} to {_pct(un_loss.iloc[-1])} between "
+            f"{un_loss.index[0]:g} and {un_loss.index[-1]:g} KB."
+        )
     r_all = select(df, "A-rto")
     if len(r_all):
-        both = pd.concat([a[a["buffer_kb"].isin(r_all["buffer_kb"].unique())].assign(rto="base"), r_all.assign(rto="long")])
-        l = both.groupby("rto")["core_loss"].mean()
-        if {"base", "long"} <= set(l.index):
-            notes.append(f"* How the flows time out moves the loss: a minimum RTO of {settings.rto_min_ms:g} ms "
-                         f"instead of 200 ms changes the core loss by {_pct(l['long'] / l['base'] - 1)} on average "
-                         f"over the buffers of the table above ({_pct(l['base'])} → {_pct(l['long'])}).")  # fmt: skip
-    r5 = r_all[r_all["buffer_kb"] == HEADLINE_BUFFER_KB].groupby("mode")["per_flow_kbps"].mean() if len(r_all) else pd.Series(dtype=float)
+        both = pd.concat(
+            [
+                a[a["buffer_kb"].isin(r_all["buffer_kb"].unique())].assign(rto="base"),
+                r_all.assign(rto="long"),
+            ]
+        )
+        loss_by_rto = both.groupby("rto")["core_loss"].mean()
+        if {"base", "long"} <= set(loss_by_rto.index):
+            notes.append(
+                f"* How the flows time out moves the loss: a minimum RTO of {settings.rto_min_ms:g} ms "
+                f"instead of 200 ms changes the core loss by {_pct(loss_by_rto['long'] / loss_by_rto['base'] - 1)} on average "
+                f"over the buffers of the table above ({_pct(loss_by_rto['base'])} → {_pct(loss_by_rto['long'])})."
+            )
+    r5 = (
+        r_all[r_all["buffer_kb"] == HEADLINE_BUFFER_KB].groupby("mode")["per_flow_kbps"].mean()
+        if len(r_all)
+        else pd.Series(dtype=float)
+    )
     if len(r5) == len(MODES):
         gain = r5["edge-paced"] / r5["host-paced"] - 1
         a5 = a[a["buffer_kb"] == HEADLINE_BUFFER_KB]
         util5 = a5[a5["mode"] == "edge-paced"]["core_utilisation"].mean()
-        to_cut = float(np.mean([a5[a5["mode"] == m]["timeouts_per_flow"].mean()
-                                / r_all[(r_all["mode"] == m) & (r_all["buffer_kb"] == HEADLINE_BUFFER_KB)][
-                                    "timeouts_per_flow"].mean() for m in MODES]))  # fmt: skip
+        to_cut = float(
+            np.mean(
+                [
+                    a5[a5["mode"] == m]["timeouts_per_flow"].mean()
+                    / r_all[(r_all["mode"] == m) & (r_all["buffer_kb"] == HEADLINE_BUFFER_KB)][
+                        "timeouts_per_flow"
+                    ].mean()
+                    for m in MODES
+                ]
+            )
+        )
         base5 = a5.groupby("mode")["per_flow_kbps"].mean()
         shift = max(abs(r5[m] / base5[m] - 1) for m in MODES)
-        notes.append(f"* Timeouts (table above): a minimum RTO of {settings.rto_min_ms:g} ms instead of 200 ms cuts "
-                     f"timeouts {to_cut:.1f}-fold (mean over the modes) and moves {HEADLINE_BUFFER_KB:g} KB goodput by "
-                     f"at most {_pct(shift)} (unpaced {r5['unpaced']:.1f}, host-paced {r5['host-paced']:.1f}, "
-                     f"edge-paced {r5['edge-paced']:.1f} Kbps; edge vs host {_pct(gain)}); the edge pacer keeps the "
-                     f"core {_pct(util5)} busy at {HEADLINE_BUFFER_KB:g} KB. ns-2's minrto_ default is 200 ms since "
-                     "October 2004 (ns-default.tcl; its own test suites keep the earlier 1 s), and the study does not "
-                     "say which it ran. When the timer restarts matters too: an earlier latlab sender left the RTO "
-                     "timer running through a fast retransmission (RFC 6298 read literally) and raised ssthresh to "
-                     "half the FlightSize when a timeout ended a recovery, which gave spurious timeouts behind the "
-                     "queue and lower goodput in every mode. The sender now restarts the timer as the fast "
-                     "retransmission leaves and keeps the recovery's ssthresh, as ns-2 (tcp-reno.cc) and Linux do; "
-                     "it produced the figures here.")  # fmt: skip
+        notes.append(
+            f"* Timeouts (table above): a minimum RTO of {settings.rto_min_ms:g} ms instead of 200 ms cuts "
+            f"timeouts {to_cut:.1f}-fold (mean over the modes) and moves {HEADLINE_BUFFER_KB:g} KB goodput by "
+            f"at most {_pct(shift)} (unpaced {r5['unpaced']:.1f}, host-paced {r5['host-paced']:.1f}, "
+            f"edge-paced {r5['edge-paced']:.1f} Kbps; edge vs host {_pct(gain)}); the edge pacer keeps the "
+            f"core {_pct(util5)} busy at {HEADLINE_BUFFER_KB:g} KB. ns-2's minrto_ default is 200 ms since "
+            "October 2004 (ns-default.tcl; its own test suites keep the earlier 1 s), and the study does not "
+            "say which it ran. When the timer restarts matters too: an earlier latlab sender left the RTO "
+            "timer running through a fast retransmission (RFC 6298 read literally) and raised ssthresh to "
+            "half the FlightSize when a timeout ended a recovery, which gave spurious timeouts behind the "
+            "queue and lower goodput in every mode. The sender now restarts the timer as the fast "
+            "retransmission leaves and keeps the recovery's ssthresh, as ns-2 (tcp-reno.cc) and Linux do; "
+            "it produced the figures here."
+        )
     goodput = [vs[k] for k in GOODPUT_KEY.values() if k in vs]
     if "edge_over_host" in vs and len(goodput) == len(MODES):
-        parts = "; ".join(f"{v.reference.quantity.split(', ')[-1]} {v.measured} against the study's "
-                          f"{v.reference.text()} ({v.outcome})" for v in goodput)
-        notes.append(f"* What remains: {parts}; edge pacing's lead over host pacing is {vs['edge_over_host'].measured} "
-                     f"against the study's {vs['edge_over_host'].reference.text()} ({vs['edge_over_host'].outcome}). "
-                     + _spread_and_recovery(df) + "Candidates are ns-2 details the "
-                     "set-up does not give: its coarse 10 ms timer tick and once-per-RTT RTT sampling (latlab: 1 ms, "
-                     "every ACK, timestamps), its pacing implementation, and access-link queue sizes (latlab: large, "
-                     "so the core is the only drop point).")  # fmt: skip
-    notes.append("* Why latlab can differ: the edge pacer is latlab's online algorithm ([edge pacer]"
-                 "(../models/edge-pacer.md): release at the fluid exit curve, per-packet deadline guaranteed), the "
-                 "ns-2 study's implementation details are not known; ns-2's TCP pacing (a timer per packet at "
-                 "cwnd/RTT) is modelled by latlab's host pacing with factor 1.0; IW 10 (latlab's ns2 preset) where "
-                 "ns-2 1.x defaulted to 1–2 segments affects only the start-up, which the window excludes; topology "
-                 "rates and delays are one random draw (seed above), not the study's; "
-                 + (f"and quick mode measures {settings.duration_s - settings.measure_from_s:g} s, not "
-                    f"{FULL.duration_s - FULL.measure_from_s:g} s, so per-flow averages carry a few Kbps of noise."
-                    if settings.duration_s < FULL.duration_s else "and the study's run is a single seed too."))
+        parts = "; ".join(
+            f"{v.reference.quantity.split(', ')[-1]} {v.measured} against the study's "
+            f"{v.reference.text()} ({v.outcome})"
+            for v in goodput
+        )
+        notes.append(
+            f"* What remains: {parts}; edge pacing's lead over host pacing is {vs['edge_over_host'].measured} "
+            f"against the study's {vs['edge_over_host'].reference.text()} ({vs['edge_over_host'].outcome}). "
+            + _spread_and_recovery(df)
+            + "Candidates are ns-2 details the "
+            "set-up does not give: its coarse 10 ms timer tick and once-per-RTT RTT sampling (latlab: 1 ms, "
+            "every ACK, timestamps), its pacing implementation, and access-link queue sizes (latlab: large, "
+            "so the core is the only drop point)."
+        )
+    notes.append(
+        "* Why latlab can differ: the edge pacer is latlab's online algorithm ([edge pacer]"
+        "(../models/edge-pacer.md): release at the fluid exit curve, per-packet deadline guaranteed), the "
+        "ns-2 study's implementation details are not known; ns-2's TCP pacing (a timer per packet at "
+        "cwnd/RTT) is modelled by latlab's host pacing with factor 1.0; IW 10 (latlab's ns2 preset) where "
+        "ns-2 1.x defaulted to 1–2 segments affects only the start-up, which the window excludes; topology "
+        "rates and delays are one random draw (seed above), not the study's; "
+        + (
+            f"and quick mode measures {settings.duration_s - settings.measure_from_s:g} s, not "
+            f"{FULL.duration_s - FULL.measure_from_s:g} s, so per-flow averages carry a few Kbps of noise."
+            if settings.duration_s < FULL.duration_s
+            else "and the study's run is a single seed too."
+        )
+    )
     return "\n".join(notes) + "\n"
 
 
@@ -434,8 +675,10 @@ def _spread_and_recovery(df: pd.DataFrame) -> str:
     pts = pd.concat([a[a["buffer_kb"] == HEADLINE_BUFFER_KB], select(df, "A-seeds")])
     sd = pts.groupby(["seed", "mode"])["per_flow_kbps"].mean().unstack().std()
     if pts["seed"].nunique() > 1 and len(sd):
-        parts.append(f"over {pts['seed'].nunique()} seeds the per-flow goodputs vary by at most {sd.max():.1f} Kbps "
-                     "(standard deviation)")
+        parts.append(
+            f"over {pts['seed'].nunique()} seeds the per-flow goodputs vary by at most {sd.max():.1f} Kbps "
+            "(standard deviation)"
+        )
     e = select(df, "E")
     e = e[e["buffer_kb"] == HEADLINE_BUFFER_KB]
     if len(e):
@@ -446,36 +689,42 @@ def _spread_and_recovery(df: pd.DataFrame) -> str:
         for rec, g in e.groupby("recovery"):
             m = g.groupby("mode")["per_flow_kbps"].mean()
             gains[rec] = m.get("edge-paced", np.nan) / m.get("host-paced", np.nan) - 1
-        parts.append("edge pacing's lead over host pacing is " + ", ".join(f"{_pct(v)} with {k}"
-                                                                          for k, v in gains.items()))
-    return ("latlab finds no single cause for the differences: " + "; ".join(parts) + ". ") if parts else ""
+        parts.append(
+            "edge pacing's lead over host pacing is "
+            + ", ".join(f"{_pct(v)} with {k}" for k, v in gains.items())
+        )
+    return (
+        ("latlab finds no single cause for the differences: " + "; ".join(parts) + ". ")
+        if parts
+        else ""
+    )
 
 
 _EXPERIMENT_TEXT = {
     "A": "1000 long NewReno flows (ns2 preset: 1000-B data packets, 40-B ACKs), access 8–12 Mbps and 1–5 ms, edges "
-         "100 Mbps and 5–15 ms, core 100 Mbps and 100 ms (propagation RTT 224–280 ms), starts uniform in [0, 10] s; "
-         "core buffer swept. The study's reference points are the stars.",
+    "100 Mbps and 5–15 ms, core 100 Mbps and 100 ms (propagation RTT 224–280 ms), starts uniform in [0, 10] s; "
+    "core buffer swept. The study's reference points are the stars.",
     "B": "As A with 10 and 50 hosts per edge (100 and 500 flows).",
     "C": "As A with 100 Mbps access links: each host can burst at the edge rate.",
     "D": "1000 closed-loop users ([workloads](../models/workloads.md)): Pareto files (mean 100 KB, shape 1.2), exponential think time (mean "
-         "1 s). Goodput per file = size / completion time, averaged over files started in the window.",
+    "1 s). Goodput per file = size / completion time, averaged over files started in the window.",
     "E": "As A with SACK recovery (RFC 6675) and with FACK (forward acknowledgement: every un-SACKed segment below "
-         "the highest SACKed byte counts as lost, pipe = snd.nxt − snd.fack + retran_data, recovery once snd.fack − "
-         "snd.una > 3 segments), at fewer buffers; NewReno is A.",
+    "the highest SACKed byte counts as lost, pipe = snd.nxt − snd.fack + retran_data, recovery once snd.fack − "
+    "snd.una > 3 segments), at fewer buffers; NewReno is A.",
     "F": "10 edges × 10 hosts (100 flows), access 1–2 Mbps with ns-2's default 50-packet access queue (the access "
-         "links are the bottlenecks; latlab's default 10 000-packet queue would bloat them), edges 40 Mbps, core "
-         "200 Mbps: the core is not the bottleneck, and losses there come only from bursts.",
+    "links are the bottlenecks; latlab's default 10 000-packet queue would bloat them), edges 40 Mbps, core "
+    "200 Mbps: the core is not the bottleneck, and losses there come only from bursts.",
     "G": "As A with RED at the core: max_th = the buffer, min_th = 40 % of it (in 1000-B packets), max_p 0.1, "
-         "w_q 0.002, limit = the buffer.",
+    "w_q 0.002, limit = the buffer.",
     "H": "Edge pacing with d swept at 5 KB (light load) and 50 KB (heavy load), with unpaced and host-paced as "
-         "horizontal references; and d ∈ {1, 10, 100, 200} ms (quick: {10, 100}) against the buffer. "
-         "d = 0 is the pacer as a FIFO.",
+    "horizontal references; and d ∈ {1, 10, 100, 200} ms (quick: {10, 100}) against the buffer. "
+    "d = 0 is the pacer as a FIFO.",
     "I": "As A plus one aggregated UDP source on its own 100 Mbps access and ingress edge (su0 → ieu → c0 → c1 → "
-         "eeu → du0): Poisson at 5.5 Mbps, and LRD (fGn, Norros model) at 6 Mbps with H = 0.85; packets 100–300 B. "
-         "In edge-paced runs the UDP edge is paced too (every ingress edge paces). UDP loss is over the whole run.",
+    "eeu → du0): Poisson at 5.5 Mbps, and LRD (fGn, Norros model) at 6 Mbps with H = 0.85; packets 100–300 B. "
+    "In edge-paced runs the UDP edge is paced too (every ingress edge paces). UDP loss is over the whole run.",
     "J": "A share of the hosts pace (host-paced: the first 300 or 500 hosts) or a share of the ingress edges "
-         "(edge-paced: the first 3 or 5 edges, which carry the same hosts), the rest unpaced; 0 % and 100 % are A's "
-         "runs.",
+    "(edge-paced: the first 3 or 5 edges, which carry the same hosts), the rest unpaced; 0 % and 100 % are A's "
+    "runs.",
 }
 
 _GAPS = """* **FACK's rampdown and overdamping** (ns-2 `Agent/TCP/Fack` options, off by default there) are not

@@ -13,8 +13,13 @@ import pandas as pd
 from latlab.studies._verdict import Outcome, Verdict, within
 from latlab.studies.pacing.cases import MODES
 from latlab.studies.pacing.metrics import select
-from latlab.studies.pacing.references import (GOODPUT_KEY, HEADLINE_BUFFER_KB, LARGE_FROM_KB, REFERENCES,
-                                              SMALL_BUFFERS_KB)
+from latlab.studies.pacing.references import (
+    GOODPUT_KEY,
+    HEADLINE_BUFFER_KB,
+    LARGE_FROM_KB,
+    REFERENCES,
+    SMALL_BUFFERS_KB,
+)
 
 #: Relative tolerance of a goodput against the study's (agrees, partly).
 GOODPUT_TOL = (0.05, 0.10)
@@ -30,15 +35,25 @@ def _none_outcome(gains: list[float]) -> tuple[Outcome, str]:
     worst = max((abs(g) for g in gains if np.isfinite(g)), default=np.nan)
     if not np.isfinite(worst):
         return "differs", "no measurement"
-    rule = (f"largest |gain| {100 * worst:.1f} points; agrees within ±{NONE_TOL_PTS[0]:g}, partly within "
-            f"±{NONE_TOL_PTS[1]:g}")
-    return ("agrees" if 100 * worst <= NONE_TOL_PTS[0] else "partly" if 100 * worst <= NONE_TOL_PTS[1]
-            else "differs"), rule  # fmt: skip
+    rule = (
+        f"largest |gain| {100 * worst:.1f} points; agrees within ±{NONE_TOL_PTS[0]:g}, partly within "
+        f"±{NONE_TOL_PTS[1]:g}"
+    )
+    return (
+        "agrees"
+        if 100 * worst <= NONE_TOL_PTS[0]
+        else "partly"
+        if 100 * worst <= NONE_TOL_PTS[1]
+        else "differs"
+    ), rule
 
 
 def goodput_at(a: pd.DataFrame, buffer_kb: float) -> dict[str, float]:
     """Mean per-flow goodput (Kbps) per mode at one buffer."""
-    return {m: float(a[(a["mode"] == m) & (a["buffer_kb"] == buffer_kb)]["per_flow_kbps"].mean()) for m in MODES}
+    return {
+        m: float(a[(a["mode"] == m) & (a["buffer_kb"] == buffer_kb)]["per_flow_kbps"].mean())
+        for m in MODES
+    }
 
 
 def verdicts(df: pd.DataFrame) -> dict[str, Verdict]:
@@ -58,25 +73,41 @@ def verdicts(df: pd.DataFrame) -> dict[str, Verdict]:
         gain = g5["edge-paced"] / g5["host-paced"] - 1
         r = ref["edge_over_host"]
         outcome: Outcome = "agrees" if 100 * gain > r.value else "partly" if gain > 0 else "differs"
-        out[r.key] = Verdict(r, _pct(gain), outcome,
-                             f"agrees above {r.value:g} %, partly if edge pacing leads by less",
-                             "latlab's host pacing is closer to edge pacing than the study's"
-                             if g5["host-paced"] > g5["unpaced"] else "")  # fmt: skip
+        out[r.key] = Verdict(
+            r,
+            _pct(gain),
+            outcome,
+            f"agrees above {r.value:g} %, partly if edge pacing leads by less",
+            "latlab's host pacing is closer to edge pacing than the study's"
+            if g5["host-paced"] > g5["unpaced"]
+            else "",
+        )
         host = g5["host-paced"] / g5["unpaced"] - 1
         outcome, rule = _none_outcome([host])
-        out["host_over_unpaced"] = Verdict(ref["host_over_unpaced"], f"{100 * host:+.1f} %", outcome, rule)
+        out["host_over_unpaced"] = Verdict(
+            ref["host_over_unpaced"], f"{100 * host:+.1f} %", outcome, rule
+        )
     small = a[a["buffer_kb"].isin(SMALL_BUFFERS_KB)]
     if len(small):
         r = ref["loss_small"]
-        loss = {(m, b): float(small[(small["mode"] == m) & (small["buffer_kb"] == b)]["core_loss"].mean())
-                for m in MODES for b in SMALL_BUFFERS_KB}  # fmt: skip
+        loss = {
+            (m, b): float(
+                small[(small["mode"] == m) & (small["buffer_kb"] == b)]["core_loss"].mean()
+            )
+            for m in MODES
+            for b in SMALL_BUFFERS_KB
+        }
         above = sum(100 * v > r.value for v in loss.values())
         out[r.key] = Verdict(
-            r, ", ".join(f"{m} {' / '.join(_pct(loss[(m, b)]) for b in SMALL_BUFFERS_KB)}" for m in MODES),
+            r,
+            ", ".join(
+                f"{m} {' / '.join(_pct(loss[(m, b)]) for b in SMALL_BUFFERS_KB)}" for m in MODES
+            ),
             "agrees" if above == len(loss) else "partly" if above else "differs",
             f"agrees if above {r.value:g} % for every mode and buffer ({above} of {len(loss)} here), partly if some",
             "with ~1000 flows each window is a few packets, and the loss Reno settles at is set by that share more "
-            "than by the buffer (see the notes below)")  # fmt: skip
+            "than by the buffer (see the notes below)",
+        )
         gains = []
         for b in SMALL_BUFFERS_KB:
             g = goodput_at(a, b)
@@ -85,21 +116,32 @@ def verdicts(df: pd.DataFrame) -> dict[str, Verdict]:
         gb = {b: goodput_at(a, b) for b in SMALL_BUFFERS_KB}
         out["pacing_small"] = Verdict(
             ref["pacing_small"],
-            "; ".join(f"{b:g} KB: host {_pct(gb[b]['host-paced'] / gb[b]['unpaced'] - 1)}, edge "
-                      f"{_pct(gb[b]['edge-paced'] / gb[b]['unpaced'] - 1)}" for b in SMALL_BUFFERS_KB),
-            outcome, rule)  # fmt: skip
+            "; ".join(
+                f"{b:g} KB: host {_pct(gb[b]['host-paced'] / gb[b]['unpaced'] - 1)}, edge "
+                f"{_pct(gb[b]['edge-paced'] / gb[b]['unpaced'] - 1)}"
+                for b in SMALL_BUFFERS_KB
+            ),
+            outcome,
+            rule,
+        )
     big = a[a["buffer_kb"] >= LARGE_FROM_KB]
     if len(big):
         r = ref["util_large"]
         low = big.groupby("mode")["core_utilisation"].min()
         n_ok = int((low >= 0.97).sum())
         out[r.key] = Verdict(
-            r, "lowest " + ", ".join(f"{m} {_pct(low.get(m, np.nan))}" for m in MODES),
+            r,
+            "lowest " + ", ".join(f"{m} {_pct(low.get(m, np.nan))}" for m in MODES),
             "agrees" if n_ok == len(low) else "partly" if (low >= 0.90).all() else "differs",
-            "agrees if ≥ 97 % in every mode at every such buffer, partly if ≥ 90 %")  # fmt: skip
+            "agrees if ≥ 97 % in every mode at every such buffer, partly if ≥ 90 %",
+        )
         g = big.groupby(["buffer_kb", "mode"])["per_flow_kbps"].mean().unstack()
         gains = [float(v) for m in MODES[1:] if m in g for v in (g[m] / g["unpaced"] - 1)]
         outcome, rule = _none_outcome(gains)
         out["pacing_large"] = Verdict(
-            ref["pacing_large"], f"largest {_pct(max(gains, key=abs))} (over modes and buffers)", outcome, rule)
+            ref["pacing_large"],
+            f"largest {_pct(max(gains, key=abs))} (over modes and buffers)",
+            outcome,
+            rule,
+        )
     return out

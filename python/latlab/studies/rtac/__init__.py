@@ -21,23 +21,40 @@ import time
 from pathlib import Path
 
 from latlab.studies.rtac.cases import FULL, QUICK, Run, Settings, build, runs_of
-from latlab.studies.rtac.real import RealSettings
 from latlab.studies.rtac.metrics import StudyData, run_study
+from latlab.studies.rtac.real import RealSettings
 from latlab.studies.rtac.verdicts import verdicts
 
 NAME = "rtac"
-DESCRIPTION = ("RTAC vs DRWA vs Linux auto-tuning receivers on LTE and Wi-Fi: throughput, RTT, competition, "
-               "tcp_rmem_max, sender variants")  # fmt: skip
+DESCRIPTION = (
+    "RTAC vs DRWA vs Linux auto-tuning receivers on LTE and Wi-Fi: throughput, RTT, competition, "
+    "tcp_rmem_max, sender variants"
+)
 
-__all__ = ["NAME", "DESCRIPTION", "reproduce", "reproduce_with", "verdicts", "Run", "Settings", "build", "runs_of",
-           "StudyData", "run_study", "FULL", "QUICK"]  # fmt: skip
+__all__ = [
+    "NAME",
+    "DESCRIPTION",
+    "reproduce",
+    "reproduce_with",
+    "verdicts",
+    "Run",
+    "Settings",
+    "build",
+    "runs_of",
+    "StudyData",
+    "run_study",
+    "FULL",
+    "QUICK",
+]
 
 
 #: This study has a real-network part (``latlab reproduce rtac --real``).
 SUPPORTS_REAL = True
 
 
-def reproduce(outdir: Path, quick: bool = False, jobs: int | None = None, real: bool = False) -> Path:
+def reproduce(
+    outdir: Path, quick: bool = False, jobs: int | None = None, real: bool = False
+) -> Path:
     """Run the study into ``outdir``: runs/ (the sweep), Parquet tables, PNG figures and report.md.
 
     ``real`` also runs the receivers on real Linux TCP over an emulated path
@@ -45,23 +62,43 @@ def reproduce(outdir: Path, quick: bool = False, jobs: int | None = None, real: 
     into report section 6 and ``real.jsonl``. Without root it raises
     :class:`~latlab.emulated.EmulationUnavailable` before anything runs.
     """
-    real_settings = (RealSettings(seconds=20.0, warmup_s=5.0, competition_seconds=60.0, competition_warmup_s=20.0,
-                                  thetas=(1.38, 2.0), repeats=1, shallow_buffer_packets=None) if quick
-                     else RealSettings()) \
-        if real else None
-    return reproduce_with(QUICK if quick else FULL, Path(outdir), jobs=jobs, quick=quick, real=real_settings)
+    real_settings = (
+        (
+            RealSettings(
+                seconds=20.0,
+                warmup_s=5.0,
+                competition_seconds=60.0,
+                competition_warmup_s=20.0,
+                thetas=(1.38, 2.0),
+                repeats=1,
+                shallow_buffer_packets=None,
+            )
+            if quick
+            else RealSettings()
+        )
+        if real
+        else None
+    )
+    return reproduce_with(
+        QUICK if quick else FULL, Path(outdir), jobs=jobs, quick=quick, real=real_settings
+    )
 
 
-def reproduce_with(settings: Settings, outdir: Path, jobs: int | None = None, quick: bool = False,
-                   progress: bool = True, real: RealSettings | None = None) -> Path:  # fmt: skip
+def reproduce_with(
+    settings: Settings,
+    outdir: Path,
+    jobs: int | None = None,
+    quick: bool = False,
+    progress: bool = True,
+    real: RealSettings | None = None,
+) -> Path:
     """:func:`reproduce` with explicit settings (tests use tiny ones)."""
     from latlab import frames as frames_mod
     from latlab._atomic import write_text
     from latlab.studies.rtac import figures as figs
+    from latlab.studies.rtac import real as real_mod
     from latlab.studies.rtac.report import render
     from latlab.sweep import default_jobs
-
-    from latlab.studies.rtac import real as real_mod
 
     if real is not None:
         reason = real_mod.unavailable_reason()
@@ -75,25 +112,40 @@ def reproduce_with(settings: Settings, outdir: Path, jobs: int | None = None, qu
     t0 = time.monotonic()
     data = run_study(runs, outdir, jobs, progress=progress)
     elapsed_s = time.monotonic() - t0
-    for table, name in ((data.flows, "flows"), (data.rtt_samples, "rtt_samples"), (data.runs, "runs")):
+    for table, name in (
+        (data.flows, "flows"),
+        (data.rtt_samples, "rtt_samples"),
+        (data.runs, "runs"),
+    ):
         frames_mod.write_parquet(table, outdir / f"{name}.parquet")
     figures = figs.make_figures(data, settings, outdir)
     real_section = None
     if real is not None:
         t1 = time.monotonic()
         kept: list[tuple[int, str, int]] = []
-        rows = real_mod.run_real(real, outdir, on_row=_print_real_row if progress else None, kept_runs=kept)
+        rows = real_mod.run_real(
+            real, outdir, on_row=_print_real_row if progress else None, kept_runs=kept
+        )
         command = "latlab reproduce rtac --real" + (" --quick" if quick else "")
-        resumed = (f"; {len(kept)} case runs were found finished in `real.jsonl` with the same settings and kept, not "
-                   "run again" if kept else "")  # fmt: skip
-        real_section = (real_mod.render(rows, real, command)
-                        + f"\nThe real runs took {time.monotonic() - t1:.0f} s of wall time{resumed}; rows in "
-                        "`real.jsonl`.\n")
+        resumed = (
+            f"; {len(kept)} case runs were found finished in `real.jsonl` with the same settings and kept, not "
+            "run again"
+            if kept
+            else ""
+        )
+        real_section = (
+            real_mod.render(rows, real, command)
+            + f"\nThe real runs took {time.monotonic() - t1:.0f} s of wall time{resumed}; rows in "
+            "`real.jsonl`.\n"
+        )
     report = outdir / "report.md"
     write_text(report, render(data, settings, quick, jobs, elapsed_s, figures, real_section))
     return report
 
 
 def _print_real_row(row: dict) -> None:
-    print(f"real runs: {row['mode']:4s} {row['receiver']:10s} with {row['with']:12s} "
-          f"{row['goodput_mbps']:6.2f} Mbit/s, RTT {row['rtt_mean_ms']:5.0f} ms", flush=True)
+    print(
+        f"real runs: {row['mode']:4s} {row['receiver']:10s} with {row['with']:12s} "
+        f"{row['goodput_mbps']:6.2f} Mbit/s, RTT {row['rtt_mean_ms']:5.0f} ms",
+        flush=True,
+    )

@@ -20,8 +20,13 @@ from typing import Any
 #: latlab's receiver-window controllers (scenario key tcp.rwnd_controller) and the study's names for them.
 RECEIVERS: dict[str, str] = {"autotuning": "Auto-tuning", "drwa": "DRWA", "rtac": "RTAC"}
 #: The sender variants (scenario key cc) and the study's names.
-SENDERS: dict[str, str] = {"cubic": "CUBIC", "newreno": "Reno", "htcp": "H-TCP", "vegas": "Vegas",
-                           "westwood": "Westwood+"}  # fmt: skip
+SENDERS: dict[str, str] = {
+    "cubic": "CUBIC",
+    "newreno": "Reno",
+    "htcp": "H-TCP",
+    "vegas": "Vegas",
+    "westwood": "Westwood+",
+}
 MSS_BYTES = 1448
 #: tcp_rmem_max of every receiver (the study's 2560 KB).
 RMEM_MAX_KB = 2560
@@ -48,7 +53,9 @@ class PathSpec:
     rtac_k: float  # the study's K for this path
     delta_ms: float  # the study's RTT_min compensation Δ
     capacity_bps: float  # the rate a single download can reach (for BDP and the figures)
-    rtt_min_ms: float  # the path's propagation RTT (wired + radio, both ways), before TTI/HARQ/back-off
+    rtt_min_ms: (
+        float  # the path's propagation RTT (wired + radio, both ways), before TTI/HARQ/back-off
+    )
 
 
 # ----- LTE -------------------------------------------------------------------------------------------
@@ -64,7 +71,13 @@ LTE_CHANNEL_INTERVAL_MS = 1000.0
 #: RTT a flow sees sits below what a typical packet sees: the reason for RTAC's Δ.
 LTE_WIRED_DELAY_MS = 12.0
 LTE_RADIO_DELAY_MS = 3.0
-LTE_CELL = {"scheduler": "pf", "resource_blocks": 50, "harq_error_prob": 0.1, "harq_rtt_ms": 8.0, "jitter_ms": 2.0}
+LTE_CELL = {
+    "scheduler": "pf",
+    "resource_blocks": 50,
+    "harq_error_prob": 0.1,
+    "harq_rtt_ms": 8.0,
+    "jitter_ms": 2.0,
+}
 #: Per-user RLC queue: 3 MB, larger than tcp_rmem_max, so the receive window (not a loss) bounds a flow.
 LTE_USER_QUEUE_BYTES = 3_000_000
 #: Indirect competition: a wired client shares the server's access link with the phones; that link, at 80 Mbit/s
@@ -91,12 +104,21 @@ WIFI_WIRED_DELAY_MS = 4.0
 WIFI_RADIO_DELAY_MS = 1.0
 
 PATHS: dict[str, PathSpec] = {
-    "lte": PathSpec("LTE (per-user radio queues)", rtac_k=3e-7, delta_ms=18.0,
-                    capacity_bps=LTE_CHANNEL_MEDIAN_BPS * math.exp(LTE_CHANNEL_SIGMA**2 / 2),
-                    rtt_min_ms=2 * (LTE_WIRED_DELAY_MS + LTE_RADIO_DELAY_MS)),
-    "wifi": PathSpec("Wi-Fi (shared AP buffer)", rtac_k=5e-5, delta_ms=8.0, capacity_bps=WIFI_RATE_BPS,
-                     rtt_min_ms=2 * (WIFI_WIRED_DELAY_MS + WIFI_RADIO_DELAY_MS)),
-}  # fmt: skip
+    "lte": PathSpec(
+        "LTE (per-user radio queues)",
+        rtac_k=3e-7,
+        delta_ms=18.0,
+        capacity_bps=LTE_CHANNEL_MEDIAN_BPS * math.exp(LTE_CHANNEL_SIGMA**2 / 2),
+        rtt_min_ms=2 * (LTE_WIRED_DELAY_MS + LTE_RADIO_DELAY_MS),
+    ),
+    "wifi": PathSpec(
+        "Wi-Fi (shared AP buffer)",
+        rtac_k=5e-5,
+        delta_ms=8.0,
+        capacity_bps=WIFI_RATE_BPS,
+        rtt_min_ms=2 * (WIFI_WIRED_DELAY_MS + WIFI_RADIO_DELAY_MS),
+    ),
+}
 
 
 def k_bdp_packets(k: float, theta: float = RTAC_THETA) -> float:
@@ -115,8 +137,12 @@ EXPERIMENTS: dict[str, str] = {
     "senders": "Sender variants",
 }
 #: Competing pairs (client 0, client 1): each pair of receivers.
-PAIRS: tuple[tuple[str, str], ...] = (("autotuning", "autotuning"), ("autotuning", "drwa"), ("autotuning", "rtac"),
-                                      ("drwa", "rtac"))  # fmt: skip
+PAIRS: tuple[tuple[str, str], ...] = (
+    ("autotuning", "autotuning"),
+    ("autotuning", "drwa"),
+    ("autotuning", "rtac"),
+    ("drwa", "rtac"),
+)
 #: Sender-variant competition: the receiver under test beside an auto-tuning client, both flows from that sender.
 SENDER_PAIRS: tuple[tuple[str, str], ...] = (("autotuning", "drwa"), ("autotuning", "rtac"))
 
@@ -135,10 +161,16 @@ class Settings:
 
 
 #: Full: 60 s runs measured over [10, 60] s, five seeds, nine tcp_rmem_max points.
-FULL = Settings(duration_s=60.0, measure_from_s=10.0, seeds=(1, 2, 3, 4, 5),
-                rmem_kb=(32, 64, 128, 256, 512, 768, 1024, 1536, 2560))  # fmt: skip
+FULL = Settings(
+    duration_s=60.0,
+    measure_from_s=10.0,
+    seeds=(1, 2, 3, 4, 5),
+    rmem_kb=(32, 64, 128, 256, 512, 768, 1024, 1536, 2560),
+)
 #: Quick: 20 s runs measured over [5, 20] s, two seeds, five tcp_rmem_max points.
-QUICK = Settings(duration_s=20.0, measure_from_s=5.0, seeds=(1, 2), rmem_kb=(32, 128, 256, 768, 2560))
+QUICK = Settings(
+    duration_s=20.0, measure_from_s=5.0, seeds=(1, 2), rmem_kb=(32, 128, 256, 768, 2560)
+)
 
 
 @dataclass(frozen=True)
@@ -165,14 +197,22 @@ class Run:
 
     @property
     def label(self) -> str:
-        """"Auto-tuning vs RTAC", "RTAC"."""
+        """ "Auto-tuning vs RTAC", "RTAC"."""
         return " vs ".join(RECEIVERS[r] for r in self.receivers)
 
     @property
     def params(self) -> dict[str, Any]:
-        return {"experiment": self.experiment, "path": self.path, "receivers": "+".join(self.receivers),
-                "case": self.label, "sender": self.sender, "rmem_kb": self.rmem_kb, "seed": self.seed,
-                "duration_s": self.duration_s, "measure_from_s": self.measure_from_s}  # fmt: skip
+        return {
+            "experiment": self.experiment,
+            "path": self.path,
+            "receivers": "+".join(self.receivers),
+            "case": self.label,
+            "sender": self.sender,
+            "rmem_kb": self.rmem_kb,
+            "seed": self.seed,
+            "duration_s": self.duration_s,
+            "measure_from_s": self.measure_from_s,
+        }
 
     def scenario(self) -> dict[str, Any]:
         return build(self)
@@ -188,13 +228,17 @@ def check(run: Run) -> None:
         raise ValueError("receivers: expected at least one receiver")
     for r in run.receivers:
         if r not in RECEIVERS:
-            raise ValueError(f"receivers: unknown receiver {r!r}; expected one of {list(RECEIVERS)}")
+            raise ValueError(
+                f"receivers: unknown receiver {r!r}; expected one of {list(RECEIVERS)}"
+            )
     if run.sender not in SENDERS:
         raise ValueError(f"sender: unknown sender {run.sender!r}; expected one of {list(SENDERS)}")
     if not 1 <= run.rmem_kb <= 2**20:
         raise ValueError(f"rmem_kb: expected 1..{2**20} KB, got {run.rmem_kb!r}")
     if not 0 <= run.measure_from_s < run.duration_s:
-        raise ValueError(f"measure_from_s: expected 0 <= measure_from_s < duration_s, got {run.measure_from_s!r}")
+        raise ValueError(
+            f"measure_from_s: expected 0 <= measure_from_s < duration_s, got {run.measure_from_s!r}"
+        )
 
 
 def runs_of(settings: Settings) -> list[Run]:
@@ -203,29 +247,47 @@ def runs_of(settings: Settings) -> list[Run]:
     # Every download starts at t = 0, as the study's clients started theirs together: a receiver whose first RTT
     # sample already includes another flow's full queue takes that for RTT_min, sees no queue (Q̂ = 0 for RTAC,
     # RTT_min/RTT = 1 for DRWA) and never binds the sender.
-    common = {"duration_s": settings.duration_s, "measure_from_s": settings.measure_from_s,
-              "sample_interval_ms": settings.sample_interval_ms}  # fmt: skip
+    common = {
+        "duration_s": settings.duration_s,
+        "measure_from_s": settings.measure_from_s,
+        "sample_interval_ms": settings.sample_interval_ms,
+    }
     for seed in settings.seeds:
         for path in PATHS:
-            out += [Run("rmem", path, ("autotuning",), rmem_kb=kb, seed=seed, **common) for kb in settings.rmem_kb]
+            out += [
+                Run("rmem", path, ("autotuning",), rmem_kb=kb, seed=seed, **common)
+                for kb in settings.rmem_kb
+            ]
             out += [Run("single", path, (r,), seed=seed, **common) for r in RECEIVERS]
             out += [Run("pair", path, pair, seed=seed, **common) for pair in PAIRS]
             out.append(Run("three", path, tuple(RECEIVERS), seed=seed, **common))
             for sender in settings.senders:
-                out += [Run("senders", path, (r,), sender=sender, seed=seed, **common) for r in RECEIVERS]
-                out += [Run("senders", path, pair, sender=sender, seed=seed, **common) for pair in SENDER_PAIRS]
+                out += [
+                    Run("senders", path, (r,), sender=sender, seed=seed, **common)
+                    for r in RECEIVERS
+                ]
+                out += [
+                    Run("senders", path, pair, sender=sender, seed=seed, **common)
+                    for pair in SENDER_PAIRS
+                ]
     return out
 
 
 # ----- the scenario of one run -------------------------------------------------------------------------
 
+
 def rwnd_table(receiver: str, path: str, rmem_kb: int = RMEM_MAX_KB) -> dict[str, Any]:
     """The flow's tcp.rwnd_controller and tcp.rwnd_params for one receiver on one path."""
     if receiver not in RECEIVERS:
-        raise ValueError(f"receiver: unknown receiver {receiver!r}; expected one of {list(RECEIVERS)}")
+        raise ValueError(
+            f"receiver: unknown receiver {receiver!r}; expected one of {list(RECEIVERS)}"
+        )
     window_max = max(1, int(rmem_kb * 1024 * WINDOW_FRACTION))
     # The window before the first adjustment: latlab's default (64 KB), or the cap when that is smaller.
-    params: dict[str, Any] = {"rmem_max_bytes": window_max, "initial_rwnd_bytes": min(INITIAL_RWND_BYTES, window_max)}
+    params: dict[str, Any] = {
+        "rmem_max_bytes": window_max,
+        "initial_rwnd_bytes": min(INITIAL_RWND_BYTES, window_max),
+    }
     if receiver == "drwa":
         params["lambda"] = DRWA_LAMBDA
     elif receiver == "rtac":
@@ -233,8 +295,13 @@ def rwnd_table(receiver: str, path: str, rmem_kb: int = RMEM_MAX_KB) -> dict[str
         # K from θ and the BDP at the path's rate (the study's configuration rule), recomputed by the receiver from
         # its RTT_m + Δ: the study's own K values are this rule at its paths' BDPs (see k_bdp_packets), and a fixed K
         # at a larger BDP puts the operating point below θ ≈ 1.28, where the window oscillates.
-        params.update(alpha=RTAC_ALPHA, beta=RTAC_BETA, theta=RTAC_THETA, link_rate_bps=spec.capacity_bps,
-                      delta_ms=spec.delta_ms)
+        params.update(
+            alpha=RTAC_ALPHA,
+            beta=RTAC_BETA,
+            theta=RTAC_THETA,
+            link_rate_bps=spec.capacity_bps,
+            delta_ms=spec.delta_ms,
+        )
     return {"rwnd_controller": receiver, "rwnd_params": params}
 
 
@@ -244,36 +311,67 @@ def client_name(i: int, receiver: str) -> str:
 
 
 def _lte_channel() -> dict[str, Any]:
-    return {"per_interval": {"interval_ms": LTE_CHANNEL_INTERVAL_MS,
-                             "lognormal": {"median_bps": LTE_CHANNEL_MEDIAN_BPS, "sigma": LTE_CHANNEL_SIGMA}}}  # fmt: skip
+    return {
+        "per_interval": {
+            "interval_ms": LTE_CHANNEL_INTERVAL_MS,
+            "lognormal": {"median_bps": LTE_CHANNEL_MEDIAN_BPS, "sigma": LTE_CHANNEL_SIGMA},
+        }
+    }
 
 
 def _lte_topology(run: Run) -> dict[str, Any]:
     n = len(run.receivers)
     queue = {"kind": "droptail", "limit_bytes": LTE_USER_QUEUE_BYTES}
     if not run.wired_client:
-        return {"kind": "cellular", "users": n, "wired_rate_bps": 1e9, "wired_delay_ms": LTE_WIRED_DELAY_MS,
-                "radio_delay_ms": LTE_RADIO_DELAY_MS, "cell": dict(LTE_CELL), "rate": _lte_channel(),
-                "queue": queue, "uplink_rate": {"constant_bps": 10e6}}  # fmt: skip
+        return {
+            "kind": "cellular",
+            "users": n,
+            "wired_rate_bps": 1e9,
+            "wired_delay_ms": LTE_WIRED_DELAY_MS,
+            "radio_delay_ms": LTE_RADIO_DELAY_MS,
+            "cell": dict(LTE_CELL),
+            "rate": _lte_channel(),
+            "queue": queue,
+            "uplink_rate": {"constant_bps": 10e6},
+        }
     # Indirect competition: server —(shared wired bottleneck)— gw —{bs — ue0..ue(n-1), wired client}.
     nodes = [{"name": x} for x in ("server", "gw", "bs", "wired", *(f"ue{i}" for i in range(n)))]
     bottleneck_delay_ms = LTE_WIRED_DELAY_MS - LTE_WIRED_CLIENT_DELAY_MS
-    links = [{"from": "server", "to": "gw", "rate_bps": LTE_WIRED_BOTTLENECK_BPS, "delay_ms": bottleneck_delay_ms,
-              "queue": {"kind": "droptail", "limit_packets": LTE_WIRED_BOTTLENECK_PACKETS}},
-             {"from": "gw", "to": "bs", "rate_bps": 1e9, "delay_ms": LTE_WIRED_CLIENT_DELAY_MS},
-             {"from": "gw", "to": "wired", "rate_bps": 1e9, "delay_ms": LTE_WIRED_CLIENT_DELAY_MS}]  # fmt: skip
-    cell = {"node": "bs", "cell": dict(LTE_CELL), "rate": _lte_channel(), "queue": queue,
-            "radio_delay_ms": LTE_RADIO_DELAY_MS, "uplink_rate": {"constant_bps": 10e6},
-            "users": [{"node": f"ue{i}"} for i in range(n)]}  # fmt: skip
+    links = [
+        {
+            "from": "server",
+            "to": "gw",
+            "rate_bps": LTE_WIRED_BOTTLENECK_BPS,
+            "delay_ms": bottleneck_delay_ms,
+            "queue": {"kind": "droptail", "limit_packets": LTE_WIRED_BOTTLENECK_PACKETS},
+        },
+        {"from": "gw", "to": "bs", "rate_bps": 1e9, "delay_ms": LTE_WIRED_CLIENT_DELAY_MS},
+        {"from": "gw", "to": "wired", "rate_bps": 1e9, "delay_ms": LTE_WIRED_CLIENT_DELAY_MS},
+    ]
+    cell = {
+        "node": "bs",
+        "cell": dict(LTE_CELL),
+        "rate": _lte_channel(),
+        "queue": queue,
+        "radio_delay_ms": LTE_RADIO_DELAY_MS,
+        "uplink_rate": {"constant_bps": 10e6},
+        "users": [{"node": f"ue{i}"} for i in range(n)],
+    }
     return {"kind": "custom", "nodes": nodes, "links": links, "cells": [cell]}
 
 
 def _wifi_topology(run: Run) -> dict[str, Any]:
-    return {"kind": "wifi", "stations": len(run.receivers), "wired_rate_bps": 1e9,
-            "wired_delay_ms": WIFI_WIRED_DELAY_MS, "radio_delay_ms": WIFI_RADIO_DELAY_MS,
-            "rate": {"constant_bps": WIFI_RATE_BPS}, "frame_error_prob": WIFI_FRAME_ERROR_PROB,
-            "ap": {"queue": {"kind": "droptail", "limit_packets": WIFI_AP_PACKETS}},
-            "uplink_rate": {"constant_bps": 20e6}}  # fmt: skip
+    return {
+        "kind": "wifi",
+        "stations": len(run.receivers),
+        "wired_rate_bps": 1e9,
+        "wired_delay_ms": WIFI_WIRED_DELAY_MS,
+        "radio_delay_ms": WIFI_RADIO_DELAY_MS,
+        "rate": {"constant_bps": WIFI_RATE_BPS},
+        "frame_error_prob": WIFI_FRAME_ERROR_PROB,
+        "ap": {"queue": {"kind": "droptail", "limit_packets": WIFI_AP_PACKETS}},
+        "uplink_rate": {"constant_bps": 20e6},
+    }
 
 
 def build(run: Run) -> dict[str, Any]:
@@ -282,18 +380,38 @@ def build(run: Run) -> dict[str, Any]:
     client = "ue" if run.path == "lte" else "sta"
     flows: list[dict[str, Any]] = []
     for i, receiver in enumerate(run.receivers):
-        flows.append({"name": client_name(i, receiver), "kind": "tcp", "src": "server", "dst": f"{client}{i}",
-                      "cc": run.sender, "start_s": 0.0,
-                      "tcp": rwnd_table(receiver, run.path, run.rmem_kb)})  # fmt: skip
+        flows.append(
+            {
+                "name": client_name(i, receiver),
+                "kind": "tcp",
+                "src": "server",
+                "dst": f"{client}{i}",
+                "cc": run.sender,
+                "start_s": 0.0,
+                "tcp": rwnd_table(receiver, run.path, run.rmem_kb),
+            }
+        )
     if run.wired_client:
         # A desktop on the wired side: CUBIC with an unbounded (fixed, 1 GB) window fills the shared router buffer.
-        flows.append({"name": "wired", "kind": "tcp", "src": "server", "dst": "wired", "cc": "cubic", "start_s": 0.0})
+        flows.append(
+            {
+                "name": "wired",
+                "kind": "tcp",
+                "src": "server",
+                "dst": "wired",
+                "cc": "cubic",
+                "start_s": 0.0,
+            }
+        )
     name = f"rtac-study-{run.path}-{'-'.join(run.receivers)}-{run.sender}-{run.rmem_kb}k"
     return {
-        "name": name, "seed": run.seed, "duration_s": run.duration_s, "measure_from_s": run.measure_from_s,
+        "name": name,
+        "seed": run.seed,
+        "duration_s": run.duration_s,
+        "measure_from_s": run.measure_from_s,
         "sample_interval_ms": run.sample_interval_ms,
         # Linux defaults; the study's MSS and timestamps (the receivers' RTT samples need them).
         "tcp": {"preset": "linux", "mss_bytes": MSS_BYTES, "timestamps": True},
         "topology": _lte_topology(run) if run.path == "lte" else _wifi_topology(run),
         "flows": flows,
-    }  # fmt: skip
+    }

@@ -16,7 +16,13 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from latlab.studies.rtac.cases import PAIRS, PATHS, RECEIVERS, SENDERS, Settings
-from latlab.studies.rtac.metrics import pair_shares, rmem_curve, select, share_of_autotuning, single_figures
+from latlab.studies.rtac.metrics import (
+    pair_shares,
+    rmem_curve,
+    select,
+    share_of_autotuning,
+    single_figures,
+)
 from latlab.studies.rtac.references import BEST_RMEM_KB, COMPETITION, RTAC_SHARE, SINGLE
 
 COLORS = {"autotuning": "tab:red", "drwa": "tab:blue", "rtac": "tab:green", "wired": "tab:gray"}
@@ -41,13 +47,24 @@ def rmem_figure(flows: pd.DataFrame, out: Path) -> Path | None:
         kb = c.index.to_numpy(dtype=float)
         top, bottom = axes[0, j], axes[1, j]
         top.plot(kb, c["goodput_mbps"], "o-", color=COLORS["autotuning"])
-        top.fill_between(kb, c["goodput_lo"], c["goodput_hi"], color=COLORS["autotuning"], alpha=0.2, lw=0)
+        top.fill_between(
+            kb, c["goodput_lo"], c["goodput_hi"], color=COLORS["autotuning"], alpha=0.2, lw=0
+        )
         bottom.plot(kb, c["rtt_mean_ms"], "o-", color=COLORS["autotuning"], label="mean")
-        bottom.fill_between(kb, c["rtt_p25_ms"], c["rtt_p75_ms"], color=COLORS["autotuning"], alpha=0.2, lw=0,
-                            label="25th–75th percentile")  # fmt: skip
+        bottom.fill_between(
+            kb,
+            c["rtt_p25_ms"],
+            c["rtt_p75_ms"],
+            color=COLORS["autotuning"],
+            alpha=0.2,
+            lw=0,
+            label="25th–75th percentile",
+        )
         lo, hi = BEST_RMEM_KB[path]
         for ax in (top, bottom):
-            ax.axvspan(max(lo, kb.min() / 1.5), hi, color="0.85", zorder=0, label="study's best range")
+            ax.axvspan(
+                max(lo, kb.min() / 1.5), hi, color="0.85", zorder=0, label="study's best range"
+            )
             ax.set_xscale("log")
             ax.grid(True, alpha=0.3)
         top.set_title(f"{PATH_WORD[path]}: Auto-tuning against tcp_rmem_max")
@@ -74,17 +91,33 @@ def single_figure(flows: pd.DataFrame, rtt_samples: pd.DataFrame, out: Path) -> 
         x = np.arange(len(recv))
         top, bottom = axes[0, j], axes[1, j]
         top.bar(x, fig_["goodput_mbps"], color=[COLORS[r] for r in recv], alpha=0.8, label="latlab")
-        top.errorbar(x, fig_["goodput_mbps"], yerr=[fig_["goodput_mbps"] - fig_["goodput_lo"],
-                                                    fig_["goodput_hi"] - fig_["goodput_mbps"]],
-                     fmt="none", ecolor="k", capsize=3)  # fmt: skip
+        top.errorbar(
+            x,
+            fig_["goodput_mbps"],
+            yerr=[
+                fig_["goodput_mbps"] - fig_["goodput_lo"],
+                fig_["goodput_hi"] - fig_["goodput_mbps"],
+            ],
+            fmt="none",
+            ecolor="k",
+            capsize=3,
+        )
         top.plot(x, [SINGLE[path][r][0] for r in recv], "k*", ms=11, label="study")
         top.set_xticks(x, [RECEIVERS[r] for r in recv])
         top.set_ylabel("throughput (Mbit/s)")
         top.set_title(f"{PATH_WORD[path]}: one flow")
         top.legend(fontsize=8, loc="lower right")
-        data = [rtt_samples[(rtt_samples["path"] == path) & (rtt_samples["receiver"] == r)
-                            & (rtt_samples["sender"] == "cubic")]["rtt_ms"].to_numpy() for r in recv]  # fmt: skip
-        box = bottom.boxplot(data, positions=x, whis=(5, 95), showfliers=False, patch_artist=True, widths=0.5)
+        data = [
+            rtt_samples[
+                (rtt_samples["path"] == path)
+                & (rtt_samples["receiver"] == r)
+                & (rtt_samples["sender"] == "cubic")
+            ]["rtt_ms"].to_numpy()
+            for r in recv
+        ]
+        box = bottom.boxplot(
+            data, positions=x, whis=(5, 95), showfliers=False, patch_artist=True, widths=0.5
+        )
         for patch, r in zip(box["boxes"], recv):
             patch.set_facecolor(COLORS[r])
             patch.set_alpha(0.6)
@@ -117,9 +150,15 @@ def competition_figure(flows: pd.DataFrame, out: Path) -> Path | None:
             for i, col in enumerate(cols):
                 receiver = "wired" if col == "wired" else col.split("-", 1)[1]
                 m = good[col].mean()
-                ax.bar(x0 + (i - (len(cols) - 1) / 2) * width, m, width * 0.95, color=COLORS[receiver],
-                       yerr=[[m - good[col].min()], [good[col].max() - m]], capsize=2,
-                       label=("wired client" if receiver == "wired" else RECEIVERS[receiver]))  # fmt: skip
+                ax.bar(
+                    x0 + (i - (len(cols) - 1) / 2) * width,
+                    m,
+                    width * 0.95,
+                    color=COLORS[receiver],
+                    yerr=[[m - good[col].min()], [good[col].max() - m]],
+                    capsize=2,
+                    label=("wired client" if receiver == "wired" else RECEIVERS[receiver]),
+                )
             labels.append((x0, " vs ".join(RECEIVERS[r] for r in case.split("+"))))
             x0 += 1
         ax.set_xticks([p for p, _ in labels], [t for _, t in labels], fontsize=8, rotation=10)
@@ -129,7 +168,7 @@ def competition_figure(flows: pd.DataFrame, out: Path) -> Path | None:
         uniq = dict(zip(names, handles))
         ax.legend(uniq.values(), uniq.keys(), fontsize=8)
         ax.grid(True, axis="y", alpha=0.3)
-    for ax in axes[len(settings):]:
+    for ax in axes[len(settings) :]:
         ax.set_visible(False)
     return _save(fig, out)
 
@@ -155,13 +194,28 @@ def senders_figure(flows: pd.DataFrame, settings: Settings, out: Path) -> Path |
                 p75.append(row["rtt_p75_ms"] if row is not None else np.nan)
             pos = x + (i - 1) * width
             axes[0, j].bar(pos, tput, width * 0.95, color=COLORS[r], label=RECEIVERS[r])
-            axes[1, j].bar(pos, np.array(p75) - np.array(p25), width * 0.95, bottom=p25, color=COLORS[r], alpha=0.6,
-                           label=RECEIVERS[r])  # fmt: skip
+            axes[1, j].bar(
+                pos,
+                np.array(p75) - np.array(p25),
+                width * 0.95,
+                bottom=p25,
+                color=COLORS[r],
+                alpha=0.6,
+                label=RECEIVERS[r],
+            )
             axes[1, j].plot(pos, p50, "k_", ms=8)
         for i, r in enumerate(("drwa", "rtac")):
-            share = [share_of_autotuning(flows, "pair" if s == "cubic" else "senders", path, r, s).mean()
-                     for s in senders]  # fmt: skip
-            axes[2, j].bar(x + (i - 0.5) * 0.4, np.array(share) * 100, 0.38, color=COLORS[r], label=RECEIVERS[r])
+            share = [
+                share_of_autotuning(flows, "pair" if s == "cubic" else "senders", path, r, s).mean()
+                for s in senders
+            ]
+            axes[2, j].bar(
+                x + (i - 0.5) * 0.4,
+                np.array(share) * 100,
+                0.38,
+                color=COLORS[r],
+                label=RECEIVERS[r],
+            )
         axes[2, j].axhline(RTAC_SHARE * 100, color="k", ls="--", lw=1, label="study: RTAC ≈ 95 %")
         axes[0, j].set_title(f"{PATH_WORD[path]}: one flow per receiver")
         axes[0, j].set_ylabel("throughput (Mbit/s)")
@@ -184,10 +238,12 @@ def make_figures(data: Any, settings: Settings, outdir: Path) -> dict[str, str]:
     flows = data.flows
     if not len(flows):
         return out
-    for key, p in (("rmem", rmem_figure(flows, outdir / "fig_rmem.png")),
-                   ("single", single_figure(flows, data.rtt_samples, outdir / "fig_single.png")),
-                   ("competition", competition_figure(flows, outdir / "fig_competition.png")),
-                   ("senders", senders_figure(flows, settings, outdir / "fig_senders.png"))):  # fmt: skip
+    for key, p in (
+        ("rmem", rmem_figure(flows, outdir / "fig_rmem.png")),
+        ("single", single_figure(flows, data.rtt_samples, outdir / "fig_single.png")),
+        ("competition", competition_figure(flows, outdir / "fig_competition.png")),
+        ("senders", senders_figure(flows, settings, outdir / "fig_senders.png")),
+    ):
         if p is not None:
             out[key] = p.name
     return out

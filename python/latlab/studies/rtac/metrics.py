@@ -48,22 +48,41 @@ def run_metrics(res: Any, run: Run) -> tuple[list[dict[str, Any]], pd.DataFrame]
         rwnd = _floats(s["rwnd_bytes"])
         handshake_ms = float(pd.to_numeric(f["handshake_rtt_ns"], errors="coerce")) / 1e6
         q = np.percentile(rtt, [5, 25, 50, 75, 95]) if rtt.size else np.full(5, np.nan)
-        rows.append({
-            **run.params, "flow_id": fid, "group": group, "receiver": receiver_of(group),
-            "client": int(group[1:].split("-")[0]) if group.startswith("c") else -1,
-            "cc": str(f["cc"]), "goodput_bps": float(f["goodput_bps"]),
-            "rtt_mean_ms": float(rtt.mean()) if rtt.size else np.nan,
-            "rtt_p5_ms": q[0], "rtt_p25_ms": q[1], "rtt_p50_ms": q[2], "rtt_p75_ms": q[3], "rtt_p95_ms": q[4],
-            # The handshake's RTT is the unloaded one; a flow that keeps a queue never sees it again in the window.
-            "rtt_min_ms": float(np.nanmin([rtt.min() if rtt.size else np.nan, handshake_ms])),
-            "rwnd_mean_bytes": float(np.nanmean(rwnd)) if np.isfinite(rwnd).any() else np.nan,
-            "retransmits": int(pd.to_numeric(f["retransmitted_segments"])),
-            "timeouts": int(pd.to_numeric(f["timeouts"])),
-            "wall_s": float(res.run_info.get("wall_s", np.nan)),
-        })  # fmt: skip
+        rows.append(
+            {
+                **run.params,
+                "flow_id": fid,
+                "group": group,
+                "receiver": receiver_of(group),
+                "client": int(group[1:].split("-")[0]) if group.startswith("c") else -1,
+                "cc": str(f["cc"]),
+                "goodput_bps": float(f["goodput_bps"]),
+                "rtt_mean_ms": float(rtt.mean()) if rtt.size else np.nan,
+                "rtt_p5_ms": q[0],
+                "rtt_p25_ms": q[1],
+                "rtt_p50_ms": q[2],
+                "rtt_p75_ms": q[3],
+                "rtt_p95_ms": q[4],
+                # The handshake's RTT is the unloaded one; a flow that keeps a queue never sees it again in the window.
+                "rtt_min_ms": float(np.nanmin([rtt.min() if rtt.size else np.nan, handshake_ms])),
+                "rwnd_mean_bytes": float(np.nanmean(rwnd)) if np.isfinite(rwnd).any() else np.nan,
+                "retransmits": int(pd.to_numeric(f["retransmitted_segments"])),
+                "timeouts": int(pd.to_numeric(f["timeouts"])),
+                "wall_s": float(res.run_info.get("wall_s", np.nan)),
+            }
+        )
         if run.experiment in KEEP_SAMPLES:
-            samples.append(pd.DataFrame({"path": run.path, "receiver": receiver_of(group), "sender": run.sender,
-                                         "seed": run.seed, "rtt_ms": rtt}))  # fmt: skip
+            samples.append(
+                pd.DataFrame(
+                    {
+                        "path": run.path,
+                        "receiver": receiver_of(group),
+                        "sender": run.sender,
+                        "seed": run.seed,
+                        "rtt_ms": rtt,
+                    }
+                )
+            )
     return rows, (pd.concat(samples, ignore_index=True) if samples else pd.DataFrame())
 
 
@@ -76,14 +95,24 @@ class StudyData:
     runs: pd.DataFrame  # one row per run: params, run id, status
 
 
-def run_study(runs: Sequence[Run], outdir: Path, jobs: int | None, progress: bool = True) -> StudyData:
+def run_study(
+    runs: Sequence[Run], outdir: Path, jobs: int | None, progress: bool = True
+) -> StudyData:
     """Run the distinct scenarios of ``runs`` once (sweep runner, resumable) and reduce each run."""
     from latlab import Scenario
     from latlab.sweep import load_run, run_distinct
 
-    pairs = [(r.params, Scenario.from_dict(r.scenario(), source=f"<rtac {r.experiment} {r.path} {r.label} "
-                                                                f"{r.sender} {r.rmem_kb}k seed {r.seed}>"))
-             for r in runs]  # fmt: skip
+    pairs = [
+        (
+            r.params,
+            Scenario.from_dict(
+                r.scenario(),
+                source=f"<rtac {r.experiment} {r.path} {r.label} "
+                f"{r.sender} {r.rmem_kb}k seed {r.seed}>",
+            ),
+        )
+        for r in runs
+    ]
     sweep_dir = outdir / "runs"
     ids, catalog = run_distinct(pairs, sweep_dir, jobs=jobs, progress=progress, name="rtac")
     status = dict(zip(catalog["run_id"], catalog["status"]))
@@ -98,17 +127,25 @@ def run_study(runs: Sequence[Run], outdir: Path, jobs: int | None, progress: boo
         rows += [{**row, "run_id": rid} for row in flow_rows]
         if len(rtt):
             samples.append(rtt)
-    return StudyData(pd.DataFrame(rows), pd.concat(samples, ignore_index=True) if samples else pd.DataFrame(),
-                     pd.DataFrame(summaries))  # fmt: skip
+    return StudyData(
+        pd.DataFrame(rows),
+        pd.concat(samples, ignore_index=True) if samples else pd.DataFrame(),
+        pd.DataFrame(summaries),
+    )
 
 
 # ----- selections over runs ----------------------------------------------------------------------------
 
-def select(flows: pd.DataFrame, experiment: str, path: str, sender: str = "cubic", **where: Any) -> pd.DataFrame:
+
+def select(
+    flows: pd.DataFrame, experiment: str, path: str, sender: str = "cubic", **where: Any
+) -> pd.DataFrame:
     """The per-flow rows of one experiment on one path (and sender), optionally filtered further by column."""
     if not len(flows):
         return flows
-    d = flows[(flows["experiment"] == experiment) & (flows["path"] == path) & (flows["sender"] == sender)]
+    d = flows[
+        (flows["experiment"] == experiment) & (flows["path"] == path) & (flows["sender"] == sender)
+    ]
     for k, v in where.items():
         d = d[d[k] == v]
     return d
@@ -121,27 +158,41 @@ def single_figures(flows: pd.DataFrame, path: str, sender: str = "cubic") -> pd.
     if not len(d):
         return pd.DataFrame()
     g = d.assign(goodput_mbps=d["goodput_bps"] / 1e6).groupby("receiver")
-    out = g.agg(goodput_mbps=("goodput_mbps", "mean"), goodput_lo=("goodput_mbps", "min"),
-                goodput_hi=("goodput_mbps", "max"), rtt_mean_ms=("rtt_mean_ms", "mean"),
-                rtt_lo=("rtt_mean_ms", "min"), rtt_hi=("rtt_mean_ms", "max"), rtt_p25_ms=("rtt_p25_ms", "mean"),
-                rtt_p50_ms=("rtt_p50_ms", "mean"), rtt_p75_ms=("rtt_p75_ms", "mean"),
-                rtt_min_ms=("rtt_min_ms", "min"), rwnd_kb=("rwnd_mean_bytes", "mean"), seeds=("seed", "nunique"))  # fmt: skip
+    out = g.agg(
+        goodput_mbps=("goodput_mbps", "mean"),
+        goodput_lo=("goodput_mbps", "min"),
+        goodput_hi=("goodput_mbps", "max"),
+        rtt_mean_ms=("rtt_mean_ms", "mean"),
+        rtt_lo=("rtt_mean_ms", "min"),
+        rtt_hi=("rtt_mean_ms", "max"),
+        rtt_p25_ms=("rtt_p25_ms", "mean"),
+        rtt_p50_ms=("rtt_p50_ms", "mean"),
+        rtt_p75_ms=("rtt_p75_ms", "mean"),
+        rtt_min_ms=("rtt_min_ms", "min"),
+        rwnd_kb=("rwnd_mean_bytes", "mean"),
+        seeds=("seed", "nunique"),
+    )
     out["rwnd_kb"] /= 1024
     return out.reindex([r for r in RECEIVERS if r in out.index])
 
 
-def pair_shares(flows: pd.DataFrame, experiment: str, path: str, receivers: str, sender: str = "cubic") -> pd.DataFrame:
+def pair_shares(
+    flows: pd.DataFrame, experiment: str, path: str, receivers: str, sender: str = "cubic"
+) -> pd.DataFrame:
     """Per seed of one competition run: each phone client's goodput (Mbit/s) and RTT, and the wired client's."""
     d = select(flows, experiment, path, sender, receivers=receivers)
     if not len(d):
         return pd.DataFrame()
-    d = d.assign(who=np.where(d["client"] >= 0, "c" + d["client"].astype(str) + "-" + d["receiver"], "wired"))
+    d = d.assign(
+        who=np.where(d["client"] >= 0, "c" + d["client"].astype(str) + "-" + d["receiver"], "wired")
+    )
     good = d.pivot_table(index="seed", columns="who", values="goodput_bps", aggfunc="first") / 1e6
     return good
 
 
-def share_of_autotuning(flows: pd.DataFrame, experiment: str, path: str, receiver: str,
-                        sender: str = "cubic") -> pd.Series:  # fmt: skip
+def share_of_autotuning(
+    flows: pd.DataFrame, experiment: str, path: str, receiver: str, sender: str = "cubic"
+) -> pd.Series:
     """Per seed: the goodput of ``receiver``'s client over that of the auto-tuning client in the same run.
 
     Pairs put auto-tuning on client 0; the three-client run has one of each receiver.
@@ -161,9 +212,18 @@ def rmem_curve(flows: pd.DataFrame, path: str) -> pd.DataFrame:
     d = select(flows, "rmem", path)
     if not len(d):
         return pd.DataFrame()
-    out = d.assign(goodput_mbps=d["goodput_bps"] / 1e6).groupby("rmem_kb").agg(
-        goodput_mbps=("goodput_mbps", "mean"), goodput_lo=("goodput_mbps", "min"), goodput_hi=("goodput_mbps", "max"),
-        rtt_mean_ms=("rtt_mean_ms", "mean"), rtt_p25_ms=("rtt_p25_ms", "mean"), rtt_p75_ms=("rtt_p75_ms", "mean"))  # fmt: skip
+    out = (
+        d.assign(goodput_mbps=d["goodput_bps"] / 1e6)
+        .groupby("rmem_kb")
+        .agg(
+            goodput_mbps=("goodput_mbps", "mean"),
+            goodput_lo=("goodput_mbps", "min"),
+            goodput_hi=("goodput_mbps", "max"),
+            rtt_mean_ms=("rtt_mean_ms", "mean"),
+            rtt_p25_ms=("rtt_p25_ms", "mean"),
+            rtt_p75_ms=("rtt_p75_ms", "mean"),
+        )
+    )
     return out.sort_index()
 
 

@@ -159,13 +159,21 @@ def cases(settings: RealSettings) -> list[tuple[int, list[str]]]:
     """(buffer, receivers downloading at once), one per case: on the main buffer each receiver alone, then each
     beside auto-tuning (the last, two auto-tuning receivers, is the control: how two equal flows split the buffer);
     then the same for the study's θ alone on the shallow buffer, if any."""
+
     def of(thetas: Sequence[float]) -> list[list[str]]:
         rtacs = [f"rtac@{t:g}" for t in thetas]
-        return ([["autotuning"], ["drwa"]] + [[r] for r in rtacs] + [["autotuning", r] for r in rtacs]
-                + [["autotuning", "drwa"], ["autotuning", "autotuning"]])  # fmt: skip
+        return (
+            [["autotuning"], ["drwa"]]
+            + [[r] for r in rtacs]
+            + [["autotuning", r] for r in rtacs]
+            + [["autotuning", "drwa"], ["autotuning", "autotuning"]]
+        )
 
     out = [(settings.buffer_packets, c) for c in of(settings.thetas)]
-    if settings.shallow_buffer_packets and settings.shallow_buffer_packets != settings.buffer_packets:
+    if (
+        settings.shallow_buffer_packets
+        and settings.shallow_buffer_packets != settings.buffer_packets
+    ):
         out += [(settings.shallow_buffer_packets, c) for c in of((1.38,))]
     return out
 
@@ -175,7 +183,9 @@ def path_text(buffer_packets: int) -> str:
     text = PATH_FILE.read_text(encoding="utf-8")
     new, n = re.subn(r"limit_packets = \d+", f"limit_packets = {int(buffer_packets)}", text)
     if n != 1:
-        raise RuntimeError(f"{PATH_FILE}: expected one 'limit_packets = N' to set the buffer, found {n}")
+        raise RuntimeError(
+            f"{PATH_FILE}: expected one 'limit_packets = N' to set the buffer, found {n}"
+        )
     return new
 
 
@@ -190,7 +200,11 @@ def row_case(row: dict[str, Any]) -> str:
         return row["case"]
     if row["with"] == "alone":
         return row["receiver"]
-    pair = [row["receiver"], row["with"]] if row.get("flow", 0) == 0 else [row["with"], row["receiver"]]
+    pair = (
+        [row["receiver"], row["with"]]
+        if row.get("flow", 0) == 0
+        else [row["with"], row["receiver"]]
+    )
     return "+".join(pair)
 
 
@@ -218,12 +232,26 @@ class Emulator:
 
     def __enter__(self) -> Emulator:
         rt = ["--realtime", str(self.realtime)] if self.realtime else []
-        self.proc = subprocess.Popen([self.exe, "emulate", str(self.path_file), "--stay", "--quiet", *rt, "--out",
-                                      str(self.outdir)], stdout=subprocess.PIPE, text=True)  # fmt: skip
+        self.proc = subprocess.Popen(
+            [
+                self.exe,
+                "emulate",
+                str(self.path_file),
+                "--stay",
+                "--quiet",
+                *rt,
+                "--out",
+                str(self.outdir),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         line = self.proc.stdout.readline() if self.proc.stdout else ""
         if not line:
             self.proc.wait(10)
-            raise RuntimeError(f"the emulator exited with {self.proc.returncode} before it was ready")
+            raise RuntimeError(
+                f"the emulator exited with {self.proc.returncode} before it was ready"
+            )
         self.ready = json.loads(line)
         return self
 
@@ -236,8 +264,13 @@ class Emulator:
             self.proc.wait()
 
 
-def run_case(settings: RealSettings, exe: str, receivers: list[str], work: Path,
-             buffer_packets: int | None = None) -> list[dict[str, Any]]:  # fmt: skip
+def run_case(
+    settings: RealSettings,
+    exe: str,
+    receivers: list[str],
+    work: Path,
+    buffer_packets: int | None = None,
+) -> list[dict[str, Any]]:
     """Download to one receiver each at once through the emulated path (its buffer ``buffer_packets``, by default
     the settings'); one row per flow.
 
@@ -257,15 +290,57 @@ def run_case(settings: RealSettings, exe: str, receivers: list[str], work: Path,
         for i, r in enumerate(receivers):
             rec = work / f"recv{i}.csv"
             params = [a for k, v in controller_params(r).items() for a in ("--param", f"{k}={v:g}")]
-            recvs.append((r, rec, subprocess.Popen(
-                ["ip", "netns", "exec", ns_c, exe, "recv", "--listen", f"{addr}:{PORT0 + i}", "--controller",
-                 split(r)[0], "--duration-s", str(settings.seconds + 5), "--record", str(rec), "--quiet", *params])))  # fmt: skip
+            recvs.append(
+                (
+                    r,
+                    rec,
+                    subprocess.Popen(
+                        [
+                            "ip",
+                            "netns",
+                            "exec",
+                            ns_c,
+                            exe,
+                            "recv",
+                            "--listen",
+                            f"{addr}:{PORT0 + i}",
+                            "--controller",
+                            split(r)[0],
+                            "--duration-s",
+                            str(settings.seconds + 5),
+                            "--record",
+                            str(rec),
+                            "--quiet",
+                            *params,
+                        ]
+                    ),
+                )
+            )
         time.sleep(0.5)
         for i, _ in enumerate(receivers):
-            senders.append(subprocess.Popen(
-                ["ip", "netns", "exec", ns_s, sys.executable, "-c", SENDER, addr, str(PORT0 + i), str(settings.seconds),
-                 "cubic"], stdout=subprocess.PIPE, text=True))  # fmt: skip
-        outs = [json.loads(s.communicate(timeout=settings.seconds + 30)[0].strip().splitlines()[-1]) for s in senders]
+            senders.append(
+                subprocess.Popen(
+                    [
+                        "ip",
+                        "netns",
+                        "exec",
+                        ns_s,
+                        sys.executable,
+                        "-c",
+                        SENDER,
+                        addr,
+                        str(PORT0 + i),
+                        str(settings.seconds),
+                        "cubic",
+                    ],
+                    stdout=subprocess.PIPE,
+                    text=True,
+                )
+            )
+        outs = [
+            json.loads(s.communicate(timeout=settings.seconds + 30)[0].strip().splitlines()[-1])
+            for s in senders
+        ]
         rows = []
         for i, ((r, rec, proc), out) in enumerate(zip(recvs, outs)):
             try:
@@ -275,21 +350,36 @@ def run_case(settings: RealSettings, exe: str, receivers: list[str], work: Path,
                 proc.wait()
             with open(rec) as f:
                 recv_rows = list(csv.DictReader(f))
-            good = [float(x["goodput_bps"]) for x in recv_rows if settings.warmup_s <= float(x["t_s"]) <= settings.seconds]
+            good = [
+                float(x["goodput_bps"])
+                for x in recv_rows
+                if settings.warmup_s <= float(x["t_s"]) <= settings.seconds
+            ]
             rtt = sorted(v for t, v in out["rtt_ms"] if t >= settings.warmup_s)
             others = [x for j, x in enumerate(receivers) if j != i]
-            rows.append({"receiver": r, "with": "+".join(others) or "alone", "mode": "real", "flow": i,
-                         "buffer_packets": buffer_packets, "case": "+".join(receivers),
-                         "goodput_mbps": sum(good) / len(good) / 1e6 if good else 0.0,
-                         "rtt_mean_ms": sum(rtt) / len(rtt) if rtt else float("nan"),
-                         "rtt_p50_ms": rtt[len(rtt) // 2] if rtt else float("nan")})  # fmt: skip
+            rows.append(
+                {
+                    "receiver": r,
+                    "with": "+".join(others) or "alone",
+                    "mode": "real",
+                    "flow": i,
+                    "buffer_packets": buffer_packets,
+                    "case": "+".join(receivers),
+                    "goodput_mbps": sum(good) / len(good) / 1e6 if good else 0.0,
+                    "rtt_mean_ms": sum(rtt) / len(rtt) if rtt else float("nan"),
+                    "rtt_p50_ms": rtt[len(rtt) // 2] if rtt else float("nan"),
+                }
+            )
     for row in rows:
         row.update(watch.record())
     return rows
 
 
-def simulate_case(settings: RealSettings, receivers: list[str], buffer_packets: int | None = None,
-                  ) -> list[dict[str, Any]]:  # fmt: skip
+def simulate_case(
+    settings: RealSettings,
+    receivers: list[str],
+    buffer_packets: int | None = None,
+) -> list[dict[str, Any]]:
     """The same run in the simulator: the path's scenario file (its buffer ``buffer_packets``, by default the
     settings'), one CUBIC download per receiver.
 
@@ -300,10 +390,26 @@ def simulate_case(settings: RealSettings, receivers: list[str], buffer_packets: 
 
     buffer_packets = buffer_packets or settings.buffer_packets
     sc = Scenario.from_toml_str(path_text(buffer_packets), source=str(PATH_FILE))
-    flows = [{"name": f"r{i}", "src": "server", "dst": "client", "cc": "cubic",
-              "tcp": {"preset": "linux", "rwnd_controller": split(r)[0], "rwnd_params": controller_params(r)}}
-             for i, r in enumerate(receivers)]  # fmt: skip
-    sc = sc.with_(flows=flows, duration_s=settings.seconds, measure_from_s=settings.warmup_s, sample_interval_ms=100)
+    flows = [
+        {
+            "name": f"r{i}",
+            "src": "server",
+            "dst": "client",
+            "cc": "cubic",
+            "tcp": {
+                "preset": "linux",
+                "rwnd_controller": split(r)[0],
+                "rwnd_params": controller_params(r),
+            },
+        }
+        for i, r in enumerate(receivers)
+    ]
+    sc = sc.with_(
+        flows=flows,
+        duration_s=settings.seconds,
+        measure_from_s=settings.warmup_s,
+        sample_interval_ms=100,
+    )
     res = latlab.run(sc)
     f = res.flows.sort_values("flow_id").reset_index(drop=True)
     s = res.flow_samples[res.flow_samples["time_ns"] >= settings.warmup_s * 1e9]
@@ -311,11 +417,19 @@ def simulate_case(settings: RealSettings, receivers: list[str], buffer_packets: 
     for i, r in enumerate(receivers):
         srtt = s[s["flow_id"] == f.loc[i, "flow_id"]]["srtt_ns"].sort_values() / 1e6
         others = [x for j, x in enumerate(receivers) if j != i]
-        rows.append({"receiver": r, "with": "+".join(others) or "alone", "mode": "sim", "flow": i,
-                     "buffer_packets": buffer_packets, "case": "+".join(receivers),
-                     "goodput_mbps": float(f.loc[i, "goodput_bps"]) / 1e6,
-                     "rtt_mean_ms": float(srtt.mean()) if len(srtt) else float("nan"),
-                     "rtt_p50_ms": float(srtt.iloc[len(srtt) // 2]) if len(srtt) else float("nan")})  # fmt: skip
+        rows.append(
+            {
+                "receiver": r,
+                "with": "+".join(others) or "alone",
+                "mode": "sim",
+                "flow": i,
+                "buffer_packets": buffer_packets,
+                "case": "+".join(receivers),
+                "goodput_mbps": float(f.loc[i, "goodput_bps"]) / 1e6,
+                "rtt_mean_ms": float(srtt.mean()) if len(srtt) else float("nan"),
+                "rtt_p50_ms": float(srtt.iloc[len(srtt) // 2]) if len(srtt) else float("nan"),
+            }
+        )
     return rows
 
 
@@ -330,8 +444,13 @@ def buffer_sweep(settings: RealSettings) -> list[dict[str, Any]]:
     alone, and RTAC, DRWA and a second auto-tuning receiver beside auto-tuning over competition-length runs."""
     out = []
     for buf in settings.sweep_buffers:
-        for case in (["autotuning"], ["rtac@1.38"], ["autotuning", "rtac@1.38"], ["autotuning", "drwa"],
-                     ["autotuning", "autotuning"]):  # fmt: skip
+        for case in (
+            ["autotuning"],
+            ["rtac@1.38"],
+            ["autotuning", "rtac@1.38"],
+            ["autotuning", "drwa"],
+            ["autotuning", "autotuning"],
+        ):
             for row in simulate_case(settings.for_case(case), case, buf):
                 out.append({**row, "mode": "sweep", "run": 0})
     return out
@@ -362,9 +481,13 @@ def _earlier_rows(outdir: Path, settings: RealSettings) -> list[dict[str, Any]]:
     return rows
 
 
-def run_real(settings: RealSettings, outdir: Path, exe: str | None = None,
-             on_row: Callable[[dict[str, Any]], None] | None = None,
-             kept_runs: list[tuple[int, str, int]] | None = None) -> list[dict[str, Any]]:  # fmt: skip
+def run_real(
+    settings: RealSettings,
+    outdir: Path,
+    exe: str | None = None,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+    kept_runs: list[tuple[int, str, int]] | None = None,
+) -> list[dict[str, Any]]:
     """Every case real and simulated; rows also go to ``outdir/real.jsonl`` as they come. Cases already measured
     there with the same settings are kept, not run again (and listed in ``kept_runs`` as (buffer, case, run))."""
     exe = exe or find_exe()
@@ -377,13 +500,19 @@ def run_real(settings: RealSettings, outdir: Path, exe: str | None = None,
         """The earlier rows of run ``k`` of a case, if complete: one real row per flow, and for the first run
         the simulated twin's too."""
         name = "+".join(case)
-        mine = [r for r in earlier if row_buffer(r) == buffer and row_case(r) == name and r.get("run", 0) == k]
+        mine = [
+            r
+            for r in earlier
+            if row_buffer(r) == buffer and row_case(r) == name and r.get("run", 0) == k
+        ]
         out = []
         for mode in ("real", "sim") if k == 0 else ("real",):
             of_mode = [r for r in mine if r["mode"] == mode]
             if len(of_mode) < len(case):
                 return []
-            out += of_mode[-len(case):]  # an interrupted attempt may have left a partial set before these
+            out += of_mode[
+                -len(case) :
+            ]  # an interrupted attempt may have left a partial set before these
         return out
 
     rows: list[dict[str, Any]] = []
@@ -409,7 +538,9 @@ def run_real(settings: RealSettings, outdir: Path, exe: str | None = None,
                         work.mkdir()
                         measured = run_case(settings.for_case(case), exe, case, work, buffer)
                     # The simulator is deterministic: its twin runs once.
-                    new = measured + (simulate_case(settings.for_case(case), case, buffer) if k == 0 else [])
+                    new = measured + (
+                        simulate_case(settings.for_case(case), case, buffer) if k == 0 else []
+                    )
                 for row in new:
                     row = {**row, "run": k, "buffer_packets": buffer, "case": "+".join(case)}
                     rows.append(row)
@@ -432,7 +563,9 @@ def run_real(settings: RealSettings, outdir: Path, exe: str | None = None,
 def _wait_for_tcp_memory(timeout_s: float) -> None:
     limit = tcp_mem_pressure_pages()
     deadline = time.monotonic() + timeout_s
-    while limit is not None and time.monotonic() < deadline and (tcp_mem_pages() or 0) > 0.8 * limit:
+    while (
+        limit is not None and time.monotonic() < deadline and (tcp_mem_pages() or 0) > 0.8 * limit
+    ):
         time.sleep(1.0)
 
 
@@ -457,19 +590,28 @@ def rtac_equilibrium_mbps(theta: float, rtt_s: float) -> float:
 
 def _pick(rows: list[dict], mode: str, receiver: str, with_: str) -> dict | None:
     """The row of ``receiver`` (beside ``with_``), its goodput and RTT the means over the case's runs."""
-    found = [r for r in rows if r["mode"] == mode and r["receiver"] == receiver and r["with"] == with_]
+    found = [
+        r for r in rows if r["mode"] == mode and r["receiver"] == receiver and r["with"] == with_
+    ]
     if not found:
         return None
-    mean = {k: sum(r[k] for r in found) / len(found) for k in ("goodput_mbps", "rtt_mean_ms", "rtt_p50_ms")}
+    mean = {
+        k: sum(r[k] for r in found) / len(found)
+        for k in ("goodput_mbps", "rtt_mean_ms", "rtt_p50_ms")
+    }
     return {**found[0], **mean, "runs": len(found)}
 
 
 def _shares(rows: list[dict], mode: str, receiver: str) -> list[float]:
     """``receiver``'s goodput over the auto-tuning receiver's beside it, one per run of the case. For the control
     (``receiver`` auto-tuning too) the first flow's over the second's."""
+
     def runs(r: str, w: str) -> dict[tuple[int, int], dict]:
-        return {(x.get("run", 0), x.get("flow", 0)): x for x in rows
-                if x["mode"] == mode and x["receiver"] == r and x["with"] == w}  # fmt: skip
+        return {
+            (x.get("run", 0), x.get("flow", 0)): x
+            for x in rows
+            if x["mode"] == mode and x["receiver"] == r and x["with"] == w
+        }
 
     me, at = runs(receiver, "autotuning"), runs("autotuning", receiver)
     out = []
@@ -507,40 +649,66 @@ def render(rows: list[dict], settings: RealSettings, command: str) -> str:
     study's θ on the shallow buffer and the simulated sweep of the buffer, where they ran."""
     thetas = ", ".join(f"{t:g}" for t in settings.thetas)
     main = settings.buffer_packets
-    out = [f"Command: `{command}`. A Linux CUBIC sender (timestamps on) downloads to `latlab-net recv` over "
-           f"`latlab emulate scenarios/emulate-bloated.toml` (30 Mbit/s, 20 ms each way, a {main}-packet DropTail "
-           f"buffer: {bdps(main)} times the BDP); {settings.seconds:g} s per run alone, averages after "
-           f"{settings.warmup_s:g} s, {settings.competition_seconds:g} s per competition run, averages after "
-           f"{settings.competition_warmup_s:g} s; "
-           "RTT is the sender's tcpi_rtt. The simulated column runs the same file with the same controllers and "
-           f"parameters (tcp_rmem_max {RMEM_MAX_BYTES // 1024} KB; RTAC at θ = {thetas} with the path's rate; "
-           "DRWA λ = 3)." + (f" The emulator ran at SCHED_FIFO priority {settings.realtime}." if settings.realtime
-                             else ""), ""]  # fmt: skip
-    out += _path_tables([r for r in rows if r["mode"] in ("real", "sim") and row_buffer(r) == main], main)
+    out = [
+        f"Command: `{command}`. A Linux CUBIC sender (timestamps on) downloads to `latlab-net recv` over "
+        f"`latlab emulate scenarios/emulate-bloated.toml` (30 Mbit/s, 20 ms each way, a {main}-packet DropTail "
+        f"buffer: {bdps(main)} times the BDP); {settings.seconds:g} s per run alone, averages after "
+        f"{settings.warmup_s:g} s, {settings.competition_seconds:g} s per competition run, averages after "
+        f"{settings.competition_warmup_s:g} s; "
+        "RTT is the sender's tcpi_rtt. The simulated column runs the same file with the same controllers and "
+        f"parameters (tcp_rmem_max {RMEM_MAX_BYTES // 1024} KB; RTAC at θ = {thetas} with the path's rate; "
+        "DRWA λ = 3)."
+        + (
+            f" The emulator ran at SCHED_FIFO priority {settings.realtime}."
+            if settings.realtime
+            else ""
+        ),
+        "",
+    ]
+    out += _path_tables(
+        [r for r in rows if r["mode"] in ("real", "sim") and row_buffer(r) == main], main
+    )
     shallow = settings.shallow_buffer_packets
-    shallow_rows = [r for r in rows if r["mode"] in ("real", "sim") and shallow and shallow != main
-                    and row_buffer(r) == shallow]  # fmt: skip
+    shallow_rows = [
+        r
+        for r in rows
+        if r["mode"] in ("real", "sim") and shallow and shallow != main and row_buffer(r) == shallow
+    ]
     sweep = [r for r in rows if r["mode"] == "sweep"]
     if sweep:
         out += ["", *_sweep_section(sweep)]
     if shallow and shallow_rows:
-        out += ["", f"**The study's θ on a {shallow}-packet buffer ({bdps(shallow)} BDPs, up to "
-                f"{shallow * 1500 * 8 / LINK_RATE_BPS * 1e3:.0f} ms of queue).** The same runs on the same path, "
-                f"the buffer cut to {shallow} packets, RTAC at the study's θ = 1.38 only.", ""]
+        out += [
+            "",
+            f"**The study's θ on a {shallow}-packet buffer ({bdps(shallow)} BDPs, up to "
+            f"{shallow * 1500 * 8 / LINK_RATE_BPS * 1e3:.0f} ms of queue).** The same runs on the same path, "
+            f"the buffer cut to {shallow} packets, RTAC at the study's θ = 1.38 only.",
+            "",
+        ]
         out += _path_tables(shallow_rows, shallow)
     return "\n".join(out) + "\n"
 
 
 def _sweep_section(sweep: list[dict]) -> list[str]:
     """The simulated sweep of the buffer: RTAC's and DRWA's share beside auto-tuning at each depth."""
-    out = ["**How deep a buffer RTAC at the study's θ stands beside auto-tuning** (simulated, the same path and "
-           "runs, the buffer swept; one run per point, the simulator being deterministic):", "",
-           "| buffer (packets) | BDPs | RTT alone, auto-tuning / RTAC (ms) | RTAC share | fixed point | "
-           "DRWA share | control |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    out = [
+        "**How deep a buffer RTAC at the study's θ stands beside auto-tuning** (simulated, the same path and "
+        "runs, the buffer swept; one run per point, the simulator being deterministic):",
+        "",
+        "| buffer (packets) | BDPs | RTT alone, auto-tuning / RTAC (ms) | RTAC share | fixed point | "
+        "DRWA share | control |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for buf in sorted({int(r["buffer_packets"]) for r in sweep}):
+
         def one(case: str, receiver: str) -> dict | None:
-            found = [r for r in sweep if int(r["buffer_packets"]) == buf and r["case"] == case
-                     and r["receiver"] == receiver]  # fmt: skip
+            found = [
+                r
+                for r in sweep
+                if int(r["buffer_packets"]) == buf
+                and r["case"] == case
+                and r["receiver"] == receiver
+            ]
             return found[-1] if found else None
 
         def share(case: str) -> float:
@@ -550,104 +718,163 @@ def _sweep_section(sweep: list[dict]) -> list[str]:
         comp = one("autotuning+rtac@1.38", "rtac@1.38")
         fixed = rtac_equilibrium_mbps(1.38, comp["rtt_mean_ms"] / 1e3) if comp else float("nan")
         payload_mbps = LINK_RATE_BPS * MSS_BYTES / 1500 / 1e6
-        predicted = ("does not bind" if fixed >= payload_mbps / 2 else f"{fixed / (payload_mbps - fixed):.0%}") \
-            if fixed == fixed else "–"
-        out.append(f"| {buf} | {bdps(buf)} | {(at_alone or {}).get('rtt_mean_ms', float('nan')):.0f} / "
-                   f"{(rtac_alone or {}).get('rtt_mean_ms', float('nan')):.0f} | {share('autotuning+rtac@1.38'):.0%} | "
-                   f"{predicted} | {share('autotuning+drwa'):.0%} | {share('autotuning+autotuning'):.0%} |")
+        predicted = (
+            (
+                "does not bind"
+                if fixed >= payload_mbps / 2
+                else f"{fixed / (payload_mbps - fixed):.0%}"
+            )
+            if fixed == fixed
+            else "–"
+        )
+        out.append(
+            f"| {buf} | {bdps(buf)} | {(at_alone or {}).get('rtt_mean_ms', float('nan')):.0f} / "
+            f"{(rtac_alone or {}).get('rtt_mean_ms', float('nan')):.0f} | {share('autotuning+rtac@1.38'):.0%} | "
+            f"{predicted} | {share('autotuning+drwa'):.0%} | {share('autotuning+autotuning'):.0%} |"
+        )
     rtac = {int(r["buffer_packets"]): r for r in sweep if r["case"] == "autotuning+rtac@1.38"}
     fair = sorted(b for b in rtac if _sweep_share(sweep, b, "autotuning+rtac@1.38") >= 0.8)
     unfair = sorted(b for b in rtac if _sweep_share(sweep, b, "autotuning+rtac@1.38") < 0.8)
-    words = ["RTAC's share is its goodput over the auto-tuning receiver's beside it; \"fixed point\" is the share RTAC's "
-             "rule predicts at that run's RTT, its window ŵ^{3/2} = sqrt(a)·(RTT/RTT_m)/sqrt(K·(1 − RTT_m/RTT)) "
-             "against what the link's payload rate leaves the other flow "
-             "(\"does not bind\": that window exceeds half the link, so the two CUBIC senders split it as loss-based "
-             "flows do); the control is two auto-tuning receivers."]
+    words = [
+        "RTAC's share is its goodput over the auto-tuning receiver's beside it; \"fixed point\" is the share RTAC's "
+        "rule predicts at that run's RTT, its window ŵ^{3/2} = sqrt(a)·(RTT/RTT_m)/sqrt(K·(1 − RTT_m/RTT)) "
+        "against what the link's payload rate leaves the other flow "
+        '("does not bind": that window exceeds half the link, so the two CUBIC senders split it as loss-based '
+        "flows do); the control is two auto-tuning receivers."
+    ]
     if fair and unfair and max(fair) < min(unfair):
-        words.append(f"At the study's θ RTAC keeps at least 80 % up to {max(fair)} packets "
-                     f"({bdps(max(fair))} BDPs) and less from {min(unfair)} packets ({bdps(min(unfair))} BDPs) on: "
-                     "the deeper the buffer, the further the auto-tuning flow pushes the RTT, and RTAC's emulated "
-                     "price with it.")  # fmt: skip
+        words.append(
+            f"At the study's θ RTAC keeps at least 80 % up to {max(fair)} packets "
+            f"({bdps(max(fair))} BDPs) and less from {min(unfair)} packets ({bdps(min(unfair))} BDPs) on: "
+            "the deeper the buffer, the further the auto-tuning flow pushes the RTT, and RTAC's emulated "
+            "price with it."
+        )
     return out + ["", " ".join(words)]
 
 
 def _sweep_share(sweep: list[dict], buf: int, case: str) -> float:
     """In a sweep case beside auto-tuning, the second flow's goodput over the first's (the auto-tuning flow's); for
     the control, two auto-tuning receivers, the first's over the second's, as in the real runs."""
+
     def flow(i: int) -> dict | None:
-        found = [r for r in sweep if int(r["buffer_packets"]) == buf and r["case"] == case and r["flow"] == i]
+        found = [
+            r
+            for r in sweep
+            if int(r["buffer_packets"]) == buf and r["case"] == case and r["flow"] == i
+        ]
         return found[-1] if found else None
 
     at, me = flow(0), flow(1)
     if case == "autotuning+autotuning":
         at, me = me, at
-    return me["goodput_mbps"] / at["goodput_mbps"] if at and me and at["goodput_mbps"] > 0 else float("nan")
+    return (
+        me["goodput_mbps"] / at["goodput_mbps"]
+        if at and me and at["goodput_mbps"] > 0
+        else float("nan")
+    )
 
 
 def _path_tables(rows: list[dict], buffer_packets: int) -> list[str]:
     """The tables and the verdict of one buffer's runs."""
     nan = float("nan")
     receivers = list(dict.fromkeys(r["receiver"] for r in rows if r["with"] == "alone"))
-    out = ["| receiver | goodput real / sim (Mbit/s) | RTT mean real / sim (ms) | RTT vs auto-tuning, real |",
-           "|---|---|---|---|"]  # fmt: skip
+    out = [
+        "| receiver | goodput real / sim (Mbit/s) | RTT mean real / sim (ms) | RTT vs auto-tuning, real |",
+        "|---|---|---|---|",
+    ]
     pressured = [r for r in rows if r.get("tcp_mem_pressure")]
     at_real = _pick(rows, "real", "autotuning", "alone")
     for rc in receivers:
         real, sim = _pick(rows, "real", rc, "alone"), _pick(rows, "sim", rc, "alone")
-        rel = (f"{real['rtt_mean_ms'] / at_real['rtt_mean_ms']:.0%}, at "
-               f"{real['goodput_mbps'] / at_real['goodput_mbps']:.0%} of its goodput"
-               if real and at_real and rc != "autotuning" else "")  # fmt: skip
-        out.append(f"| {label(rc)} | {(real or {}).get('goodput_mbps', nan):.2f} / "
-                   f"{(sim or {}).get('goodput_mbps', nan):.2f} | {(real or {}).get('rtt_mean_ms', nan):.0f} / "
-                   f"{(sim or {}).get('rtt_mean_ms', nan):.0f} | {rel} |")
+        rel = (
+            f"{real['rtt_mean_ms'] / at_real['rtt_mean_ms']:.0%}, at "
+            f"{real['goodput_mbps'] / at_real['goodput_mbps']:.0%} of its goodput"
+            if real and at_real and rc != "autotuning"
+            else ""
+        )
+        out.append(
+            f"| {label(rc)} | {(real or {}).get('goodput_mbps', nan):.2f} / "
+            f"{(sim or {}).get('goodput_mbps', nan):.2f} | {(real or {}).get('rtt_mean_ms', nan):.0f} / "
+            f"{(sim or {}).get('rtt_mean_ms', nan):.0f} | {rel} |"
+        )
     comp = [rc for rc in receivers if rc != "autotuning" and _pick(rows, "real", rc, "autotuning")]
     runs = max((r.get("run", 0) + 1 for r in rows if r["mode"] == "real"), default=1)
     if comp:
-        out += ["", "Direct competition: each receiver beside an auto-tuning receiver, through the same buffer"
-                + (f"; each case run {runs} times, goodput and RTT the means over the runs, the share the mean of "
-                   "each run's share with its range" if runs > 1 else "") + ".", "",
-                "| receiver | goodput real (Mbit/s), vs auto-tuning | share of auto-tuning's, real / sim | "
-                "RTT mean real (ms) |", "|---|---|---|---|"]  # fmt: skip
+        out += [
+            "",
+            "Direct competition: each receiver beside an auto-tuning receiver, through the same buffer"
+            + (
+                f"; each case run {runs} times, goodput and RTT the means over the runs, the share the mean of "
+                "each run's share with its range"
+                if runs > 1
+                else ""
+            )
+            + ".",
+            "",
+            "| receiver | goodput real (Mbit/s), vs auto-tuning | share of auto-tuning's, real / sim | "
+            "RTT mean real (ms) |",
+            "|---|---|---|---|",
+        ]
         for rc in comp:
             me, at = _pick(rows, "real", rc, "autotuning"), _pick(rows, "real", "autotuning", rc)
-            out.append(f"| {label(rc)} | {me['goodput_mbps']:.2f} vs {(at or {}).get('goodput_mbps', nan):.2f} | "
-                       f"{_share_text(rows, 'real', rc)} / {_share(rows, 'sim', rc):.0%} | {me['rtt_mean_ms']:.0f} |")
+            out.append(
+                f"| {label(rc)} | {me['goodput_mbps']:.2f} vs {(at or {}).get('goodput_mbps', nan):.2f} | "
+                f"{_share_text(rows, 'real', rc)} / {_share(rows, 'sim', rc):.0%} | {me['rtt_mean_ms']:.0f} |"
+            )
         control = _shares(rows, "real", "autotuning")
         if control:
             even = all(0.8 <= v <= 1.25 for v in control)
-            out += ["", f"Control: two auto-tuning receivers through the same buffer; the first keeps "
-                    f"{_share_text(rows, 'real', 'autotuning')} of the second's goodput (simulated: "
-                    f"{_share(rows, 'sim', 'autotuning'):.0%}). "
-                    + ("Equal receivers split the buffer evenly over runs this long, so the shares above are the "
-                       "receivers' doing." if even else
-                       "Equal receivers split the buffer this unevenly, so a share between these bounds says nothing "
-                       "about the receiver.")]  # fmt: skip
+            out += [
+                "",
+                f"Control: two auto-tuning receivers through the same buffer; the first keeps "
+                f"{_share_text(rows, 'real', 'autotuning')} of the second's goodput (simulated: "
+                f"{_share(rows, 'sim', 'autotuning'):.0%}). "
+                + (
+                    "Equal receivers split the buffer evenly over runs this long, so the shares above are the "
+                    "receivers' doing."
+                    if even
+                    else "Equal receivers split the buffer this unevenly, so a share between these bounds says nothing "
+                    "about the receiver."
+                ),
+            ]
     if pressured:
         runs = sorted({f"{label(r['receiver'])} ({r['with']})" for r in pressured})
-        out += ["", f"**Not a measurement of the receivers:** {', '.join(runs)} ran while the machine's TCP memory was "
-                "above net.ipv4.tcp_mem's pressure threshold (other jobs' sockets count too), where Linux shrinks "
-                "every receive window to four segments; a second attempt was also under pressure."]  # fmt: skip
+        out += [
+            "",
+            f"**Not a measurement of the receivers:** {', '.join(runs)} ran while the machine's TCP memory was "
+            "above net.ipv4.tcp_mem's pressure threshold (other jobs' sockets count too), where Linux shrinks "
+            "every receive window to four segments; a second attempt was also under pressure.",
+        ]
     rtacs = [rc for rc in comp if split(rc)[0] == "rtac"]
     if rtacs:
-        out += ["", "RTAC's operating point. RTAC advertises the window a Reno sender would hold under an emulated "
-                "price q̂ = K·(Q̂ + 1), with Q̂ = ŵ·(1 − RTT_m/RTT) its own backlog and K = a/(θ − 1)/BDP³. Beside a "
-                "receiver that lets the buffer fill, the other flow sets the RTT, and RTAC settles where its window "
-                "equals what it delivers per RTT: ŵ^{3/2} = sqrt(a)·(RTT/RTT_m)/sqrt(K·(1 − RTT_m/RTT)). At the RTT "
-                "measured in each real competition run that fixed point predicts RTAC's goodput:", "",
-                "| θ | RTT in competition (ms) | RTAC real (Mbit/s) | fixed point (Mbit/s) | share, real | "
-                "RTT alone, real (ms) |", "|---|---|---|---|---|---|"]  # fmt: skip
+        out += [
+            "",
+            "RTAC's operating point. RTAC advertises the window a Reno sender would hold under an emulated "
+            "price q̂ = K·(Q̂ + 1), with Q̂ = ŵ·(1 − RTT_m/RTT) its own backlog and K = a/(θ − 1)/BDP³. Beside a "
+            "receiver that lets the buffer fill, the other flow sets the RTT, and RTAC settles where its window "
+            "equals what it delivers per RTT: ŵ^{3/2} = sqrt(a)·(RTT/RTT_m)/sqrt(K·(1 − RTT_m/RTT)). At the RTT "
+            "measured in each real competition run that fixed point predicts RTAC's goodput:",
+            "",
+            "| θ | RTT in competition (ms) | RTAC real (Mbit/s) | fixed point (Mbit/s) | share, real | "
+            "RTT alone, real (ms) |",
+            "|---|---|---|---|---|---|",
+        ]
         for rc in rtacs:
             me = _pick(rows, "real", rc, "autotuning")
             solo = _pick(rows, "real", rc, "alone")
             theta = split(rc)[1] or 1.38
-            out.append(f"| {theta:g} | {me['rtt_mean_ms']:.0f} | {me['goodput_mbps']:.2f} | "
-                       f"{rtac_equilibrium_mbps(theta, me['rtt_mean_ms'] / 1e3):.2f} | "
-                       f"{_share_text(rows, 'real', rc)} | {(solo or {}).get('rtt_mean_ms', nan):.0f} |")
+            out.append(
+                f"| {theta:g} | {me['rtt_mean_ms']:.0f} | {me['goodput_mbps']:.2f} | "
+                f"{rtac_equilibrium_mbps(theta, me['rtt_mean_ms'] / 1e3):.2f} | "
+                f"{_share_text(rows, 'real', rc)} | {(solo or {}).get('rtt_mean_ms', nan):.0f} |"
+            )
         out += ["", _operating_point_verdict(rows, rtacs, buffer_packets)]
     return out
 
 
-def _operating_point_verdict(rows: list[dict], rtacs: list[str], buffer_packets: int = BUFFER_PACKETS) -> str:
+def _operating_point_verdict(
+    rows: list[dict], rtacs: list[str], buffer_packets: int = BUFFER_PACKETS
+) -> str:
     """What the measured shares and RTTs say, sentence by sentence; nothing that does not follow from them."""
     at = _pick(rows, "real", "autotuning", "alone")
     parts, below = [], []
@@ -656,8 +883,10 @@ def _operating_point_verdict(rows: list[dict], rtacs: list[str], buffer_packets:
         solo = _pick(rows, "real", rc, "alone")
         me = _pick(rows, "real", rc, "autotuning")
         cut = 1 - solo["rtt_mean_ms"] / at["rtt_mean_ms"] if solo and at else float("nan")
-        parts.append(f"θ = {theta:g}: {_share_text(rows, 'real', rc)} beside auto-tuning, the RTT alone cut by "
-                     f"{cut:.0%}")
+        parts.append(
+            f"θ = {theta:g}: {_share_text(rows, 'real', rc)} beside auto-tuning, the RTT alone cut by "
+            f"{cut:.0%}"
+        )
         fixed = rtac_equilibrium_mbps(theta, me["rtt_mean_ms"] / 1e3) if me else float("nan")
         if me and me["goodput_mbps"] < 0.7 * fixed:
             below.append((theta, me["goodput_mbps"], fixed, _share(rows, "sim", rc)))
@@ -665,27 +894,40 @@ def _operating_point_verdict(rows: list[dict], rtacs: list[str], buffer_packets:
     fair = [split(rc)[1] or 1.38 for rc in rtacs if _share(rows, "real", rc) >= 0.8]
     several = max(len(_shares(rows, "real", rc)) for rc in rtacs) > 1
     if fair:
-        out.append(f"RTAC holds at least 80 % of the auto-tuning receiver's goodput{' on average' if several else ''} "
-                   f"at θ = {', '.join(f'{t:g}' for t in fair)}"
-                   + (f"; at the study's θ = 1.38 it does not on this {bdps(buffer_packets)}-BDP buffer, where the "
-                      "other flow keeps the "
-                      "queue, and so RTAC's emulated price, high." if 1.38 not in fair
-                      and any(split(rc)[1] == 1.38 for rc in rtacs) else "."))  # fmt: skip
+        out.append(
+            f"RTAC holds at least 80 % of the auto-tuning receiver's goodput{' on average' if several else ''} "
+            f"at θ = {', '.join(f'{t:g}' for t in fair)}"
+            + (
+                f"; at the study's θ = 1.38 it does not on this {bdps(buffer_packets)}-BDP buffer, where the "
+                "other flow keeps the "
+                "queue, and so RTAC's emulated price, high."
+                if 1.38 not in fair and any(split(rc)[1] == 1.38 for rc in rtacs)
+                else "."
+            )
+        )
     else:
-        out.append(f"RTAC keeps less than 80 % of the auto-tuning receiver's goodput at every θ run on this "
-                   f"{bdps(buffer_packets)}-BDP buffer, where the other flow keeps the queue, and so RTAC's emulated "
-                   "price, high.")  # fmt: skip
+        out.append(
+            f"RTAC keeps less than 80 % of the auto-tuning receiver's goodput at every θ run on this "
+            f"{bdps(buffer_packets)}-BDP buffer, where the other flow keeps the queue, and so RTAC's emulated "
+            "price, high."
+        )
     for theta, got, fixed, sim_share in below:
-        out.append(f"At θ = {theta:g} the real receiver got {got:.2f} Mbit/s, under 70 % of its fixed point "
-                   f"({fixed:.2f}), while its simulated twin took {sim_share:.0%} of the auto-tuning flow's goodput: "
-                   "these runs do not explain that gap.")  # fmt: skip
+        out.append(
+            f"At θ = {theta:g} the real receiver got {got:.2f} Mbit/s, under 70 % of its fixed point "
+            f"({fixed:.2f}), while its simulated twin took {sim_share:.0%} of the auto-tuning flow's goodput: "
+            "these runs do not explain that gap."
+        )
     drwa = _share(rows, "real", "drwa")
     if drwa == drwa:
-        out.append(f"DRWA, whose window shrinks as RTT_min/RTT, keeps {drwa:.0%}, as the study found.")
+        out.append(
+            f"DRWA, whose window shrinks as RTT_min/RTT, keeps {drwa:.0%}, as the study found."
+        )
     sim_at = _pick(rows, "sim", "autotuning", "alone")
     if at and sim_at and abs(sim_at["rtt_mean_ms"] / at["rtt_mean_ms"] - 1) > 0.1:
-        out.append(f"Auto-tuning alone differs between the two: mean RTT {at['rtt_mean_ms']:.0f} ms real against "
-                   f"{sim_at['rtt_mean_ms']:.0f} ms simulated, so the real flow kept the buffer fuller on average "
-                   "than the simulated sawtooth; DRWA and RTAC alone, which hold the window below the buffer, "
-                   "agree within a few per cent.")  # fmt: skip
+        out.append(
+            f"Auto-tuning alone differs between the two: mean RTT {at['rtt_mean_ms']:.0f} ms real against "
+            f"{sim_at['rtt_mean_ms']:.0f} ms simulated, so the real flow kept the buffer fuller on average "
+            "than the simulated sawtooth; DRWA and RTAC alone, which hold the window below the buffer, "
+            "agree within a few per cent."
+        )
     return " ".join(out)

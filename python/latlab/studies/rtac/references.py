@@ -11,10 +11,12 @@ from __future__ import annotations
 from latlab.studies._verdict import Paper, Reference
 from latlab.studies.rtac.cases import PATHS, RECEIVERS
 
-PAPER = Paper(authors="S. Im, C. Joo, T. Lee and S. Bahk",
-              title="Receiver-side TCP countermeasure to bufferbloat in wireless access networks (RTAC)",
-              venue="with DRWA (Jiang et al., ACM IMC 2012) and Linux auto-tuning as baselines; "
-                    "measurements on LTE and 802.11n phones")  # fmt: skip
+PAPER = Paper(
+    authors="S. Im, C. Joo, T. Lee and S. Bahk",
+    title="Receiver-side TCP countermeasure to bufferbloat in wireless access networks (RTAC)",
+    venue="with DRWA (Jiang et al., ACM IMC 2012) and Linux auto-tuning as baselines; "
+    "measurements on LTE and 802.11n phones",
+)
 
 #: The study's single-flow figures: (throughput Mbit/s, average RTT ms) per path and receiver.
 SINGLE: dict[str, dict[str, tuple[float, float]]] = {
@@ -28,8 +30,12 @@ BEST_RMEM_KB = {"lte": (400.0, 800.0), "wifi": (0.0, 200.0)}
 
 _PATH_WORD = {"lte": "LTE", "wifi": "Wi-Fi"}
 #: The competition settings judged: (experiment, path) → words.
-COMPETITION = {("pair", "wifi"): "Wi-Fi direct competition", ("pair", "lte"): "LTE indirect competition",
-               ("three", "wifi"): "Wi-Fi, three clients", ("three", "lte"): "LTE, three clients"}  # fmt: skip
+COMPETITION = {
+    ("pair", "wifi"): "Wi-Fi direct competition",
+    ("pair", "lte"): "LTE indirect competition",
+    ("three", "wifi"): "Wi-Fi, three clients",
+    ("three", "lte"): "LTE, three clients",
+}
 
 
 def _refs() -> list[Reference]:
@@ -37,19 +43,46 @@ def _refs() -> list[Reference]:
     for path in PATHS:
         for receiver, (mbps, ms) in SINGLE[path].items():
             who = f"{_PATH_WORD[path]} single flow, {RECEIVERS[receiver]}"
-            out.append(Reference(f"single_{path}_{receiver}_tput", f"{who}: throughput", mbps, "Mbps"))
+            out.append(
+                Reference(f"single_{path}_{receiver}_tput", f"{who}: throughput", mbps, "Mbps")
+            )
             out.append(Reference(f"single_{path}_{receiver}_rtt", f"{who}: RTT", ms, "ms"))
     lo, hi = BEST_RMEM_KB["lte"]
-    out.append(Reference("rmem_lte", "LTE auto-tuning: best tcp_rmem_max", words=f"{lo:g}–{hi:g} KB"))
-    out.append(Reference("rmem_wifi", "Wi-Fi auto-tuning: best tcp_rmem_max",
-                         words=f"well under {BEST_RMEM_KB['wifi'][1]:g} KB"))  # fmt: skip
+    out.append(
+        Reference("rmem_lte", "LTE auto-tuning: best tcp_rmem_max", words=f"{lo:g}–{hi:g} KB")
+    )
+    out.append(
+        Reference(
+            "rmem_wifi",
+            "Wi-Fi auto-tuning: best tcp_rmem_max",
+            words=f"well under {BEST_RMEM_KB['wifi'][1]:g} KB",
+        )
+    )
     for path in PATHS:
-        out.append(Reference(f"rmem_tradeoff_{path}", f"{_PATH_WORD[path]} auto-tuning against tcp_rmem_max",
-                             words="too small underutilises, too large bloats"))  # fmt: skip
+        out.append(
+            Reference(
+                f"rmem_tradeoff_{path}",
+                f"{_PATH_WORD[path]} auto-tuning against tcp_rmem_max",
+                words="too small underutilises, too large bloats",
+            )
+        )
     for (experiment, path), words in COMPETITION.items():
-        out.append(Reference(f"{experiment}_{path}_rtac", f"{words}: RTAC's throughput / Auto-tuning's", RTAC_SHARE,
-                             "%", relation="≈", fmt="{:.0f}", scale=100))  # fmt: skip
-        out.append(Reference(f"{experiment}_{path}_drwa", f"{words}: DRWA beside Auto-tuning", words="starves"))
+        out.append(
+            Reference(
+                f"{experiment}_{path}_rtac",
+                f"{words}: RTAC's throughput / Auto-tuning's",
+                RTAC_SHARE,
+                "%",
+                relation="≈",
+                fmt="{:.0f}",
+                scale=100,
+            )
+        )
+        out.append(
+            Reference(
+                f"{experiment}_{path}_drwa", f"{words}: DRWA beside Auto-tuning", words="starves"
+            )
+        )
     return out
 
 

@@ -15,15 +15,24 @@ from latlab.studies._markdown import table as _table
 from latlab.studies._verdict import Verdict
 from latlab.studies._verdict import summary as verdict_summary
 from latlab.studies.rtac import cases as C
-from latlab.studies.rtac.metrics import (StudyData, pair_shares, rmem_curve, select, share_of_autotuning,
-                                         single_figures, value_range)
-from latlab.studies.rtac.references import COMPETITION, PAPER, REFERENCES, SINGLE
+from latlab.studies.rtac.metrics import (
+    StudyData,
+    pair_shares,
+    rmem_curve,
+    select,
+    share_of_autotuning,
+    single_figures,
+    value_range,
+)
+from latlab.studies.rtac.references import COMPETITION, PAPER, SINGLE
 from latlab.studies.rtac.verdicts import verdicts
 
 PATH_WORD = {"lte": "LTE", "wifi": "Wi-Fi"}
 
 
-def _expected_rtt_ms(path: str, receiver: str, fig: pd.DataFrame, rmem_kb: float = C.RMEM_MAX_KB) -> tuple[float, str]:
+def _expected_rtt_ms(
+    path: str, receiver: str, fig: pd.DataFrame, rmem_kb: float = C.RMEM_MAX_KB
+) -> tuple[float, str]:
     """Where a receiver's window should settle on this path, from latlab's own RTT_min and goodput, and how."""
     row = fig.loc[receiver]
     rtt_min, rate_bps = float(row["rtt_min_ms"]), float(row["goodput_mbps"]) * 1e6
@@ -32,13 +41,21 @@ def _expected_rtt_ms(path: str, receiver: str, fig: pd.DataFrame, rmem_kb: float
         queue_bytes = C.LTE_USER_QUEUE_BYTES if path == "lte" else C.WIFI_AP_PACKETS * 1500
         queued_ms = min(window_kb * 1024, queue_bytes) * 8 / rate_bps * 1e3
         at = rtt_min + queued_ms
-        return at, (f"auto-tuning's window grows to its cap ({window_kb:g} KB, half of tcp_rmem_max) and queues "
-                    f"min(window, buffer) / goodput: RTT ≈ {rtt_min:.0f} + {queued_ms:.0f} = {at:.0f} ms")  # fmt: skip
+        return at, (
+            f"auto-tuning's window grows to its cap ({window_kb:g} KB, half of tcp_rmem_max) and queues "
+            f"min(window, buffer) / goodput: RTT ≈ {rtt_min:.0f} + {queued_ms:.0f} = {at:.0f} ms"
+        )
     if receiver == "drwa":
-        return C.DRWA_LAMBDA * rtt_min, f"DRWA settles at λ·RTT_min = {C.DRWA_LAMBDA:g} × {rtt_min:.0f} ms"
+        return (
+            C.DRWA_LAMBDA * rtt_min,
+            f"DRWA settles at λ·RTT_min = {C.DRWA_LAMBDA:g} × {rtt_min:.0f} ms",
+        )
     delta = C.PATHS[path].delta_ms
     at = C.RTAC_THETA * (rtt_min + delta)
-    return at, f"RTAC settles at θ·(RTT_min + Δ) = {C.RTAC_THETA:g} × ({rtt_min:.0f} + {delta:g}) = {at:.0f} ms"
+    return (
+        at,
+        f"RTAC settles at θ·(RTT_min + Δ) = {C.RTAC_THETA:g} × ({rtt_min:.0f} + {delta:g}) = {at:.0f} ms",
+    )
 
 
 def _why(vs: dict[str, Verdict], flows: pd.DataFrame) -> dict[str, str]:
@@ -54,33 +71,46 @@ def _why(vs: dict[str, Verdict], flows: pd.DataFrame) -> dict[str, str]:
             ref_ms = SINGLE[path][receiver][1]
             text = how
             if receiver == "autotuning":
-                text += f"; the study's {ref_ms:g} ms is the same rule on its path's rate and buffer"
+                text += (
+                    f"; the study's {ref_ms:g} ms is the same rule on its path's rate and buffer"
+                )
             elif receiver == "drwa":
-                text += (f"; the study's {ref_ms:g} ms is λ times an RTT_min of {ref_ms / C.DRWA_LAMBDA:.0f} ms, so its "
-                         "path's unloaded RTT was shorter than latlab's, or its DRWA had not reached that point")
+                text += (
+                    f"; the study's {ref_ms:g} ms is λ times an RTT_min of {ref_ms / C.DRWA_LAMBDA:.0f} ms, so its "
+                    "path's unloaded RTT was shorter than latlab's, or its DRWA had not reached that point"
+                )
             else:
-                text += ("; the path's RTT_min (latlab's set-up, not the study's phones) fixes this point")
+                text += "; the path's RTT_min (latlab's set-up, not the study's phones) fixes this point"
             why[key] = text
         for receiver in C.RECEIVERS:
             key = f"single_{path}_{receiver}_tput"
             if key in vs and receiver in fig.index:
-                why[key] = (f"latlab's {PATH_WORD[path]} capacity is a modelling choice "
-                            f"(≈ {C.PATHS[path].capacity_bps / 1e6:.0f} Mbit/s, see Set-up), not a measurement of "
-                            "the study's network")  # fmt: skip
-    for (experiment, path) in COMPETITION:
+                why[key] = (
+                    f"latlab's {PATH_WORD[path]} capacity is a modelling choice "
+                    f"(≈ {C.PATHS[path].capacity_bps / 1e6:.0f} Mbit/s, see Set-up), not a measurement of "
+                    "the study's network"
+                )
+    for experiment, path in COMPETITION:
         key = f"{experiment}_{path}_rtac"
         if key in vs:
-            share = share_of_autotuning(flows, experiment, path, "rtac")
             same = share_of_autotuning(flows, "pair", path, "autotuning")
-            noise = (f"two auto-tuning clients on the same path split {value_range(same, '{:.0f}', 100)} %, so "
-                     "seeds move a share this much") if len(same) else ""  # fmt: skip
+            noise = (
+                (
+                    f"two auto-tuning clients on the same path split {value_range(same, '{:.0f}', 100)} %, so "
+                    "seeds move a share this much"
+                )
+                if len(same)
+                else ""
+            )
             why[key] = _rtac_beside_a_full_queue(flows, experiment, path)
             if noise:
                 why[key] += "; " + noise
         key = f"{experiment}_{path}_drwa"
         if key in vs:
-            why[key] = ("DRWA shrinks its window while RTT_est > λ·RTT_min; a queue held by a loss-based flow "
-                        "only starves it when that queue's delay exceeds (λ − 1)·RTT_min")  # fmt: skip
+            why[key] = (
+                "DRWA shrinks its window while RTT_est > λ·RTT_min; a queue held by a loss-based flow "
+                "only starves it when that queue's delay exceeds (λ − 1)·RTT_min"
+            )
     return why
 
 
@@ -105,20 +135,29 @@ def _rtac_beside_a_full_queue(flows: pd.DataFrame, experiment: str, path: str) -
         return ""
     w = (C.RENO_A * (rtt_ms / rtt_m) ** 2 / (k * (1 - rtt_m / rtt_ms))) ** (1 / 3)
     rate_mbps = w * C.MSS_BYTES * 8 / (rtt_ms / 1e3) / 1e6
-    text = (f"at the RTT the shared queue holds ({rtt_ms:.0f} ms, against RTT_m + Δ = {rtt_m:.0f} ms) RTAC's rule "
-            f"settles at w³ = a·(RTT/RTT_m*)²/(K·(1 − RTT_m*/RTT)), w = {w:.0f} packets, {rate_mbps:.1f} Mbit/s, "
-            f"whatever the other flow's share; its flow got {got_mbps:.1f} Mbit/s")  # fmt: skip
+    text = (
+        f"at the RTT the shared queue holds ({rtt_ms:.0f} ms, against RTT_m + Δ = {rtt_m:.0f} ms) RTAC's rule "
+        f"settles at w³ = a·(RTT/RTT_m*)²/(K·(1 − RTT_m*/RTT)), w = {w:.0f} packets, {rate_mbps:.1f} Mbit/s, "
+        f"whatever the other flow's share; its flow got {got_mbps:.1f} Mbit/s"
+    )
     if rate_mbps < 1.2 * got_mbps:
-        text += (": the window binds there and the auto-tuning flow takes the rest. The study's ≈ 95 % needs a "
-                 "larger window at the loaded RTT, i.e. a smaller K or a shorter queue than latlab's path holds")
+        text += (
+            ": the window binds there and the auto-tuning flow takes the rest. The study's ≈ 95 % needs a "
+            "larger window at the loaded RTT, i.e. a smaller K or a shorter queue than latlab's path holds"
+        )
     else:
-        text += (": the window does not bind, so the RTAC client's CUBIC sender shares the queue as a loss-based flow "
-                 "would, and the split is as noisy as between two auto-tuning clients")  # fmt: skip
+        text += (
+            ": the window does not bind, so the RTAC client's CUBIC sender shares the queue as a loss-based flow "
+            "would, and the split is as noisy as between two auto-tuning clients"
+        )
     return text
 
 
 def _with_why(vs: dict[str, Verdict], why: dict[str, str]) -> dict[str, Verdict]:
-    return {k: Verdict(v.reference, v.measured, v.outcome, v.rule, why.get(k, v.why)) for k, v in vs.items()}
+    return {
+        k: Verdict(v.reference, v.measured, v.outcome, v.rule, why.get(k, v.why))
+        for k, v in vs.items()
+    }
 
 
 def _bdp(flows: pd.DataFrame, path: str) -> float:
@@ -140,75 +179,113 @@ def _full_estimate(settings: C.Settings, n_distinct: int, elapsed_s: float) -> s
         return ""
     n_full = _distinct(C.FULL)
     scale = n_full / n_distinct * C.FULL.duration_s / settings.duration_s
-    return (f". The full run (`latlab reproduce rtac`) has {n_full} distinct simulations of {C.FULL.duration_s:g} s; "
-            f"scaling this run's time by count and length puts it near {elapsed_s * scale / 60:.0f} minutes on the "
-            "same workers")
+    return (
+        f". The full run (`latlab reproduce rtac`) has {n_full} distinct simulations of {C.FULL.duration_s:g} s; "
+        f"scaling this run's time by count and length puts it near {elapsed_s * scale / 60:.0f} minutes on the "
+        "same workers"
+    )
 
 
 def _setup(settings: C.Settings, data: StudyData, jobs: int, elapsed_s: float) -> str:
     runs = data.runs
     n_ok = int((runs["status"] == "ok").sum()) if len(runs) else 0
     n_distinct = runs.loc[runs["status"] == "ok", "run_id"].nunique() if len(runs) else 0
-    sim_s = (data.flows.groupby("run_id")["wall_s"].first().sum() if len(data.flows) else float("nan"))
+    sim_s = (
+        data.flows.groupby("run_id")["wall_s"].first().sum() if len(data.flows) else float("nan")
+    )
     lte, wifi = C.PATHS["lte"], C.PATHS["wifi"]
     rows = [
-        ["LTE path", f"latlab `cellular` topology: server —{C.LTE_WIRED_DELAY_MS:g} ms, 1 Gbit/s— base station "
-                     f"—{C.LTE_RADIO_DELAY_MS:g} ms radio— phones; each phone's channel a new log-normal rate every "
-                     f"{C.LTE_CHANNEL_INTERVAL_MS:g} ms (median {C.LTE_CHANNEL_MEDIAN_BPS / 1e6:g} Mbit/s, log-spread "
-                     f"{C.LTE_CHANNEL_SIGMA:g}, mean {lte.capacity_bps / 1e6:.0f} Mbit/s) drawn from the seed; "
-                     f"proportional-fair scheduler, {C.LTE_CELL['resource_blocks']} resource blocks, HARQ "
-                     f"{100 * C.LTE_CELL['harq_error_prob']:g} % block errors resent after "
-                     f"{C.LTE_CELL['harq_rtt_ms']:g} ms, frame-timing jitter 0–{C.LTE_CELL['jitter_ms']:g} ms (RTT_min "
-                     f"varies); per-user RLC queue {C.LTE_USER_QUEUE_BYTES / 1e6:g} MB; propagation RTT "
-                     f"{lte.rtt_min_ms:g} ms"],
-        ["LTE indirect competition", f"the same cell behind a shared wired bottleneck: server —"
-                                     f"{C.LTE_WIRED_BOTTLENECK_BPS / 1e6:g} Mbit/s, "
-                                     f"{C.LTE_WIRED_BOTTLENECK_PACKETS}-packet DropTail router buffer— gateway, which "
-                                     "feeds the base station and a wired client (CUBIC, fixed 1 GB window) that "
-                                     "downloads beside the phones"],
-        ["Wi-Fi path", f"latlab `wifi` topology: one AP, 802.11n {C.WIFI_PHY_BPS / 1e6:.1f} Mbit/s PHY; without "
-                       f"aggregation the DCF's per-frame overheads ({C.WIFI_FRAME_OVERHEAD_US:.0f} µs beside "
-                       f"{C.WIFI_FRAME_DATA_US:.0f} µs of data per 1500-B frame) leave "
-                       f"{100 * C.WIFI_MAC_EFFICIENCY:.0f} %, so the AP sends at **{C.WIFI_RATE_BPS / 1e6:.1f} "
-                       f"Mbit/s**; {100 * C.WIFI_FRAME_ERROR_PROB:g} % frame errors (802.11 back-off retries); one "
-                       f"DropTail buffer of **{C.WIFI_AP_PACKETS} packets shared by all stations**; wired "
-                       f"{C.WIFI_WIRED_DELAY_MS:g} ms + radio {C.WIFI_RADIO_DELAY_MS:g} ms each way (propagation RTT "
-                       f"{wifi.rtt_min_ms:g} ms; BDP ≈ {wifi.capacity_bps * wifi.rtt_min_ms / 1e3 / 12000:.0f} "
-                       "packets)"],
-        ["sender", f"CUBIC (and {', '.join(v for k, v in C.SENDERS.items() if k != 'cubic')} in the sender "
-                   f"experiment), `linux` preset, MSS {C.MSS_BYTES} B, timestamps on; every download starts at "
-                   "t = 0, as the study's clients started theirs together (a delay-based receiver that starts behind "
-                   "another flow's full buffer takes that delay for RTT_min, sees no queue and never binds its "
-                   "sender)"],
-        ["receivers", f"tcp_rmem_max {C.RMEM_MAX_KB} KB for all, which caps the advertised window at "
-                      f"{C.RMEM_MAX_KB * C.WINDOW_FRACTION:g} KB: Linux keeps 2^−tcp_adv_win_scale of the buffer "
-                      "for overhead (tcp_adv_win_scale = 1, the default of the study's kernels), while latlab's "
-                      f"rmem_max_bytes caps the window itself, so it is set to half of tcp_rmem_max; DRWA λ = {C.DRWA_LAMBDA:g}, α = 7/8; RTAC "
-                      f"α = β = {C.RTAC_ALPHA:g}, θ = {C.RTAC_THETA:g}, Δ = {lte.delta_ms:g} ms (LTE), "
-                      f"{wifi.delta_ms:g} ms (Wi-Fi), and K = a/(θ − 1)·(1/BDP)³ (the study's rule) with BDP = "
-                      f"rate × (RTT_m + Δ), the rate {lte.capacity_bps / 1e6:.0f} Mbit/s (LTE) or "
-                      f"{wifi.capacity_bps / 1e6:.1f} Mbit/s (Wi-Fi). The study's K, {lte.rtac_k:g} (LTE) and "
-                      f"{wifi.rtac_k:g} (Wi-Fi), are this rule at BDPs of {C.k_bdp_packets(lte.rtac_k):.0f} and "
-                      f"{C.k_bdp_packets(wifi.rtac_k):.0f} packets; latlab's paths give "
-                      + " and ".join(f"{_bdp(data.flows, p):.0f}" for p in C.PATHS) + " packets (K = "
-                      + " and ".join(f"{C.RENO_A / (C.RTAC_THETA - 1) / _bdp(data.flows, p) ** 3:.1e}"
-                                     for p in C.PATHS)
-                      + "). Kept fixed at the study's values, K would put latlab's operating point below the "
-                        "stability limit θ ≈ 1.28 where larger BDPs arise ([receiver-window control](../models/receiver-window.md))"],
-        ["measurement", f"goodput delivered to the application over [{settings.measure_from_s:g}, "
-                        f"{settings.duration_s:g}] s; RTT = the sender's smoothed RTT sampled every "
-                        f"{settings.sample_interval_ms:g} ms over the same window (queueing included)"],
-        ["seeds", ", ".join(str(s) for s in settings.seeds) + "; tables give the mean over seeds and the range"],
-        ["runs", f"{n_ok} run points, {n_distinct} distinct simulations (a scenario shared by two experiments runs "
-                 f"once); the simulations took {sim_s:.0f} s in all (sum over runs); running and reducing them took "
-                 f"**{elapsed_s:.0f} s** here on {jobs} worker(s) (runs found finished in runs/ are not redone)"
-                 + _full_estimate(settings, n_distinct, elapsed_s)],
-    ]  # fmt: skip
+        [
+            "LTE path",
+            f"latlab `cellular` topology: server —{C.LTE_WIRED_DELAY_MS:g} ms, 1 Gbit/s— base station "
+            f"—{C.LTE_RADIO_DELAY_MS:g} ms radio— phones; each phone's channel a new log-normal rate every "
+            f"{C.LTE_CHANNEL_INTERVAL_MS:g} ms (median {C.LTE_CHANNEL_MEDIAN_BPS / 1e6:g} Mbit/s, log-spread "
+            f"{C.LTE_CHANNEL_SIGMA:g}, mean {lte.capacity_bps / 1e6:.0f} Mbit/s) drawn from the seed; "
+            f"proportional-fair scheduler, {C.LTE_CELL['resource_blocks']} resource blocks, HARQ "
+            f"{100 * C.LTE_CELL['harq_error_prob']:g} % block errors resent after "
+            f"{C.LTE_CELL['harq_rtt_ms']:g} ms, frame-timing jitter 0–{C.LTE_CELL['jitter_ms']:g} ms (RTT_min "
+            f"varies); per-user RLC queue {C.LTE_USER_QUEUE_BYTES / 1e6:g} MB; propagation RTT "
+            f"{lte.rtt_min_ms:g} ms",
+        ],
+        [
+            "LTE indirect competition",
+            f"the same cell behind a shared wired bottleneck: server —"
+            f"{C.LTE_WIRED_BOTTLENECK_BPS / 1e6:g} Mbit/s, "
+            f"{C.LTE_WIRED_BOTTLENECK_PACKETS}-packet DropTail router buffer— gateway, which "
+            "feeds the base station and a wired client (CUBIC, fixed 1 GB window) that "
+            "downloads beside the phones",
+        ],
+        [
+            "Wi-Fi path",
+            f"latlab `wifi` topology: one AP, 802.11n {C.WIFI_PHY_BPS / 1e6:.1f} Mbit/s PHY; without "
+            f"aggregation the DCF's per-frame overheads ({C.WIFI_FRAME_OVERHEAD_US:.0f} µs beside "
+            f"{C.WIFI_FRAME_DATA_US:.0f} µs of data per 1500-B frame) leave "
+            f"{100 * C.WIFI_MAC_EFFICIENCY:.0f} %, so the AP sends at **{C.WIFI_RATE_BPS / 1e6:.1f} "
+            f"Mbit/s**; {100 * C.WIFI_FRAME_ERROR_PROB:g} % frame errors (802.11 back-off retries); one "
+            f"DropTail buffer of **{C.WIFI_AP_PACKETS} packets shared by all stations**; wired "
+            f"{C.WIFI_WIRED_DELAY_MS:g} ms + radio {C.WIFI_RADIO_DELAY_MS:g} ms each way (propagation RTT "
+            f"{wifi.rtt_min_ms:g} ms; BDP ≈ {wifi.capacity_bps * wifi.rtt_min_ms / 1e3 / 12000:.0f} "
+            "packets)",
+        ],
+        [
+            "sender",
+            f"CUBIC (and {', '.join(v for k, v in C.SENDERS.items() if k != 'cubic')} in the sender "
+            f"experiment), `linux` preset, MSS {C.MSS_BYTES} B, timestamps on; every download starts at "
+            "t = 0, as the study's clients started theirs together (a delay-based receiver that starts behind "
+            "another flow's full buffer takes that delay for RTT_min, sees no queue and never binds its "
+            "sender)",
+        ],
+        [
+            "receivers",
+            f"tcp_rmem_max {C.RMEM_MAX_KB} KB for all, which caps the advertised window at "
+            f"{C.RMEM_MAX_KB * C.WINDOW_FRACTION:g} KB: Linux keeps 2^−tcp_adv_win_scale of the buffer "
+            "for overhead (tcp_adv_win_scale = 1, the default of the study's kernels), while latlab's "
+            f"rmem_max_bytes caps the window itself, so it is set to half of tcp_rmem_max; DRWA λ = {C.DRWA_LAMBDA:g}, α = 7/8; RTAC "
+            f"α = β = {C.RTAC_ALPHA:g}, θ = {C.RTAC_THETA:g}, Δ = {lte.delta_ms:g} ms (LTE), "
+            f"{wifi.delta_ms:g} ms (Wi-Fi), and K = a/(θ − 1)·(1/BDP)³ (the study's rule) with BDP = "
+            f"rate × (RTT_m + Δ), the rate {lte.capacity_bps / 1e6:.0f} Mbit/s (LTE) or "
+            f"{wifi.capacity_bps / 1e6:.1f} Mbit/s (Wi-Fi). The study's K, {lte.rtac_k:g} (LTE) and "
+            f"{wifi.rtac_k:g} (Wi-Fi), are this rule at BDPs of {C.k_bdp_packets(lte.rtac_k):.0f} and "
+            f"{C.k_bdp_packets(wifi.rtac_k):.0f} packets; latlab's paths give "
+            + " and ".join(f"{_bdp(data.flows, p):.0f}" for p in C.PATHS)
+            + " packets (K = "
+            + " and ".join(
+                f"{C.RENO_A / (C.RTAC_THETA - 1) / _bdp(data.flows, p) ** 3:.1e}" for p in C.PATHS
+            )
+            + "). Kept fixed at the study's values, K would put latlab's operating point below the "
+            "stability limit θ ≈ 1.28 where larger BDPs arise ([receiver-window control](../models/receiver-window.md))",
+        ],
+        [
+            "measurement",
+            f"goodput delivered to the application over [{settings.measure_from_s:g}, "
+            f"{settings.duration_s:g}] s; RTT = the sender's smoothed RTT sampled every "
+            f"{settings.sample_interval_ms:g} ms over the same window (queueing included)",
+        ],
+        [
+            "seeds",
+            ", ".join(str(s) for s in settings.seeds)
+            + "; tables give the mean over seeds and the range",
+        ],
+        [
+            "runs",
+            f"{n_ok} run points, {n_distinct} distinct simulations (a scenario shared by two experiments runs "
+            f"once); the simulations took {sim_s:.0f} s in all (sum over runs); running and reducing them took "
+            f"**{elapsed_s:.0f} s** here on {jobs} worker(s) (runs found finished in runs/ are not redone)"
+            + _full_estimate(settings, n_distinct, elapsed_s),
+        ],
+    ]
     return _table(["", "value"], rows)
 
 
-def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapsed_s: float,
-           figures: dict[str, str], real_section: str | None = None) -> str:  # fmt: skip
+def render(
+    data: StudyData,
+    settings: C.Settings,
+    quick: bool,
+    jobs: int,
+    elapsed_s: float,
+    figures: dict[str, str],
+    real_section: str | None = None,
+) -> str:
     """The report; ``real_section`` is the Markdown of the real Linux runs (``--real``), if they ran."""
     flows = data.flows
     vs = verdicts(flows)
@@ -216,12 +293,17 @@ def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapse
     out: list[str] = []
     add = out.append
     add("# RTAC: receiver-side TCP adaptive queue control, beside DRWA and Linux auto-tuning\n")
-    add(f"Reproduction of the RTAC study ({PAPER.citation()}) in latlab's packet simulator. The receivers are "
+    add(
+        f"Reproduction of the RTAC study ({PAPER.citation()}) in latlab's packet simulator. The receivers are "
         "described in latlab's note [receiver-window control](../models/receiver-window.md), the LTE cell and the "
         "Wi-Fi AP in [links](../models/links.md). "
-        + ("**Quick run** (`latlab reproduce rtac --quick`): shorter runs, fewer seeds and a coarser tcp_rmem_max "
-           "grid than the full reproduction, so its numbers differ from the full run's.\n" if quick else
-           "Full run (`latlab reproduce rtac`).\n"))
+        + (
+            "**Quick run** (`latlab reproduce rtac --quick`): shorter runs, fewer seeds and a coarser tcp_rmem_max "
+            "grid than the full reproduction, so its numbers differ from the full run's.\n"
+            if quick
+            else "Full run (`latlab reproduce rtac`).\n"
+        )
+    )
     add(verdict_summary(vs.values()))
     add("")
 
@@ -236,10 +318,20 @@ def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapse
         if not len(curve):
             continue
         add(f"**{PATH_WORD[path]}**\n")
-        add(_table(["tcp_rmem_max (KB)", "throughput (Mbit/s)", "RTT mean (ms)", "RTT 25–75 % (ms)"],
-                   [[f"{kb:g}", f"{r['goodput_mbps']:.1f} ({r['goodput_lo']:.1f}–{r['goodput_hi']:.1f})",
-                     f"{r['rtt_mean_ms']:.0f}", f"{r['rtt_p25_ms']:.0f}–{r['rtt_p75_ms']:.0f}"]
-                    for kb, r in curve.iterrows()]))  # fmt: skip
+        add(
+            _table(
+                ["tcp_rmem_max (KB)", "throughput (Mbit/s)", "RTT mean (ms)", "RTT 25–75 % (ms)"],
+                [
+                    [
+                        f"{kb:g}",
+                        f"{r['goodput_mbps']:.1f} ({r['goodput_lo']:.1f}–{r['goodput_hi']:.1f})",
+                        f"{r['rtt_mean_ms']:.0f}",
+                        f"{r['rtt_p25_ms']:.0f}–{r['rtt_p75_ms']:.0f}",
+                    ]
+                    for kb, r in curve.iterrows()
+                ],
+            )
+        )
         add("")
         for key in (f"rmem_{path}", f"rmem_tradeoff_{path}"):
             if key in vs:
@@ -259,13 +351,35 @@ def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapse
         for r, row in fig.iterrows():
             expected, _ = _expected_rtt_ms(path, str(r), fig)
             study_t, study_rtt = SINGLE[path][str(r)]
-            rows.append([C.RECEIVERS[str(r)], f"{row['goodput_mbps']:.1f}", f"{study_t:g}",
-                         f"{row['rtt_mean_ms']:.0f}", f"{study_rtt:g}",
-                         f"{row['rtt_p25_ms']:.0f} / {row['rtt_p50_ms']:.0f} / {row['rtt_p75_ms']:.0f}",
-                         f"{row['rtt_min_ms']:.0f}", f"{expected:.0f}", f"{row['rwnd_kb']:.0f}"])  # fmt: skip
-        add(_table(["receiver", "throughput latlab (Mbit/s)", "study", "RTT latlab (ms)", "study",
-                    "RTT p25 / p50 / p75 (ms)", "RTT min (ms)", "expected operating RTT (ms)",
-                    "advertised window (KB)"], rows))  # fmt: skip
+            rows.append(
+                [
+                    C.RECEIVERS[str(r)],
+                    f"{row['goodput_mbps']:.1f}",
+                    f"{study_t:g}",
+                    f"{row['rtt_mean_ms']:.0f}",
+                    f"{study_rtt:g}",
+                    f"{row['rtt_p25_ms']:.0f} / {row['rtt_p50_ms']:.0f} / {row['rtt_p75_ms']:.0f}",
+                    f"{row['rtt_min_ms']:.0f}",
+                    f"{expected:.0f}",
+                    f"{row['rwnd_kb']:.0f}",
+                ]
+            )
+        add(
+            _table(
+                [
+                    "receiver",
+                    "throughput latlab (Mbit/s)",
+                    "study",
+                    "RTT latlab (ms)",
+                    "study",
+                    "RTT p25 / p50 / p75 (ms)",
+                    "RTT min (ms)",
+                    "expected operating RTT (ms)",
+                    "advertised window (KB)",
+                ],
+                rows,
+            )
+        )
         add("")
         for r in C.RECEIVERS:
             for what in ("tput", "rtt"):
@@ -273,17 +387,21 @@ def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapse
                 if key in vs:
                     add(f"- {vs[key].sentence()}")
         add("")
-    add("The expected operating RTT is where each receiver's rule settles on latlab's path (auto-tuning: "
+    add(
+        "The expected operating RTT is where each receiver's rule settles on latlab's path (auto-tuning: "
         "RTT_min + min(window cap, buffer) / goodput; DRWA: λ·RTT_min; RTAC: θ·(RTT_min + Δ)), from the measured RTT_min and "
-        "goodput.\n")
+        "goodput.\n"
+    )
     if "single" in figures:
         add(f"![One flow per receiver: throughput and RTT]({figures['single']})\n")
 
     # -- 3 and 4. competition
     add("## 3. Competition, and 4. three clients\n")
-    add("Wi-Fi direct competition: two (or three) stations behind one AP, one buffer. LTE indirect competition: "
+    add(
+        "Wi-Fi direct competition: two (or three) stations behind one AP, one buffer. LTE indirect competition: "
         "each phone has its own radio queue, but a wired client's download shares the server's wired bottleneck "
-        "with them. Client 0 runs the first receiver named.\n")
+        "with them. Client 0 runs the first receiver named.\n"
+    )
     for (experiment, path), words in COMPETITION.items():
         cases = ["+".join(p) for p in C.PAIRS] if experiment == "pair" else ["+".join(C.RECEIVERS)]
         rows = []
@@ -314,9 +432,11 @@ def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapse
     # -- 5. sender variants
     add("## 5. Sender variants\n")
     senders = [s for s in C.SENDERS if s in settings.senders]
-    add("The study names the sender variants it ran but this reproduction has no reference figures for them, so the "
+    add(
+        "The study names the sender variants it ran but this reproduction has no reference figures for them, so the "
         "tables below are latlab's measurements only (no verdict). A receiver's window binds only when the "
-        "sender's cwnd exceeds it, so a sender that keeps its own queue small (Vegas) is left as it is.\n")
+        "sender's cwnd exceeds it, so a sender that keeps its own queue small (Vegas) is left as it is.\n"
+    )
     for path in C.PATHS:
         rows = []
         for s in senders:
@@ -325,17 +445,30 @@ def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapse
                 continue
             cells = [C.SENDERS[s]]
             for r in C.RECEIVERS:
-                cells.append(f"{fig.loc[r, 'goodput_mbps']:.1f} / {fig.loc[r, 'rtt_mean_ms']:.0f}"
-                             if r in fig.index else "–")  # fmt: skip
+                cells.append(
+                    f"{fig.loc[r, 'goodput_mbps']:.1f} / {fig.loc[r, 'rtt_mean_ms']:.0f}"
+                    if r in fig.index
+                    else "–"
+                )
             for r in ("drwa", "rtac"):
-                share = share_of_autotuning(flows, "pair" if s == "cubic" else "senders", path, r, s)
+                share = share_of_autotuning(
+                    flows, "pair" if s == "cubic" else "senders", path, r, s
+                )
                 cells.append(f"{100 * share.mean():.0f} %" if len(share) else "–")
             rows.append(cells)
         if rows:
-            add(f"**{PATH_WORD[path]}**: one flow, throughput (Mbit/s) / RTT mean (ms); and beside an auto-tuning "
-                "client (both flows from that sender), throughput / auto-tuning's\n")
-            add(_table(["sender"] + [C.RECEIVERS[r] for r in C.RECEIVERS] + ["DRWA beside Auto-tuning",
-                                                                             "RTAC beside Auto-tuning"], rows))  # fmt: skip
+            add(
+                f"**{PATH_WORD[path]}**: one flow, throughput (Mbit/s) / RTT mean (ms); and beside an auto-tuning "
+                "client (both flows from that sender), throughput / auto-tuning's\n"
+            )
+            add(
+                _table(
+                    ["sender"]
+                    + [C.RECEIVERS[r] for r in C.RECEIVERS]
+                    + ["DRWA beside Auto-tuning", "RTAC beside Auto-tuning"],
+                    rows,
+                )
+            )
             add("")
     if "senders" in figures:
         add(f"![Sender variants]({figures['senders']})\n")
@@ -345,9 +478,11 @@ def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapse
     if real_section:
         add(real_section)
     else:
-        add("Not run here. `latlab reproduce rtac --real` (root, /dev/net/tun, iproute2) adds this section: the "
+        add(
+            "Not run here. `latlab reproduce rtac --real` (root, /dev/net/tun, iproute2) adds this section: the "
             "same receivers as `latlab-net recv` on a real Linux TCP socket over an emulated bloated path, each "
-            "run beside its simulated twin.\n")
+            "run beside its simulated twin.\n"
+        )
 
     # -- differences
     add("## Where and why latlab differs\n")
@@ -358,9 +493,10 @@ def render(data: StudyData, settings: C.Settings, quick: bool, jobs: int, elapse
     else:
         add("Every verdict agrees.")
     add("")
-    add("Modelling choices behind the numbers (not measured in the study, so no verdict): latlab's LTE channel is a "
+    add(
+        "Modelling choices behind the numbers (not measured in the study, so no verdict): latlab's LTE channel is a "
         "seeded log-normal rate process, not the study's operator network; the Wi-Fi AP's MAC overhead is folded "
         "into its rate; the wired client's window is unbounded; RTT is the sender's smoothed RTT sampled at a fixed "
-        "interval, which weights time, not packets.\n")
+        "interval, which weights time, not packets.\n"
+    )
     return "\n".join(out)
-

@@ -10,7 +10,13 @@ import pandas as pd
 
 from latlab.studies._verdict import Verdict, within
 from latlab.studies.rtac.cases import PATHS, RECEIVERS
-from latlab.studies.rtac.metrics import best_rmem_kb, rmem_curve, share_of_autotuning, single_figures, value_range
+from latlab.studies.rtac.metrics import (
+    best_rmem_kb,
+    rmem_curve,
+    share_of_autotuning,
+    single_figures,
+    value_range,
+)
 from latlab.studies.rtac.references import BEST_RMEM_KB, COMPETITION, REFERENCES
 
 #: Tolerances: throughput is set by the path's capacity, which latlab's set-up chose near the study's; the RTT
@@ -35,12 +41,21 @@ def single(flows: pd.DataFrame) -> dict[str, Verdict]:
             row = fig.loc[receiver]
             ref = REFERENCES[f"single_{path}_{receiver}_tput"]
             outcome, rule = within(float(row["goodput_mbps"]), ref, TPUT_AGREE, TPUT_PARTLY)
-            out[ref.key] = Verdict(ref, f"{row['goodput_mbps']:.1f} Mbps ({row['goodput_lo']:.1f}–"
-                                        f"{row['goodput_hi']:.1f})", outcome, rule)  # fmt: skip
+            out[ref.key] = Verdict(
+                ref,
+                f"{row['goodput_mbps']:.1f} Mbps ({row['goodput_lo']:.1f}–{row['goodput_hi']:.1f})",
+                outcome,
+                rule,
+            )
             ref = REFERENCES[f"single_{path}_{receiver}_rtt"]
             outcome, rule = within(float(row["rtt_mean_ms"]), ref, RTT_AGREE, RTT_PARTLY)
-            out[ref.key] = Verdict(ref, f"{row['rtt_mean_ms']:.0f} ms ({row['rtt_lo']:.0f}–{row['rtt_hi']:.0f}; "
-                                        f"min {row['rtt_min_ms']:.0f})", outcome, rule)  # fmt: skip
+            out[ref.key] = Verdict(
+                ref,
+                f"{row['rtt_mean_ms']:.0f} ms ({row['rtt_lo']:.0f}–{row['rtt_hi']:.0f}; "
+                f"min {row['rtt_min_ms']:.0f})",
+                outcome,
+                rule,
+            )
     return out
 
 
@@ -58,12 +73,22 @@ def rmem(flows: pd.DataFrame) -> dict[str, Verdict]:
             outcome = "agrees" if best < hi else "partly" if best < 2 * hi else "differs"
             rule = f"agrees below {hi:g} KB, partly below {2 * hi:g} KB"
         else:
-            outcome = "agrees" if lo <= best <= hi else "partly" if lo / 2 <= best <= 2 * hi else "differs"
+            outcome = (
+                "agrees"
+                if lo <= best <= hi
+                else "partly"
+                if lo / 2 <= best <= 2 * hi
+                else "differs"
+            )
             rule = f"agrees within {lo:g}–{hi:g} KB, partly within {lo / 2:g}–{2 * hi:g} KB"
         ref = REFERENCES[f"rmem_{path}"]
-        out[ref.key] = Verdict(ref, f"{best:g} KB (the smallest on the grid {grid} KB with ≥ "
-                                    f"{100 * BEST_FRACTION:g} % of the largest goodput)", outcome,
-                               rule + "; the grid bounds the answer")  # fmt: skip
+        out[ref.key] = Verdict(
+            ref,
+            f"{best:g} KB (the smallest on the grid {grid} KB with ≥ "
+            f"{100 * BEST_FRACTION:g} % of the largest goodput)",
+            outcome,
+            rule + "; the grid bounds the answer",
+        )
         small, large = curve.iloc[0], curve.iloc[-1]
         at_best = curve.loc[best]
         starved = small["goodput_mbps"] / curve["goodput_mbps"].max()
@@ -72,18 +97,20 @@ def rmem(flows: pd.DataFrame) -> dict[str, Verdict]:
         both = starved < 0.6 and bloat > 2.0
         one = starved < 0.6 or bloat > 2.0
         out[ref.key] = Verdict(
-            ref, f"{curve.index[0]:g} KB: {small['goodput_mbps']:.1f} Mbps ({100 * starved:.0f} % of the largest); "
-                 f"{curve.index[-1]:g} KB: RTT {large['rtt_mean_ms']:.0f} ms, {bloat:.1f}× that at {best:g} KB",
+            ref,
+            f"{curve.index[0]:g} KB: {small['goodput_mbps']:.1f} Mbps ({100 * starved:.0f} % of the largest); "
+            f"{curve.index[-1]:g} KB: RTT {large['rtt_mean_ms']:.0f} ms, {bloat:.1f}× that at {best:g} KB",
             "agrees" if both else "partly" if one else "differs",
             "agrees if the smallest size gets under 60 % of the largest goodput and the largest size more than "
-            "doubles the RTT of the best size; partly if one holds")  # fmt: skip
+            "doubles the RTT of the best size; partly if one holds",
+        )
     return out
 
 
 def competition(flows: pd.DataFrame) -> dict[str, Verdict]:
     """RTAC's and DRWA's goodput beside an auto-tuning client sharing the path."""
     out: dict[str, Verdict] = {}
-    for (experiment, path) in COMPETITION:
+    for experiment, path in COMPETITION:
         rtac = share_of_autotuning(flows, experiment, path, "rtac")
         if len(rtac):
             ref = REFERENCES[f"{experiment}_{path}_rtac"]
@@ -94,9 +121,11 @@ def competition(flows: pd.DataFrame) -> dict[str, Verdict]:
             ref = REFERENCES[f"{experiment}_{path}_drwa"]
             m = float(drwa.mean())
             out[ref.key] = Verdict(
-                ref, f"DRWA/Auto-tuning {value_range(drwa, '{:.0f}', 100)} %",
+                ref,
+                f"DRWA/Auto-tuning {value_range(drwa, '{:.0f}', 100)} %",
                 "agrees" if m < STARVE else "partly" if m < STARVE_PARTLY else "differs",
-                f"agrees below {100 * STARVE:g} % of Auto-tuning's goodput, partly below {100 * STARVE_PARTLY:g} %")  # fmt: skip
+                f"agrees below {100 * STARVE:g} % of Auto-tuning's goodput, partly below {100 * STARVE_PARTLY:g} %",
+            )
     return out
 
 
