@@ -303,10 +303,13 @@ def run_cmd(
             subflows_figure = plot.subflows(results, outdir / "subflows.png")
 
     if not quiet:
-        from latlab.report import summary_table
+        from latlab.report import latency_table, summary_table
 
         console = Console()
         console.print(summary_table(results, outdir))
+        by_flow = latency_table(results)
+        if by_flow is not None:
+            console.print(by_flow)
         if figure is not None:
             console.print(f"overview: {figure}")
         if access_figure is not None:

@@ -15,7 +15,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from latlab import _atomic
+from latlab import _atomic, latency
 from latlab.results import Results
 
 MAX_CWND_FLOWS = 5
@@ -149,14 +149,106 @@ def draw_goodput(ax, results: Results) -> None:  # noqa: ANN001
             ax.legend(fontsize="small")
 
 
+def draw_srtt(ax, results: Results) -> None:  # noqa: ANN001
+    """Smoothed RTT (ms) against time (s) for the flows the cwnd panel shows."""
+    ax.set_title("Smoothed RTT over time (srtt, sampled)")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("srtt (ms)")
+    samples = results.flow_samples
+    flow_ids = pick_flows(results)
+    if not flow_ids:
+        _note(ax, "no flow samples\n(UDP flows: see the delay distribution)")
+        return
+    for fid in flow_ids:
+        s = samples[samples["flow_id"] == fid].sort_values("time_ns")
+        srtt_ms = _floats(s["srtt_ns"]) / 1e6
+        srtt_ms[srtt_ms <= 0] = np.nan  # no RTT sample yet
+        ax.plot(_floats(s["time_ns"]) / 1e9, srtt_ms, lw=1, label=_flow_label(results, fid))
+    measure_from_s = (results.run_info.get("measure_from_ns") or 0) / 1e9
+    if measure_from_s > 0:
+        ax.axvline(measure_from_s, color="0.6", ls=":", lw=1, label="measuring from")
+    ax.legend(fontsize="small", loc="lower right")
+    ax.set_ylim(bottom=0)
+
+
+def _latency_xlabel(metrics: list[str]) -> str:
+    return " / ".join(latency.METRIC_LABELS[m] for m in metrics) + " (ms)"
+
+
+def draw_latency_cdf(ax, results: Results) -> None:  # noqa: ANN001
+    """The distribution of every latency sample, per group: a CDF with p50/p95/p99 marked."""
+    hist = results.latency_histogram
+    ax.set_ylabel("fraction of samples")
+    if not len(hist):
+        ax.set_title("Latency distribution")
+        ax.set_xlabel("RTT (ms)")
+        _note(ax, "no latency samples\n(no sampled flows in the measurement window)")
+        return
+    metrics = [m for m in latency.METRIC_LABELS if (hist["metric"] == m).any()]
+    what = latency.METRIC_LABELS[metrics[0]] if len(metrics) == 1 else "Latency"
+    ax.set_title(f"{what[0].upper()}{what[1:]} distribution (every sample, measurement window)")
+    ax.set_xlabel(_latency_xlabel(metrics))
+    flows = results.flows
+    group_of = (
+        dict(zip(flows["flow_id"].astype(int), flows["group"].astype(str)))
+        if "group" in flows
+        else {}
+    )
+    tagged = hist.assign(group=[group_of.get(int(f), "") for f in hist["flow_id"]])
+    markers = dict(zip(latency.PERCENTILES, ("o", "^", "s")))
+    for i, ((group, metric), h) in enumerate(tagged.groupby(["group", "metric"], sort=False)):
+        pooled = h.groupby("high_ns", sort=True)["count"].sum()
+        x_ms = pooled.index.to_numpy(dtype="float64") / 1e6
+        y = np.cumsum(pooled.to_numpy(dtype="float64")) / pooled.sum()
+        label = f"{group} ({latency.METRIC_LABELS[metric]})" if len(metrics) > 1 else str(group)
+        ax.step(x_ms, y, where="post", lw=1.2, color=f"C{i % 10}", label=label)
+        p = latency.percentiles_ms(h)
+        for q, marker in markers.items():
+            ax.plot([p[q]], [q / 100], marker=marker, color=f"C{i % 10}", ms=5, ls="none")
+    for q, marker in markers.items():  # legend entries for the markers
+        ax.plot([], [], marker=marker, color="0.3", ls="none", label=f"p{q}")
+    ax.set_ylim(0, 1.02)
+    ax.legend(fontsize="small", loc="lower right")
+
+
+def draw_latency_percentiles(ax, results: Results) -> None:  # noqa: ANN001
+    """p50, p95 and p99 of every sampled flow's latency, beside the goodput panel."""
+    by_flow = results.latency_per_flow()
+    ax.set_xlabel("flow id")
+    if not len(by_flow):
+        ax.set_title("Per-flow RTT percentiles")
+        ax.set_ylabel("RTT (ms)")
+        _note(ax, "no latency samples")
+        return
+    metrics = [m for m in latency.METRIC_LABELS if (by_flow["metric"] == m).any()]
+    what = latency.METRIC_LABELS[metrics[0]] if len(metrics) == 1 else "latency"
+    ax.set_title(f"Per-flow {what} percentiles (measurement window)")
+    ax.set_ylabel(_latency_xlabel(metrics))
+    x = np.arange(len(by_flow))
+    p50, p95, p99 = (by_flow[f"p{q}_ms"].to_numpy(dtype="float64") for q in latency.PERCENTILES)
+    ax.vlines(x, p50, p99, color="0.75", lw=1)
+    ax.plot(x, p50, "o", color="C0", ms=4, label="p50")
+    ax.plot(x, p95, "^", color="C1", ms=4, label="p95")
+    ax.plot(x, p99, "s", color="C3", ms=4, label="p99")
+    step = max(1, len(x) // BAR_CHART_MAX_FLOWS)
+    ax.set_xticks(x[::step], [str(f) for f in by_flow["flow_id"].to_numpy()[::step]])
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize="small", loc="lower right")
+
+
 def overview_figure(results: Results) -> Figure:
-    """The three-panel overview as a Figure (for notebooks: ``display(fig)``)."""
-    fig = Figure(figsize=(15, 4.5), layout="constrained")
+    """The overview as a Figure (for notebooks: ``display(fig)``): latency in the top row
+    (srtt over time, the distribution of every sample, per-flow percentiles), windows, the
+    busiest queue and goodput below."""
+    fig = Figure(figsize=(16, 9), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(1, 3)
-    draw_cwnd(axes[0], results)
-    draw_queue(axes[1], results)
-    draw_goodput(axes[2], results)
+    axes = fig.subplots(2, 3)
+    draw_srtt(axes[0, 0], results)
+    draw_latency_cdf(axes[0, 1], results)
+    draw_latency_percentiles(axes[0, 2], results)
+    draw_cwnd(axes[1, 0], results)
+    draw_queue(axes[1, 1], results)
+    draw_goodput(axes[1, 2], results)
     info = results.run_info
     fig.suptitle(
         f"{info.get('name', 'scenario')} (seed {info.get('seed')}, {info.get('duration_s', 0):g} s simulated)"
@@ -165,7 +257,8 @@ def overview_figure(results: Results) -> Figure:
 
 
 def overview(results: Results, path: str | os.PathLike[str]) -> Path:
-    """Save a PNG: cwnd of up to 5 flows, queue of the busiest link, per-flow goodput."""
+    """Save a PNG: latency (srtt over time, distribution, per-flow percentiles), cwnd of up to
+    5 flows, queue of the busiest link, per-flow goodput."""
     fig = overview_figure(results)
     return _atomic.write_with(Path(path), lambda tmp: fig.savefig(tmp, format="png", dpi=100))
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from latlab import _atomic, frames, schema
+from latlab import _atomic, frames, latency, schema
 from latlab.errors import ConservationWarning
 from latlab.scenario import Scenario
 
@@ -75,6 +75,21 @@ class Results:
     def flow_samples(self) -> pd.DataFrame:
         """cwnd_bytes, srtt_ns, ... of the sampled flows every sample_interval_ms."""
         return self._table("flow_samples")
+
+    @property
+    def latency_histogram(self) -> pd.DataFrame:
+        """Each sampled flow's RTT (TCP) or one-way delay (UDP, TFRC) samples, bucketed;
+        empty for runs without it (emulated, or written by an older latlab)."""
+        df = self.tables.get("latency_histogram")
+        return df if df is not None else frames.empty_frame(schema.LATENCY_HISTOGRAM)
+
+    def latency_per_flow(self) -> pd.DataFrame:
+        """Per sampled flow: metric ("rtt" or "owd"), samples, p50_ms, p95_ms, p99_ms."""
+        return latency.per_flow(self.latency_histogram, self.flows)
+
+    def latency_per_group(self) -> pd.DataFrame:
+        """Per flow group and metric: flows, samples, p50_ms, p95_ms, p99_ms (samples pooled)."""
+        return latency.per_group(self.latency_histogram, self.flows)
 
     @property
     def links(self) -> pd.DataFrame:
@@ -154,6 +169,8 @@ class Results:
             "flows": len(flows),
             "mean_goodput_bps": _plain(goodput.mean()) if len(goodput) else None,
             "total_goodput_bps": _plain(goodput.sum()) if len(goodput) else None,
+            # Pooled over the sampled flows' samples (see latlab.latency).
+            **latency.run_percentiles(self.latency_histogram),
             "busiest_link": None if busiest is None else _plain(busiest.get("name")),
             "busiest_link_utilization": None
             if busiest is None

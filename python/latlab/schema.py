@@ -90,6 +90,12 @@ TABLES: dict[str, tuple[str, ...]] = {
     "link_samples": LINK_SAMPLES,
 }
 
+#: Per sampled flow: its latency samples in the measurement window (RTT for
+#: TCP/MPTCP, one-way delay for UDP/TFRC/DFlow; ``metric`` is "rtt" or "owd")
+#: as non-empty log-linear buckets low_ns <= v < high_ns (see latlab.latency).
+#: Runs of the simulator only; emulated runs and older results lack it.
+LATENCY_HISTOGRAM = ("flow_id", "metric", "low_ns", "high_ns", "count")
+
 #: MPTCP runs only (docs/models/mptcp.md). Per path (subflow) of each MPTCP
 #: connection; ``subflow`` is the path's index in the scenario, goodput over the
 #: measurement window, cwnd/srtt at the end.

@@ -149,7 +149,13 @@ impl Simulation {
             return Err(SimulationError::new_err(e.clone()));
         }
         let out = PyDict::new(py);
-        for (name, batch) in sim.tables() {
+        // The latency histogram is a results table like the others; the
+        // simulator keeps it out of `tables()` only for the golden digests.
+        let tables = sim
+            .tables()
+            .into_iter()
+            .chain([("latency_histogram", sim.latency_table())]);
+        for (name, batch) in tables {
             let bytes =
                 to_ipc_stream(&batch).map_err(|e| SimulationError::new_err(format!("table {name}: {e}")))?;
             out.set_item(name, PyBytes::new(py, &bytes))?;

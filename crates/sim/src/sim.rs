@@ -12,13 +12,13 @@ use crate::engine::{Event, EventQueue};
 use crate::flow::{
     Flow, MptcpEnd, MptcpFlow, ProxyEnd, TcpFlow, TfrcFlow, TimerSlot, Transfer, Transport, UPSTREAM_SUBFLOW,
 };
-use crate::measure::{AccessDelay, Samples};
+use crate::measure::{AccessDelay, LatencyHistogram, Samples};
 use crate::network::{queue_view, Link, LinkQueue, MediumKind, Node, Service, SharedMedium};
 use crate::packet::{Packet, PacketRef, PacketSlab, Payload};
 use crate::routing::RouteTable;
 use crate::wire::{Hop, Wires};
 use latlab_link::Departure;
-use latlab_proto::mptcp::ProxyOutput;
+use latlab_proto::mptcp::{MptcpSender, ProxyOutput};
 use latlab_proto::tcp::{TcpReceiver, TcpSender};
 use latlab_proto::tfrc::TfrcSender;
 use latlab_qdisc::{Dequeue, Enqueue, Qdisc};
@@ -61,6 +61,9 @@ pub struct Simulation {
     /// Per flow, since the last sample: delay of its data packets at
     /// time-varying and shared hops (queueing + service + HARQ/retries).
     pub access_delay: Vec<AccessDelay>,
+    /// Per flow: its RTT (TCP, MPTCP) or one-way delay (UDP, TFRC/DFlow)
+    /// samples in the measurement window; filled for sampled flows only.
+    pub latency: Vec<LatencyHistogram>,
     pub(crate) packets: PacketSlab,
     /// Packets propagating on every link's wire.
     wires: Wires,
@@ -93,6 +96,7 @@ impl Simulation {
         } else {
             Vec::new()
         };
+        let latency = vec![LatencyHistogram::default(); flows.len()];
         let mut queue = EventQueue::new();
         for (i, f) in flows.iter().enumerate() {
             queue.schedule(f.start_ns, Event::FlowStart { flow: i as u32 });
@@ -122,6 +126,7 @@ impl Simulation {
             media,
             has_access,
             access_delay,
+            latency,
             packets: PacketSlab::default(),
             wires,
             drop_scratch: Vec::new(),
@@ -962,13 +967,19 @@ impl Simulation {
         if p.conn != f.conn {
             return; // a late packet of a closed-loop user's earlier connection
         }
+        // Latency samples: sampled flows, inside the measurement window.
+        let measured = f.sampled && now >= self.measure_from_ns;
         match (&mut f.transport, p.payload) {
             (Transport::Tcp(t), Payload::Tcp(seg)) => {
                 if forward {
                     t.receiver.on_segment(now, &seg);
                     self.poll_receiver(flow);
                 } else {
+                    let samples_before = measured.then(|| t.sender.stats().rtt_samples);
                     t.sender.on_segment(now, &seg);
+                    if samples_before.is_some_and(|n| t.sender.stats().rtt_samples != n) {
+                        self.latency[flow as usize].record(t.sender.latest_rtt_ns());
+                    }
                     self.poll_sender(flow);
                 }
             }
@@ -976,6 +987,10 @@ impl Simulation {
             // the receiver report, feedback can only change the sender's
             // rate (and so its next pacing slot).
             (Transport::Tfrc(t), Payload::TfrcData(d)) => {
+                if measured {
+                    // The sender stamps with the simulation's clock.
+                    self.latency[flow as usize].record(now.saturating_sub(d.send_ts_ns));
+                }
                 t.receiver.on_data(now + t.receiver_clock_offset_ns, &d);
                 self.poll_tfrc_receiver(flow);
             }
@@ -1007,7 +1022,17 @@ impl Simulation {
                         self.poll_mptcp_receiver(flow);
                     }
                     (MptcpEnd::Direct(sender), false) => {
+                        let rtt_samples = |s: &MptcpSender| {
+                            s.subflow(i)
+                                .map(|sf| (sf.tcp().stats().rtt_samples, sf.tcp().latest_rtt_ns()))
+                        };
+                        let before = if measured { rtt_samples(sender) } else { None };
                         sender.on_segment(now, i, &seg);
+                        if let (Some((n0, _)), Some((n, rtt_ns))) = (before, rtt_samples(sender)) {
+                            if n != n0 {
+                                self.latency[flow as usize].record(rtt_ns);
+                            }
+                        }
                         self.poll_mptcp_sender(flow);
                     }
                     (MptcpEnd::Proxy(px), false) => {
@@ -1022,6 +1047,9 @@ impl Simulation {
                 u.received_bytes += (p.wire_bytes - f.header_bytes) as u64;
                 u.owd_sum_ns += owd;
                 u.owd_max_ns = u.owd_max_ns.max(owd);
+                if measured {
+                    self.latency[flow as usize].record(owd);
+                }
             }
             _ => {}
         }

@@ -24,6 +24,8 @@ def _format(value: Any, kind: str = "") -> str:
         return f"{100 * value:.1f}"
     if kind == "s":
         return f"{value:.2f}"
+    if kind == "ms":
+        return f"{value:.1f}"
     if kind == "int":
         return f"{int(value):,}"
     if isinstance(value, float):
@@ -49,6 +51,18 @@ def _counts(catalog: Any) -> str:
     return f"{len(catalog)} runs: " + (", ".join(parts) or "none")
 
 
+def _latency_columns(catalog: Any) -> list[tuple[str, str, str]]:
+    """(header, column, format) of the latency percentiles: RTT always, one-way delay when
+    some run has it (UDP or TFRC flows); pooled over each run's sampled flows."""
+    label = {"rtt": "RTT", "owd": "OWD"}
+    return [
+        (f"{label[m]} p{q} ms", f"{m}_p{q}_ms", "ms")
+        for m in ("rtt", "owd")
+        for q in (50, 95, 99)
+        if m == "rtt" or (f"{m}_p50_ms" in catalog and catalog[f"{m}_p50_ms"].notna().any())
+    ]
+
+
 def results_table(catalog: Any, params: list[str], title: str, limit: int | None) -> Any:
     """A rich Table of a catalog: one row per run."""
     import pandas as pd
@@ -61,6 +75,7 @@ def results_table(catalog: Any, params: list[str], title: str, limit: int | None
     numeric = [
         ("wall s", "wall_s", "s"),
         ("goodput Mb/s", "mean_goodput_bps", "mbps"),
+        *_latency_columns(catalog),
         ("drops", "drops_pkts", "int"),
         ("util %", "busiest_link_utilization", "pct"),
     ]
@@ -80,7 +95,7 @@ def results_table(catalog: Any, params: list[str], title: str, limit: int | None
             *(_format(row[p]) for p in params),
             f"[{style.get(status, '')}]{status}[/]",
         ]
-        cells += [_format(row[col], kind) for _, col, kind in numeric]
+        cells += [_format(row.get(col), kind) for _, col, kind in numeric]
         cons = row["conservation_ok"]
         cells.append("-" if pd.isna(cons) else ("yes" if cons else "[red]NO[/]"))
         if show_errors:
@@ -101,6 +116,7 @@ def grouped_table(catalog: Any, params: list[str], title: str) -> Any:
         "runs",
         "ok",
         "goodput Mb/s (mean ± sd)",
+        "RTT p50 / p95 / p99 ms (mean)",
         "drops (mean)",
         "util % (mean)",
         "wall s (mean)",
@@ -119,6 +135,10 @@ def grouped_table(catalog: Any, params: list[str], title: str) -> Any:
             str(len(g)),
             str(len(ok)),
             f"{gp.mean():.3f}{sd}" if len(gp) else "-",
+            " / ".join(
+                _format(ok[f"rtt_p{q}_ms"].astype(float).mean() if len(ok) else None, "ms")
+                for q in (50, 95, 99)
+            ),
             _format(ok["drops_pkts"].astype(float).mean()) if len(ok) else "-",
             _format(ok["busiest_link_utilization"].astype(float).mean(), "pct") if len(ok) else "-",
             _format(ok["wall_s"].mean(), "s") if len(ok) else "-",

@@ -38,12 +38,15 @@ FORMAT_VERSION = 1
 
 OK, FAILED, PENDING = "ok", "failed", "pending"
 
+# Latency percentiles pooled over a run's sampled flows (latlab.latency), ms.
+LATENCY_METRICS = tuple(f"{m}_p{q}_ms" for m in ("rtt", "owd") for q in (50, 95, 99))
 # Summary metrics (from Results.summary()) copied into the catalog, in column order.
 METRICS = (
     "name",
     "flows",
     "mean_goodput_bps",
     "total_goodput_bps",
+    *LATENCY_METRICS,
     "drops_pkts",
     "busiest_link",
     "busiest_link_utilization",
@@ -69,6 +72,7 @@ _FLOAT_COLUMNS = (
     "wall_s",
     "mean_goodput_bps",
     "total_goodput_bps",
+    *LATENCY_METRICS,
     "busiest_link_utilization",
     "events_per_s",
     "sim_wall_s",

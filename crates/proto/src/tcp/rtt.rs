@@ -9,6 +9,9 @@ pub struct RttEstimator {
     srtt_ns: u64,
     rttvar_ns: u64,
     min_rtt_ns: u64,
+    /// The last measurement R fed in (0 before the first): read by the
+    /// simulator's per-sample latency histogram, not by the estimator.
+    latest_ns: u64,
     has_sample: bool,
     /// RTO from the estimator, before backoff.
     base_rto_ns: u64,
@@ -25,6 +28,7 @@ impl RttEstimator {
             srtt_ns: 0,
             rttvar_ns: 0,
             min_rtt_ns: 0,
+            latest_ns: 0,
             has_sample: false,
             // RFC 6298 (2.1): until a sample is made, RTO = 1 s (configurable).
             base_rto_ns: initial_rto_ns.min(max_rto_ns.max(1)),
@@ -38,6 +42,7 @@ impl RttEstimator {
     /// Feed one RTT measurement R (ns). Resets the backoff: a new sample
     /// recomputes RTO from SRTT and RTTVAR (RFC 6298 §5, note after (5.7)).
     pub fn on_sample(&mut self, r_ns: u64) {
+        self.latest_ns = r_ns;
         if !self.has_sample {
             // RFC 6298 (2.2): SRTT = R, RTTVAR = R/2.
             self.srtt_ns = r_ns;
@@ -110,6 +115,11 @@ impl RttEstimator {
 
     pub fn min_rtt_ns(&self) -> u64 {
         self.min_rtt_ns
+    }
+
+    /// The last measurement R (0 before the first).
+    pub fn latest_ns(&self) -> u64 {
+        self.latest_ns
     }
 
     pub fn has_sample(&self) -> bool {

@@ -233,6 +233,12 @@ impl TcpSender {
         self.rtt.min_rtt_ns()
     }
 
+    /// The last RTT sample the estimator took (0 before the first); a new
+    /// one arrived when `stats().rtt_samples` moved.
+    pub fn latest_rtt_ns(&self) -> u64 {
+        self.rtt.latest_ns()
+    }
+
     pub fn rto_ns(&self) -> u64 {
         self.rtt.rto_ns()
     }
