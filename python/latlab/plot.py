@@ -73,6 +73,10 @@ def draw_cwnd(ax, results: Results) -> None:  # noqa: ANN001
     if not flow_ids:
         _note(ax, "no flow samples\n(sample_interval_ms = 0 or no flows)")
         return
+    picked = samples[samples["flow_id"].isin(flow_ids)]
+    if not np.isfinite(_floats(picked["cwnd_bytes"])).any():
+        _note(ax, "no congestion window\n(rate-based flows: TFRC, DFlow)")
+        return
     for fid in flow_ids:
         s = samples[samples["flow_id"] == fid].sort_values("time_ns")
         ax.plot(
@@ -186,7 +190,7 @@ def draw_latency_cdf(ax, results: Results) -> None:  # noqa: ANN001
         return
     metrics = [m for m in latency.METRIC_LABELS if (hist["metric"] == m).any()]
     what = latency.METRIC_LABELS[metrics[0]] if len(metrics) == 1 else "Latency"
-    ax.set_title(f"{what[0].upper()}{what[1:]} distribution (every sample, measurement window)")
+    ax.set_title(f"{what[0].upper()}{what[1:]} distribution (every sample)")
     ax.set_xlabel(_latency_xlabel(metrics))
     flows = results.flows
     group_of = (
@@ -208,7 +212,9 @@ def draw_latency_cdf(ax, results: Results) -> None:  # noqa: ANN001
     for q, marker in markers.items():  # legend entries for the markers
         ax.plot([], [], marker=marker, color="0.3", ls="none", label=f"p{q}")
     ax.set_ylim(0, 1.02)
-    ax.legend(fontsize="small", loc="lower right")
+    if _wide(hist["high_ns"].to_numpy("float64") / 1e6, hist["high_ns"].to_numpy("float64") / 1e6):
+        ax.set_xscale("log")
+    ax.legend(fontsize="small", loc="best")
 
 
 def draw_latency_percentiles(ax, results: Results) -> None:  # noqa: ANN001
@@ -216,13 +222,13 @@ def draw_latency_percentiles(ax, results: Results) -> None:  # noqa: ANN001
     by_flow = results.latency_per_flow()
     ax.set_xlabel("flow id")
     if not len(by_flow):
-        ax.set_title("Per-flow RTT percentiles")
+        ax.set_title("Per-flow RTT p50 / p95 / p99")
         ax.set_ylabel("RTT (ms)")
         _note(ax, "no latency samples")
         return
     metrics = [m for m in latency.METRIC_LABELS if (by_flow["metric"] == m).any()]
     what = latency.METRIC_LABELS[metrics[0]] if len(metrics) == 1 else "latency"
-    ax.set_title(f"Per-flow {what} percentiles (measurement window)")
+    ax.set_title(f"Per-flow {what} p50 / p95 / p99")
     ax.set_ylabel(_latency_xlabel(metrics))
     x = np.arange(len(by_flow))
     p50, p95, p99 = (by_flow[f"p{q}_ms"].to_numpy(dtype="float64") for q in latency.PERCENTILES)
@@ -232,8 +238,18 @@ def draw_latency_percentiles(ax, results: Results) -> None:  # noqa: ANN001
     ax.plot(x, p99, "s", color="C3", ms=4, label="p99")
     step = max(1, len(x) // BAR_CHART_MAX_FLOWS)
     ax.set_xticks(x[::step], [str(f) for f in by_flow["flow_id"].to_numpy()[::step]])
-    ax.set_ylim(bottom=0)
-    ax.legend(fontsize="small", loc="lower right")
+    ax.set_xlim(-0.5, len(x) - 0.5)
+    if _wide(p50, p99):
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(bottom=0)
+    ax.legend(fontsize="small", loc="best")
+
+
+def _wide(low_ms: np.ndarray, high_ms: np.ndarray) -> bool:
+    """Whether latencies span more than a factor of ten (then a log axis shows them all)."""
+    lo, hi = np.nanmin(low_ms), np.nanmax(high_ms)
+    return bool(lo > 0 and hi / lo > 10)
 
 
 def overview_figure(results: Results) -> Figure:

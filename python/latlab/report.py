@@ -50,7 +50,7 @@ def summary_table(results: Results, outdir: Path | None = None) -> Table:
                 f"{label} p50/p95/p99",
                 " / ".join(f"{v:.1f}" for v in p)
                 + f" ms ({count(rows['count'].sum())} samples of "
-                + f"{rows['flow_id'].nunique()} sampled flows)",
+                + f"{rows['flow_id'].nunique()} sampled flow{'s' * (rows['flow_id'].nunique() != 1)})",
             )
     if s["busiest_link"] is not None:
         util = s["busiest_link_utilization"]
