@@ -24,7 +24,7 @@ from latlab.commands.recv import CONTROLLERS
 
 def _binary() -> Path | None:
     from latlab.errors import UserError
-    from latlab.netbin import find_binary
+    from latlab.real.netbin import find_binary
 
     try:
         return find_binary()

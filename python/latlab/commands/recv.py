@@ -5,7 +5,7 @@ it accepts one connection, reads everything, and moves the kernel's
 ``TCP_WINDOW_CLAMP`` to the window of one of latlab's controllers (Linux
 auto-tuning, DRWA or RTAC; the same code the simulator runs), recording
 goodput, the kernel's RTT estimate, the controller's RTT and window per
-interval. The binary is found as for ``latlab media`` (``latlab.netbin``).
+interval. The binary is found as for ``latlab media`` (``latlab.real.netbin``).
 
 Unlike ``latlab proxy``, the options are declared here too, so that help
 and mistakes look like every other ``latlab`` command (one ``error:`` line,
@@ -22,7 +22,7 @@ from pathlib import Path
 import click
 
 from latlab.errors import UserError
-from latlab.netbin import BUILD_HINT, find_binary, run_binary
+from latlab.real.netbin import BUILD_HINT, find_binary, run_binary
 
 #: The controllers ``latlab-net recv --controller`` accepts (crates/net/src/cli.rs).
 CONTROLLERS = ("autotuning", "drwa", "rtac")

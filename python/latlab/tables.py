@@ -1,8 +1,7 @@
-"""Human-readable summaries (rich tables) of a run and of benchmarks."""
+"""Human-readable summaries (rich tables) of one run: its headline numbers and its latency."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -111,37 +110,5 @@ def latency_table(results: Results) -> Table | None:
             latency.METRIC_LABELS[r["metric"]],
             count(r["samples"]),
             *(f"{r[f'p{q}_ms']:.1f}" for q in latency.PERCENTILES),
-        )
-    return table
-
-
-def bench_table(
-    records: Iterable[Mapping[str, Any]],
-    machine: Mapping[str, Any],
-    quick_fraction: float | None = None,
-) -> Table:
-    """One row per benchmark: simulated s, wall s, events, events/s, peak RSS."""
-    title = "latlab bench" + (
-        f" --quick ({quick_fraction:.0%} of each duration)" if quick_fraction else ""
-    )
-    table = Table(
-        title=title,
-        caption=f"{machine.get('cpu')}, {machine.get('cores')} cores",
-        title_justify="left",
-    )
-    table.add_column("scenario")
-    for col in ("simulated s", "wall s", "events", "events/s", "peak RSS MB"):
-        table.add_column(col, justify="right")
-    for r in records:
-        if "error" in r:
-            table.add_row(str(r["name"]), "[red]failed[/]", "", "", "", "", end_section=False)
-            continue
-        table.add_row(
-            str(r["name"]),
-            f"{r['sim_s']:g}",
-            f"{r['wall_s']:.2f}",
-            count(r["events"]),
-            si(r.get("events_per_s")),
-            f"{r['peak_rss_mb']:.1f}",
         )
     return table
