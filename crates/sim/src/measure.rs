@@ -401,6 +401,58 @@ mod tests {
         }
     }
 
+    /// A TCP and a UDP flow measured from t = 0: the TCP histogram holds
+    /// exactly the RTT samples its sender took (handshake included), the
+    /// UDP one every datagram that arrived, and the flows past
+    /// `max_sampled_flows` nothing.
+    #[test]
+    fn histograms_hold_every_sample_of_the_sampled_flows() {
+        let toml = r#"
+name = "latency"
+seed = 5
+duration_s = 3
+[tcp]
+preset = "linux"
+[outputs]
+max_sampled_flows = 2
+[topology]
+kind = "dumbbell"
+pairs = 3
+access_rate_bps = 100e6
+access_delay_ms = 1
+core_rate_bps = 10e6
+core_delay_ms = 10
+core_queue = { kind = "droptail", limit_packets = 30 }
+[[flows]]
+src = "s0"
+dst = "d0"
+cc = "cubic"
+[[flows]]
+src = "s1"
+dst = "d1"
+kind = "udp"
+udp = { pattern = "cbr", rate_bps = 1e6, size_bytes = 1000 }
+[[flows]]
+src = "s2"
+dst = "d2"
+cc = "newreno"
+"#;
+        let sc = crate::parse(toml, "latency").unwrap();
+        let mut sim = crate::build::build(&sc, "latency", None).unwrap();
+        sim.run();
+        let tcp = sim.flows[0].tcp().unwrap().sender.stats().rtt_samples;
+        assert!(tcp > 100, "{tcp} RTT samples");
+        assert_eq!(sim.latency[0].total(), tcp);
+        let udp = sim.flows[1].udp().unwrap().received_pkts;
+        assert_eq!(sim.latency[1].total(), udp);
+        assert_eq!(sim.latency[2].total(), 0, "flow 2 is not sampled");
+        let table = sim.latency_table();
+        assert_eq!(
+            table.num_rows(),
+            sim.latency[0].buckets().count() + sim.latency[1].buckets().count()
+        );
+    }
+
     #[test]
     fn histogram_counts_each_sample_once() {
         let mut h = LatencyHistogram::default();
