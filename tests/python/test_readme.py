@@ -180,3 +180,15 @@ def test_docs_paths_exist(page: Path):
     named = {m.group(1) for m in REPO_PATH.finditer(page.read_text())}
     missing = sorted(path for path in named if not (REPO / path).exists())
     assert not missing, f"{page.relative_to(REPO)} names paths that do not exist: {missing}"
+
+
+def test_docs_index_lists_every_page():
+    """docs/index.md links every page under docs/, so none is only reachable by search."""
+    index = DOCS / "index.md"
+    linked = {
+        (index.parent / target).resolve()
+        for target in re.findall(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)", index.read_text())
+    }
+    pages = {p.resolve() for p in DOCS.rglob("*.md")} - {index.resolve()}
+    missing = sorted(str(p.relative_to(DOCS)) for p in pages - linked)
+    assert not missing, f"docs/index.md does not list: {missing}"
