@@ -13,7 +13,7 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 export PIP_QUIET := 1
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all build run test test-rust test-python bench fuzz fmt docs clean
+.PHONY: all build run test test-rust test-python bench fuzz fmt clean
 
 all: build
 
@@ -64,9 +64,10 @@ $(DOCS_DEPS): | $(PY)
 		"mkdocstrings[python]>=0.26" "click>=8.1"
 	touch $@
 
+.PHONY: docs
 docs: $(DOCS_DEPS)
 	PYTHONPATH=python NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 clean:
 	cargo clean
-	rm -rf $(VENV) out
+	rm -rf $(VENV) out site
