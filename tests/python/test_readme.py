@@ -19,7 +19,6 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -156,8 +155,7 @@ def _latlab_invocations(page: Path) -> list[list[str]]:
 
 @pytest.mark.parametrize("page", _doc_pages(), ids=lambda p: str(p.relative_to(REPO)))
 def test_docs_commands_exist(page: Path):
-    sys.path.insert(0, str(REPO / "python"))
-    from latlab.cli import cli
+    from latlab.cli import cli  # conftest puts python/ on sys.path
 
     for args in _latlab_invocations(page):
         command = cli
