@@ -8,6 +8,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
 DEPS   := $(VENV)/.deps-installed
+DOCS_DEPS := $(VENV)/.docs-deps-installed
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PIP_QUIET := 1
 export PATH := $(abspath $(VENV))/bin:$(PATH)
@@ -54,6 +55,19 @@ fuzz:
 fmt:
 	cargo fmt --all
 
+# The documentation site (mkdocs.yml): docs/ into site/, strict, so a broken
+# link or a missing page fails. Its tools get their own stamp, so `make test`
+# never installs them. The CLI and API pages import latlab from python/
+# (no build needed: neither imports the compiled core).
+$(DOCS_DEPS): | $(PY)
+	$(PY) -m pip install --quiet "mkdocs>=1.6,<2" "mkdocs-material>=9.5,<10" "mkdocs-click>=0.8" \
+		"mkdocstrings[python]>=0.26" "click>=8.1"
+	touch $@
+
+.PHONY: docs
+docs: $(DOCS_DEPS)
+	PYTHONPATH=python NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
 clean:
 	cargo clean
-	rm -rf $(VENV) out
+	rm -rf $(VENV) out site

@@ -1,9 +1,14 @@
 //! latlab's fuzzer: a stable-toolchain mutation fuzzer with a seeded RNG,
 //! so a run is reproducible and can sit in CI (no nightly, no libFuzzer).
 //!
-//! Input `i` of a run with seed `s` is a pure function of `(s, i)` and the
-//! corpus ([`mutate::input_rng`]), so a crash is replayed from its index
-//! alone, and a supervisor can restart a worker after the crashing input.
+//! The driving contract: a run is (target, seed, number of inputs). Input `i`
+//! of a run with seed `s` is a pure function of `(s, i)` and the corpus
+//! ([`mutate::input_rng`]), so a crash is replayed from its index alone, and a
+//! supervisor can restart a worker after the crashing input. A target
+//! ([`targets::exec`]) takes one input and returns what became of it
+//! ([`targets::Outcome`]: rejected with an error value, built, run); a
+//! broken invariant panics, and a panic, an abort or a hang is a finding,
+//! saved and shrunk.
 //!
 //! - [`corpus`]: the shipped scenarios and the test suite's random ones.
 //! - [`mutate`]: grammar-aware mutations of the TOML value tree, and raw

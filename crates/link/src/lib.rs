@@ -11,6 +11,15 @@
 //! Nothing here reads a clock: callers pass `now` (virtual time in the
 //! simulator, wall time in the emulator) and get times back. Models are
 //! generic over the packet handle, like the queue disciplines they hold.
+//!
+//! The driving contract: a driver asks when the next packet may start and
+//! learns when it arrives. A single-queue [`transmitter::Transmitter`] answers
+//! `earliest_start_ns(now)` and `transmit(start_ns, bytes)` (the departure
+//! time); the shared media queue their own packets and are polled at the time
+//! they name: [`lte::LteCell`] takes `enqueue(now, user, pkt)` and runs
+//! `run_tti(now, ..)` at `next_tti_ns(now)`, [`wifi::WifiAp`] takes
+//! `enqueue(now, station, pkt)` and runs `poll(now, ..)` at
+//! `next_wakeup_ns(now)`; both hand out departures and drops.
 
 pub mod lte;
 pub mod rate;

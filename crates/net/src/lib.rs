@@ -1,11 +1,18 @@
-//! latlab's real-network tools over Linux sockets, built on the sans-IO
-//! machines of `latlab_proto` (see docs: DESIGN.md, "net/").
+//! latlab's real-network tools over Linux sockets: the `latlab-net` binary
+//! (`media`, `emulate`, `flows`, `recv`, `proxy`, `mptcp-watch`), which the
+//! Python `latlab` command runs for its real-network subcommands.
 //!
-//! So far: the media transport, `latlab-net media send|recv`, which runs
-//! TFRC (RFC 5348) or DFlow over UDP and records rate, one-way delay and
-//! loss; and the link emulator, `latlab-net emulate`, which runs a
-//! scenario's path (latlab-qdisc queues, latlab-link rates) between two
-//! network namespaces over TUN devices.
+//! The driving contract: where a tool runs a sans-IO machine (media: TFRC
+//! or DFlow from `latlab_proto`; emulate: `latlab_qdisc` queues and
+//! `latlab_link` links; recv: a receiver-window controller), it is that
+//! machine's wall-time driver. It reads the monotonic clock ([`clock`]) and
+//! passes that `now` in, feeds the machine what arrived on its socket or TUN
+//! device (`on_data`, `on_feedback`, `enqueue`, ...), sends what the machine
+//! hands out (`poll_transmit`, `dequeue`), and waits until the earlier of
+//! the machine's next deadline (`next_timeout`, `Dequeue::Wait`) and the
+//! next readable descriptor. The same machines run in virtual time in
+//! `latlab-sim`; this crate never depends on it. The other tools (flows,
+//! proxy) drive the kernel's TCP and MPTCP and record what it reports.
 //!
 //! - [`wire`]: the versioned packet format and its parser.
 //! - [`clock`]: the real-time clock and the precise wait the loops sleep in.

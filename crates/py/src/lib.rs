@@ -1,8 +1,12 @@
 //! `latlab._core`: the thin bridge between Python and the Rust simulator.
 //!
-//! Scenarios come in as TOML text; results leave as Arrow IPC stream bytes
-//! (one per table) that pyarrow reads without copying column by column;
-//! scenario errors become `latlab._core.ScenarioError` (a `ValueError`).
+//! The driving contract: `Simulation(toml_text, source, outdir)` builds a run
+//! (scenario errors become `latlab._core.ScenarioError`, a `ValueError`);
+//! `run_until(t_ns)` advances it (the GIL released), `run()` to the end;
+//! `results()` returns one Arrow IPC stream per table, which pyarrow reads
+//! without copying column by column; `conservation()` and `conservation_ok()`
+//! report the end-of-run packet check. `validate(toml_text, source)` checks a
+//! scenario without building it. Python's `latlab.run` is the usual caller.
 
 use latlab_sim::budget::MemoryLimit;
 use latlab_sim::tables::to_ipc_stream;

@@ -1,14 +1,21 @@
-//! Sans-IO queue disciplines.
+//! Sans-IO queue disciplines: DropTail, RED, CoDel, the edge pacer and a token
+//! bucket.
 //!
 //! A queue discipline holds packets between their arrival at a link and the
-//! start of their transmission. The link (simulated or real) calls
-//! `enqueue(now, pkt)` on arrival and `dequeue(now)` whenever the transmitter
-//! is free; a non-work-conserving discipline (a pacer, a shaper) answers
-//! [`Dequeue::Wait`] and the link asks again at that time.
+//! start of their transmission. The driving contract ([`Qdisc`]):
 //!
-//! Disciplines are generic over the packet handle so that the simulator can
-//! queue small `Copy` handles (a slab index plus the few fields a discipline
-//! needs) and a real-network tool can queue its own buffers.
+//! - `enqueue(now_ns, pkt)` on arrival: [`Enqueue::Queued`], or
+//!   [`Enqueue::Dropped`] handing the packet back for accounting;
+//! - `dequeue(now_ns, &mut dropped)` whenever the transmitter is free:
+//!   [`Dequeue::Packet`] (with its sojourn time), [`Dequeue::Empty`], or, from a
+//!   non-work-conserving discipline (a pacer, a shaper), [`Dequeue::Wait`] with
+//!   the time to ask again; packets dropped at dequeue (CoDel) go to `dropped`;
+//! - [`QdiscStats`] keeps arrivals = departures + drops + queued.
+//!
+//! Nothing here reads a clock: the simulator passes virtual time, the emulator
+//! wall time. Disciplines are generic over the packet handle so that the
+//! simulator can queue small `Copy` handles (a slab index plus the few fields a
+//! discipline needs) and a real-network tool can queue its own buffers.
 
 mod codel;
 mod droptail;

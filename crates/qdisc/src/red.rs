@@ -121,7 +121,7 @@ impl RedParams {
 
     /// p_a, the probability actually used for an arrival (red.cc
     /// `modify_p`): `p_b` spread over `count` packets since the last drop
-    /// (see [`count_adjusted_probability`]), then in byte mode scaled by
+    /// (see `count_adjusted_probability`), then in byte mode scaled by
     /// `size_bytes / mean_pkt_size_bytes` if below 1, capped at 1.
     ///
     /// In byte mode red.cc counts in mean-size packets: `count_bytes /

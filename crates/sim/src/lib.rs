@@ -6,6 +6,12 @@
 //! the sans-IO TCP machines of `latlab-proto`; [`measure`] samples and
 //! summarises; [`build`] turns a [`scenario::Scenario`] into a ready
 //! [`Simulation`].
+//!
+//! The driving contract: parse a scenario (TOML text) and build it into a
+//! [`Simulation`]; call `run_until(t_ns)` as often as wanted (virtual time
+//! only moves forward, up to the scenario's duration), then read the result
+//! tables and the packet-conservation check. Same scenario and seed, same
+//! bytes.
 
 pub mod budget;
 pub mod build;
