@@ -255,24 +255,52 @@ def buffer_curve(conns: pd.DataFrame, data_window: bool = True) -> pd.DataFrame:
             "wifi_share",
             "buffer_max_bytes",
             "fct_s",
+            "timeouts",
         )
         if c in d
     }
     out = d.groupby("buffer_mb").agg(cols)
-    out["goodput_lo"] = d.groupby("buffer_mb")["goodput_bps"].min()
-    out["goodput_hi"] = d.groupby("buffer_mb")["goodput_bps"].max()
-    for c in ("recv_drops", "retransmits", "reinjections", "hol_fraction"):
-        if c not in out:
+    by = d.groupby("buffer_mb")
+    out["goodput_lo"] = by["goodput_bps"].min()
+    out["goodput_hi"] = by["goodput_bps"].max()
+    out["seeds"] = by["seed"].nunique()
+    for c in ("recv_drops", "retransmits", "reinjections", "hol_fraction", "timeouts"):
+        if c not in d:
             out[c] = np.nan
+            continue
+        if c not in out:
+            out[c] = by[c].mean()
+        out[f"{c}_lo"] = by[c].min()
+        out[f"{c}_hi"] = by[c].max()
     return out.sort_index()
 
 
-def smallest_stable_mb(curve: pd.DataFrame, fraction: float = STABLE_FRACTION) -> float:
-    """The smallest max TCP memory whose goodput reaches ``fraction`` of the sweep's best (NaN without data)."""
+def stable_sizes(curve: pd.DataFrame, fraction: float = STABLE_FRACTION) -> pd.Series:
+    """Per buffer size: whether every seed's goodput reaches ``fraction`` of the sweep's best (mean) goodput."""
     if not len(curve):
+        return pd.Series(dtype=bool)
+    return curve["goodput_lo"] >= fraction * curve["goodput_bps"].max()
+
+
+def smallest_stable_mb(curve: pd.DataFrame, fraction: float = STABLE_FRACTION) -> float:
+    """The smallest max TCP memory from which on every size of the grid is stable: every seed's goodput at that
+    size and at every larger one reaches ``fraction`` of the sweep's best (NaN without data, or when the largest
+    size is not stable). A stable size with an unstable one above it does not count: the curve is not monotonic."""
+    ok = stable_sizes(curve, fraction)
+    if not len(ok) or not bool(ok.iloc[-1]):
         return float("nan")
-    ok = curve[curve["goodput_bps"] >= fraction * curve["goodput_bps"].max()]
-    return float(ok.index.min())
+    bad = ok[~ok]
+    above = ok.index if not len(bad) else ok.index[ok.index > bad.index.max()]
+    return float(above.min())
+
+
+def stable_pockets(curve: pd.DataFrame, fraction: float = STABLE_FRACTION) -> list[float]:
+    """Stable sizes below an unstable one: the points where the curve is not monotonic."""
+    ok = stable_sizes(curve, fraction)
+    bad = ok[~ok]
+    if not len(bad):
+        return []
+    return [float(mb) for mb, good in ok.items() if good and mb < bad.index.max()]
 
 
 def guidance_parts(conns: pd.DataFrame) -> dict[str, float]:

@@ -23,8 +23,11 @@ from latlab.studies.mptcp.metrics import (
     mean_of,
     pick,
     smallest_stable_mb,
+    stable_pockets,
+    stable_sizes,
     value_range,
 )
+from latlab.studies.mptcp.metrics import STABLE_FRACTION
 from latlab.studies.mptcp.references import PAPER, SFWIN
 from latlab.studies.mptcp.verdicts import verdicts
 
@@ -51,18 +54,7 @@ def _why(vs: dict[str, Verdict], data: StudyData, settings: C.Settings) -> dict[
                 f"{C.ETHERNET_BPS / 1e6:g} Mbit/s link caps what the proxy has to send"
             )
     if "rbuf_small" in vs:
-        why["rbuf_small"] = (
-            "latlab's RFC sender keeps new data inside the connection-level window, so nothing "
-            "arrives that the buffer cannot hold and the receiver drops nothing; and the wired path "
-            "alone fills the server's link with a small window (its bandwidth-delay product is a "
-            "few tens of KB), so a small buffer only keeps the Wi-Fi subflow out"
-            + (
-                "; the per-subflow-window sender shows the study's drops"
-                if vs.get("rbuf_small" + SFWIN) and vs["rbuf_small" + SFWIN].agrees
-                else "; through the proxy the MPTCP side only carries what the server's link brings, so "
-                "even the per-subflow-window sender rarely overruns the buffer"
-            )
-        )
+        why["rbuf_small"] = _small_buffer_why(conns)
     g = guidance_parts(conns)
     for key in (
         "rbuf_needed",
@@ -115,6 +107,76 @@ def _why(vs: dict[str, Verdict], data: StudyData, settings: C.Settings) -> dict[
             "connection add to it"
         )
     return why
+
+
+def _range(r: pd.Series, column: str) -> str:
+    """A column's mean over seeds with its range, "–" when missing."""
+    mean, lo, hi = r.get(column), r.get(f"{column}_lo"), r.get(f"{column}_hi")
+    if mean is None or not pd.notna(mean):
+        return "–"
+    if lo is None or not pd.notna(lo) or lo == hi:
+        return f"{mean:.0f}"
+    return f"{mean:.0f} ({lo:.0f}–{hi:.0f})"
+
+
+def _curve_words(curve: pd.DataFrame, sender: str) -> str:
+    """What the curve shows, from its numbers: the smallest stable size, the unstable ones, and pockets."""
+    ok = stable_sizes(curve)
+    found = smallest_stable_mb(curve)
+    n_seeds = int(curve["seeds"].min()) if "seeds" in curve else 1
+    bad = [f"{mb:g}" for mb, good in ok.items() if not good]
+    text = (
+        f"A size is stable when each of its {n_seeds} seeds reaches {100 * STABLE_FRACTION:g} % of the sweep's "
+        "best mean goodput; the smallest stable buffer is the smallest size from which on every size of the grid "
+        f"is stable. With the {sender} sender: "
+    )
+    if found == found:
+        text += f"the smallest stable buffer is **{found:g} MB**"
+    else:
+        text += "no size is stable from some point on up to the grid's largest"
+    text += (
+        "; unstable: " + ", ".join(bad) + " MB" if bad else "; every size on the grid is stable"
+    )
+    pockets = stable_pockets(curve)
+    if pockets:
+        text += (
+            "; stable below an unstable size (the curve is not monotonic): "
+            + ", ".join(f"{mb:g}" for mb in pockets)
+            + " MB"
+        )
+    drops = curve["recv_drops"]
+    with_drops = drops[drops > 0]
+    if len(with_drops):
+        text += (
+            f". Receiver drops occur at {', '.join(f'{mb:g}' for mb in with_drops.index)} MB "
+            f"(mean {with_drops.max():.0f} at most, at {with_drops.idxmax():g} MB)"
+        )
+    else:
+        text += ". The receiver drops nothing at any size"
+    return text + "."
+
+
+def _small_buffer_why(conns: pd.DataFrame) -> str:
+    """The RFC sender at 0.18 MB, with the numbers: what it lost, and what the other sender lost at the same size."""
+    small = min(C.STUDY_BUFFERS_MB)
+    rfc, sfw = buffer_curve(conns, True), buffer_curve(conns, False)
+    if small not in rfc.index:
+        return ""
+    r = rfc.loc[small]
+    text = (
+        "latlab's RFC sender keeps new data inside the connection-level window, so the receiver only drops what "
+        f"arrives beyond it: over the whole sweep it dropped {rfc['recv_drops'].sum():.0f} segments (sum of the "
+        f"per-size means); at {small:g} MB it got {r['goodput_bps'] / 1e6:.1f} Mbit/s with the Wi-Fi subflow "
+        f"carrying {100 * r['wifi_share']:.0f} % of the bytes and single-path wired TCP reaching "
+        f"{mean_of(pick(conns, 'baseline', path='wired'), 'goodput_bps') / 1e6:.1f} Mbit/s"
+    )
+    if small in sfw.index:
+        q = sfw.loc[small]
+        text += (
+            f"; the per-subflow-window sender dropped {_range(q, 'recv_drops')} segments at {small:g} MB "
+            f"(mean, range over seeds) and got {q['goodput_bps'] / 1e6:.1f} Mbit/s"
+        )
+    return text
 
 
 def _with_why(vs: dict[str, Verdict], why: dict[str, str]) -> dict[str, Verdict]:
@@ -320,16 +382,19 @@ def render(
         if not len(curve):
             continue
         add(f"**{name[:1].upper() + name[1:]} sender**\n")
+        ok = stable_sizes(curve)
         add(
             _table(
                 [
                     "max TCP memory (MB)",
                     "window (KB)",
-                    "goodput (Mbit/s)",
+                    "goodput (Mbit/s), mean (range)",
+                    "stable in every seed",
                     "Wi-Fi share",
                     "head-of-line blocked",
                     "retransmitted segments",
-                    "receiver drops",
+                    "receiver drops, mean (range)",
+                    "timeouts",
                     "reinjected segments",
                 ],
                 [
@@ -337,10 +402,12 @@ def render(
                         f"{mb:g}",
                         f"{C.window_bytes(mb) / 1e3:g}",
                         f"{r['goodput_bps'] / 1e6:.1f} ({r['goodput_lo'] / 1e6:.1f}–{r['goodput_hi'] / 1e6:.1f})",
+                        "yes" if ok.get(mb, False) else "**no**",
                         _pct(r.get("wifi_share"), "{:.0f} %"),
                         _pct(r["hol_fraction"], "{:.0f} %"),
                         _f(r["retransmits"], "{:.0f}"),
-                        _f(r["recv_drops"], "{:.0f}"),
+                        _range(r, "recv_drops"),
+                        _range(r, "timeouts"),
                         _f(r["reinjections"], "{:.0f}"),
                     ]
                     for mb, r in curve.iterrows()
@@ -348,6 +415,7 @@ def render(
             )
         )
         add("")
+        add(_curve_words(curve, name) + "\n")
         sfx = "" if dw else SFWIN
         for key in ("rbuf_small", "rbuf_large", "rbuf_needed", "rbuf_suffices"):
             if key + sfx in vs:

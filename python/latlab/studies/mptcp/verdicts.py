@@ -128,12 +128,14 @@ def receive_buffer(conns: pd.DataFrame, data_window: bool) -> dict[str, Verdict]
     )
     found = smallest_stable_mb(curve)
     grid = ", ".join(f"{mb:g}" for mb in curve.index)
+    seeds = int(curve["seeds"].min()) if "seeds" in curve else 1
+    found_text = f"{found:g} MB" if math.isfinite(found) else "none on the grid"
     ref = REFERENCES["rbuf_needed" + sfx]
     outcome, rule = within(found, ref, NEEDED_AGREE, NEEDED_PARTLY)
     out[ref.key] = Verdict(
         ref,
-        f"{found:g} MB (the smallest on the grid {grid} MB with ≥ "
-        f"{100 * STABLE_FRACTION:g} % of the best goodput)",
+        f"{found_text} (the smallest size from which every size of the grid {grid} MB reaches "
+        f"{100 * STABLE_FRACTION:g} % of the best mean goodput in each of {seeds} seeds)",
         outcome,
         rule + "; the grid bounds the answer",
     )
@@ -149,8 +151,8 @@ def receive_buffer(conns: pd.DataFrame, data_window: bool) -> dict[str, Verdict]
         )
         out[ref.key] = Verdict(
             ref,
-            f"smallest stable {found:g} MB; guidance {g:.2f} MB on latlab's paths "
-            f"({100 * found / g:.0f} % of it)",
+            f"smallest stable {found_text}; guidance {g:.2f} MB on latlab's paths"
+            + (f" ({100 * found / g:.0f} % of it)" if math.isfinite(found) else ""),
             outcome,
             f"agrees if the smallest stable buffer is at most {GUIDANCE_SLACK:g}× the guidance, "
             f"partly within {2 * GUIDANCE_SLACK:g}×",
