@@ -173,7 +173,7 @@ class Settings:
         return self.buffer_seeds or self.seeds
 
 
-#: Full: the study's 200 MB and 5 MB, a fourteen-point buffer sweep of 50 MB transfers over five seeds (finer where
+#: Full: the study's 200 MB and 5 MB, a sixteen-point buffer sweep of 50 MB transfers over five seeds (finer where
 #: the per-subflow-window sender's curve is not monotonic), three throttle rates, three seeds elsewhere.
 FULL = Settings(
     large_bytes=200 * MB,
@@ -190,7 +190,9 @@ FULL = Settings(
         0.24,
         0.27,
         0.30,
+        0.33,
         0.36,
+        0.42,
         0.48,
         0.60,
         0.72,

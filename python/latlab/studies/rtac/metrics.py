@@ -108,7 +108,9 @@ def _relative(estimate: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
     return float(np.abs(rel).mean()), float(rel.mean())
 
 
-def receiver_errors(table: pd.DataFrame | None, measure_from_s: float) -> dict[int, dict[str, float]]:
+def receiver_errors(
+    table: pd.DataFrame | None, measure_from_s: float
+) -> dict[int, dict[str, float]]:
     """Per flow, over the measurement window: how far the receiver's estimates sit from the sender's state.
 
     The simulator samples both ends at the same instant (``receiver_samples``): the receiver's RTT estimate against

@@ -88,7 +88,7 @@ def rmem(flows: pd.DataFrame) -> dict[str, Verdict]:
         grid = ", ".join(f"{k:g}" for k in curve.index)
         if path == "wifi":
             outcome = "agrees" if best < hi else "partly" if best < 2 * hi else "differs"
-            rule = f"agrees below {hi:g} KB, partly below {2 * hi:g} KB"
+            rule = f"target below {hi:g} KB, partly below {2 * hi:g} KB"
         else:
             outcome = (
                 "agrees"
@@ -97,7 +97,7 @@ def rmem(flows: pd.DataFrame) -> dict[str, Verdict]:
                 if lo / 2 <= best <= 2 * hi
                 else "differs"
             )
-            rule = f"agrees within {lo:g}–{hi:g} KB, partly within {lo / 2:g}–{2 * hi:g} KB"
+            rule = f"target within {lo:g}–{hi:g} KB, partly within {lo / 2:g}–{2 * hi:g} KB"
         ref = REFERENCES[f"rmem_{path}"]
         out[ref.key] = Verdict(
             ref,
@@ -118,7 +118,7 @@ def rmem(flows: pd.DataFrame) -> dict[str, Verdict]:
             f"{curve.index[0]:g} KB: {small['goodput_mbps']:.1f} Mbps ({100 * starved:.0f} % of the largest); "
             f"{curve.index[-1]:g} KB: RTT {large['rtt_mean_ms']:.0f} ms, {bloat:.1f}× that at {best:g} KB",
             "agrees" if both else "partly" if one else "differs",
-            "agrees if the smallest size gets under 60 % of the largest goodput and the largest size more than "
+            "target: the smallest size gets under 60 % of the largest goodput and the largest size more than "
             "doubles the RTT of the best size; partly if one holds",
         )
     return out
@@ -141,7 +141,7 @@ def competition(flows: pd.DataFrame) -> dict[str, Verdict]:
                 ref,
                 f"DRWA/Auto-tuning {value_range(drwa, '{:.0f}', 100)} %",
                 "agrees" if m < STARVE else "partly" if m < STARVE_PARTLY else "differs",
-                f"agrees below {100 * STARVE:g} % of Auto-tuning's goodput, partly below {100 * STARVE_PARTLY:g} %",
+                f"target below {100 * STARVE:g} % of Auto-tuning's goodput, partly below {100 * STARVE_PARTLY:g} %",
             )
     return out
 
@@ -171,8 +171,12 @@ def senders(flows: pd.DataFrame) -> dict[str, Verdict]:
             out[ref.key] = Verdict(
                 ref,
                 f"{value_range(rtac, '{:.0f}', 100)} %",
-                "agrees" if m > SENDER_RTAC_WIFI else "partly" if m > SENDER_RTAC_PARTLY else "differs",
-                f"agrees above {100 * SENDER_RTAC_WIFI:g} %, partly above {100 * SENDER_RTAC_PARTLY:g} %",
+                "agrees"
+                if m > SENDER_RTAC_WIFI
+                else "partly"
+                if m > SENDER_RTAC_PARTLY
+                else "differs",
+                f"target above {100 * SENDER_RTAC_WIFI:g} %, partly above {100 * SENDER_RTAC_PARTLY:g} %",
             )
         drwa = _three_share(flows, "wifi", "drwa", sender)
         if len(drwa):
@@ -182,7 +186,7 @@ def senders(flows: pd.DataFrame) -> dict[str, Verdict]:
                 ref,
                 f"{value_range(drwa, '{:.0f}', 100)} %",
                 "agrees" if lo <= m <= hi else "partly" if m < SENDER_DRWA_PARTLY else "differs",
-                f"agrees within {100 * lo:g}–{100 * hi:g} %, partly elsewhere below {100 * SENDER_DRWA_PARTLY:g} %",
+                f"target within {100 * lo:g}–{100 * hi:g} %, partly elsewhere below {100 * SENDER_DRWA_PARTLY:g} %",
             )
         rtac = _three_share(flows, "lte", "rtac", sender)
         if len(rtac):
@@ -192,7 +196,7 @@ def senders(flows: pd.DataFrame) -> dict[str, Verdict]:
                 ref,
                 f"{value_range(rtac, '{:.0f}', 100)} %",
                 "agrees" if dev <= SIMILAR else "partly" if dev <= SIMILAR_PARTLY else "differs",
-                f"agrees within ±{100 * SIMILAR:g} % of Auto-tuning's, partly within ±{100 * SIMILAR_PARTLY:g} %",
+                f"target within ±{100 * SIMILAR:g} % of Auto-tuning's, partly within ±{100 * SIMILAR_PARTLY:g} %",
             )
         drwa = _three_share(flows, "lte", "drwa", sender)
         if len(drwa):
@@ -202,7 +206,7 @@ def senders(flows: pd.DataFrame) -> dict[str, Verdict]:
                 ref,
                 f"{value_range(drwa, '{:.0f}', 100)} %",
                 "agrees" if m < MUCH_LESS else "partly" if m < MUCH_LESS_PARTLY else "differs",
-                f"agrees below {100 * MUCH_LESS:g} % of Auto-tuning's, partly below {100 * MUCH_LESS_PARTLY:g} %",
+                f"target below {100 * MUCH_LESS:g} % of Auto-tuning's, partly below {100 * MUCH_LESS_PARTLY:g} %",
             )
     out.update(_vegas(flows))
     return out
@@ -222,7 +226,7 @@ def _vegas(flows: pd.DataFrame) -> dict[str, Verdict]:
             ", ".join(f"{RECEIVERS[r]} {means[r]:.1f}" for r in RECEIVERS if r in means)
             + f" Mbit/s; with CUBIC, Auto-tuning {bar:.1f} Mbit/s",
             "agrees" if low.all() else "partly" if low.any() else "differs",
-            f"agrees if every receiver gets below {100 * LOW:g} % of CUBIC's Auto-tuning client in the same case, "
+            f"target: every receiver gets below {100 * LOW:g} % of CUBIC's Auto-tuning client in the same case, "
             "partly if some do",
         )
     shortfall: dict[str, float] = {}
@@ -240,7 +244,7 @@ def _vegas(flows: pd.DataFrame) -> dict[str, Verdict]:
                 ref,
                 ", ".join(f"{RECEIVERS[r]} {100 * ratio[r]:.0f} %" for r in both) + " of CUBIC's",
                 "agrees" if low.all() else "partly" if low.any() else "differs",
-                f"agrees if every receiver gets below {100 * LOW:g} % of its CUBIC throughput, partly if some do",
+                f"target: every receiver gets below {100 * LOW:g} % of its CUBIC throughput, partly if some do",
             )
     if len(shortfall) == 2:
         ref = REFERENCES["senders_single_wifi_vegas"]
@@ -249,7 +253,7 @@ def _vegas(flows: pd.DataFrame) -> dict[str, Verdict]:
             f"Vegas {100 * shortfall['wifi']:.0f} % below CUBIC on Wi-Fi, {100 * shortfall['lte']:.0f} % on LTE "
             "(mean over receivers)",
             "agrees" if shortfall["wifi"] < shortfall["lte"] else "differs",
-            "agrees if Vegas's shortfall against CUBIC is smaller on Wi-Fi than on LTE",
+            "target: Vegas's shortfall against CUBIC is smaller on Wi-Fi than on LTE",
         )
     return out
 
