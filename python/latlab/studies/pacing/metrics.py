@@ -14,6 +14,8 @@ import pandas as pd
 from latlab.studies.pacing.cases import FULL, Run, Settings, all_runs
 
 CORE_LINK = "c0->c1"
+#: D's files are split at this size for the per-size goodput.
+SMALL_FILE_BYTES = 100_000
 
 
 def metrics(res: Any, run: Run) -> dict[str, Any]:
@@ -55,6 +57,10 @@ def metrics(res: Any, run: Run) -> dict[str, Any]:
             tr = tr[tr["start_ns"] >= t0]
             row["file_goodput_kbps"] = float(tr["goodput_bps"].mean()) / 1e3
             row["files"] = int(len(tr))
+            # by file size: below and above 100 KB (the Pareto scale is 16.7 KB, so every file is above 10 KB)
+            small = tr["size_bytes"] < SMALL_FILE_BYTES
+            row["small_file_goodput_kbps"] = float(tr[small]["goodput_bps"].mean()) / 1e3
+            row["large_file_goodput_kbps"] = float(tr[~small]["goodput_bps"].mean()) / 1e3
     for grp in ("paced", "unpaced"):
         g = tcp[tcp["group"] == grp]
         row[f"{grp}_kbps"] = float(g["goodput_bps"].mean()) / 1e3 if len(g) else np.nan
