@@ -494,11 +494,40 @@ def render_mptcp_sim(world: str) -> str:
     return render(StudyData(conns, pd.DataFrame(), runs, True), S, True, 2, 12.0, {})
 
 
+# ----- DFlow (synthetic runs from the verdict tests) ------------------------------------------------------------
+
+
+def render_dflow(world: str) -> str:
+    from latlab.studies.dflow.cases import QUICK
+    from latlab.studies.dflow.metrics import StudyData
+    from latlab.studies.dflow.report import render
+    from test_study_verdicts import _dflow_runs
+
+    if world == "like":
+        runs = _dflow_runs(ledbat_ratio=1 / 3, newreno_ratio=0.001)
+    else:
+        runs = _dflow_runs(ledbat_ratio=3.0, newreno_ratio=0.5)
+        dflow, tfrc, vegas = (runs["case"] == c for c in ("dflow", "tfrc", "vegas"))
+        runs.loc[dflow, ["delay_mean_ms", "below_target", "drops_window", "jain_dflow"]] = [
+            90.0,
+            0.2,
+            400,
+            0.6,
+        ]
+        runs.loc[tfrc, ["delay_mean_ms", "drops_window", "utilisation"]] = [20.0, 0, 0.8]
+        runs.loc[vegas, "dflow_rate_bps"] = 5e6
+        runs["below_target"] = runs["below_target"].where(~runs["case"].eq("newreno"), 0.9)
+    return render(
+        StudyData(runs, pd.DataFrame(), pd.DataFrame(), pd.DataFrame()), QUICK, True, 1, 10.0, {}
+    )
+
+
 CASES: dict[str, Callable[[str], str]] = {
     "pacing": render_pacing,
     "rtac-real": render_rtac_real,
     "mptcp-real": render_mptcp_real,
     "efficiency": render_efficiency,
+    "dflow": render_dflow,
     "rtac-sim": render_rtac_sim,
     "mptcp-sim": render_mptcp_sim,
 }

@@ -626,7 +626,7 @@ def render(
         "[congestion control](../models/congestion-control.md). "
         + (
             "**Quick run** (`--quick`): shorter runs and fewer seeds than the full reproduction, so its numbers "
-            "differ from the full run's.\n"
+            "are not the full run's.\n"
             if quick
             else "Full run (`latlab reproduce dflow`).\n"
         )
