@@ -102,8 +102,8 @@ def _b(df: pd.DataFrame) -> dict[str, Verdict]:
         out["B_edge_1000"] = Verdict(
             FINDINGS["B_edge_1000"],
             f"edge ahead at {sum(lead > MOVE_REL)} of {len(lead)} buffers (A's runs), level (±{100 * MOVE_REL:g} %) "
-            f"at {', '.join(f'{x:g}' for x in level) or 'none'}, behind at "
-            f"{', '.join(f'{x:g}' for x in behind) or 'none'} KB",
+            f"at {', '.join(f'{x:g} KB' for x in level) or 'none'}, behind at "
+            f"{', '.join(f'{x:g} KB' for x in behind) or 'none'}",
             "agrees" if not behind and not level else "partly" if not behind else "differs",
             f"edge ahead by > {100 * MOVE_REL:g} % at every buffer; level somewhere: partly; behind anywhere: differs",
         )
