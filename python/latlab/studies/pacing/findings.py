@@ -187,7 +187,7 @@ def _f(df: pd.DataFrame) -> dict[str, Verdict]:
         else "partly"
         if abs(worst) <= LITTLE_TOL[1]
         else "differs",
-        f"|change| within {100 * LITTLE_TOL[0]:g} %; within {100 * LITTLE_TOL[1]:g} %: partly",
+        f"absolute change within {100 * LITTLE_TOL[0]:g} %; within {100 * LITTLE_TOL[1]:g} %: partly",
     )
     zero = {
         m: min(

@@ -36,7 +36,7 @@ def _none_outcome(gains: list[float]) -> tuple[Outcome, str]:
     if not np.isfinite(worst):
         return "differs", "no measurement"
     rule = (
-        f"largest |gain| {100 * worst:.1f} points; tolerance ±{NONE_TOL_PTS[0]:g} (partly: "
+        f"largest absolute gain {100 * worst:.1f} points; tolerance ±{NONE_TOL_PTS[0]:g} (partly: "
         f"±{NONE_TOL_PTS[1]:g})"
     )
     return (
