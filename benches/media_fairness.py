@@ -63,8 +63,8 @@ from pathlib import Path
 
 from latlab.errors import UserError
 from latlab.models.fairness import jain_index
-from latlab.netbin import find_binary
-from latlab.netns import TestbedUnavailable, bottleneck_testbed, unavailable_reason
+from latlab.real.netbin import find_binary
+from latlab.real.netns import TestbedUnavailable, bottleneck_testbed, unavailable_reason
 
 REPO = Path(__file__).resolve().parents[1]
 

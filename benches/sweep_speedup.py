@@ -24,10 +24,10 @@ import tempfile
 from pathlib import Path
 from time import perf_counter
 
-from latlab.bench import cpu_model
+from latlab.bench.suite import cpu_model
 from latlab.scenario import Scenario
 from latlab.sweep import Sweep, run_sweep
-from latlab.sweep.runner import default_jobs
+from latlab.sweep.execute import default_jobs
 
 REPO = Path(__file__).resolve().parents[1]
 EMPTY_RUN = """

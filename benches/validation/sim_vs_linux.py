@@ -35,7 +35,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 import latlab
-from latlab.emulated import run_emulated, unavailable_reason
+from latlab.real.emulated import run_emulated, unavailable_reason
 from latlab.results import Results
 from latlab.scenario import Scenario
 

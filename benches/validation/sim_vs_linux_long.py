@@ -24,8 +24,8 @@ import sys
 from pathlib import Path
 
 import latlab
-from latlab.emulated import run_emulated, unavailable_reason
-from latlab.hostload import RunWatch
+from latlab.real.emulated import run_emulated, unavailable_reason
+from latlab.real.hostload import RunWatch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import sim_vs_linux as svl  # noqa: E402

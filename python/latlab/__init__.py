@@ -9,7 +9,7 @@ Python front door::
     res.flows[["flow_id", "cc", "goodput_bps"]]
 
 Attributes are imported lazily (PEP 562) so that ``import latlab`` and the
-``latlab`` command start fast, and so that ``latlab._bench_worker`` can run a
+``latlab`` command start fast, and so that ``latlab.bench.measure`` can run a
 benchmark without pandas or matplotlib inflating its peak memory.
 """
 
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from latlab.errors import ConservationWarning, CoreNotBuiltError, ScenarioError, SimulationError
     from latlab.results import Results
-    from latlab.runner import run
     from latlab.scenario import Scenario
+    from latlab.simulate import run
 
 __all__ = [
     "Scenario",
@@ -40,7 +40,7 @@ __all__ = [
 _LAZY: dict[str, tuple[str, str | None]] = {
     "Scenario": ("latlab.scenario", "Scenario"),
     "Results": ("latlab.results", "Results"),
-    "run": ("latlab.runner", "run"),
+    "run": ("latlab.simulate", "run"),
     "plot": ("latlab.plot", None),
     "ScenarioError": ("latlab.errors", "ScenarioError"),
     "SimulationError": ("latlab.errors", "SimulationError"),

@@ -32,9 +32,9 @@ from latlab.errors import (
     UserError,
 )
 from latlab.errors import error_line as _error_line
+from latlab.outdir import default_outdir
 
 EXIT_INTERRUPTED = 130
-DEFAULT_OUT_ROOT = Path("out")
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -162,12 +162,6 @@ def load_scenario(arg: str):  # noqa: ANN201 - latlab.Scenario, imported lazily
     raise UserError(f"no such file: {arg}{hint}")
 
 
-def default_outdir(name: str) -> Path:
-    """out/<scenario name>, with characters unsafe in a folder name replaced."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "scenario"
-    return DEFAULT_OUT_ROOT / safe
-
-
 def with_duration(sc, duration_s: float):  # noqa: ANN001, ANN201 - latlab.Scenario
     """The scenario run for ``duration_s``; a warm-up that would not fit shrinks in proportion.
 
@@ -272,7 +266,7 @@ def run_cmd(
     outdir = outdir if outdir is not None else default_outdir(sc.name)
 
     if emulate:
-        from latlab.emulated import EmulationUnavailable, run_emulated
+        from latlab.real.emulated import EmulationUnavailable, run_emulated
 
         try:
             results = run_emulated(sc, outdir, seed=seed, quiet=quiet)
@@ -303,7 +297,7 @@ def run_cmd(
             subflows_figure = plot.subflows(results, outdir / "subflows.png")
 
     if not quiet:
-        from latlab.report import summary_table
+        from latlab.tables import summary_table
 
         console = Console()
         console.print(summary_table(results, outdir))
@@ -410,7 +404,7 @@ def bench(
     """
     from rich.console import Console
 
-    from latlab import bench as bench_mod
+    from latlab.bench import suite as bench_mod
 
     console = Console()
     if scale or sizes or figure_path:
@@ -453,10 +447,9 @@ def bench(
         if as_json:
             click.echo(json.dumps({**record, "machine": machine}))
     if not as_json:
-        from latlab._bench_worker import QUICK_FRACTION
-        from latlab.report import bench_table
+        from latlab.bench.measure import QUICK_FRACTION
 
-        console.print(bench_table(records, machine, QUICK_FRACTION if quick else None))
+        console.print(bench_mod.table(records, machine, QUICK_FRACTION if quick else None))
     if failed:
         click.get_current_context().exit(1)
 
@@ -464,8 +457,8 @@ def bench(
 def _bench_scale(
     console: Any, sizes: str | None, quick: bool, as_json: bool, figure_path: Path | None
 ) -> None:
-    from latlab import bench as bench_mod
-    from latlab import scale as scale_mod
+    from latlab.bench import scale as scale_mod
+    from latlab.bench import suite as bench_mod
 
     if sizes is None:
         counts = list(scale_mod.SIZES)

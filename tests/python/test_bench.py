@@ -6,15 +6,15 @@ import sys
 
 from click.testing import CliRunner
 
-from latlab import bench
-from latlab._bench_worker import QUICK_FRACTION, quick
+from latlab.bench import suite as bench
+from latlab.bench.measure import QUICK_FRACTION, quick
 from latlab.cli import cli
 
 RECORD_KEYS = {"name", "sim_s", "wall_s", "events", "events_per_s", "peak_rss_mb"}
 
 
 def test_worker_stays_lean(subprocess_env):
-    code = "import sys, latlab._bench_worker; print(sorted(m for m in ('pandas', 'pyarrow', 'matplotlib', 'rich') if m in sys.modules))"
+    code = "import sys, latlab.bench.measure; print(sorted(m for m in ('pandas', 'pyarrow', 'matplotlib', 'rich') if m in sys.modules))"
     res = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env
     )
@@ -36,7 +36,7 @@ def test_quick_scales_duration():
 
 def test_worker_prints_one_json_line(core, subprocess_env):
     res = subprocess.run(
-        [sys.executable, "-m", "latlab._bench_worker", "dumbbell-10", "--quick"],
+        [sys.executable, "-m", "latlab.bench.measure", "dumbbell-10", "--quick"],
         capture_output=True,
         text=True,
         env=subprocess_env,
@@ -56,7 +56,7 @@ def test_worker_prints_one_json_line(core, subprocess_env):
 
 def test_worker_unknown_name(subprocess_env):
     res = subprocess.run(
-        [sys.executable, "-m", "latlab._bench_worker", "nope"],
+        [sys.executable, "-m", "latlab.bench.measure", "nope"],
         capture_output=True,
         text=True,
         env=subprocess_env,

@@ -29,7 +29,7 @@ from conftest import REPO
 
 def _binary() -> Path | None:
     from latlab.errors import UserError
-    from latlab.netbin import find_binary
+    from latlab.real.netbin import find_binary
 
     try:
         return find_binary()

@@ -1,4 +1,4 @@
-"""latlab.hostload: the TCP memory and load a real run records beside its results."""
+"""latlab.real.hostload: the TCP memory and load a real run records beside its results."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from latlab import hostload
+from latlab.real import hostload
 
 
 def test_the_sockstat_line_is_read(monkeypatch):

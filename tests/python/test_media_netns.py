@@ -28,12 +28,12 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from latlab.netns import TestbedUnavailable, bottleneck_testbed
+from latlab.real.netns import TestbedUnavailable, bottleneck_testbed
 
 
 def _binary() -> Path | None:
     from latlab.errors import UserError
-    from latlab.netbin import find_binary
+    from latlab.real.netbin import find_binary
 
     try:
         return find_binary()
@@ -69,7 +69,7 @@ TX_ADDR, RX_ADDR = "10.77.0.1", "10.77.0.2"
 
 @pytest.fixture(scope="module")
 def netns():
-    """Two fresh namespaces, a veth pair and the tbf (latlab.netns); always torn down."""
+    """Two fresh namespaces, a veth pair and the tbf (latlab.real.netns); always torn down."""
     if BIN is None:
         pytest.skip("latlab-net is not built (cargo build --release -p latlab-net, or make build)")
     try:

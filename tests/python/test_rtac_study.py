@@ -283,7 +283,7 @@ def test_report_section_6_holds_the_real_runs_or_says_how_to_get_them():
 
 
 def test_real_runs_are_refused_before_anything_runs_without_a_testbed(monkeypatch, tmp_path):
-    from latlab.emulated import EmulationUnavailable
+    from latlab.real.emulated import EmulationUnavailable
     from latlab.studies.rtac import real
 
     monkeypatch.setattr(real, "unavailable_reason", lambda: "the real runs need root (test)")

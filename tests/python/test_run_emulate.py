@@ -36,7 +36,7 @@ import pytest
 
 def _binary() -> Path | None:
     from latlab.errors import UserError
-    from latlab.netbin import find_binary
+    from latlab.real.netbin import find_binary
 
     try:
         return find_binary()
@@ -247,7 +247,7 @@ def _sawtooth_cycles(queue_pkts: pd.Series, limit: int) -> int:
 @needs_testbed
 def test_sim_vs_linux_one_reno_flow(tmp_path: Path) -> None:
     import latlab
-    from latlab.emulated import run_emulated
+    from latlab.real.emulated import run_emulated
     from latlab.scenario import Scenario
 
     bdp_pkts = 83  # 20 Mbit/s x 50 ms / 1500 B
@@ -282,7 +282,7 @@ def test_udp_sources_send_the_simulators_schedule(tmp_path: Path) -> None:
     delay is the propagation delay plus a full queue.
     """
     from latlab import run
-    from latlab.emulated import run_emulated
+    from latlab.real.emulated import run_emulated
 
     flows = """
 [[flows]]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import click
 
 from latlab.errors import UserError
-from latlab.netbin import BUILD_HINT, find_binary, run_binary
+from latlab.real.netbin import BUILD_HINT, find_binary, run_binary
 
 
 def register(cli: click.Group) -> None:

@@ -7,7 +7,7 @@ find that binary and run it with the arguments as given, so
 added here, ``--parquet``, also writes the ``--record`` CSV as Parquet
 beside it when the run ends.
 
-The binary is looked up as ``latlab.netbin`` says: ``$LATLAB_NET_BIN``,
+The binary is looked up as ``latlab.real.netbin`` says: ``$LATLAB_NET_BIN``,
 then the source tree's cargo target folder (``$CARGO_TARGET_DIR`` or
 ``target/release``), then ``PATH``.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 
 from latlab.errors import UserError
-from latlab.netbin import BUILD_HINT, find_binary, run_binary
+from latlab.real.netbin import BUILD_HINT, find_binary, run_binary
 
 
 def record_path(args: tuple[str, ...]) -> Path | None:

@@ -74,7 +74,7 @@ def register(cli: click.Group) -> None:
         out = outdir or Path("out") / "reproduce" / name
         out.mkdir(parents=True, exist_ok=True)
         if real:
-            from latlab.emulated import EmulationUnavailable
+            from latlab.real.emulated import EmulationUnavailable
 
             try:
                 report = module.reproduce(out, quick=quick, jobs=jobs, real=True)

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from latlab.errors import UserError
+from latlab.outdir import default_outdir
 
 MAX_FAILURES_SHOWN = 10
 DEFAULT_ROWS = 50
@@ -219,7 +220,6 @@ def register(cli: click.Group) -> None:
         """
         from rich.console import Console
 
-        from latlab.cli import default_outdir
         from latlab.sweep import StaleRunsError, Sweep, SweepError, run_sweep
 
         if dask is not None and inline:

@@ -22,7 +22,7 @@ just wants the Results back in order::
 The pieces, one idea per module:
 
 * :mod:`~latlab.sweep.definition`: ``Sweep`` (TOML or Python), ``RunSpec``, run ids;
-* :mod:`~latlab.sweep.runner`: ``run_sweep``, skipping finished runs;
+* :mod:`~latlab.sweep.execute`: ``run_sweep``, skipping finished runs;
 * :mod:`~latlab.sweep.pool`: the local pool of killable worker processes;
 * :mod:`~latlab.sweep.dask_cluster`: the Dask runner (Dask imported only there);
 * :mod:`~latlab.sweep.worker`: one run, as every runner executes it;
@@ -33,7 +33,7 @@ The pieces, one idea per module:
 from __future__ import annotations
 
 from latlab.sweep.definition import RunSpec, Sweep, SweepError, as_runs, run_id_of
-from latlab.sweep.runner import (
+from latlab.sweep.execute import (
     StaleRunsError,
     SweepFailed,
     default_jobs,

@@ -1,6 +1,6 @@
 """Progress over a sweep: a live bar on a terminal (done/failed/running, ETA), a few lines elsewhere.
 
-As for single runs (:mod:`latlab.progress`), the bar appears only when stdout
+As for single runs (:mod:`latlab.run_progress`), the bar appears only when stdout
 is a terminal and ``CI`` is unset; otherwise a start line, a line per failed
 run, a milestone at most every 30 s and an end line go to stderr.
 """
@@ -22,7 +22,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from latlab.progress import in_ci
+from latlab.run_progress import in_ci
 from latlab.sweep.store import OK
 
 PLAIN_MIN_INTERVAL_S = 30.0

@@ -130,8 +130,8 @@ def failed_status(
 
 def execute(task: dict[str, Any]) -> dict[str, Any]:
     """Run one task; return its status (results and status.json already written if ``outdir``)."""
-    from latlab.runner import run
     from latlab.scenario import Scenario
+    from latlab.simulate import run
 
     status = base_status(task)
     status.update(provenance())
@@ -261,7 +261,7 @@ def main() -> None:
     proto_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     proto_in = sys.stdin.buffer
-    import latlab.runner  # noqa: F401 - import once, before saying ready, so no run pays for it
+    import latlab.simulate  # noqa: F401 - import once, before saying ready, so no run pays for it
 
     send_message(proto_out, {"ready": os.getpid()})
     while True:

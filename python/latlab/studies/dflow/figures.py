@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from latlab.studies import dflow as study
+from latlab.models.tcp_equation import knee_loss_event_rate, unstable_loss_event_rate
+from latlab.studies.dflow import cases as C
 
 #: 1 s of 100 ms samples: the rate panels show the delivered rate averaged over this many samples.
 SMOOTH_SAMPLES = 10
@@ -59,7 +60,7 @@ def _flow_labels(flows: pd.DataFrame) -> dict[int, tuple[str, str]]:
                 palette[n % len(palette)],
             )
         else:
-            label = study.CASES[f["case"]].rival_label or str(f["cc"])
+            label = C.CASES[f["case"]].rival_label or str(f["cc"])
             out[int(f["flow_id"])] = (label, _RIVAL_COLOR)
     return out
 
@@ -81,15 +82,15 @@ def draw_run(
         rate_kbps = s["rate_bps"].rolling(SMOOTH_SAMPLES, min_periods=1).mean() / 1e3
         ax_rate.plot(s["time_s"], rate_kbps, lw=0.9, color=color, label=label)
     ax_rate.axhline(
-        study.BOTTLENECK_RATE_BPS / n / 1e3,
+        C.BOTTLENECK_RATE_BPS / n / 1e3,
         color="0.4",
         lw=0.8,
         ls=":",
         label=f"fair share (1/{n})",
     )
     ax_rate.set_ylabel("rate (kb/s, 1 s mean)")
-    ax_rate.set_ylim(0, study.BOTTLENECK_RATE_BPS / 1e3 * 1.05)
-    full_ms = study.FULL_QUEUE_DELAY_S * 1e3
+    ax_rate.set_ylim(0, C.BOTTLENECK_RATE_BPS / 1e3 * 1.05)
+    full_ms = C.FULL_QUEUE_DELAY_S * 1e3
     ax_delay.plot(
         link["time_s"],
         link["sojourn_ms"],
@@ -114,10 +115,10 @@ def draw_run(
         color="tab:red",
         ls="--",
         lw=1.0,
-        label=f"full queue ({study.QUEUE_PACKETS} pkts, {full_ms:.1f} ms)",
+        label=f"full queue ({C.QUEUE_PACKETS} pkts, {full_ms:.1f} ms)",
     )
     ax_delay.axhline(
-        study.TARGET_MS, color="tab:green", ls=":", lw=1.2, label=f"target ({study.TARGET_MS:g} ms)"
+        C.TARGET_MS, color="tab:green", ls=":", lw=1.2, label=f"target ({C.TARGET_MS:g} ms)"
     )
     ax_delay.set_ylim(0, full_ms * 1.12)
     ax_delay.set_ylabel("queueing delay (ms)")
@@ -150,9 +151,9 @@ def run_figure(
     ax_rate, ax_delay = fig.subplots(2, 1, sharex=True)
     draw_run(ax_rate, ax_delay, flows, series, link, measure_from_s)
     # TFRC alone has no base period: leave it out of that title
-    base = f"DFlow {study.VARIANT_LABEL[variant]}, " if study.CASES[case].dflows else ""
+    base = f"DFlow {C.VARIANT_LABEL[variant]}, " if C.CASES[case].dflows else ""
     ax_rate.set_title(
-        f"{study.CASES[case].title}: {base}seed {seed} (shaded: warm-up, not measured)", fontsize=10
+        f"{C.CASES[case].title}: {base}seed {seed} (shaded: warm-up, not measured)", fontsize=10
     )
     return _save(fig, path)
 
@@ -162,9 +163,7 @@ def variant_figure(
 ) -> Path | None:
     """Every DFlow run under one base-period variant: a row per run, rate on the left, delay on the right."""
     cases = [
-        c
-        for c, spec in study.CASES.items()
-        if spec.dflows and len(_one_run(data, c, variant, seed)[0])
+        c for c, spec in C.CASES.items() if spec.dflows and len(_one_run(data, c, variant, seed)[0])
     ]
     if not cases:
         return None
@@ -173,9 +172,9 @@ def variant_figure(
     for row, case in zip(axes, cases):
         flows, series, link = _one_run(data, case, variant, seed)
         draw_run(row[0], row[1], flows, series, link, measure_from_s, legend=True)
-        row[0].set_title(f"{study.CASES[case].title}: rates", fontsize=9.5)
-        row[1].set_title(f"{study.CASES[case].title}: queueing delay", fontsize=9.5)
-    fig.suptitle(f"DFlow with {study.VARIANT_LABEL[variant]}, seed {seed}", fontsize=11)
+        row[0].set_title(f"{C.CASES[case].title}: rates", fontsize=9.5)
+        row[1].set_title(f"{C.CASES[case].title}: queueing delay", fontsize=9.5)
+    fig.suptitle(f"DFlow with {C.VARIANT_LABEL[variant]}, seed {seed}", fontsize=11)
     return _save(fig, path, dpi=85)  # a large grid of dense lines: keep the file small
 
 
@@ -187,12 +186,12 @@ def knee_figure(curves: pd.DataFrame, flows: pd.DataFrame, path: Path) -> Path:
         ax.plot(
             c["p"], c["rate_bps"] / 1e3, color="k", ls=ls, lw=1.4, label=f"TCP equation, {label}"
         )
-    knee, unstable = study.knee_loss_event_rate(), study.unstable_loss_event_rate()
+    knee, unstable = knee_loss_event_rate(), unstable_loss_event_rate()
     ax.axvline(knee, color="0.3", ls=":", lw=1.2, label=f"knee: p + 32p³ = 1/9, p = {knee:.4f}")
     ax.axvline(
         unstable, color="tab:purple", ls=":", lw=1.0, label=f"elasticity 1: p = {unstable:.4f}"
     )
-    cap = study.BOTTLENECK_RATE_BPS / 1e3
+    cap = C.BOTTLENECK_RATE_BPS / 1e3
     for rate, text in (
         (cap, "link (2 Mb/s)"),
         (cap / 2, "fair share of 2 flows"),
@@ -207,17 +206,17 @@ def knee_figure(curves: pd.DataFrame, flows: pd.DataFrame, path: Path) -> Path:
             fontsize=7.5,
             color="0.35",
         )
-    ax.axhline(study.MIN_RATE_BPS / 1e3, color="0.6", lw=0.8, ls="-.")
+    ax.axhline(C.MIN_RATE_BPS / 1e3, color="0.6", lw=0.8, ls="-.")
     ax.annotate(
         "TFRC floor: one packet per 64 s",
-        (1.2e-4, study.MIN_RATE_BPS / 1e3),
+        (1.2e-4, C.MIN_RATE_BPS / 1e3),
         xytext=(0, 2),
         textcoords="offset points",
         fontsize=7.5,
         color="0.35",
     )
     pts = (
-        flows[(flows["variant"] == study.PRIMARY) & flows["kind"].isin(["tfrc", "dflow"])]
+        flows[(flows["variant"] == C.PRIMARY) & flows["kind"].isin(["tfrc", "dflow"])]
         if len(flows)
         else flows
     )
@@ -226,7 +225,7 @@ def knee_figure(curves: pd.DataFrame, flows: pd.DataFrame, path: Path) -> Path:
         d = d[d["loss_event_rate"] > 0] if len(d) else d
         if not len(d):
             continue
-        who = "TFRC flows" if case == "tfrc" else f"DFlow in: {study.CASES[case].title}"
+        who = "TFRC flows" if case == "tfrc" else f"DFlow in: {C.CASES[case].title}"
         y = np.maximum(d["goodput_bps"].to_numpy() / 1e3, _LOG_FLOOR_KBPS)
         ax.plot(
             d["loss_event_rate"],
@@ -247,7 +246,7 @@ def knee_figure(curves: pd.DataFrame, flows: pd.DataFrame, path: Path) -> Path:
     ax.set_xlabel("loss (congestion) event rate p")
     ax.set_ylabel("rate (kb/s)")
     ax.set_title(
-        f"TCP throughput equation (RFC 5348, b = 1, t_RTO = 4R, s = {study.SEGMENT_BYTES} B) over this "
+        f"TCP throughput equation (RFC 5348, b = 1, t_RTO = 4R, s = {C.SEGMENT_BYTES} B) over this "
         "path;\npoints: measured flows (x: receiver's p at the end, y: mean rate over the window)",
         fontsize=9.5,
     )
@@ -258,12 +257,12 @@ def knee_figure(curves: pd.DataFrame, flows: pd.DataFrame, path: Path) -> Path:
 
 def summary_figure(runs: pd.DataFrame, path: Path) -> Path | None:
     """Every run (primary variant), mean over seeds with the seed range: queueing delay, per-flow rates."""
-    ok = runs[(runs["status"] == "ok") & (runs["variant"] == study.PRIMARY)] if len(runs) else runs
+    ok = runs[(runs["status"] == "ok") & (runs["variant"] == C.PRIMARY)] if len(runs) else runs
     if not len(ok):
         return None
     # The second bar of each run: TFRC's per-flow rate in the TFRC run, the TCP rival's in the others.
     ok = ok.assign(other_rate_bps=ok["tfrc_rate_bps"].fillna(ok["rival_rate_bps"]))
-    cases = [c for c in study.CASES if (ok["case"] == c).any()]
+    cases = [c for c in C.CASES if (ok["case"] == c).any()]
     fig = Figure(figsize=(12, 4.6))
     ax_delay, ax_rate = fig.subplots(1, 2)
     x = np.arange(len(cases))
@@ -306,11 +305,9 @@ def summary_figure(runs: pd.DataFrame, path: Path) -> Path | None:
         ls="none",
         label="max (any seed)",
     )
+    ax_delay.axhline(C.FULL_QUEUE_DELAY_S * 1e3, color="tab:red", ls="--", lw=1, label="full queue")
     ax_delay.axhline(
-        study.FULL_QUEUE_DELAY_S * 1e3, color="tab:red", ls="--", lw=1, label="full queue"
-    )
-    ax_delay.axhline(
-        study.TARGET_MS, color="tab:green", ls=":", lw=1.2, label=f"target {study.TARGET_MS:g} ms"
+        C.TARGET_MS, color="tab:green", ls=":", lw=1.2, label=f"target {C.TARGET_MS:g} ms"
     )
     ax_delay.set_ylabel("queueing delay (ms)")
     ax_delay.set_title(
@@ -322,7 +319,7 @@ def summary_figure(runs: pd.DataFrame, path: Path) -> Path | None:
     ax_rate.set_title("Per-flow rates (whiskers: seed range)", fontsize=9.5)
     for ax in (ax_delay, ax_rate):
         ax.set_xticks(x)
-        ax.set_xticklabels([study.CASES[c].short for c in cases], fontsize=8)
+        ax.set_xticklabels([C.CASES[c].short for c in cases], fontsize=8)
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize=7.5)
     return _save(fig, path)
@@ -348,7 +345,7 @@ def base_period_figure(runs: pd.DataFrame, path: Path) -> Path | None:
             g.mean(),
             marker=marker,
             color=color,
-            label=f"vs {study.CASES[case].rival_label}",
+            label=f"vs {C.CASES[case].rival_label}",
         )
         ax_ratio.fill_between(g.min().index, g.min(), g.max(), color=color, alpha=0.15, lw=0)
     ax_ratio.axhline(1 / 3, color="tab:purple", ls=":", lw=1, label="study vs LEDBAT: about 1/3")
@@ -361,14 +358,12 @@ def base_period_figure(runs: pd.DataFrame, path: Path) -> Path | None:
         if len(d):
             marker, color = _CASE_STYLE[case]
             g = d.groupby("base_period_rtts")["delay_mean_ms"].mean()
-            ax_delay.plot(g.index, g, marker=marker, color=color, label=study.CASES[case].short)
+            ax_delay.plot(g.index, g, marker=marker, color=color, label=C.CASES[case].short)
     ax_delay.axhline(
-        study.TARGET_MS, color="tab:green", ls=":", lw=1.2, label=f"target {study.TARGET_MS:g} ms"
+        C.TARGET_MS, color="tab:green", ls=":", lw=1.2, label=f"target {C.TARGET_MS:g} ms"
     )
-    ax_delay.axhline(
-        study.FULL_QUEUE_DELAY_S * 1e3, color="tab:red", ls="--", lw=1, label="full queue"
-    )
-    ax_delay.set_ylim(0, study.FULL_QUEUE_DELAY_S * 1e3 * 1.1)
+    ax_delay.axhline(C.FULL_QUEUE_DELAY_S * 1e3, color="tab:red", ls="--", lw=1, label="full queue")
+    ax_delay.set_ylim(0, C.FULL_QUEUE_DELAY_S * 1e3 * 1.1)
     ax_delay.set_ylabel("mean queueing delay (ms)")
     ax_delay.set_title("Bottleneck queueing delay", fontsize=9.5)
     d = ok[ok["case"] == "dflow"]
@@ -392,19 +387,19 @@ def make_figures(data: Any, curves: pd.DataFrame, settings: Any, outdir: Path) -
     out: dict[str, str] = {}
     if not len(data.flows):
         return out
-    for case in study.CASES:
+    for case in C.CASES:
         p = run_figure(
             data,
             case,
-            study.PRIMARY,
+            C.PRIMARY,
             settings.figure_seed,
             settings.measure_from_s,
             outdir / f"fig_{case}.png",
         )
         if p is not None:
             out[case] = p.name
-    for variant in study.DRAWN:
-        if variant == study.PRIMARY or variant not in settings.variants:
+    for variant in C.DRAWN:
+        if variant == C.PRIMARY or variant not in settings.variants:
             continue
         p = variant_figure(
             data,

@@ -41,7 +41,7 @@ path); the wired subflow throttled during a 5 MB transfer, first (the
 proxy creates its HTB root) and repeated through the same proxy, and during
 the long transfer; the proxy's conversion delay over many small downloads.
 Each row records the machine's load and TCP memory while it ran
-(:class:`latlab.hostload.RunWatch`); a case run under TCP memory pressure
+(:class:`latlab.real.hostload.RunWatch`); a case run under TCP memory pressure
 is run once more.
 
 The server's link is not shaped (the simulated one is 100 Mbit/s, like the
@@ -61,7 +61,6 @@ import itertools
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -73,8 +72,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from latlab.emulated import EmulationUnavailable
-from latlab.hostload import RunWatch
+from latlab.real.emulated import EmulationUnavailable
+from latlab.real.hostload import RunWatch
+from latlab.studies._real_runs import (
+    append_row,
+    find_exe,
+    first_row,
+    measure_case,
+    testbed_unavailable_reason,
+)
 from latlab.studies.mptcp import cases as C
 
 MB = 1_000_000
@@ -212,31 +218,22 @@ print(json.dumps({"start_ns": t0, "end_ns": t1, "bytes": got, "is_mptcp": is_mpt
 
 def unavailable_reason() -> str | None:
     """What the real runs need and this machine lacks, or None."""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return "the real MPTCP runs need root (network namespaces, tc)"
-    missing = [t for t in ("ip", "tc") if shutil.which(t) is None]
-    if missing:
-        return f"the real MPTCP runs need iproute2 ({', '.join(missing)} missing)"
+    reason = testbed_unavailable_reason(
+        "the real MPTCP runs", "network namespaces, tc", tools=("ip", "tc")
+    )
+    if reason:
+        return reason
     try:
         enabled = Path("/proc/sys/net/mptcp/enabled").read_text().strip()
     except OSError:
         return "the kernel has no MPTCP (/proc/sys/net/mptcp/enabled is missing)"
     if enabled != "1":
         return "MPTCP is disabled (sysctl net.mptcp.enabled = 0)"
-    avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
-    if avail.exists() and "cubic" not in avail.read_text().split():
-        return "the kernel offers no cubic congestion control"
     try:
         find_exe()
     except Exception as e:  # noqa: BLE001 - the message is what matters
         return f"latlab-net is not built: {e}"
     return None
-
-
-def find_exe() -> str:
-    from latlab.netbin import find_binary
-
-    return str(find_binary())
 
 
 # ----- the testbed ----------------------------------------------------------------------------------------------
@@ -1071,22 +1068,13 @@ def run_real(
         for i, case in enumerate(cases(settings)):
             work = Path(tmp) / f"case{i}"
             work.mkdir()
-            measured = run_case(case, settings, exe, work)
-            if any(r["tcp_mem_pressure"] for r in measured):
-                shutil.rmtree(work)
-                work.mkdir()
-                measured = run_case(case, settings, exe, work)
+            measured = measure_case(lambda w, case=case: run_case(case, settings, exe, w), work)
             for row in measured:
                 rows.append(row)
-                with jsonl.open("a") as f:
-                    f.write(json.dumps(row) + "\n")
+                append_row(jsonl, row)
                 if progress:
                     progress(row)
     return rows
-
-
-def load_rows(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
 # ----- the report ---------------------------------------------------------------------------------------------------
@@ -1138,14 +1126,7 @@ def _sim_cell(sims: list[dict], key: str, spec: str, scale: float = 1.0) -> str:
 
 
 def _pick(rows: list[dict], experiment: str, **where: Any) -> dict | None:
-    return next(
-        (
-            r
-            for r in rows
-            if r["experiment"] == experiment and all(r.get(k) == v for k, v in where.items())
-        ),
-        None,
-    )
+    return first_row(rows, {"experiment": experiment, **where})
 
 
 def statements(rows: list[dict]) -> list[str]:

@@ -124,7 +124,7 @@ def finished_runs(runs: Sequence[Run], outdir: Path) -> pd.DataFrame:
     """
     from latlab import Scenario
     from latlab.frames import read_parquet
-    from latlab.sweep.runner import run_id_of
+    from latlab.sweep.execute import run_id_of
 
     ids = [
         run_id_of(Scenario.from_dict(r.scenario(), source=f"<pacing {r.experiment}>")) for r in runs

@@ -60,7 +60,7 @@ def reproduce(
     ``real`` also runs the receivers on real Linux TCP over an emulated path
     (root; :mod:`latlab.studies.rtac.real`), each beside its simulated twin,
     into report section 6 and ``real.jsonl``. Without root it raises
-    :class:`~latlab.emulated.EmulationUnavailable` before anything runs.
+    :class:`~latlab.real.emulated.EmulationUnavailable` before anything runs.
     """
     real_settings = (
         (
@@ -103,7 +103,7 @@ def reproduce_with(
     if real is not None:
         reason = real_mod.unavailable_reason()
         if reason is not None:
-            from latlab.emulated import EmulationUnavailable
+            from latlab.real.emulated import EmulationUnavailable
 
             raise EmulationUnavailable(reason)
     outdir.mkdir(parents=True, exist_ok=True)

@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -42,7 +40,15 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from latlab.hostload import RunWatch, tcp_mem_pages, tcp_mem_pressure_pages
+from latlab.real.hostload import RunWatch
+from latlab.studies._real_runs import (
+    append_row,
+    find_exe,
+    load_rows,
+    measure_case,
+    rows_where,
+    testbed_unavailable_reason,
+)
 
 ROOT = Path(__file__).resolve().parents[4]
 #: Scenario files ship with the repository; an installed package finds them beside the sources.
@@ -210,15 +216,13 @@ def row_case(row: dict[str, Any]) -> str:
 
 def unavailable_reason() -> str | None:
     """Why the real runs cannot happen here, or None."""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return "the real runs need root (network namespaces and TUN devices)"
+    reason = testbed_unavailable_reason(
+        "the real runs", "network namespaces and TUN devices", tools=("ip",)
+    )
+    if reason:
+        return reason
     if not Path("/dev/net/tun").exists():
         return "the real runs need /dev/net/tun"
-    if shutil.which("ip") is None:
-        return "the real runs need iproute2 ('ip')"
-    avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
-    if avail.exists() and "cubic" not in avail.read_text().split():
-        return "the kernel offers no cubic congestion control"
     if not PATH_FILE.is_file():
         return f"the path's scenario file is missing: {PATH_FILE}"
     return None
@@ -433,12 +437,6 @@ def simulate_case(
     return rows
 
 
-def find_exe() -> str:
-    from latlab.netbin import find_binary
-
-    return str(find_binary())
-
-
 def buffer_sweep(settings: RealSettings) -> list[dict[str, Any]]:
     """The simulated sweep of the buffer at the study's θ (rows with mode "sweep"): at each depth each receiver
     alone, and RTAC, DRWA and a second auto-tuning receiver beside auto-tuning over competition-length runs."""
@@ -529,14 +527,12 @@ def run_real(
                 else:
                     work = Path(tmp) / f"case{i}-{k}"
                     work.mkdir()
-                    measured = run_case(settings.for_case(case), exe, case, work, buffer)
-                    if any(r["tcp_mem_pressure"] for r in measured):
-                        # Another job's sockets pushed the machine into TCP memory pressure: wait for it to pass,
-                        # run again.
-                        _wait_for_tcp_memory(timeout_s=120.0)
-                        shutil.rmtree(work)
-                        work.mkdir()
-                        measured = run_case(settings.for_case(case), exe, case, work, buffer)
+                    measured = measure_case(
+                        lambda w, case=case, buffer=buffer: run_case(
+                            settings.for_case(case), exe, case, w, buffer
+                        ),
+                        work,
+                    )
                     # The simulator is deterministic: its twin runs once.
                     new = measured + (
                         simulate_case(settings.for_case(case), case, buffer) if k == 0 else []
@@ -545,8 +541,7 @@ def run_real(
                     row = {**row, "run": k, "buffer_packets": buffer, "case": "+".join(case)}
                     rows.append(row)
                     if not old:  # appended as measured: a later failure loses nothing already run
-                        with jsonl.open("a") as f:
-                            f.write(json.dumps(row) + "\n")
+                        append_row(jsonl, row)
                         if on_row:
                             on_row(row)
     for row in buffer_sweep(settings):
@@ -558,19 +553,6 @@ def run_real(
 
     write_text(jsonl, "".join(json.dumps(r) + "\n" for r in rows))
     return rows
-
-
-def _wait_for_tcp_memory(timeout_s: float) -> None:
-    limit = tcp_mem_pressure_pages()
-    deadline = time.monotonic() + timeout_s
-    while (
-        limit is not None and time.monotonic() < deadline and (tcp_mem_pages() or 0) > 0.8 * limit
-    ):
-        time.sleep(1.0)
-
-
-def load_rows(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def rtac_equilibrium_mbps(theta: float, rtt_s: float) -> float:
@@ -590,9 +572,7 @@ def rtac_equilibrium_mbps(theta: float, rtt_s: float) -> float:
 
 def _pick(rows: list[dict], mode: str, receiver: str, with_: str) -> dict | None:
     """The row of ``receiver`` (beside ``with_``), its goodput and RTT the means over the case's runs."""
-    found = [
-        r for r in rows if r["mode"] == mode and r["receiver"] == receiver and r["with"] == with_
-    ]
+    found = rows_where(rows, {"mode": mode, "receiver": receiver, "with": with_})
     if not found:
         return None
     mean = {

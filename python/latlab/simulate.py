@@ -9,7 +9,7 @@ from time import perf_counter
 from typing import Any
 
 from latlab import _native, stepper
-from latlab import progress as progress_mod
+from latlab import run_progress as progress_mod
 from latlab.results import Results
 from latlab.scenario import Scenario, as_scenario
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from latlab import bench
+from latlab.bench import suite as bench
 
 #: Flow counts of the default scaling run.
 SIZES: tuple[int, ...] = (1_000, 10_000, 100_000)
@@ -110,7 +110,7 @@ def table(records: Iterable[Mapping[str, Any]], machine: Mapping[str, Any]):
     """A rich table, one row per size."""
     from rich.table import Table
 
-    from latlab.report import count, si
+    from latlab.tables import count, si
 
     t = Table(
         title="latlab bench --scale (dumbbell, one NewReno flow per pair)",

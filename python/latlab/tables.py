@@ -1,8 +1,7 @@
-"""Human-readable summaries (rich tables) of a run and of benchmarks."""
+"""Human-readable summary (a rich table) of one run."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -51,36 +50,4 @@ def summary_table(results: Results, outdir: Path | None = None) -> Table:
     table.add_row("conservation", "[green]ok[/]" if s["conservation_ok"] else "[bold red]FAILED[/]")
     if outdir is not None:
         table.add_row("results", str(outdir))
-    return table
-
-
-def bench_table(
-    records: Iterable[Mapping[str, Any]],
-    machine: Mapping[str, Any],
-    quick_fraction: float | None = None,
-) -> Table:
-    """One row per benchmark: simulated s, wall s, events, events/s, peak RSS."""
-    title = "latlab bench" + (
-        f" --quick ({quick_fraction:.0%} of each duration)" if quick_fraction else ""
-    )
-    table = Table(
-        title=title,
-        caption=f"{machine.get('cpu')}, {machine.get('cores')} cores",
-        title_justify="left",
-    )
-    table.add_column("scenario")
-    for col in ("simulated s", "wall s", "events", "events/s", "peak RSS MB"):
-        table.add_column(col, justify="right")
-    for r in records:
-        if "error" in r:
-            table.add_row(str(r["name"]), "[red]failed[/]", "", "", "", "", end_section=False)
-            continue
-        table.add_row(
-            str(r["name"]),
-            f"{r['sim_s']:g}",
-            f"{r['wall_s']:.2f}",
-            count(r["events"]),
-            si(r.get("events_per_s")),
-            f"{r['peak_rss_mb']:.1f}",
-        )
     return table

@@ -196,7 +196,7 @@ def run_emulated(
         EmulationUnavailable: not root, no TUN device or no iproute2.
         RuntimeError: the emulator or the flow engine failed.
     """
-    from latlab.netbin import find_binary
+    from latlab.real.netbin import find_binary
 
     sc = as_scenario(scenario)
     if seed is not None:

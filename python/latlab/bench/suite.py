@@ -11,13 +11,17 @@ import os
 import platform
 import subprocess
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import latlab
 from latlab import builtin
 
-WORKER = "latlab._bench_worker"
+if TYPE_CHECKING:
+    from rich.table import Table
+
+WORKER = "latlab.bench.measure"
 
 
 class BenchFailure(RuntimeError):
@@ -78,3 +82,39 @@ def machine_info() -> dict[str, Any]:
         "os": f"{platform.system()} {platform.release()}",
         "python": platform.python_version(),
     }
+
+
+def table(
+    records: Iterable[Mapping[str, Any]],
+    machine: Mapping[str, Any],
+    quick_fraction: float | None = None,
+) -> Table:
+    """One row per benchmark: simulated s, wall s, events, events/s, peak RSS."""
+    from rich.table import Table
+
+    from latlab.tables import count, si
+
+    title = "latlab bench" + (
+        f" --quick ({quick_fraction:.0%} of each duration)" if quick_fraction else ""
+    )
+    table = Table(
+        title=title,
+        caption=f"{machine.get('cpu')}, {machine.get('cores')} cores",
+        title_justify="left",
+    )
+    table.add_column("scenario")
+    for col in ("simulated s", "wall s", "events", "events/s", "peak RSS MB"):
+        table.add_column(col, justify="right")
+    for r in records:
+        if "error" in r:
+            table.add_row(str(r["name"]), "[red]failed[/]", "", "", "", "", end_section=False)
+            continue
+        table.add_row(
+            str(r["name"]),
+            f"{r['sim_s']:g}",
+            f"{r['wall_s']:.2f}",
+            count(r["events"]),
+            si(r.get("events_per_s")),
+            f"{r['peak_rss_mb']:.1f}",
+        )
+    return table

@@ -26,8 +26,8 @@ BUILD_HINT = (
 
 
 def repo_root() -> Path | None:
-    """The source tree this package lives in (python/latlab/ -> the root), if it is one."""
-    root = Path(__file__).resolve().parents[2]
+    """The source tree this package lives in (python/latlab/real/ -> the root), if it is one."""
+    root = Path(__file__).resolve().parents[3]
     return root if (root / "Cargo.toml").is_file() else None
 
 

@@ -1,4 +1,4 @@
-"""One benchmark run in a fresh process: ``python -m latlab._bench_worker NAME [--quick]``.
+"""One benchmark run in a fresh process: ``python -m latlab.bench.measure NAME [--quick]``.
 
 ``latlab bench`` starts this once per scenario so the peak RSS it reports
 (``getrusage(RUSAGE_SELF).ru_maxrss``) belongs to that run alone. It uses only
@@ -75,7 +75,7 @@ def quick(text: str, fraction: float = QUICK_FRACTION) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m latlab._bench_worker", description=__doc__.splitlines()[0]
+        prog="python -m latlab.bench.measure", description=__doc__.splitlines()[0]
     )
     parser.add_argument("name")
     parser.add_argument(
