@@ -531,16 +531,8 @@ CASES: dict[str, Callable[[str], str]] = {
     "rtac-sim": render_rtac_sim,
     "mptcp-sim": render_mptcp_sim,
 }
-#: Cases the other helper of issue 27 (wt-reports2) fixes: they fail here until its branch is merged.
-PENDING = {
-    "rtac-real": "rtac/real.py's fixed claims ('as the study found', 'agree within a few per cent'): "
-    "wt-reports2's fix of rtac/real.py",
-    "mptcp-real": "mptcp/real.py's fixed study claims and 'N× longer': wt-reports2's fix of mptcp/real.py",
-    "rtac-sim": "rtac/verdicts.py's rules say 'agrees if …' (a rule states the tolerance) and the quick-run "
-    "sentence says 'differ': wt-reports2's fix of rtac/",
-    "mptcp-sim": "mptcp/verdicts.py's rules say 'agrees if …' (a rule states the tolerance) and the quick-run "
-    "sentence says 'differ': wt-reports2's fix of mptcp/",
-}
+#: Cases known to fail, with the reason (none now: every report passes).
+PENDING: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(

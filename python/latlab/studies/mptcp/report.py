@@ -411,7 +411,7 @@ def render(
         "[links](../models/links.md). "
         + (
             "**Quick run** (`latlab reproduce mptcp --quick`): shorter downloads, a coarser buffer grid, one seed "
-            "and one throttle rate, so its numbers differ from the full run's.\n"
+            "and one throttle rate; its numbers are not the full run's.\n"
             if quick
             else "Full run (`latlab reproduce mptcp`).\n"
         )

@@ -528,7 +528,7 @@ def render(
         "Wi-Fi AP in [links](../models/links.md). "
         + (
             "**Quick run** (`latlab reproduce rtac --quick`): shorter runs, fewer seeds and a coarser tcp_rmem_max "
-            "grid than the full reproduction, so its numbers differ from the full run's.\n"
+            "grid than the full reproduction; its numbers are not the full run's.\n"
             if quick
             else "Full run (`latlab reproduce rtac`).\n"
         )
