@@ -78,6 +78,7 @@ from latlab.studies._real_runs import (
     append_row,
     find_exe,
     first_row,
+    load_rows,
     measure_case,
     testbed_unavailable_reason,
 )
@@ -1426,6 +1427,22 @@ def real_section(
     return (
         report_section(rows, sim_rows, settings, command, fig.name if fig else None)
         + f"\nThe real runs took {time.monotonic() - t0:.0f} s of wall time; rows in `real.jsonl`.\n"
+    )
+
+
+def earlier_section(outdir: Path, sim_rows: list[dict] | None = None) -> str | None:
+    """The report's section from the rows an earlier ``--real`` run left in ``outdir/real.jsonl`` (the full set),
+    rendered again without running anything; None without such rows."""
+    jsonl = Path(outdir) / "real.jsonl"
+    rows = load_rows(jsonl) if jsonl.exists() else []
+    if not rows:
+        return None
+    fig = figure(rows, Path(outdir) / "real_subflows.png")
+    command = "latlab reproduce mptcp --real"
+    return (
+        report_section(rows, sim_rows, FULL_REAL, command, fig.name if fig else None)
+        + f"\nThese real rows are from an earlier run of `{command}`, kept in `real.jsonl`; this report renders "
+        "them again beside the simulated rows above without running them.\n"
     )
 
 

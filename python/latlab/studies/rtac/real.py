@@ -480,6 +480,28 @@ def _earlier_rows(outdir: Path, settings: RealSettings) -> list[dict[str, Any]]:
     return rows
 
 
+def earlier_section(outdir: Path) -> str | None:
+    """Section 6 from the rows an earlier ``--real`` run left in ``outdir/real.jsonl``, with the settings it recorded
+    in ``real-settings.json`` (the defaults without it), rendered again without running anything; None without
+    rows."""
+    jsonl, meta = outdir / "real.jsonl", outdir / "real-settings.json"
+    rows = load_rows(jsonl) if jsonl.exists() else []
+    if not rows:
+        return None
+    settings = RealSettings()
+    if meta.exists():
+        key = json.loads(meta.read_text())
+        key["thetas"] = tuple(key["thetas"])
+        key["sweep_buffers"] = tuple(key["sweep_buffers"])
+        settings = RealSettings(**key)
+    command = "latlab reproduce rtac --real"
+    return (
+        render(rows, settings, command)
+        + f"\nThese real rows are from earlier runs of `{command}`, kept in `real.jsonl`; this report renders them "
+        "again without running them.\n"
+    )
+
+
 def run_real(
     settings: RealSettings,
     outdir: Path,
@@ -867,7 +889,7 @@ def real_verdicts(
     if rtac_case is not None:
         ref = Reference(
             "real_rtac",
-            f"{label(rtac_case)} beside Auto-tuning, {where}: throughput / Auto-tuning's",
+            f"RTAC at θ = {split(rtac_case)[1] or 1.38:g} beside Auto-tuning, {where}: throughput / Auto-tuning's",
             RTAC_SHARE,
             "%",
             fmt="{:.0f}",
