@@ -82,7 +82,7 @@ from latlab.studies._real_runs import (
     measure_case,
     testbed_unavailable_reason,
 )
-from latlab.studies._verdict import Verdict, within
+from latlab.studies._verdict import Reference, Verdict, within
 from latlab.studies.mptcp import cases as C
 
 MB = 1_000_000
@@ -1159,7 +1159,7 @@ def statements(rows: list[dict]) -> list[str]:
                 else "."
             )
         )
-        out.append(real_verdicts(rows)["rbuf_small"].sentence())
+        out.append(real_verdicts(rows)["real_rbuf_small"].sentence())
     mtu, ref = _pick(rows, "mtu", transport="mptcp"), (rb[-1] if rb else None)
     if mtu and ref:
         small = [r for r in (_pick(rows, "mtu", transport="tcp", path=p) for p in C.PATHS) if r]
@@ -1272,7 +1272,12 @@ def real_verdicts(rows: list[dict]) -> dict[str, Verdict]:
         lo, hi = rb[0], rb[-1]
         degraded = lo["goodput_bps"] < (1 - DEGRADED) * hi["goodput_bps"]
         losses = (lo.get("retransmits") or 0) > (hi.get("retransmits") or 0)
-        ref = REFERENCES["rbuf_small"]
+        study = REFERENCES["rbuf_small"]
+        ref = Reference(
+            "real_rbuf_small",
+            f"Max TCP memory {lo['buffer_mb']:g} MB, real Linux MPTCP",
+            words=study.words,
+        )
         out[ref.key] = Verdict(
             ref,
             f"{lo['buffer_mb']:g} MB: {lo['goodput_bps'] / hi['goodput_bps']:.0%} of {hi['buffer_mb']:g} MB's "
