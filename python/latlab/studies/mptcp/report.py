@@ -223,9 +223,11 @@ def _trace_evidence(curve: pd.DataFrame, sender: str) -> list[str]:
             q for q in near if curve.loc[q, "early_occupancy_peak"] > r["early_occupancy_peak"]
         ]
         shifted = [q for q in near if curve.loc[q, "wifi_share"] > r["wifi_share"]]
-        if worse and shifted:
+        fell = [q for q in near if curve.loc[q, "cwnd_wired_kb"] < r["cwnd_wired_kb"]]
+        explained = [q for q in worse if q in shifted and q in fell]
+        if explained:
             words.append(
-                f"So at {', '.join(f'{q:g}' for q in worse)} MB slow start's bursts on the two paths pushed the "
+                f"So at {', '.join(f'{q:g}' for q in explained)} MB slow start's bursts on the two paths pushed the "
                 "out-of-order data closer to the window's edge than at "
                 f"{p:g} MB; once the receiver dropped, the wired subflow's cwnd fell, the minimum-RTT scheduler "
                 "sent more on the Wi-Fi subflow (it uses it when the wired one has no window room), and the Wi-Fi "
