@@ -38,6 +38,31 @@ _at = at_size
 OPTIONS_BASELINE = "exact model, IW 10 (baseline)"
 
 
+#: A change of mean efficiency below this (half a point) counts as none.
+NO_CHANGE = 0.005
+
+
+def _direction_words(moves: dict[str, dict[int, float]], sizes: list[int]) -> str:
+    """ "raises efficiency at every size", "raises it at 100 KB, 1 MB and leaves the rest within half a point", ..."""
+    up = [s for s in sizes if any(m[s] > NO_CHANGE for m in moves.values())]
+    down = [s for s in sizes if any(m[s] < -NO_CHANGE for m in moves.values())]
+    same = [s for s in sizes if s not in up and s not in down]
+
+    def at(xs: list[int]) -> str:
+        return ", ".join(_size(x) for x in xs)
+
+    if up and not down and not same:
+        return "raises efficiency at every size"
+    if down and not up and not same:
+        return "lowers efficiency at every size"
+    parts = ([f"raises efficiency at {at(up)}"] if up else []) + (
+        [f"lowers it at {at(down)}"] if down else []
+    )
+    if same:
+        parts.append(f"leaves {at(same)} within half a point")
+    return " and ".join(parts) if parts else "leaves efficiency within half a point at every size"
+
+
 def _options_findings(options: pd.DataFrame, sizes: list[int]) -> str:
     """For each option, how it moves mean efficiency from the baseline, and at which size the most: from the table."""
     parts = []
@@ -48,14 +73,7 @@ def _options_findings(options: pd.DataFrame, sizes: list[int]) -> str:
         for n in PROFILES:
             sel = options[options["profile"] == n].set_index(["case", "size_bytes"])["mean"]
             moves[n] = {s: float(sel[(case, s)] - sel[(OPTIONS_BASELINE, s)]) for s in sizes}
-        allv = [v for m in moves.values() for v in m.values()]
-        sign = (
-            "raises efficiency at every size"
-            if min(allv) > 0.005
-            else "lowers efficiency at every size"
-            if max(allv) < -0.005
-            else "moves efficiency both ways or not at all"
-        )
+        sign = _direction_words(moves, sizes)
         largest = {n: max(m, key=lambda s: abs(m[s])) for n, m in moves.items()}
         where = "; ".join(
             f"{n}: most at {_size(largest[n])} ({100 * moves[n][largest[n]]:+.1f} points)"
