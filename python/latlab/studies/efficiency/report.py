@@ -60,7 +60,7 @@ def _direction_words(moves: dict[str, dict[int, float]], sizes: list[int]) -> st
     if down and not up and not same:
         return "lowers efficiency at every size"
     parts = ([f"raises efficiency at {at(up)}"] if up else []) + (
-        [f"lowers it at {at(down)}"] if down else []
+        [f"lowers {'it' if up else 'efficiency'} at {at(down)}"] if down else []
     )
     if same:
         parts.append(f"leaves {at(same)} within half a point")
