@@ -38,6 +38,35 @@ _at = at_size
 OPTIONS_BASELINE = "exact model, IW 10 (baseline)"
 
 
+#: A change of mean efficiency below this (half a point) counts as none.
+NO_CHANGE = 0.005
+
+
+def _direction_words(moves: dict[str, dict[int, float]], sizes: list[int]) -> str:
+    """ "raises efficiency at every size", "raises efficiency at 100 KB, 1 MB and leaves 10 KB within half a point", ...
+
+    By the mean change over the profiles at each size.
+    """
+    mean = {s: float(np.mean([m[s] for m in moves.values()])) for s in sizes}  # over the profiles
+    up = [s for s in sizes if mean[s] > NO_CHANGE]
+    down = [s for s in sizes if mean[s] < -NO_CHANGE]
+    same = [s for s in sizes if s not in up and s not in down]
+
+    def at(xs: list[int]) -> str:
+        return ", ".join(_size(x) for x in xs)
+
+    if up and not down and not same:
+        return "raises efficiency at every size"
+    if down and not up and not same:
+        return "lowers efficiency at every size"
+    parts = ([f"raises efficiency at {at(up)}"] if up else []) + (
+        [f"lowers {'it' if up else 'efficiency'} at {at(down)}"] if down else []
+    )
+    if same:
+        parts.append(f"leaves {at(same)} within half a point")
+    return " and ".join(parts) if parts else "leaves efficiency within half a point at every size"
+
+
 def _options_findings(options: pd.DataFrame, sizes: list[int]) -> str:
     """For each option, how it moves mean efficiency from the baseline, and at which size the most: from the table."""
     parts = []
@@ -48,20 +77,13 @@ def _options_findings(options: pd.DataFrame, sizes: list[int]) -> str:
         for n in PROFILES:
             sel = options[options["profile"] == n].set_index(["case", "size_bytes"])["mean"]
             moves[n] = {s: float(sel[(case, s)] - sel[(OPTIONS_BASELINE, s)]) for s in sizes}
-        allv = [v for m in moves.values() for v in m.values()]
-        sign = (
-            "raises efficiency at every size"
-            if min(allv) > 0.005
-            else "lowers efficiency at every size"
-            if max(allv) < -0.005
-            else "moves efficiency both ways or not at all"
-        )
+        sign = _direction_words(moves, sizes)
         largest = {n: max(m, key=lambda s: abs(m[s])) for n, m in moves.items()}
         where = "; ".join(
             f"{n}: most at {_size(largest[n])} ({100 * moves[n][largest[n]]:+.1f} points)"
             for n in PROFILES
         )
-        parts.append(f"*{case}* {sign} against the baseline ({where})")
+        parts.append(f"*{case}* {sign} against the baseline (mean of the profiles; {where})")
     return "Read from the table: " + ". ".join(parts) + "." if parts else ""
 
 
