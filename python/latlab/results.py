@@ -64,12 +64,22 @@ class Results:
         df = self.tables.get(name)
         if df is not None:
             return df
-        return frames.empty_frame(schema.TABLES.get(name) or schema.MPTCP_TABLES.get(name, ()))
+        return frames.empty_frame(
+            schema.TABLES.get(name)
+            or schema.MPTCP_TABLES.get(name)
+            or schema.OPTIONAL_TABLES.get(name, ())
+        )
 
     @property
     def flows(self) -> pd.DataFrame:
         """One row per flow: final counters, goodput_bps, throughput_bps, fct_ns, ..."""
         return self._table("flows")
+
+    @property
+    def receiver_samples(self) -> pd.DataFrame:
+        """Per TCP flow with an adaptive receiver (autotuning, DRWA, RTAC) and sample time: the receiver's RTT and
+        window estimates beside the sender's cwnd, flight and srtt (empty for other runs)."""
+        return self._table("receiver_samples")
 
     @property
     def flow_samples(self) -> pd.DataFrame:

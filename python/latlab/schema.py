@@ -174,5 +174,21 @@ MPTCP_TABLES: dict[str, tuple[str, ...]] = {
     "mptcp_proxy": MPTCP_PROXY,
 }
 
+#: Per TCP flow with an adaptive receiver-window controller and sample time: the receiver's estimates (RTT, the
+#: sender's window per RTT) beside the sender's cwnd, flight and srtt at the same instant.
+RECEIVER_SAMPLES = (
+    "time_ns",
+    "flow_id",
+    "rwnd_bytes",
+    "rcv_rtt_ns",
+    "rcv_window_est_bytes",
+    "cwnd_bytes",
+    "flight_bytes",
+    "srtt_ns",
+)
+
+#: Tables only some runs have: receiver_samples only with an adaptive receiver-window controller.
+OPTIONAL_TABLES: dict[str, tuple[str, ...]] = {"receiver_samples": RECEIVER_SAMPLES}
+
 #: Integer columns that may hold nulls; kept as pandas nullable integers (never silently floats).
 NULLABLE_INT_COLUMNS = frozenset({"size_bytes", "fct_ns"})

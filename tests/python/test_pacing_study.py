@@ -229,3 +229,43 @@ def test_tiny_end_to_end(tmp_path):
     assert table.loc[3, "udp_loss"] >= 0
     again = pacing.run_study(runs, tmp_path, jobs=1, progress=False)  # resumable: nothing re-run
     assert again["per_flow_kbps"].tolist() == table["per_flow_kbps"].tolist()
+
+
+def test_udp_loss_is_over_the_window_in_payload_bytes():
+    import pandas as pd
+
+    from latlab.studies.pacing.metrics import udp_window_loss
+
+    # sent and received over the window (bits/s over the same window): 1 % lost
+    udp = pd.DataFrame({"throughput_bps": [5.5e6], "goodput_bps": [5.445e6]})
+    assert abs(udp_window_loss(udp) - 0.01) < 1e-12
+    assert (
+        udp_window_loss(pd.DataFrame({"throughput_bps": [0.0], "goodput_bps": [0.0]})) != 0.0
+    )  # NaN
+
+
+def test_findings_read_curves_between_grid_points():
+    import numpy as np
+    import pandas as pd
+
+    from latlab.studies.pacing.findings import buffer_for, read_at
+
+    curve = pd.Series({2.0: 80.0, 5.0: 88.0, 10.0: 92.0})
+    assert buffer_for(curve, 90.0) == 7.5
+    assert buffer_for(curve, 70.0) == 2.0 and np.isnan(buffer_for(curve, 95.0))
+    assert read_at(curve, 6.0) == 88.8 and np.isnan(read_at(curve, 20.0))
+
+
+def test_d_iw_reruns_d_with_a_small_initial_window():
+    from latlab.studies.pacing.cases import FULL, all_runs
+
+    runs = [r for r in all_runs(FULL) if r.experiment == "D-iw"]
+    assert {r.mode for r in runs} == {"unpaced", "host-paced", "edge-paced"}
+    for r in runs:
+        sc = r.scenario()
+        assert (
+            sc["tcp"]["initial_window_segments"] == FULL.d_iw_segments
+            and "closed_loop" in sc["flows"][0]
+        )
+    # the other runs keep the preset's window, so their run ids (scenario hashes) do not change
+    assert all("initial_window_segments" not in r.scenario()["tcp"] for r in all_runs(FULL)[:5])

@@ -121,8 +121,30 @@ def _row(
         "rtt_p75_ms": rtt_ms * 1.1,
         "rtt_min_ms": 10.0,
         "rwnd_mean_bytes": 1e5,
-        "run_id": f"{experiment}{path}{receivers}{seed}{rmem_kb}",
+        "run_id": f"{experiment}{path}{receivers}{seed}{rmem_kb}{sender}",
     }
+
+
+def _sender_rows(wifi=(0.95, 0.25), lte=(1.0, 0.1), vegas_lte=0.5, vegas_wifi=0.95) -> list[dict]:
+    """The sender-variant runs: three clients per sender (RTAC's and DRWA's share of auto-tuning's on each path),
+    and one Vegas flow per receiver, its goodput that fraction of the CUBIC single flow's."""
+    rows = []
+    for sender in C.SENDERS:
+        if sender == "cubic":
+            continue
+        for path, (rtac_share, drwa_share) in (("wifi", wifi), ("lte", lte)):
+            at = 5.0 if sender == "vegas" and path == "lte" else 20.0
+            case = "autotuning+drwa+rtac"
+            for group, mbps in (
+                ("c0-autotuning", at),
+                ("c1-drwa", at * drwa_share),
+                ("c2-rtac", at * rtac_share),
+            ):
+                rows.append(_row("senders", path, case, group, mbps, 100.0, sender=sender))
+    for path, frac in (("lte", vegas_lte), ("wifi", vegas_wifi)):
+        for r, (mbps, ms) in SINGLE[path].items():
+            rows.append(_row("senders", path, r, f"c0-{r}", mbps * frac, ms, sender="vegas"))
+    return rows
 
 
 def _synthetic(rtac_share: float, drwa_share: float, scale: float = 1.0) -> pd.DataFrame:
@@ -149,11 +171,12 @@ def _synthetic(rtac_share: float, drwa_share: float, scale: float = 1.0) -> pd.D
         ]
         if path == "lte":
             rows.append(_row("pair", path, "autotuning+rtac", "wired", 40.0, 90.0))
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows + _sender_rows())
 
 
 def test_verdicts_agree_on_the_study_own_numbers():
-    vs = V.verdicts(_synthetic(rtac_share=0.95, drwa_share=0.02))
+    # DRWA at 17 %: starved (under 20 %) and within the sender-variant finding's 15–37 % for CUBIC's three clients
+    vs = V.verdicts(_synthetic(rtac_share=0.95, drwa_share=0.17))
     assert set(vs) == set(REFERENCES)
     assert all(v.outcome == "agrees" for v in vs.values()), {
         k: v.outcome for k, v in vs.items() if not v.agrees
@@ -177,6 +200,27 @@ def test_verdicts_differ_when_latlab_differs():
     # every sentence names the study's figure and latlab's
     s = vs["single_lte_rtac_rtt"].sentence()
     assert "study ≈ 71 ms" in s and "latlab 85 ms" in s
+
+
+def test_sender_verdicts_follow_the_shares():
+    base = _synthetic(0.95, 0.02)
+    vs = V.verdicts(base)
+    assert vs["senders_wifi_rtac_newreno"].outcome == "agrees"
+    assert vs["senders_lte_vegas"].outcome == vs["senders_single_lte_vegas"].outcome == "agrees"
+    assert vs["senders_single_wifi_vegas"].outcome == "agrees"
+    # RTAC at 85 % on Wi-Fi is partly, 50 % differs; DRWA at 2 % is outside 15–37 % but still well below
+    other = [r for r in base.to_dict("records") if r["experiment"] != "senders"]
+    flows = pd.DataFrame(
+        other + _sender_rows(wifi=(0.85, 0.02), lte=(0.5, 0.9), vegas_lte=1.0, vegas_wifi=0.5)
+    )
+    vs = V.verdicts(flows)
+    assert vs["senders_wifi_rtac_htcp"].outcome == "partly"
+    assert vs["senders_wifi_drwa_htcp"].outcome == "partly"
+    assert vs["senders_lte_rtac_htcp"].outcome == "differs"
+    assert vs["senders_lte_drwa_htcp"].outcome == "differs"
+    assert vs["senders_single_lte_vegas"].outcome == "differs"
+    assert vs["senders_single_wifi_vegas"].outcome == "differs"
+    assert "study > 92 %, latlab 85 %" in vs["senders_wifi_rtac_htcp"].sentence()
 
 
 def test_rmem_verdicts_follow_the_grid():
@@ -217,6 +261,7 @@ def test_tiny_reproduction(core, tmp_path):
         seeds=(1,),
         rmem_kb=(32, 2560),
         senders=("cubic", "vegas"),
+        ap_packets=(100,),
     )
     report = rtac.reproduce_with(tiny, tmp_path, jobs=1, progress=False)
     text = report.read_text()
@@ -231,8 +276,15 @@ def test_tiny_reproduction(core, tmp_path):
     for link in links:
         assert "/" not in link and (tmp_path / link).is_file()
     assert "## Where and why latlab differs" in text and "**Verdicts**" in text
+    # every reference is judged, but those of the senders this run left out
+    left_out = [C.SENDERS[s] for s in C.SENDERS if s not in tiny.senders]
     for ref in REFERENCES.values():
-        assert ref.quantity in text  # every reference is judged
+        if not any(f"{name} sender" in ref.quantity for name in left_out):
+            assert ref.quantity in text
+    # the AP-buffer section, and the receivers' estimates beside the sender
+    assert "## 3b. Wi-Fi competition against the AP's buffer" in text
+    assert "per-station AP queues cannot be run here" in text
+    assert "## 2b. The receivers' estimates against the sender" in text
 
 
 def test_report_from_synthetic_rows_prints_every_verdict():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -229,7 +230,6 @@ def test_verdicts_agree_where_the_runs_look_like_the_study():
         "throttle_long_shift",
         "throttle_long_total",
         "throttle_long_vs_tcp",
-        "conversion",
         "rbuf_small",
         "rbuf_small_sfwin",
         "rbuf_large_sfwin",
@@ -247,6 +247,8 @@ def test_verdicts_agree_where_the_runs_look_like_the_study():
     )
     for v in vs.values():
         assert v.sentence().endswith(".") and v.reference.quantity.split(":")[0] in v.sentence()
+    # the study's conversion delays are set in latlab's proxy: an input, never an agreement
+    assert vs["conversion"].outcome == "input" and "agree" not in vs["conversion"].sentence()
 
 
 def test_verdicts_differ_where_the_runs_do_not():
@@ -269,11 +271,11 @@ def test_verdicts_differ_where_the_runs_do_not():
         "mtu_small",
         "throttle_long_shift",
         "throttle_long_total",
-        "conversion",
         "rbuf_small_sfwin",
         "mtu_small_sfwin",
     ):
         assert vs[key].outcome == "differs", vs[key].sentence()
+    assert vs["conversion"].outcome == "input"
     # nothing degrades: the smallest buffer of the grid is already stable
     assert vs["rbuf_needed"].measured.startswith(f"{min(S.buffers_mb):g} MB")
 
@@ -338,3 +340,30 @@ def test_quick_reproduction_writes_the_report_figures_and_verdicts(core, tmp_pat
         assert REFERENCES[key].quantity in text
     # the report stands alone: no path outside the repository
     assert "../shared" not in text and "specs/" not in text
+
+
+def test_smallest_stable_buffer_needs_every_seed_and_every_larger_size():
+    from latlab.studies.mptcp.metrics import (
+        buffer_curve,
+        smallest_stable_mb,
+        stable_pockets,
+        stable_sizes,
+    )
+
+    # 0.12 MB collapses; 0.18 MB is good in both seeds; 0.24 MB collapses in one seed; from 0.30 MB on all is good
+    goodput = {0.12: (20e6, 25e6), 0.18: (95e6, 95e6), 0.24: (95e6, 40e6), 0.30: (95e6, 94e6)}
+    goodput[0.36] = goodput[0.30]
+    rows = [
+        _row("rbuf", buffer_mb=mb, seed=seed, goodput_bps=gp, recv_drops=0 if gp > 9e7 else 400)
+        for mb, pair in goodput.items()
+        for seed, gp in zip((1, 2), pair)
+    ]
+    curve = buffer_curve(pd.DataFrame(rows), True)
+    assert list(stable_sizes(curve)) == [False, True, False, True, True]
+    assert smallest_stable_mb(curve) == 0.30 and stable_pockets(curve) == [0.18]
+    # drops keep their range over seeds
+    assert (curve.loc[0.24, "recv_drops_lo"], curve.loc[0.24, "recv_drops_hi"]) == (0, 400)
+    # the largest size failing in one seed: no size is stable from some point on
+    rows = [r for r in rows if r["buffer_mb"] != 0.36]
+    rows[-1]["goodput_bps"] = 50e6
+    assert np.isnan(smallest_stable_mb(buffer_curve(pd.DataFrame(rows), True)))

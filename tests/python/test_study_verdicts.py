@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from latlab.studies._verdict import Reference, Verdict, within
+from latlab.studies._verdict import Reference, Verdict, as_input, count_outcomes, within, worst
 
 AGREEMENT = re.compile(
     r"as in the study|agrees with the study|matches the study|reproduces the study", re.I
@@ -43,6 +43,25 @@ def test_outcomes_follow_the_rule():
     assert "as in the study" in agree.brief() and "agrees with the study" in agree.sentence()
     with pytest.raises(ValueError):
         Verdict(ref, "1", "maybe", "rule")  # type: ignore[arg-type]
+
+
+def test_an_input_is_shown_as_input_never_as_agreement():
+    ref = Reference("syn", "conversion delay of a SYN", 3.0, "ms")
+    v = as_input(ref, "3.0 ms (configured)", how="the proxy's SYN delay is set to the study's")
+    assert v.outcome == "input" and v.label() == "**input**" and not v.agrees
+    for text in (v.sentence(), v.brief(), v.phrase()):
+        assert not re.search(r"agree|as in the study|unlike the study|differ", text, re.I), text
+    assert "input" in v.sentence() and "3.0 ms (configured)" in v.sentence()
+    assert "the proxy's SYN delay" in v.sentence()
+    judged = Verdict(ref, "9 ms", "differs", "rule")
+    assert worst([v]) == "agrees" and worst([v, judged]) == "differs"
+    assert count_outcomes([v, judged]) == "0 agree, 0 partly, 1 differs, 1 input (not judged)"
+
+
+def test_a_rule_states_the_tolerance_not_the_outcome():
+    ref = Reference("x", "q", 100.0, "Kbps")
+    for value in (50.0, 100.0):
+        assert "agree" not in within(value, ref, 0.05, 0.10)[1]
 
 
 def test_no_fixed_agreement_prose_in_study_templates():

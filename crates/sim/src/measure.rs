@@ -198,6 +198,28 @@ pub struct MptcpSamples {
     pub bytes_delivered: Vec<u64>,
 }
 
+/// One row per sampled TCP flow whose receiver runs an adaptive window
+/// controller (autotuning, DRWA, RTAC) and sample time (the
+/// `receiver_samples` table): the receiver's own estimates beside the
+/// sender's state at the same instant, so a study can check how well a
+/// receiver sees its sender (the receiver's RTT against srtt, its window
+/// estimate against cwnd) without any clock between them.
+#[derive(Debug, Default)]
+pub struct ReceiverSamples {
+    pub time_ns: Vec<u64>,
+    pub flow_id: Vec<u32>,
+    /// The window the receiver advertises now.
+    pub rwnd_bytes: Vec<u64>,
+    /// The receiver's RTT estimate (null before its first).
+    pub rcv_rtt_ns: Vec<Option<u64>>,
+    /// The receiver's estimate of the sender's window, bytes per RTT (null
+    /// before its first).
+    pub rcv_window_est_bytes: Vec<Option<f64>>,
+    pub cwnd_bytes: Vec<u64>,
+    pub flight_bytes: Vec<u64>,
+    pub srtt_ns: Vec<u64>,
+}
+
 #[derive(Debug, Default)]
 pub struct Samples {
     pub flows: FlowSamples,
@@ -206,6 +228,7 @@ pub struct Samples {
     pub access_flows: AccessFlowSamples,
     pub subflows: SubflowSamples,
     pub mptcp: MptcpSamples,
+    pub receivers: ReceiverSamples,
 }
 
 impl Samples {
@@ -328,6 +351,18 @@ impl Samples {
                 fs.retransmitted_segments.push(Some(st.retransmitted_segments));
                 fs.rate_bps.push(None);
                 fs.queueing_delay_ns.push(None);
+                let ctl = tcp.receiver.rwnd_controller();
+                if ctl.name() != "fixed" {
+                    let rs = &mut self.receivers;
+                    rs.time_ns.push(now_ns);
+                    rs.flow_id.push(i as u32);
+                    rs.rwnd_bytes.push(ctl.rwnd_bytes());
+                    rs.rcv_rtt_ns.push(ctl.rtt_ns());
+                    rs.rcv_window_est_bytes.push(ctl.window_est_bytes());
+                    rs.cwnd_bytes.push(s.cwnd_bytes());
+                    rs.flight_bytes.push(s.flight_bytes());
+                    rs.srtt_ns.push(s.srtt_ns());
+                }
             } else if let Some(m) = f.mptcp() {
                 Self::record_mptcp(fs, &mut self.subflows, &mut self.mptcp, now_ns, i as u32, f, m);
             } else if let Some(t) = f.tfrc() {

@@ -627,8 +627,26 @@ impl Simulation {
         ])
     }
 
+    pub fn receiver_samples_table(&self) -> RecordBatch {
+        let s = &self.samples.receivers;
+        batch(vec![
+            ("time_ns", u64s(s.time_ns.iter().copied())),
+            ("flow_id", u32s(s.flow_id.iter().copied())),
+            ("rwnd_bytes", u64s(s.rwnd_bytes.iter().copied())),
+            ("rcv_rtt_ns", opt_u64s(s.rcv_rtt_ns.iter().copied())),
+            (
+                "rcv_window_est_bytes",
+                opt_f64s(s.rcv_window_est_bytes.iter().copied()),
+            ),
+            ("cwnd_bytes", u64s(s.cwnd_bytes.iter().copied())),
+            ("flight_bytes", u64s(s.flight_bytes.iter().copied())),
+            ("srtt_ns", u64s(s.srtt_ns.iter().copied())),
+        ])
+    }
+
     /// All result tables, by name. Scenarios with time-varying or shared
-    /// links add `access_links`, `access_samples` and `access_flow_samples`.
+    /// links add `access_links`, `access_samples` and `access_flow_samples`;
+    /// with an adaptive receiver-window controller, `receiver_samples`.
     pub fn tables(&self) -> Vec<(&'static str, RecordBatch)> {
         let mut t = vec![
             ("flows", self.flows_table()),
@@ -642,6 +660,12 @@ impl Simulation {
             t.push(("access_links", self.access_links_table()));
             t.push(("access_samples", self.access_samples_table()));
             t.push(("access_flow_samples", self.access_flow_samples_table()));
+        }
+        if self.flows.iter().any(|f| {
+            f.tcp()
+                .is_some_and(|t| t.receiver.rwnd_controller().name() != "fixed")
+        }) {
+            t.push(("receiver_samples", self.receiver_samples_table()));
         }
         if self.flows.iter().any(|f| f.mptcp().is_some()) {
             t.push(("subflows", self.subflows_table()));

@@ -333,3 +333,47 @@ fn on_a_shared_wifi_buffer_rtac_competes_and_drwa_starves() {
     assert!(ratios[1] < 0.1, "{ratios:?}");
     assert!(ratios[2] > 0.5, "{ratios:?}");
 }
+
+/// The `receiver_samples` table: an adaptive receiver's estimates beside the
+/// sender's state at the same instant. On a clean path with RTAC binding the
+/// window, the receiver's RTT estimate follows the sender's srtt and its
+/// window estimate (bytes delivered per RTT) follows the data in flight; a
+/// fixed-window receiver has no such table.
+#[test]
+fn receiver_samples_set_the_receivers_estimates_beside_the_sender() {
+    let tcp = "rwnd_controller = \"rtac\"\nrwnd_params = { theta = 1.38, link_rate_bps = 20e6 }";
+    let mut sim = build(&clean_path(tcp, 20.0));
+    sim.run();
+    let names: Vec<&str> = sim.tables().into_iter().map(|(n, _)| n).collect();
+    assert!(names.contains(&"receiver_samples"), "{names:?}");
+    let r = &sim.samples.receivers;
+    let rows: Vec<usize> = (0..r.time_ns.len()).filter(|&i| r.time_ns[i] >= 5 * S).collect();
+    assert!(rows.len() > 1000, "{} rows", rows.len());
+    let mean_rel = |est: &dyn Fn(usize) -> Option<f64>, truth: &dyn Fn(usize) -> f64| {
+        let errs: Vec<f64> = rows
+            .iter()
+            .filter_map(|&i| est(i).map(|e| (e - truth(i)).abs() / truth(i)))
+            .collect();
+        errs.iter().sum::<f64>() / errs.len() as f64
+    };
+    let rtt_err = mean_rel(&|i| r.rcv_rtt_ns[i].map(|x| x as f64), &|i| r.srtt_ns[i] as f64);
+    let flight_err = mean_rel(&|i| r.rcv_window_est_bytes[i], &|i| {
+        r.flight_bytes[i].max(1) as f64
+    });
+    println!("receiver RTT vs srtt: {rtt_err:.3}; window estimate vs flight: {flight_err:.3}");
+    assert!(rtt_err < 0.10, "RTT estimate off by {rtt_err}");
+    assert!(flight_err < 0.15, "window estimate off by {flight_err}");
+    // The sender's columns are the flow samples' at the same instant.
+    let i = *rows.last().unwrap();
+    let s = &sim.samples.flows;
+    let j = (0..s.time_ns.len())
+        .rfind(|&j| s.time_ns[j] == r.time_ns[i])
+        .unwrap();
+    assert_eq!(Some(r.cwnd_bytes[i]), s.cwnd_bytes[j]);
+    assert_eq!(r.srtt_ns[i], s.srtt_ns[j]);
+
+    let mut fixed = build(&clean_path("", 2.0));
+    fixed.run();
+    assert!(fixed.tables().iter().all(|(n, _)| *n != "receiver_samples"));
+    assert!(fixed.samples.receivers.time_ns.is_empty());
+}

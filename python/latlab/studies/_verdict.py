@@ -6,6 +6,27 @@ A study's reference points are data (:class:`Reference`, kept in one
 sentence that compares with the study. Report templates print verdict
 sentences and measured numbers only, so a report cannot claim an agreement
 its own verdict does not support.
+
+The rule for every report: a sentence that states a result, a comparison or
+an agreement is rendered from a :class:`Verdict` (or from measured numbers
+alone); a fixed sentence may describe the set-up, never the outcome.
+
+Outcomes: ``"agrees"``, ``"partly"``, ``"differs"`` judge a measured number
+against the study's; ``"input"`` marks a study figure that latlab's
+simulation takes as an input (a configured delay, a rate it replays). An
+input cannot agree with itself, so it is shown as "input", never counted as
+an agreement, and :func:`worst` ignores it. Build one with
+:func:`as_input`::
+
+    v = as_input(REFERENCES["conversion_syn"], "3.0 ms (configured)",
+                 how="the proxy's SYN conversion delay is set to the study's")
+    v.label()     # "**input**"
+    v.sentence()  # "... study ≈ 3 ms, latlab 3.0 ms (configured): an input
+                  #  of latlab's simulation, not a result; the proxy's ..."
+
+Rules never phrase the outcome ("agrees within ±5 %"): they state the
+tolerance ("tolerance ±5 %"), so a rule beside a "differs" verdict does not
+read as an agreement.
 """
 
 from __future__ import annotations
@@ -15,8 +36,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-Outcome = Literal["agrees", "partly", "differs"]
-OUTCOMES: tuple[Outcome, ...] = ("agrees", "partly", "differs")
+Outcome = Literal["agrees", "partly", "differs", "input"]
+#: Every outcome; the first three judge a measured number, "input" marks a study figure fed to the simulation.
+OUTCOMES: tuple[Outcome, ...] = ("agrees", "partly", "differs", "input")
+#: The outcomes of a judgement (an input is not judged).
+JUDGED: tuple[Outcome, ...] = ("agrees", "partly", "differs")
+#: The rule printed for an input.
+INPUT_RULE = "an input of the simulation: not judged"
 
 
 @dataclass(frozen=True)
@@ -87,12 +113,17 @@ class Verdict:
     def agrees(self) -> bool:
         return self.outcome == "agrees"
 
+    @property
+    def is_input(self) -> bool:
+        return self.outcome == "input"
+
     def phrase(self) -> str:
         """A clause to end a sentence of measured numbers with: "as in the study", "unlike the study"."""
         return {
             "agrees": "as in the study",
             "partly": "only partly as in the study",
             "differs": "unlike the study",
+            "input": "the study's figure taken as an input",
         }[self.outcome]
 
     def label(self) -> str:
@@ -101,17 +132,23 @@ class Verdict:
 
     def brief(self) -> str:
         """A short comparison for prose that already gives latlab's numbers: the outcome and the study's figure."""
-        verb = {
-            "agrees": "as in the study",
-            "partly": "only partly as in the study",
-            "differs": "unlike the study",
-        }[self.outcome]
-        out = f"{self.reference.quantity}: {verb} ({self.reference.text()})"
+        if self.is_input:
+            out = f"{self.reference.quantity}: the study's figure ({self.reference.text()}) is an input of the simulation"
+            return out[:1].upper() + out[1:] + "."
+        out = f"{self.reference.quantity}: {self.phrase()} ({self.reference.text()})"
         return out[:1].upper() + out[1:] + "."
 
     def sentence(self) -> str:
         """The full comparison: the study's figure, latlab's, the rule and the outcome (and why, if it differs)."""
         study = self.reference.text()
+        if self.is_input:
+            out = (
+                f"{self.reference.quantity}: study {study}, latlab {self.measured}: an input of latlab's "
+                "simulation, not a result"
+            )
+            if self.why:
+                out += f"; {self.why}"
+            return out[:1].upper() + out[1:] + "."
         verb = {
             "agrees": "agrees with the study",
             "partly": "agrees only in part with the study",
@@ -123,6 +160,15 @@ class Verdict:
         return out[:1].upper() + out[1:] + "."
 
 
+def as_input(reference: Reference, measured: str, how: str = "") -> Verdict:
+    """A study figure that latlab's simulation takes as an input: shown as "input", never as an agreement.
+
+    ``measured`` is what latlab used or measured back (e.g. "3.0 ms (configured)"); ``how`` says how the
+    figure enters the simulation.
+    """
+    return Verdict(reference, measured, "input", INPUT_RULE, how)
+
+
 def within(
     measured: float, ref: Reference, agree_rel: float, partly_rel: float | None = None
 ) -> tuple[Outcome, str]:
@@ -131,9 +177,9 @@ def within(
     if not math.isfinite(measured):
         return "differs", "no measurement"
     dev = measured / ref.value - 1
-    rule = f"{100 * dev:+.0f} %; agrees within ±{100 * agree_rel:g} %"
+    rule = f"{100 * dev:+.0f} %; tolerance ±{100 * agree_rel:g} %"
     if partly_rel is not None:
-        rule += f", partly within ±{100 * partly_rel:g} %"
+        rule += f" (partly: ±{100 * partly_rel:g} %)"
     if abs(dev) <= agree_rel:
         return "agrees", rule
     if partly_rel is not None and abs(dev) <= partly_rel:
@@ -142,12 +188,15 @@ def within(
 
 
 def count_outcomes(verdicts: Iterable[Verdict]) -> str:
-    """ "5 agree, 2 partly, 1 differs" over a study's verdicts."""
+    """ "5 agree, 2 partly, 1 differs" over a study's verdicts (", 2 inputs" when some figures are inputs)."""
     vs = list(verdicts)
     n = {o: sum(v.outcome == o for v in vs) for o in OUTCOMES}
-    return f"{n['agrees']} agree, {n['partly']} partly, {n['differs']} differ" + (
+    out = f"{n['agrees']} agree, {n['partly']} partly, {n['differs']} differ" + (
         "s" if n["differs"] == 1 else ""
     )
+    if n["input"]:
+        out += f", {n['input']} input" + ("s" if n["input"] != 1 else "") + " (not judged)"
+    return out
 
 
 def summary(verdicts: Iterable[Verdict]) -> str:
@@ -162,6 +211,8 @@ def summary(verdicts: Iterable[Verdict]) -> str:
 
 
 def worst(verdicts: Iterable[Verdict]) -> Outcome:
-    """The least favourable outcome among ``verdicts`` (agrees when there are none)."""
-    order = {o: i for i, o in enumerate(OUTCOMES)}
-    return max((v.outcome for v in verdicts), key=order.__getitem__, default="agrees")
+    """The least favourable judged outcome among ``verdicts`` (agrees when there are none; inputs are ignored)."""
+    order = {o: i for i, o in enumerate(JUDGED)}
+    return max(
+        (v.outcome for v in verdicts if not v.is_input), key=order.__getitem__, default="agrees"
+    )

@@ -167,7 +167,7 @@ def _case_texts(runs: pd.DataFrame, flows: pd.DataFrame, vs: dict[str, Verdict])
         low = dflow[dflow["jain_dflow"] < 0.95]
         peaks = dflow["delay_max_ms"]
         texts["dflow"] = (
-            f"DFlow holds the queue short: {dflow['delay_mean_ms'].mean():.1f} ms on average, "
+            f"DFlow's queue: {dflow['delay_mean_ms'].mean():.1f} ms on average, "
             f"{100 * dflow['below_target'].mean():.0f} % of packets at or below the {TARGET_MS:g} ms target, "
             f"{dflow['drops_window'].sum():.0f} drops in all windows together and {dflow['drops_total'].sum():.0f} "
             "over the whole runs (drops outside the window are in the start-up, when the flows' slow start overshoots "
@@ -192,13 +192,17 @@ def _case_texts(runs: pd.DataFrame, flows: pd.DataFrame, vs: dict[str, Verdict])
             else ""
         )
         texts["tfrc"] = (
-            f"TFRC reacts only to loss, so it keeps the buffer nearly full: {tfrc['delay_mean_ms'].mean():.0f} ms of "
+            f"TFRC reacts only to loss; its queue: {tfrc['delay_mean_ms'].mean():.0f} ms of "
             f"queueing on average{factor}, against {FULL_QUEUE_DELAY_S * 1e3:.1f} ms for a full queue; "
             f"{tfrc['drops_window'].mean():.0f} drops per window and {tfrc['tfrc_loss_events'].mean():.0f} loss events "
             f"per run; utilisation {tfrc['utilisation'].mean():.3f}"
             + (
-                f" against DFlow's {dflow['utilisation'].mean():.3f}: the throughput TFRC gains is the idle time "
-                "DFlow pays for draining its queue"
+                f" against DFlow's {dflow['utilisation'].mean():.3f}"
+                + (
+                    ": the throughput TFRC gains is the idle time DFlow pays for draining its queue"
+                    if tfrc["utilisation"].mean() > dflow["utilisation"].mean()
+                    else ""
+                )
                 if len(dflow)
                 else ""
             )
@@ -222,12 +226,17 @@ def _case_texts(runs: pd.DataFrame, flows: pd.DataFrame, vs: dict[str, Verdict])
         texts["ledbat"] = (
             f"Both controllers aim at {TARGET_MS:g} ms (LEDBAT's target {led_target:g} ms). LEDBAT grows its window "
             "while *its* estimate of the queueing delay (one-way delay minus the smallest it has seen) is below its "
-            "target and shrinks it above, so it parks the queue at its target, without losses. DFlow flags an event "
-            f"whenever the smallest delay of its own packets in a {period_ms:g} ms period exceeds its threshold: with "
-            "the queue parked near it, most of its periods are events, p stays far beyond the knee and DFlow cannot "
-            "get going; the fewer packets it sends, the less its per-period minimum smooths the queue's ripple, which "
-            "keeps it there. Base-delay errors of a few milliseconds shift this knife edge: a flow that starts while "
-            "the other's packets are queued overestimates its base by that queue and tolerates that much more. "
+            "target and shrinks it above. DFlow flags an event whenever the smallest delay of its own packets in a "
+            f"{period_ms:g} ms period exceeds its threshold"
+            + (
+                ": with LEDBAT parking the queue near it, most of DFlow's periods are events, p stays far beyond "
+                "the knee and DFlow stays below LEDBAT; the fewer packets it sends, the less its per-period minimum "
+                "smooths the queue's ripple, which keeps it there. Base-delay errors of a few milliseconds shift this "
+                "knife edge: a flow that starts while the other's packets are queued overestimates its base by that "
+                "queue and tolerates that much more. "
+                if ratio.max() < 1
+                else ". "
+            )
             + "; ".join(groups)
             + ". "
             f"With a base that never drifts DFlow keeps at most {ratio.max():.2f} of LEDBAT's rate (seed "
@@ -269,7 +278,13 @@ def _case_texts(runs: pd.DataFrame, flows: pd.DataFrame, vs: dict[str, Verdict])
             f"{veg['drops_window'].sum():.0f} drops in all windows together. For equal shares "
             f"({BOTTLENECK_RATE_BPS / 2e6:g} Mb/s each) Vegas would need the queue at "
             f"{alpha / half_pps * 1e3:.0f}–{beta / half_pps * 1e3:.0f} ms, i.e. DFlow backing off well below its "
-            "threshold; latlab's DFlow does not. Smaller packets (ns-2's defaults) would not close the gap: α and β "
+            "threshold"
+            + (
+                "; latlab's DFlow does not"
+                if q_s * 1e3 > beta / half_pps * 1e3
+                else f"; the queue here averages {q_s * 1e3:.1f} ms"
+            )
+            + ". Smaller packets (ns-2's defaults) would not close the gap: α and β "
             "count packets, so Vegas would get even fewer bytes. "
             + _comparison(vs, ("vegas_share",))
         )
@@ -286,10 +301,15 @@ def _case_texts(runs: pd.DataFrame, flows: pd.DataFrame, vs: dict[str, Verdict])
     if len(nr):
         bad = nr[nr["utilisation"] < 0.9]
         texts["newreno"] = (
-            f"NewReno fills the buffer until it overflows, so the queue is above DFlow's {TARGET_MS:g} ms threshold "
-            f"most of the time (only {100 * nr['below_target'].mean():.0f} % of packets at or below it); DFlow records "
-            "an event in almost every period it has packets in, its p climbs far past the knee and its rate falls to "
-            f"{nr['dflow_rate_bps'].mean() / 1e3:.1f} kb/s on average against NewReno's "
+            f"NewReno fills the buffer until it overflows; {100 * nr['below_target'].mean():.0f} % of packets see "
+            f"the queue at or below DFlow's {TARGET_MS:g} ms threshold"
+            + (
+                ", so DFlow records an event in almost every period it has packets in, its p climbs far past the "
+                "knee and its rate falls"
+                if nr["below_target"].mean() < 0.5
+                else ""
+            )
+            + f"; DFlow's rate is {nr['dflow_rate_bps'].mean() / 1e3:.1f} kb/s on average against NewReno's "
             f"{nr['rival_rate_bps'].mean() / 1e3:.0f} kb/s. "
             + _comparison(vs, ("newreno_share",))
             + (
@@ -429,13 +449,17 @@ def _base_period_text(runs: pd.DataFrame) -> str:
     if len(veg) > 1:
         bp, r = closest(veg, same.value)
         alpha, beta = CASES["vegas"].rival_params["alpha"], CASES["vegas"].rival_params["beta"]
-        ahead = bool((veg["ratio"] > 1).all())
+        n_more = int((veg["ratio"] > 1).sum())
         parts.append(
-            f"Against Vegas DFlow gets more than Vegas at {'every' if ahead else 'some'} base period"
-            f'{"" if ahead else "s"} (closest to the study\'s "{same.words}": {r:.2f} at {bp:g} RTTs), '
-            f"because Vegas's own rule gives it only {alpha:g}–{beta:g} packets per queueing delay whatever "
-            f"DFlow's base does; at {veg.index.min():g} RTTs DFlow gets {veg['ratio'].iloc[0]:.1f}× Vegas's "
-            "rate."
+            f"Against Vegas DFlow gets more than Vegas at {n_more} of {len(veg)} base periods (closest to the "
+            f'study\'s "{same.words}": {r:.2f} at {bp:g} RTTs)'
+            + (
+                f", where Vegas's own rule gives it only {alpha:g}–{beta:g} packets per queueing delay whatever "
+                "DFlow's base does"
+                if n_more
+                else ""
+            )
+            + f"; at {veg.index.min():g} RTTs DFlow gets {veg['ratio'].iloc[0]:.1f}× Vegas's rate."
         )
         if len(led) > 1:
             near = led.index[(led["ratio"] >= third.value / 2) & (led["ratio"] <= third.value * 2)]
@@ -460,14 +484,18 @@ def _base_period_text(runs: pd.DataFrame) -> str:
             f"Alone, {CASES['dflow'].dflows} DFlows keep the queueing delay at {d['delay'].min():.1f}–"
             f"{d['delay'].max():.1f} ms over all base periods; Jain's index is {d['jain'].iloc[0]:.3f} "
             f"(worst seed {d['jain_min'].iloc[0]:.3f}) at {d.index[0]:g} RTTs against "
-            f"{d['jain'].iloc[-1]:.3f} (worst {d['jain_min'].iloc[-1]:.3f}) at {d.index[-1]:g}: with a long "
-            "base a flow that fell behind can stay behind (see The knee), with a short one the drifting base "
-            "lets it climb back."
+            f"{d['jain'].iloc[-1]:.3f} (worst {d['jain_min'].iloc[-1]:.3f}) at {d.index[-1]:g}"
+            + (
+                ": with the long base a flow that fell behind stays behind (see The knee), with the short one "
+                "the drifting base lets it climb back."
+                if d["jain_min"].iloc[-1] < d["jain_min"].iloc[0]
+                else "."
+            )
         )
     parts.append(
-        "Run length matters as much as the base period: any finite base eventually absorbs a rival's "
-        "standing queue, so over long enough runs DFlow ends up ahead of LEDBAT and Vegas unless its base "
-        "is reset by an empty queue."
+        "Run length matters too: a finite base period absorbs a rival's standing queue once that queue has "
+        "stood longer than the period, and an empty queue resets it; the late-against-early comparison measures "
+        "it in these runs."
     )
     return " ".join(parts)
 
@@ -598,7 +626,7 @@ def render(
         "[congestion control](../models/congestion-control.md). "
         + (
             "**Quick run** (`--quick`): shorter runs and fewer seeds than the full reproduction, so its numbers "
-            "differ from the full run's.\n"
+            "are not the full run's.\n"
             if quick
             else "Full run (`latlab reproduce dflow`).\n"
         )

@@ -49,7 +49,7 @@ def verdicts(runs: pd.DataFrame, variant: str = PRIMARY) -> dict[str, Verdict]:
             f"mean {value_range(dflow['delay_mean_ms'])} ms; {100 * below:.0f} % of packets ≤ {target:g} ms; "
             f"max {dflow['delay_max_ms'].max():.0f} ms",
             "agrees" if mean < target and below >= 0.5 else "differs",
-            f"agrees if the mean is below {target:g} ms and at least half the packets are",
+            f"needs the mean below {target:g} ms and at least half the packets are",
         )
         drops = dflow["drops_window"].mean()
         tdrops = tfrc["drops_window"].mean() if len(tfrc) else np.nan
@@ -59,7 +59,7 @@ def verdicts(runs: pd.DataFrame, variant: str = PRIMARY) -> dict[str, Verdict]:
             f"{value_range(dflow['drops_window'], '{:.0f}')} drops per window "
             f"({CASES['tfrc'].short}: {_f(tdrops, '{:.0f}')})",
             "agrees" if drops <= bound else "differs",
-            f"agrees at ≤ {bound:.0f} drops per window (2 % of TFRC's, at least 1)",
+            f"needs ≤ {bound:.0f} drops per window (2 % of TFRC's, at least 1)",
         )
         jain = dflow["jain_dflow"]
         low = int((jain < 0.95).sum())
@@ -68,7 +68,7 @@ def verdicts(runs: pd.DataFrame, variant: str = PRIMARY) -> dict[str, Verdict]:
             f"Jain {value_range(jain, '{:.3f}')}"
             + (f"; below 0.95 in {low} of {len(jain)} seeds" if low else ""),
             "agrees" if not low else "partly" if low < len(jain) else "differs",
-            "agrees if Jain's index is ≥ 0.95 in every seed, partly if in some",
+            "needs Jain's index ≥ 0.95 in every seed; partly: in some",
             "a DFlow that falls behind can stay behind (shared delay events, see The knee)",
         )
     if len(tfrc):
@@ -78,7 +78,7 @@ def verdicts(runs: pd.DataFrame, variant: str = PRIMARY) -> dict[str, Verdict]:
             f"mean {value_range(tfrc['delay_mean_ms'], '{:.0f}')} ms, p95 {tfrc['delay_p95_ms'].mean():.0f} ms, "
             f"max {tfrc['delay_max_ms'].max():.1f} ms (full queue {full_ms:.1f} ms)",
             "agrees" if mean >= 0.75 * full_ms else "differs",
-            f"agrees if the mean is ≥ 75 % of the full-queue delay ({0.75 * full_ms:.0f} ms)",
+            f"needs the mean ≥ 75 % of the full-queue delay ({0.75 * full_ms:.0f} ms)",
         )
         if len(dflow):
             factor = tfrc["drops_window"].mean() / max(dflow["drops_window"].mean(), 1.0)
@@ -87,7 +87,7 @@ def verdicts(runs: pd.DataFrame, variant: str = PRIMARY) -> dict[str, Verdict]:
                 f"{value_range(tfrc['drops_window'], '{:.0f}')} drops per window, "
                 f"{tfrc['tfrc_loss_events'].mean():.0f} loss events per run",
                 "agrees" if factor > 10 else "differs",
-                "agrees at more than 10× DFlow's drops per window (DFlow's counted as at least 1)",
+                "needs more than 10× DFlow's drops per window (DFlow's counted as at least 1)",
             )
             gain = tfrc["utilisation"].mean() / dflow["utilisation"].mean() - 1
             out["tfrc_throughput"] = Verdict(
@@ -95,7 +95,7 @@ def verdicts(runs: pd.DataFrame, variant: str = PRIMARY) -> dict[str, Verdict]:
                 f"utilisation {tfrc['utilisation'].mean():.3f} vs {dflow['utilisation'].mean():.3f} "
                 f"({100 * gain:+.0f} %)",
                 "agrees" if 0 < gain <= 0.25 else "differs",
-                "agrees if TFRC's utilisation is higher by at most 25 %",
+                "needs TFRC's utilisation higher by at most 25 %",
             )
     led = ok_runs(runs, "ledbat", variant)
     if len(led):
@@ -112,7 +112,7 @@ def verdicts(runs: pd.DataFrame, variant: str = PRIMARY) -> dict[str, Verdict]:
                 if (led["first_to_start"] == who).any()
             ),
             word,
-            f"agrees if the mean ratio is within {lo:.2f}–{hi:.2f}, partly if one seed's is",
+            f"needs the mean ratio within {lo:.2f}–{hi:.2f}; partly: one seed's within it",
             _ledbat_why(runs, variant),
         )
     veg = ok_runs(runs, "vegas", variant)
@@ -136,7 +136,7 @@ def verdicts(runs: pd.DataFrame, variant: str = PRIMARY) -> dict[str, Verdict]:
             ref["vegas_share"],
             f"DFlow/Vegas {value_range(r, '{:.2f}')}",
             word,
-            f"agrees if the mean ratio is within {one / 1.5:.2f}–{one * 1.5:.2f}, partly within "
+            f"needs the mean ratio within {one / 1.5:.2f}–{one * 1.5:.2f}; partly within "
             f"{one / 2:.2f}–{one * 2.5:.2f}",
             f"Vegas keeps only {alpha:g}–{beta:g} packets queued, so its rate is {alpha:g}–{beta:g} packets over "
             f"the queueing delay DFlow sustains{extra}",
@@ -152,6 +152,6 @@ def verdicts(runs: pd.DataFrame, variant: str = PRIMARY) -> dict[str, Verdict]:
             else "partly"
             if rate_ratio(nr).mean() < 0.05
             else "differs",
-            "agrees if DFlow/NewReno < 0.05 in every seed, partly if on average",
+            "needs DFlow/NewReno < 0.05 in every seed; partly: on average",
         )
     return out

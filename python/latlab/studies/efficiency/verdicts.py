@@ -43,8 +43,8 @@ def single_flow_order(curves: pd.DataFrame, size_label: Any) -> Verdict:
         REFERENCES["single_flow_order"],
         measured,
         outcome,
-        f"mean efficiency, published formula; agrees if 4G is lower at every quoted size "
-        f"({len(lower)} of {len(sizes)} here), partly if at some",
+        f"mean efficiency, published formula; needs 4G lower at every quoted size "
+        f"({len(lower)} of {len(sizes)} here); at some: partly",
     )
 
 
@@ -63,7 +63,7 @@ def loaded_rtt(
             f"median {u50:.0f} → {l50:.0f} ms (×{shift:.1f}), 5–95 % spread {u95 - u5:.0f} → {l95 - l5:.0f} ms "
             f"(×{widen:.1f})",
             "agrees" if n == 2 else "partly" if n == 1 else "differs",
-            f"agrees if median and spread both grow by ×{SHIFT_FACTOR:g} or more, partly if one does",
+            f"needs median and spread both to grow by ×{SHIFT_FACTOR:g} or more; one of them: partly",
         )
     if "4G" in loaded_ms:
         (_, u50, _), (_, l50, _) = unloaded_ms["4G"], loaded_ms["4G"]
@@ -76,6 +76,6 @@ def loaded_rtt(
             else "partly"
             if abs(change) <= 2 * BARELY
             else "differs",
-            f"agrees if the median moves by at most {100 * BARELY:g} %, partly by at most {200 * BARELY:g} %",
+            f"tolerance: the median moves by at most {100 * BARELY:g} % (partly: {200 * BARELY:g} %)",
         )
     return out

@@ -123,6 +123,11 @@ def reproduce_with(
             sim_rows=data.conns.to_dict("records"),
             progress=real_mod.print_row if progress else None,
         )
+    elif not quick and (outdir / "real.jsonl").exists():
+        # A full reproduction into a folder that holds an earlier run's real rows shows them again.
+        from latlab.studies.mptcp import real as real_mod
+
+        real_md = real_mod.earlier_section(outdir, sim_rows=data.conns.to_dict("records"))
     report = outdir / "report.md"
     write_text(
         report, render(data, settings, quick, jobs, elapsed_s, figures, real_section=real_md)

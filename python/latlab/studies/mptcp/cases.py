@@ -165,18 +165,42 @@ class Settings:
         float, ...
     ]  # throttle rates of the long transfer (the first is the verdicts')
     seeds: tuple[int, ...]
+    buffer_seeds: tuple[int, ...] = ()  # the buffer sweep's seeds (default: ``seeds``)
     figure_seed: int = 1
 
+    @property
+    def sweep_seeds(self) -> tuple[int, ...]:
+        return self.buffer_seeds or self.seeds
 
-#: Full: the study's 200 MB and 5 MB, a twelve-point buffer sweep of 50 MB transfers, three throttle rates, three seeds.
+
+#: Full: the study's 200 MB and 5 MB, a sixteen-point buffer sweep of 50 MB transfers over five seeds (finer where
+#: the per-subflow-window sender's curve is not monotonic), three throttle rates, three seeds elsewhere.
 FULL = Settings(
     large_bytes=200 * MB,
     small_bytes=5 * MB,
     object_bytes=100_000,
     sweep_bytes=50 * MB,
-    buffers_mb=(0.06, 0.09, 0.12, 0.18, 0.24, 0.30, 0.36, 0.48, 0.60, 0.72, 1.0, 1.44),
+    buffers_mb=(
+        0.06,
+        0.09,
+        0.12,
+        0.15,
+        0.18,
+        0.21,
+        0.24,
+        0.27,
+        0.30,
+        0.33,
+        0.36,
+        0.42,
+        0.48,
+        0.60,
+        0.72,
+        1.0,
+    ),
     throttle_bps=(THROTTLE_BPS, 25e6, 10e6),
     seeds=(1, 2, 3),
+    buffer_seeds=(1, 2, 3, 4, 5),
 )
 #: Quick: a 20 MB long transfer, a five-point sweep of 10 MB transfers, one throttle rate, one seed.
 QUICK = Settings(
@@ -304,23 +328,17 @@ def runs_of(settings: Settings, proxy: bool = True) -> list[Run]:
     big, small, sweep = settings.large_bytes, settings.small_bytes, settings.sweep_bytes
     conv = proxy  # the study's proxy had its conversion delays
     mp = {"proxy": proxy, "conversion": conv}
+    for seed in settings.sweep_seeds:
+        for data_window in SENDERS:
+            out += [
+                Run("rbuf", "mptcp", sweep, buffer_mb=mb, data_window=data_window, seed=seed, **mp)
+                for mb in sorted(set(settings.buffers_mb) | set(STUDY_BUFFERS_MB))
+            ]
     for seed in settings.seeds:
         for size in (big, small):
             out += [Run("baseline", "tcp", size, path=p, seed=seed) for p in PATHS]
             out.append(Run("mptcp", "mptcp", size, seed=seed, **mp))
         for data_window in SENDERS:
-            for mb in sorted(set(settings.buffers_mb) | set(STUDY_BUFFERS_MB)):
-                out.append(
-                    Run(
-                        "rbuf",
-                        "mptcp",
-                        sweep,
-                        buffer_mb=mb,
-                        data_window=data_window,
-                        seed=seed,
-                        **mp,
-                    )
-                )
             out.append(
                 Run(
                     "mtu",

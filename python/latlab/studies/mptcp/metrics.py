@@ -124,6 +124,7 @@ def _mptcp_row(res: Any, run: C.Run, fct_s: float) -> dict[str, Any]:
             out[f"srtt_{names.get(int(sf), f'path{sf}')}_ms"] = (
                 float(srtt.mean()) / 1e6 if srtt.size else np.nan
             )
+    out.update(_trace_stats(res, run, end_ns, names))
     m = _table(res, "mptcp")
     if len(m):
         r = m.iloc[0]
@@ -137,6 +138,60 @@ def _mptcp_row(res: Any, run: C.Run, fct_s: float) -> dict[str, Any]:
             }
         )
         out["hol_fraction"] = out["hol_s"] / (end_ns / 1e9) if end_ns > 0 else np.nan
+    return out
+
+
+#: A stall: delivery to the application stands still for at least this long (several sample intervals).
+STALL_S = 0.1
+#: The start of a transfer whose traces show whether slow start overruns the receive window.
+EARLY_S = 1.0
+
+
+def _trace_stats(res: Any, run: C.Run, end_ns: float, names: dict[int, str]) -> dict[str, float]:
+    """What the run's traces show over the transfer: how long delivery stood still (stalls of at least STALL_S),
+    how often the out-of-order buffer sat nearly full, and each subflow's mean cwnd."""
+    out: dict[str, float] = {}
+    ms = _table(res, "mptcp_samples")
+    if len(ms):
+        ms = ms[_floats(ms["time_ns"]) <= end_ns].sort_values("time_ns")
+        t_s = _floats(ms["time_ns"]) / 1e9
+        delivered = _floats(ms["bytes_delivered"])
+        still = np.concatenate([[False], np.diff(delivered) <= 0])
+        stalls, run_s = [], 0.0
+        dt = run.sample_interval_ms / 1e3
+        for flag in still:
+            if flag:
+                run_s += dt
+            else:
+                if run_s >= STALL_S:
+                    stalls.append(run_s)
+                run_s = 0.0
+        if run_s >= STALL_S:
+            stalls.append(run_s)
+        out["stall_s"] = float(sum(stalls))
+        out["stall_longest_s"] = float(max(stalls, default=0.0))
+        out["stalls"] = len(stalls)
+        occupancy = _floats(ms["buffer_occupancy_bytes"])
+        full = occupancy >= 0.9 * C.window_bytes(run.buffer_mb)
+        out["buffer_full_fraction"] = float(full.mean()) if full.size else np.nan
+        early = t_s <= EARLY_S
+        out["early_occupancy_peak"] = (
+            float(occupancy[early].max()) / C.window_bytes(run.buffer_mb) if early.any() else np.nan
+        )
+    ss = _table(res, "subflow_samples")
+    if len(ss):
+        early = ss[_floats(ss["time_ns"]) / 1e9 <= EARLY_S]
+        both = early.pivot_table(index="time_ns", columns="subflow", values="cwnd_bytes").sum(
+            axis=1
+        )
+        out["early_cwnd_sum_peak"] = (
+            float(both.max()) / C.window_bytes(run.buffer_mb) if len(both) else np.nan
+        )
+        busy = ss[_floats(ss["time_ns"]) <= end_ns]
+        for sf, d in busy.groupby("subflow"):
+            out[f"cwnd_{names.get(int(sf), f'path{sf}')}_kb"] = (
+                float(np.nanmean(_floats(d["cwnd_bytes"]))) / 1e3
+            )
     return out
 
 
@@ -255,24 +310,70 @@ def buffer_curve(conns: pd.DataFrame, data_window: bool = True) -> pd.DataFrame:
             "wifi_share",
             "buffer_max_bytes",
             "fct_s",
+            "timeouts",
+            "stall_s",
+            "stall_longest_s",
+            "buffer_full_fraction",
+            "cwnd_wired_kb",
+            "cwnd_wifi_kb",
+            "retransmits_wired",
+            "retransmits_wifi",
+            "early_occupancy_peak",
+            "early_cwnd_sum_peak",
         )
         if c in d
     }
     out = d.groupby("buffer_mb").agg(cols)
-    out["goodput_lo"] = d.groupby("buffer_mb")["goodput_bps"].min()
-    out["goodput_hi"] = d.groupby("buffer_mb")["goodput_bps"].max()
-    for c in ("recv_drops", "retransmits", "reinjections", "hol_fraction"):
-        if c not in out:
+    by = d.groupby("buffer_mb")
+    out["goodput_lo"] = by["goodput_bps"].min()
+    out["goodput_hi"] = by["goodput_bps"].max()
+    out["seeds"] = by["seed"].nunique()
+    for c in (
+        "recv_drops",
+        "retransmits",
+        "reinjections",
+        "hol_fraction",
+        "timeouts",
+        "stall_s",
+        "early_occupancy_peak",
+        "early_cwnd_sum_peak",
+    ):
+        if c not in d:
             out[c] = np.nan
+            continue
+        if c not in out:
+            out[c] = by[c].mean()
+        out[f"{c}_lo"] = by[c].min()
+        out[f"{c}_hi"] = by[c].max()
     return out.sort_index()
 
 
-def smallest_stable_mb(curve: pd.DataFrame, fraction: float = STABLE_FRACTION) -> float:
-    """The smallest max TCP memory whose goodput reaches ``fraction`` of the sweep's best (NaN without data)."""
+def stable_sizes(curve: pd.DataFrame, fraction: float = STABLE_FRACTION) -> pd.Series:
+    """Per buffer size: whether every seed's goodput reaches ``fraction`` of the sweep's best (mean) goodput."""
     if not len(curve):
+        return pd.Series(dtype=bool)
+    return curve["goodput_lo"] >= fraction * curve["goodput_bps"].max()
+
+
+def smallest_stable_mb(curve: pd.DataFrame, fraction: float = STABLE_FRACTION) -> float:
+    """The smallest max TCP memory from which on every size of the grid is stable: every seed's goodput at that
+    size and at every larger one reaches ``fraction`` of the sweep's best (NaN without data, or when the largest
+    size is not stable). A stable size with an unstable one above it does not count: the curve is not monotonic."""
+    ok = stable_sizes(curve, fraction)
+    if not len(ok) or not bool(ok.iloc[-1]):
         return float("nan")
-    ok = curve[curve["goodput_bps"] >= fraction * curve["goodput_bps"].max()]
-    return float(ok.index.min())
+    bad = ok[~ok]
+    above = ok.index if not len(bad) else ok.index[ok.index > bad.index.max()]
+    return float(above.min())
+
+
+def stable_pockets(curve: pd.DataFrame, fraction: float = STABLE_FRACTION) -> list[float]:
+    """Stable sizes below an unstable one: the points where the curve is not monotonic."""
+    ok = stable_sizes(curve, fraction)
+    bad = ok[~ok]
+    if not len(bad):
+        return []
+    return [float(mb) for mb, good in ok.items() if good and mb < bad.index.max()]
 
 
 def guidance_parts(conns: pd.DataFrame) -> dict[str, float]:

@@ -78,9 +78,11 @@ from latlab.studies._real_runs import (
     append_row,
     find_exe,
     first_row,
+    load_rows,
     measure_case,
     testbed_unavailable_reason,
 )
+from latlab.studies._verdict import Reference, Verdict, within
 from latlab.studies.mptcp import cases as C
 
 MB = 1_000_000
@@ -1140,9 +1142,8 @@ def statements(rows: list[dict]) -> list[str]:
         out.append(
             f"MPTCP through the proxy reached {mp['goodput_bps'] / 1e6:.1f} Mbit/s against "
             f"{wired['goodput_bps'] / 1e6:.1f} (wired TCP) and {wifi['goodput_bps'] / 1e6:.1f} (Wi-Fi TCP): "
-            f"{gain:+.0%} over the better single path, with {mp.get('wired_share', float('nan')):.0%} of "
-            f"the bytes on the wired subflow (the study: the wired, lower-RTT subflow carries most of the "
-            "traffic)."
+            f"{gain:+.0%} against the single path with the higher goodput, with {mp.get('wired_share', float('nan')):.0%} of "
+            "the bytes on the wired subflow. " + real_verdicts(rows)["mptcp_wired_share"].sentence()
         )
     rb = sorted((r for r in rows if r["experiment"] == "rbuf"), key=lambda r: r["buffer_mb"])
     if len(rb) >= 2:
@@ -1153,12 +1154,12 @@ def statements(rows: list[dict]) -> list[str]:
             f"{hi['goodput_bps'] / 1e6:.1f} Mbit/s, {hi.get('retransmits', 0)} retransmissions"
             + _buffer_cost(lo["goodput_bps"] / hi["goodput_bps"] if hi["goodput_bps"] > 0 else 1.0)
             + (
-                "; it also had fewer retransmissions: its window, not the routers' queues, bounded the flight, "
-                "where the study saw losses at the receiver."
+                "; it also had fewer retransmissions: its window, not the routers' queues, bounded the flight."
                 if (lo.get("retransmits") or 0) < (hi.get("retransmits") or 0)
                 else "."
             )
         )
+        out.append(real_verdicts(rows)["real_rbuf_small"].sentence())
     mtu, ref = _pick(rows, "mtu", transport="mptcp"), (rb[-1] if rb else None)
     if mtu and ref:
         small = [r for r in (_pick(rows, "mtu", transport="tcp", path=p) for p in C.PATHS) if r]
@@ -1198,17 +1199,17 @@ def statements(rows: list[dict]) -> list[str]:
     long = _pick(rows, "throttle", label="long")
     if long and mp and wired and wifi:
         best = max(wired["goodput_bps"], wifi["goodput_bps"])
-        verdict = (
-            "below the unthrottled MPTCP transfer and above single-path Wi-Fi TCP, as the study found"
-            if wifi["goodput_bps"] < long["goodput_bps"] < mp["goodput_bps"]
-            else "not between single-path Wi-Fi TCP and unthrottled MPTCP"
-        )
         out.append(
-            f"The long throttled transfer's total, {long['goodput_bps'] / 1e6:.1f} Mbit/s, is {verdict} "
-            f"({wifi['goodput_bps'] / 1e6:.1f} and {mp['goodput_bps'] / 1e6:.1f}); it is "
-            f"{'above' if long['goodput_bps'] > best else 'below'} the better single path "
+            f"The long throttled transfer's total, {long['goodput_bps'] / 1e6:.1f} Mbit/s, against "
+            f"{mp['goodput_bps'] / 1e6:.1f} unthrottled, {wifi['goodput_bps'] / 1e6:.1f} (Wi-Fi TCP) and "
+            f"{wired['goodput_bps'] / 1e6:.1f} (wired TCP); it is "
+            f"{'above' if long['goodput_bps'] > best else 'below'} the single path with the higher goodput "
             f"({best / 1e6:.1f})."
         )
+        vs = real_verdicts(rows)
+        out += [
+            vs[k].sentence() for k in ("throttle_long_total", "throttle_long_vs_tcp") if k in vs
+        ]
     conv = _pick(rows, "conversion")
     if conv:
         syn, data = conv["syn_conversion_ms"], conv["data_conversion_ms"]
@@ -1216,10 +1217,9 @@ def statements(rows: list[dict]) -> list[str]:
             f"Conversion delay of latlab's proxy over {conv['connections']} downloads of "
             f"{conv['size_bytes'] / 1e3:g} KB: SYN (client accepted → upstream SYN) median {syn:.3f} ms, "
             f"p99 {conv['syn_conversion_ms_p99']:.3f} ms; data (first byte in → out) median {data:.3f} ms, "
-            f"p99 {conv['data_conversion_ms_p99']:.3f} ms; the study's proxy took {C.STUDY_SYN_DELAY_MS} ms "
-            f"and {C.STUDY_DATA_DELAY_MS} ms, {C.STUDY_SYN_DELAY_MS / syn:.0f}× and "
-            f"{C.STUDY_DATA_DELAY_MS / data:.0f}× longer."
+            f"p99 {conv['data_conversion_ms_p99']:.3f} ms."
         )
+        out.append(real_verdicts(rows)["conversion"].sentence())
     if mp and mp.get("wifi_emu_timing_p99_us") is not None:
         out.append(
             f"The Wi-Fi-like path ({mp['wifi_delay_ms']:g} ms each way in `latlab-net emulate`, router mode): "
@@ -1242,13 +1242,85 @@ def statements(rows: list[dict]) -> list[str]:
 
 
 def _buffer_cost(ratio: float) -> str:
-    """The smaller buffer's goodput as a fraction of the larger's, in words."""
-    if ratio < 0.9:
-        return f" — the smaller buffer cost {1 - ratio:.0%} of the goodput, as the study found it degraded"
-    why = " on these paths (the wired one has no propagation delay), unlike the study"
+    """The smaller buffer's goodput as a fraction of the larger's, in words (numbers only; the verdict compares)."""
     if ratio <= 1.0:
-        return f" — the smaller buffer cost {1 - ratio:.0%} of the goodput, under 10 %," + why
-    return f" — the smaller buffer was not slower ({ratio - 1:+.0%})" + why
+        return f" — the smaller buffer cost {1 - ratio:.0%} of the goodput"
+    return f" — the smaller buffer was not slower ({ratio - 1:+.0%})"
+
+
+def real_verdicts(rows: list[dict]) -> dict[str, Verdict]:
+    """The study's statements judged on the real rows, by the simulated study's rules (mptcp.verdicts): the wired
+    subflow's share, the small buffer, the long throttled transfer, and the real proxy's conversion delay (measured
+    here, not an input as in the simulator)."""
+    from latlab.studies.mptcp.references import REFERENCES
+    from latlab.studies.mptcp.verdicts import DEGRADED, MOST, MOST_PARTLY, SLIGHTLY
+
+    out: dict[str, Verdict] = {}
+    wired, wifi = _pick(rows, "baseline", path="wired"), _pick(rows, "baseline", path="wifi")
+    mp = _pick(rows, "mptcp")
+    if mp and mp.get("wired_share") is not None:
+        share = float(mp["wired_share"])
+        ref = REFERENCES["mptcp_wired_share"]
+        out[ref.key] = Verdict(
+            ref,
+            f"{share:.0%} (real)",
+            "agrees" if share > MOST else "partly" if share > MOST_PARTLY else "differs",
+            f"target above {100 * MOST:g} %, partly above {100 * MOST_PARTLY:g} %",
+        )
+    rb = sorted((r for r in rows if r["experiment"] == "rbuf"), key=lambda r: r["buffer_mb"])
+    if len(rb) >= 2 and rb[-1]["goodput_bps"] > 0:
+        lo, hi = rb[0], rb[-1]
+        degraded = lo["goodput_bps"] < (1 - DEGRADED) * hi["goodput_bps"]
+        losses = (lo.get("retransmits") or 0) > (hi.get("retransmits") or 0)
+        study = REFERENCES["rbuf_small"]
+        ref = Reference(
+            "real_rbuf_small",
+            f"Max TCP memory {lo['buffer_mb']:g} MB, real Linux MPTCP",
+            words=study.words,
+        )
+        out[ref.key] = Verdict(
+            ref,
+            f"{lo['buffer_mb']:g} MB: {lo['goodput_bps'] / hi['goodput_bps']:.0%} of {hi['buffer_mb']:g} MB's "
+            f"goodput, {lo.get('retransmits', 0)} retransmissions against {hi.get('retransmits', 0)} (real)",
+            "agrees" if degraded and losses else "partly" if degraded or losses else "differs",
+            f"target: goodput more than {100 * DEGRADED:g} % below the larger buffer's and more retransmissions; "
+            "partly if one holds",
+        )
+    long = _pick(rows, "throttle", label="long")
+    if long and mp and wired and wifi and mp["goodput_bps"] > 0:
+        ratio = long["goodput_bps"] / mp["goodput_bps"]
+        ref = REFERENCES["throttle_long_total"]
+        out[ref.key] = Verdict(
+            ref,
+            f"{long['goodput_bps'] / 1e6:.1f} against {mp['goodput_bps'] / 1e6:.1f} Mbit/s ({ratio:.0%}, real)",
+            "agrees" if 1 - SLIGHTLY <= ratio < 1 else "partly" if ratio < 1 else "differs",
+            f"target within {100 * SLIGHTLY:g} % below the unthrottled total, partly if further below",
+        )
+        total, best = long["goodput_bps"], max(wired["goodput_bps"], wifi["goodput_bps"])
+        ref = REFERENCES["throttle_long_vs_tcp"]
+        out[ref.key] = Verdict(
+            ref,
+            f"{total / 1e6:.1f} Mbit/s; single-path TCP {wifi['goodput_bps'] / 1e6:.1f} on Wi-Fi, "
+            f"{wired['goodput_bps'] / 1e6:.1f} wired (real)",
+            "agrees" if total > best else "partly" if total > wifi["goodput_bps"] else "differs",
+            "target: above single-path TCP on both paths; partly if above it on the Wi-Fi path only",
+        )
+    conv = _pick(rows, "conversion")
+    if conv:
+        added = float(conv["syn_conversion_ms"]) + float(conv["data_conversion_ms"])
+        ref = REFERENCES["conversion"]
+        outcome, rule = within(added, ref, CONV_AGREE, CONV_PARTLY)
+        out[ref.key] = Verdict(
+            ref,
+            f"{added:.3f} ms (medians, SYN + data, latlab's real proxy)",
+            outcome,
+            rule,
+        )
+    return out
+
+
+#: The real proxy's conversion delay (SYN + data medians) against the study's: tolerance and partly.
+CONV_AGREE, CONV_PARTLY = 0.15, 0.40
 
 
 def figure(rows: list[dict], out: Path) -> Path | None:
@@ -1360,6 +1432,22 @@ def real_section(
     return (
         report_section(rows, sim_rows, settings, command, fig.name if fig else None)
         + f"\nThe real runs took {time.monotonic() - t0:.0f} s of wall time; rows in `real.jsonl`.\n"
+    )
+
+
+def earlier_section(outdir: Path, sim_rows: list[dict] | None = None) -> str | None:
+    """The report's section from the rows an earlier ``--real`` run left in ``outdir/real.jsonl`` (the full set),
+    rendered again without running anything; None without such rows."""
+    jsonl = Path(outdir) / "real.jsonl"
+    rows = load_rows(jsonl) if jsonl.exists() else []
+    if not rows:
+        return None
+    fig = figure(rows, Path(outdir) / "real_subflows.png")
+    command = "latlab reproduce mptcp --real"
+    return (
+        report_section(rows, sim_rows, FULL_REAL, command, fig.name if fig else None)
+        + f"\nThese real rows are from an earlier run of `{command}`, kept in `real.jsonl`; this report renders "
+        "them again beside the simulated rows above without running them.\n"
     )
 
 

@@ -17,12 +17,16 @@ from latlab.studies._verdict import Verdict
 from latlab.studies._verdict import summary as verdict_summary
 from latlab.studies.mptcp import cases as C
 from latlab.studies.mptcp.metrics import (
+    STABLE_FRACTION,
+    STALL_S,
     StudyData,
     buffer_curve,
     guidance_parts,
     mean_of,
     pick,
     smallest_stable_mb,
+    stable_pockets,
+    stable_sizes,
     value_range,
 )
 from latlab.studies.mptcp.references import PAPER, SFWIN
@@ -51,18 +55,7 @@ def _why(vs: dict[str, Verdict], data: StudyData, settings: C.Settings) -> dict[
                 f"{C.ETHERNET_BPS / 1e6:g} Mbit/s link caps what the proxy has to send"
             )
     if "rbuf_small" in vs:
-        why["rbuf_small"] = (
-            "latlab's RFC sender keeps new data inside the connection-level window, so nothing "
-            "arrives that the buffer cannot hold and the receiver drops nothing; and the wired path "
-            "alone fills the server's link with a small window (its bandwidth-delay product is a "
-            "few tens of KB), so a small buffer only keeps the Wi-Fi subflow out"
-            + (
-                "; the per-subflow-window sender shows the study's drops"
-                if vs.get("rbuf_small" + SFWIN) and vs["rbuf_small" + SFWIN].agrees
-                else "; through the proxy the MPTCP side only carries what the server's link brings, so "
-                "even the per-subflow-window sender rarely overruns the buffer"
-            )
-        )
+        why["rbuf_small"] = _small_buffer_why(conns)
     g = guidance_parts(conns)
     for key in (
         "rbuf_needed",
@@ -108,13 +101,172 @@ def _why(vs: dict[str, Verdict], data: StudyData, settings: C.Settings) -> dict[
                 "choice: the study names none) against the Wi-Fi path's capacity and the server's link; "
                 "the throttle-rate sweep in section 5 shows how it moves"
             )
-    if "conversion" in vs:
-        why["conversion"] = (
-            "the delays are the study's, set in latlab's proxy; what a download pays is their sum "
-            "only if both lie on its first byte's path, and extra round trips through the split "
-            "connection add to it"
-        )
     return why
+
+
+def _range(r: pd.Series, column: str) -> str:
+    """A column's mean over seeds with its range, "–" when missing."""
+    mean, lo, hi = r.get(column), r.get(f"{column}_lo"), r.get(f"{column}_hi")
+    if mean is None or not pd.notna(mean):
+        return "–"
+    if lo is None or not pd.notna(lo) or lo == hi:
+        return f"{mean:.0f}"
+    return f"{mean:.0f} ({lo:.0f}–{hi:.0f})"
+
+
+def _curve_words(curve: pd.DataFrame, sender: str) -> str:
+    """What the curve shows, from its numbers: the smallest stable size, the unstable ones, and pockets."""
+    ok = stable_sizes(curve)
+    found = smallest_stable_mb(curve)
+    n_seeds = int(curve["seeds"].min()) if "seeds" in curve else 1
+    bad = [f"{mb:g}" for mb, good in ok.items() if not good]
+    text = (
+        f"A size is stable when each of its {n_seeds} seeds reaches {100 * STABLE_FRACTION:g} % of the sweep's "
+        "best mean goodput; the smallest stable buffer is the smallest size from which on every size of the grid "
+        f"is stable. With the {sender} sender: "
+    )
+    if found == found:
+        text += f"the smallest stable buffer is **{found:g} MB**"
+    else:
+        text += "no size is stable from some point on up to the grid's largest"
+    text += "; unstable: " + ", ".join(bad) + " MB" if bad else "; every size on the grid is stable"
+    pockets = stable_pockets(curve)
+    if pockets:
+        text += (
+            "; stable below an unstable size (the curve is not monotonic): "
+            + ", ".join(f"{mb:g}" for mb in pockets)
+            + " MB"
+        )
+    drops = curve["recv_drops"]
+    with_drops = drops[drops > 0]
+    if len(with_drops):
+        text += (
+            f". Receiver drops occur at {', '.join(f'{mb:g}' for mb in with_drops.index)} MB "
+            f"(mean {with_drops.max():.0f} at most, at {with_drops.idxmax():g} MB)"
+        )
+    else:
+        text += ". The receiver drops nothing at any size"
+    return text + "."
+
+
+def _trace_evidence(curve: pd.DataFrame, sender: str) -> list[str]:
+    """Where the curve is not monotonic: what the runs' traces show at each stable size below an unstable one, and
+    at the unstable sizes next to it on the grid."""
+    pockets = stable_pockets(curve)
+    if not pockets or "early_occupancy_peak" not in curve:
+        return []
+    ok = stable_sizes(curve)
+    out = [
+        f"**Why the {sender} curve is not monotonic: the traces** (mean over seeds; first second: the largest "
+        "out-of-order occupancy and the largest sum of the two subflows' cwnds, as a share of the window; stalled: "
+        f"time with no delivery to the application for {1e3 * STALL_S:g} ms or more)\n",
+        _table(
+            [
+                "max TCP memory (MB)",
+                "stable",
+                "first second: out-of-order peak",
+                "first second: cwnd sum peak",
+                "wired cwnd (KB)",
+                "Wi-Fi cwnd (KB)",
+                "Wi-Fi share",
+                "receiver drops",
+                "timeouts",
+                "stalled (s)",
+            ],
+            [
+                [
+                    f"{mb:g}",
+                    "yes" if ok[mb] else "**no**",
+                    _pct(r["early_occupancy_peak"], "{:.0f} %"),
+                    _pct(r["early_cwnd_sum_peak"], "{:.0f} %"),
+                    _f(r.get("cwnd_wired_kb"), "{:.0f}"),
+                    _f(r.get("cwnd_wifi_kb"), "{:.0f}"),
+                    _pct(r.get("wifi_share"), "{:.0f} %"),
+                    _range(r, "recv_drops"),
+                    _range(r, "timeouts"),
+                    _f(r.get("stall_s"), "{:.2f}"),
+                ]
+                for mb, r in curve.iterrows()
+            ],
+        ),
+        "",
+    ]
+    sizes = list(curve.index)
+    over = [mb for mb in sizes if curve.loc[mb, "early_cwnd_sum_peak"] > 1]
+    words = []
+    if over:
+        words.append(
+            "The per-subflow-window sender lets each subflow fill the whole window on its own, so it can overrun "
+            "the buffer wherever the two cwnds together exceed the window: in the first second they did at "
+            f"{', '.join(f'{mb:g}' for mb in over)} MB (up to {max(over):g} MB)."
+        )
+    for p in pockets:
+        i = sizes.index(p)
+        near = [sizes[j] for j in (i - 1, i + 1) if 0 <= j < len(sizes) and not ok[sizes[j]]]
+        r = curve.loc[p]
+        text = (
+            f"At {p:g} MB (stable) the out-of-order data peaked at {100 * r['early_occupancy_peak']:.0f} % of the "
+            f"window in the first second, the wired subflow's cwnd averaged {r['cwnd_wired_kb']:.0f} KB against a "
+            f"{C.window_bytes(p) / 1e3:g} KB window, the Wi-Fi subflow carried {100 * r['wifi_share']:.0f} % and "
+            f"the receiver dropped {r['recv_drops']:.0f} segments"
+        )
+        for q in near:
+            u = curve.loc[q]
+            text += (
+                f"; at {q:g} MB (unstable) the peak was {100 * u['early_occupancy_peak']:.0f} %, the wired cwnd "
+                f"averaged {u['cwnd_wired_kb']:.0f} KB against {C.window_bytes(q) / 1e3:g} KB, the Wi-Fi subflow "
+                f"carried {100 * u['wifi_share']:.0f} %, with {u['recv_drops']:.0f} drops, {u['timeouts']:.0f} "
+                f"timeouts and delivery stalled {u['stall_s']:.2f} s"
+            )
+        words.append(text + ".")
+        worse = [
+            q for q in near if curve.loc[q, "early_occupancy_peak"] > r["early_occupancy_peak"]
+        ]
+        shifted = [q for q in near if curve.loc[q, "wifi_share"] > r["wifi_share"]]
+        fell = [q for q in near if curve.loc[q, "cwnd_wired_kb"] < r["cwnd_wired_kb"]]
+        explained = [q for q in worse if q in shifted and q in fell]
+        if explained:
+            words.append(
+                f"So at {', '.join(f'{q:g}' for q in explained)} MB slow start's bursts on the two paths pushed the "
+                "out-of-order data closer to the window's edge than at "
+                f"{p:g} MB; once the receiver dropped, the wired subflow's cwnd fell, the minimum-RTT scheduler "
+                "sent more on the Wi-Fi subflow (it uses it when the wired one has no window room), and the Wi-Fi "
+                "subflow's longer RTT kept data out of order near the edge, so drops and timeouts went on. Whether "
+                "the first bursts reach the edge depends on where the window falls among slow start's steps, not "
+                "on its size alone: hence the pockets."
+            )
+    return out + [" ".join(words), ""] if words else out
+
+
+def _wired_tcp_bps(conns: pd.DataFrame) -> float:
+    """Single-path wired TCP's goodput on the longest baseline download."""
+    base = pick(conns, "baseline", path="wired")
+    if not len(base):
+        return float("nan")
+    return mean_of(base[base["size_bytes"] == base["size_bytes"].max()], "goodput_bps")
+
+
+def _small_buffer_why(conns: pd.DataFrame) -> str:
+    """The RFC sender at 0.18 MB, with the numbers: what it lost, and what the other sender lost at the same size."""
+    small = min(C.STUDY_BUFFERS_MB)
+    rfc, sfw = buffer_curve(conns, True), buffer_curve(conns, False)
+    if small not in rfc.index:
+        return ""
+    r = rfc.loc[small]
+    text = (
+        "latlab's RFC sender keeps new data inside the connection-level window, so the receiver only drops what "
+        f"arrives beyond it: over the whole sweep it dropped {rfc['recv_drops'].sum():.0f} segments (sum of the "
+        f"per-size means); at {small:g} MB it got {r['goodput_bps'] / 1e6:.1f} Mbit/s with the Wi-Fi subflow "
+        f"carrying {100 * r['wifi_share']:.0f} % of the bytes and single-path wired TCP reaching "
+        f"{_wired_tcp_bps(conns) / 1e6:.1f} Mbit/s"
+    )
+    if small in sfw.index:
+        q = sfw.loc[small]
+        text += (
+            f"; the per-subflow-window sender dropped {_range(q, 'recv_drops')} segments at {small:g} MB "
+            f"(mean, range over seeds) and got {q['goodput_bps'] / 1e6:.1f} Mbit/s"
+        )
+    return text
 
 
 def _with_why(vs: dict[str, Verdict], why: dict[str, str]) -> dict[str, Verdict]:
@@ -261,7 +413,7 @@ def render(
         "[links](../models/links.md). "
         + (
             "**Quick run** (`latlab reproduce mptcp --quick`): shorter downloads, a coarser buffer grid, one seed "
-            "and one throttle rate, so its numbers differ from the full run's.\n"
+            "and one throttle rate; its numbers are not the full run's.\n"
             if quick
             else "Full run (`latlab reproduce mptcp`).\n"
         )
@@ -320,16 +472,19 @@ def render(
         if not len(curve):
             continue
         add(f"**{name[:1].upper() + name[1:]} sender**\n")
+        ok = stable_sizes(curve)
         add(
             _table(
                 [
                     "max TCP memory (MB)",
                     "window (KB)",
-                    "goodput (Mbit/s)",
+                    "goodput (Mbit/s), mean (range)",
+                    "stable in every seed",
                     "Wi-Fi share",
                     "head-of-line blocked",
                     "retransmitted segments",
-                    "receiver drops",
+                    "receiver drops, mean (range)",
+                    "timeouts",
                     "reinjected segments",
                 ],
                 [
@@ -337,10 +492,12 @@ def render(
                         f"{mb:g}",
                         f"{C.window_bytes(mb) / 1e3:g}",
                         f"{r['goodput_bps'] / 1e6:.1f} ({r['goodput_lo'] / 1e6:.1f}–{r['goodput_hi'] / 1e6:.1f})",
+                        "yes" if ok.get(mb, False) else "**no**",
                         _pct(r.get("wifi_share"), "{:.0f} %"),
                         _pct(r["hol_fraction"], "{:.0f} %"),
                         _f(r["retransmits"], "{:.0f}"),
-                        _f(r["recv_drops"], "{:.0f}"),
+                        _range(r, "recv_drops"),
+                        _range(r, "timeouts"),
                         _f(r["reinjections"], "{:.0f}"),
                     ]
                     for mb, r in curve.iterrows()
@@ -348,6 +505,8 @@ def render(
             )
         )
         add("")
+        add(_curve_words(curve, name) + "\n")
+        out += _trace_evidence(curve, name)
         sfx = "" if dw else SFWIN
         for key in ("rbuf_small", "rbuf_large", "rbuf_needed", "rbuf_suffices"):
             if key + sfx in vs:
@@ -517,7 +676,7 @@ def render(
 
     # -- differences
     add("## Where and why latlab differs\n")
-    differing = [v for v in vs.values() if v.outcome != "agrees"]
+    differing = [v for v in vs.values() if v.outcome in ("partly", "differs")]
     if differing:
         for v in differing:
             add(f"- {v.sentence()}")

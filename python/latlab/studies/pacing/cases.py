@@ -225,6 +225,7 @@ class Run:
     paced_fraction: float = 1.0  # J: share of hosts (host-paced) or edges (edge-paced) that pace
     access_queue_packets: int | None = None
     min_rto_ms: float | None = None  # None: the ns2 preset's 200 ms (ns-2.35's minrto_ default)
+    initial_window: int | None = None  # None: the ns2 preset's IW 10
 
     @property
     def params(self) -> dict[str, Any]:
@@ -243,6 +244,7 @@ class Run:
             "duration_s": self.duration_s,
             "measure_from_s": self.measure_from_s,
             "min_rto_ms": self.min_rto_ms or 200.0,
+            "initial_window": self.initial_window or 10,
         }
 
     @property
@@ -318,6 +320,8 @@ def build(run: Run) -> dict[str, Any]:
     tcp: dict[str, Any] = {"preset": "ns2", "recovery": run.recovery}
     if run.min_rto_ms is not None:
         tcp["min_rto_ms"] = run.min_rto_ms
+    if run.initial_window is not None:
+        tcp["initial_window_segments"] = run.initial_window
     flows: list[dict[str, Any]] = []
     base: dict[str, Any] = {
         "src": "s{i}",
@@ -421,6 +425,10 @@ class Settings:
     rto_buffers_kb: tuple[float, ...] = ()
     #: G again without ns-2's wait rule at these buffers (experiment "G-wait"): why G's RED acts as DropTail.
     red_nowait_buffers_kb: tuple[float, ...] = ()
+    #: D again with a small initial window at these buffers (experiment "D-iw"): every file of a closed-loop user
+    #: opens a new connection, so the initial window, which the study does not give, acts on every file.
+    d_iw_segments: int = 2
+    d_iw_buffers_kb: tuple[float, ...] = ()
 
 
 ALL_EXPERIMENTS = tuple("ABCDEFGHIJ")
@@ -521,6 +529,12 @@ def runs_of(exp: str, s: Settings) -> list[Run]:
                 for b in s.red_nowait_buffers_kb
                 for m in MODES
             ]
+        elif exp == "D-iw":
+            out += [
+                Run("D-iw", m, b, workload="closed-loop", initial_window=s.d_iw_segments, **kw)
+                for b in s.d_iw_buffers_kb
+                for m in MODES
+            ]
         elif exp == "A-rto":
             out += [
                 Run("A-rto", m, b, min_rto_ms=s.rto_min_ms, **kw)
@@ -557,6 +571,7 @@ FULL = Settings(
     headline_seeds=(2, 3),
     rto_buffers_kb=(3, 5, 10),
     red_nowait_buffers_kb=(5, 10),
+    d_iw_buffers_kb=(10,),
 )
 #: Quick: 80 s runs measured over [30, 80] s, fewer buffers; C and E (variants of A's set-up) and I's LRD source skipped.
 QUICK = Settings(
@@ -576,6 +591,7 @@ QUICK = Settings(
     headline_seeds=(2, 3),
     rto_buffers_kb=(5,),
     red_nowait_buffers_kb=(5,),
+    d_iw_buffers_kb=(5,),
 )
 
 EXPERIMENT_TITLES = {
@@ -603,4 +619,6 @@ def all_runs(settings: Settings) -> list[Run]:
         runs += runs_of("A-rto", settings)
     if settings.red_nowait_buffers_kb and "G" in settings.experiments:
         runs += runs_of("G-wait", settings)
+    if settings.d_iw_buffers_kb and "D" in settings.experiments:
+        runs += runs_of("D-iw", settings)
     return runs

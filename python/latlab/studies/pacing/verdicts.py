@@ -36,8 +36,8 @@ def _none_outcome(gains: list[float]) -> tuple[Outcome, str]:
     if not np.isfinite(worst):
         return "differs", "no measurement"
     rule = (
-        f"largest |gain| {100 * worst:.1f} points; agrees within ±{NONE_TOL_PTS[0]:g}, partly within "
-        f"±{NONE_TOL_PTS[1]:g}"
+        f"largest absolute gain {100 * worst:.1f} points; tolerance ±{NONE_TOL_PTS[0]:g} (partly: "
+        f"±{NONE_TOL_PTS[1]:g})"
     )
     return (
         "agrees"
@@ -77,7 +77,7 @@ def verdicts(df: pd.DataFrame) -> dict[str, Verdict]:
             r,
             _pct(gain),
             outcome,
-            f"agrees above {r.value:g} %, partly if edge pacing leads by less",
+            f"needs a lead above {r.value:g} %; a smaller lead: partly",
             "latlab's host pacing is closer to edge pacing than the study's"
             if g5["host-paced"] > g5["unpaced"]
             else "",
@@ -104,9 +104,8 @@ def verdicts(df: pd.DataFrame) -> dict[str, Verdict]:
                 f"{m} {' / '.join(_pct(loss[(m, b)]) for b in SMALL_BUFFERS_KB)}" for m in MODES
             ),
             "agrees" if above == len(loss) else "partly" if above else "differs",
-            f"agrees if above {r.value:g} % for every mode and buffer ({above} of {len(loss)} here), partly if some",
-            "with ~1000 flows each window is a few packets, and the loss Reno settles at is set by that share more "
-            "than by the buffer (see the notes below)",
+            f"needs above {r.value:g} % for every mode and buffer ({above} of {len(loss)} here); some: partly",
+            "the notes below compare the counted loss with the square-root law and the equation with timeouts",
         )
         gains = []
         for b in SMALL_BUFFERS_KB:
@@ -133,7 +132,7 @@ def verdicts(df: pd.DataFrame) -> dict[str, Verdict]:
             r,
             "lowest " + ", ".join(f"{m} {_pct(low.get(m, np.nan))}" for m in MODES),
             "agrees" if n_ok == len(low) else "partly" if (low >= 0.90).all() else "differs",
-            "agrees if ≥ 97 % in every mode at every such buffer, partly if ≥ 90 %",
+            "needs ≥ 97 % in every mode at every such buffer; ≥ 90 %: partly",
         )
         g = big.groupby(["buffer_kb", "mode"])["per_flow_kbps"].mean().unstack()
         gains = [float(v) for m in MODES[1:] if m in g for v in (g[m] / g["unpaced"] - 1)]

@@ -138,6 +138,9 @@ def reproduce_with(
             + f"\nThe real runs took {time.monotonic() - t1:.0f} s of wall time{resumed}; rows in "
             "`real.jsonl`.\n"
         )
+    elif not quick and (outdir / "real.jsonl").exists():
+        # A full reproduction into a folder that holds an earlier run's real rows shows them again.
+        real_section = real_mod.earlier_section(outdir)
     report = outdir / "report.md"
     write_text(report, render(data, settings, quick, jobs, elapsed_s, figures, real_section))
     return report

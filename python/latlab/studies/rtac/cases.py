@@ -100,6 +100,12 @@ WIFI_RATE_BPS = WIFI_PHY_BPS * WIFI_MAC_EFFICIENCY
 WIFI_FRAME_ERROR_PROB = 0.05
 #: One shared AP buffer of 400 packets ("hundreds"), against a BDP of about 44 packets.
 WIFI_AP_PACKETS = 400
+#: The Wi-Fi competition is also run with these shared AP buffers (packets): the study's competition results depend on
+#: the queue the loss-based flow builds, and the study itself suspects that its AP did not share one buffer.
+AP_BUFFER_PACKETS = (50, 100, 200, 400)
+#: latlab's Wi-Fi AP model (crates/link/src/wifi.rs) has one buffer shared by all stations, and the scenario schema
+#: (`ap.queue`) takes one queue discipline for it: per-station AP queues cannot be built, so they are not run.
+AP_PER_STATION_QUEUES = False
 WIFI_WIRED_DELAY_MS = 4.0
 WIFI_RADIO_DELAY_MS = 1.0
 
@@ -135,6 +141,7 @@ EXPERIMENTS: dict[str, str] = {
     "pair": "Two clients in competition",
     "three": "Three clients, one of each receiver",
     "senders": "Sender variants",
+    "apbuf": "Wi-Fi competition against the AP's shared buffer",
 }
 #: Competing pairs (client 0, client 1): each pair of receivers.
 PAIRS: tuple[tuple[str, str], ...] = (
@@ -143,8 +150,15 @@ PAIRS: tuple[tuple[str, str], ...] = (
     ("autotuning", "rtac"),
     ("drwa", "rtac"),
 )
-#: Sender-variant competition: the receiver under test beside an auto-tuning client, both flows from that sender.
+#: Sender-variant competition: the receiver under test beside an auto-tuning client, both flows from that sender
+#: (and the three clients, one of each receiver, the case the study's sender findings are about).
 SENDER_PAIRS: tuple[tuple[str, str], ...] = (("autotuning", "drwa"), ("autotuning", "rtac"))
+#: The AP-buffer runs: each receiver beside auto-tuning, and two auto-tuning clients as the control.
+AP_PAIRS: tuple[tuple[str, str], ...] = (
+    ("autotuning", "autotuning"),
+    ("autotuning", "drwa"),
+    ("autotuning", "rtac"),
+)
 
 
 @dataclass(frozen=True)
@@ -156,6 +170,7 @@ class Settings:
     seeds: tuple[int, ...]
     rmem_kb: tuple[int, ...]
     senders: tuple[str, ...] = tuple(SENDERS)
+    ap_packets: tuple[int, ...] = AP_BUFFER_PACKETS
     sample_interval_ms: float = 10.0
     figure_seed: int = 1
 
@@ -169,7 +184,11 @@ FULL = Settings(
 )
 #: Quick: 20 s runs measured over [5, 20] s, two seeds, five tcp_rmem_max points.
 QUICK = Settings(
-    duration_s=20.0, measure_from_s=5.0, seeds=(1, 2), rmem_kb=(32, 128, 256, 768, 2560)
+    duration_s=20.0,
+    measure_from_s=5.0,
+    seeds=(1, 2),
+    rmem_kb=(32, 128, 256, 768, 2560),
+    ap_packets=(100, 400),
 )
 
 
@@ -183,6 +202,7 @@ class Run:
     sender: str = "cubic"
     rmem_kb: int = RMEM_MAX_KB
     seed: int = 1
+    ap_packets: int = WIFI_AP_PACKETS  # the Wi-Fi AP's shared buffer (ignored on LTE)
     duration_s: float = FULL.duration_s
     measure_from_s: float = FULL.measure_from_s
     sample_interval_ms: float = FULL.sample_interval_ms
@@ -209,6 +229,7 @@ class Run:
             "case": self.label,
             "sender": self.sender,
             "rmem_kb": self.rmem_kb,
+            "ap_packets": self.ap_packets,
             "seed": self.seed,
             "duration_s": self.duration_s,
             "measure_from_s": self.measure_from_s,
@@ -233,6 +254,8 @@ def check(run: Run) -> None:
             )
     if run.sender not in SENDERS:
         raise ValueError(f"sender: unknown sender {run.sender!r}; expected one of {list(SENDERS)}")
+    if not 1 <= run.ap_packets <= 100_000:
+        raise ValueError(f"ap_packets: expected 1..100000 packets, got {run.ap_packets!r}")
     if not 1 <= run.rmem_kb <= 2**20:
         raise ValueError(f"rmem_kb: expected 1..{2**20} KB, got {run.rmem_kb!r}")
     if not 0 <= run.measure_from_s < run.duration_s:
@@ -270,6 +293,14 @@ def runs_of(settings: Settings) -> list[Run]:
                     Run("senders", path, pair, sender=sender, seed=seed, **common)
                     for pair in SENDER_PAIRS
                 ]
+                out.append(
+                    Run("senders", path, tuple(RECEIVERS), sender=sender, seed=seed, **common)
+                )
+        out += [
+            Run("apbuf", "wifi", pair, ap_packets=n, seed=seed, **common)
+            for n in settings.ap_packets
+            for pair in AP_PAIRS
+        ]
     return out
 
 
@@ -369,7 +400,7 @@ def _wifi_topology(run: Run) -> dict[str, Any]:
         "radio_delay_ms": WIFI_RADIO_DELAY_MS,
         "rate": {"constant_bps": WIFI_RATE_BPS},
         "frame_error_prob": WIFI_FRAME_ERROR_PROB,
-        "ap": {"queue": {"kind": "droptail", "limit_packets": WIFI_AP_PACKETS}},
+        "ap": {"queue": {"kind": "droptail", "limit_packets": run.ap_packets}},
         "uplink_rate": {"constant_bps": 20e6},
     }
 
@@ -404,6 +435,8 @@ def build(run: Run) -> dict[str, Any]:
             }
         )
     name = f"rtac-study-{run.path}-{'-'.join(run.receivers)}-{run.sender}-{run.rmem_kb}k"
+    if run.path == "wifi" and run.ap_packets != WIFI_AP_PACKETS:
+        name += f"-ap{run.ap_packets}"
     return {
         "name": name,
         "seed": run.seed,

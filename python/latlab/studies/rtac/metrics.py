@@ -35,6 +35,7 @@ def run_metrics(res: Any, run: Run) -> tuple[list[dict[str, Any]], pd.DataFrame]
     receiver delivered to the application over the window.
     """
     flows = res.flows.sort_values("flow_id")
+    estimates = receiver_errors(res.tables.get("receiver_samples"), run.measure_from_s)
     fs = res.flow_samples
     t_s = _floats(fs["time_ns"]) / 1e9
     in_window = fs[t_s > run.measure_from_s + 1e-9]
@@ -69,6 +70,7 @@ def run_metrics(res: Any, run: Run) -> tuple[list[dict[str, Any]], pd.DataFrame]
                 "retransmits": int(pd.to_numeric(f["retransmitted_segments"])),
                 "timeouts": int(pd.to_numeric(f["timeouts"])),
                 "wall_s": float(res.run_info.get("wall_s", np.nan)),
+                **estimates.get(fid, NO_ESTIMATES),
             }
         )
         if run.experiment in KEEP_SAMPLES:
@@ -84,6 +86,55 @@ def run_metrics(res: Any, run: Run) -> tuple[list[dict[str, Any]], pd.DataFrame]
                 )
             )
     return rows, (pd.concat(samples, ignore_index=True) if samples else pd.DataFrame())
+
+
+#: The receiver-estimate columns of a flow row (NaN for a receiver without estimates).
+NO_ESTIMATES: dict[str, float] = {
+    "rcv_rtt_err": np.nan,
+    "rcv_rtt_bias": np.nan,
+    "rcv_win_err": np.nan,
+    "rcv_win_bias": np.nan,
+    "rcv_win_err_flight": np.nan,
+    "rcv_samples": 0,
+}
+
+
+def _relative(estimate: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
+    """Mean relative error |e − t| / t and mean signed error (e − t) / t over samples where both are known."""
+    ok = np.isfinite(estimate) & np.isfinite(truth) & (truth > 0)
+    if not ok.any():
+        return np.nan, np.nan
+    rel = (estimate[ok] - truth[ok]) / truth[ok]
+    return float(np.abs(rel).mean()), float(rel.mean())
+
+
+def receiver_errors(
+    table: pd.DataFrame | None, measure_from_s: float
+) -> dict[int, dict[str, float]]:
+    """Per flow, over the measurement window: how far the receiver's estimates sit from the sender's state.
+
+    The simulator samples both ends at the same instant (``receiver_samples``): the receiver's RTT estimate against
+    the sender's srtt, and its window estimate (bytes delivered per RTT) against the sender's cwnd and against the
+    data in flight (the sender sends min(cwnd, rwnd), so a window the receiver binds leaves cwnd above what flies).
+    """
+    if table is None or not len(table):
+        return {}
+    t = table[_floats(table["time_ns"]) / 1e9 > measure_from_s + 1e-9]
+    out: dict[int, dict[str, float]] = {}
+    for fid, d in t.groupby("flow_id"):
+        rtt_err, rtt_bias = _relative(_floats(d["rcv_rtt_ns"]), _floats(d["srtt_ns"]))
+        win = _floats(d["rcv_window_est_bytes"])
+        win_err, win_bias = _relative(win, _floats(d["cwnd_bytes"]))
+        flight_err, _ = _relative(win, _floats(d["flight_bytes"]))
+        out[int(fid)] = {
+            "rcv_rtt_err": rtt_err,
+            "rcv_rtt_bias": rtt_bias,
+            "rcv_win_err": win_err,
+            "rcv_win_bias": win_bias,
+            "rcv_win_err_flight": flight_err,
+            "rcv_samples": int(np.isfinite(win).sum()),
+        }
+    return out
 
 
 @dataclass
@@ -147,7 +198,7 @@ def select(
         (flows["experiment"] == experiment) & (flows["path"] == path) & (flows["sender"] == sender)
     ]
     for k, v in where.items():
-        d = d[d[k] == v]
+        d = d[d[k] == v] if k in d else d.iloc[0:0]
     return d
 
 
@@ -177,10 +228,15 @@ def single_figures(flows: pd.DataFrame, path: str, sender: str = "cubic") -> pd.
 
 
 def pair_shares(
-    flows: pd.DataFrame, experiment: str, path: str, receivers: str, sender: str = "cubic"
+    flows: pd.DataFrame,
+    experiment: str,
+    path: str,
+    receivers: str,
+    sender: str = "cubic",
+    **where: Any,
 ) -> pd.DataFrame:
     """Per seed of one competition run: each phone client's goodput (Mbit/s) and RTT, and the wired client's."""
-    d = select(flows, experiment, path, sender, receivers=receivers)
+    d = select(flows, experiment, path, sender, receivers=receivers, **where)
     if not len(d):
         return pd.DataFrame()
     d = d.assign(
@@ -191,20 +247,40 @@ def pair_shares(
 
 
 def share_of_autotuning(
-    flows: pd.DataFrame, experiment: str, path: str, receiver: str, sender: str = "cubic"
+    flows: pd.DataFrame,
+    experiment: str,
+    path: str,
+    receiver: str,
+    sender: str = "cubic",
+    three: bool | None = None,
+    **where: Any,
 ) -> pd.Series:
     """Per seed: the goodput of ``receiver``'s client over that of the auto-tuning client in the same run.
 
-    Pairs put auto-tuning on client 0; the three-client run has one of each receiver.
+    Pairs put auto-tuning on client 0; the three-client run (``three``, by default the "three" experiment) has one of
+    each receiver. For ``receiver`` "autotuning" (the control pair), client 1's goodput over client 0's.
     """
-    receivers = "+".join(RECEIVERS) if experiment == "three" else f"autotuning+{receiver}"
-    good = pair_shares(flows, experiment, path, receivers, sender)
+    if three is None:
+        three = experiment == "three"
+    receivers = "+".join(RECEIVERS) if three else f"autotuning+{receiver}"
+    good = pair_shares(flows, experiment, path, receivers, sender, **where)
     if not len(good):
         return pd.Series(dtype=float)
     mine = [c for c in good.columns if c.endswith(f"-{receiver}") and c != "c0-autotuning"]
     if not mine or "c0-autotuning" not in good.columns:
         return pd.Series(dtype=float)
     return (good[mine[0]] / good["c0-autotuning"]).rename(receiver)
+
+
+def goodput_of(
+    flows: pd.DataFrame, experiment: str, path: str, receivers: str, sender: str = "cubic"
+) -> pd.DataFrame:
+    """Per seed of one run: each phone client's goodput (Mbit/s), columns by receiver."""
+    good = pair_shares(flows, experiment, path, receivers, sender)
+    if not len(good):
+        return good
+    good = good[[c for c in good.columns if c != "wired"]]
+    return good.rename(columns=lambda c: c.split("-", 1)[1])
 
 
 def rmem_curve(flows: pd.DataFrame, path: str) -> pd.DataFrame:

@@ -49,6 +49,7 @@ from latlab.studies._real_runs import (
     rows_where,
     testbed_unavailable_reason,
 )
+from latlab.studies._verdict import Reference, Verdict, within
 
 ROOT = Path(__file__).resolve().parents[4]
 #: Scenario files ship with the repository; an installed package finds them beside the sources.
@@ -479,6 +480,28 @@ def _earlier_rows(outdir: Path, settings: RealSettings) -> list[dict[str, Any]]:
     return rows
 
 
+def earlier_section(outdir: Path) -> str | None:
+    """Section 6 from the rows an earlier ``--real`` run left in ``outdir/real.jsonl``, with the settings it recorded
+    in ``real-settings.json`` (the defaults without it), rendered again without running anything; None without
+    rows."""
+    jsonl, meta = outdir / "real.jsonl", outdir / "real-settings.json"
+    rows = load_rows(jsonl) if jsonl.exists() else []
+    if not rows:
+        return None
+    settings = RealSettings()
+    if meta.exists():
+        key = json.loads(meta.read_text())
+        key["thetas"] = tuple(key["thetas"])
+        key["sweep_buffers"] = tuple(key["sweep_buffers"])
+        settings = RealSettings(**key)
+    command = "latlab reproduce rtac --real"
+    return (
+        render(rows, settings, command)
+        + f"\nThese real rows are from earlier runs of `{command}`, kept in `real.jsonl`; this report renders them "
+        "again without running them.\n"
+    )
+
+
 def run_real(
     settings: RealSettings,
     outdir: Path,
@@ -852,6 +875,39 @@ def _path_tables(rows: list[dict], buffer_packets: int) -> list[str]:
     return out
 
 
+def real_verdicts(
+    rows: list[dict], rtac_case: str | None, buffer_packets: int
+) -> dict[str, Verdict]:
+    """The study's competition findings judged on the real runs through one buffer: RTAC (at ``rtac_case``) beside
+    auto-tuning against the study's ≈ 95 %, and DRWA beside auto-tuning against "starves", by the simulated
+    study's rules (latlab.studies.rtac.verdicts)."""
+    from latlab.studies.rtac.references import RTAC_SHARE
+    from latlab.studies.rtac.verdicts import SHARE_AGREE, SHARE_PARTLY, STARVE, STARVE_PARTLY
+
+    where = f"real Linux receivers through one {buffer_packets}-packet buffer"
+    out: dict[str, Verdict] = {}
+    if rtac_case is not None:
+        ref = Reference(
+            "real_rtac",
+            f"RTAC at θ = {split(rtac_case)[1] or 1.38:g} beside Auto-tuning, {where}: throughput / Auto-tuning's",
+            RTAC_SHARE,
+            "%",
+            fmt="{:.0f}",
+            scale=100,
+        )
+        outcome, rule = within(_share(rows, "real", rtac_case), ref, SHARE_AGREE, SHARE_PARTLY)
+        out["rtac"] = Verdict(ref, _share_text(rows, "real", rtac_case), outcome, rule)
+    drwa = _share(rows, "real", "drwa")
+    ref = Reference("real_drwa", f"DRWA beside Auto-tuning, {where}", words="starves")
+    out["drwa"] = Verdict(
+        ref,
+        f"DRWA/Auto-tuning {_share_text(rows, 'real', 'drwa')}",
+        "agrees" if drwa < STARVE else "partly" if drwa < STARVE_PARTLY else "differs",
+        f"target below {100 * STARVE:g} % of Auto-tuning's goodput, partly below {100 * STARVE_PARTLY:g} %",
+    )
+    return out
+
+
 def _operating_point_verdict(
     rows: list[dict], rtacs: list[str], buffer_packets: int = BUFFER_PACKETS
 ) -> str:
@@ -897,17 +953,35 @@ def _operating_point_verdict(
             f"({fixed:.2f}), while its simulated twin took {sim_share:.0%} of the auto-tuning flow's goodput: "
             "these runs do not explain that gap."
         )
+    study_theta = [rc for rc in rtacs if split(rc)[1] == 1.38]
+    if study_theta and _shares(rows, "real", study_theta[0]):
+        out.append(real_verdicts(rows, study_theta[0], buffer_packets)["rtac"].sentence())
     drwa = _share(rows, "real", "drwa")
     if drwa == drwa:
         out.append(
-            f"DRWA, whose window shrinks as RTT_min/RTT, keeps {drwa:.0%}, as the study found."
+            f"DRWA, whose window shrinks as RTT_min/RTT, keeps {drwa:.0%} of the auto-tuning receiver's goodput. "
+            + real_verdicts(rows, None, buffer_packets)["drwa"].sentence()
         )
     sim_at = _pick(rows, "sim", "autotuning", "alone")
     if at and sim_at and abs(sim_at["rtt_mean_ms"] / at["rtt_mean_ms"] - 1) > 0.1:
+        gaps = []
+        for rc in ["drwa", *rtacs]:
+            real, sim = _pick(rows, "real", rc, "alone"), _pick(rows, "sim", rc, "alone")
+            if real and sim and real["rtt_mean_ms"] > 0:
+                gaps.append((label(rc), sim["rtt_mean_ms"] / real["rtt_mean_ms"] - 1))
         out.append(
-            f"Auto-tuning alone differs between the two: mean RTT {at['rtt_mean_ms']:.0f} ms real against "
-            f"{sim_at['rtt_mean_ms']:.0f} ms simulated, so the real flow kept the buffer fuller on average "
-            "than the simulated sawtooth; DRWA and RTAC alone, which hold the window below the buffer, "
-            "agree within a few per cent."
+            f"Auto-tuning alone: mean RTT {at['rtt_mean_ms']:.0f} ms real against "
+            f"{sim_at['rtt_mean_ms']:.0f} ms simulated ({sim_at['rtt_mean_ms'] / at['rtt_mean_ms'] - 1:+.0%}), so "
+            "the real flow kept the buffer "
+            + ("fuller" if at["rtt_mean_ms"] > sim_at["rtt_mean_ms"] else "emptier")
+            + " on average than the simulated sawtooth"
+            + (
+                "; alone, the simulated mean RTT of "
+                + ", ".join(f"{name} is {gap:+.0%}" for name, gap in gaps)
+                + " off the real one"
+                if gaps
+                else ""
+            )
+            + "."
         )
     return " ".join(out)

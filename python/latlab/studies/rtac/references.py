@@ -9,7 +9,7 @@ as ranges and words, judged by the rules in
 from __future__ import annotations
 
 from latlab.studies._verdict import Paper, Reference
-from latlab.studies.rtac.cases import PATHS, RECEIVERS
+from latlab.studies.rtac.cases import PATHS, RECEIVERS, SENDERS
 
 PAPER = Paper(
     authors="S. Im, C. Joo, T. Lee and S. Bahk",
@@ -27,6 +27,14 @@ SINGLE: dict[str, dict[str, tuple[float, float]]] = {
 RTAC_SHARE = 0.95
 #: The auto-tuning sweep's best tcp_rmem_max range (KB): LTE 400–800 KB; Wi-Fi "well under 200 KB".
 BEST_RMEM_KB = {"lte": (400.0, 800.0), "wifi": (0.0, 200.0)}
+
+#: Sender variants, three clients (one of each receiver): on Wi-Fi (direct competition) RTAC keeps more than this
+#: share of Auto-tuning's throughput with every sender but Vegas, and DRWA keeps this range.
+SENDER_RTAC_WIFI = 0.92
+SENDER_DRWA_WIFI = (0.15, 0.37)
+#: The sender the study singles out: low throughput on LTE whatever the receiver (its base-RTT estimate), less loss
+#: on Wi-Fi; in the three-client LTE case all receivers are low with it.
+VEGAS = "vegas"
 
 _PATH_WORD = {"lte": "LTE", "wifi": "Wi-Fi"}
 #: The competition settings judged: (experiment, path) → words.
@@ -83,6 +91,61 @@ def _refs() -> list[Reference]:
                 f"{experiment}_{path}_drwa", f"{words}: DRWA beside Auto-tuning", words="starves"
             )
         )
+    out += _sender_refs()
+    return out
+
+
+def _sender_refs() -> list[Reference]:
+    """The sender-variant findings: three clients on each path per sender, and Vegas alone."""
+    out: list[Reference] = []
+    lo, hi = SENDER_DRWA_WIFI
+    for sender, name in SENDERS.items():
+        if sender == VEGAS:
+            continue
+        out += [
+            Reference(
+                f"senders_wifi_rtac_{sender}",
+                f"Wi-Fi, three clients, {name} sender: RTAC's throughput / Auto-tuning's",
+                SENDER_RTAC_WIFI,
+                "%",
+                relation=">",
+                fmt="{:.0f}",
+                scale=100,
+            ),
+            Reference(
+                f"senders_wifi_drwa_{sender}",
+                f"Wi-Fi, three clients, {name} sender: DRWA's throughput / Auto-tuning's",
+                words=f"{100 * lo:.0f}–{100 * hi:.0f} %",
+            ),
+            Reference(
+                f"senders_lte_rtac_{sender}",
+                f"LTE, three clients, {name} sender: RTAC's throughput / Auto-tuning's",
+                words="similar",
+            ),
+            Reference(
+                f"senders_lte_drwa_{sender}",
+                f"LTE, three clients, {name} sender: DRWA's throughput / Auto-tuning's",
+                words="much less",
+            ),
+        ]
+    vegas = SENDERS[VEGAS]
+    out += [
+        Reference(
+            "senders_lte_vegas",
+            f"LTE, three clients, {vegas} sender: every receiver's throughput",
+            words="low for all receivers",
+        ),
+        Reference(
+            "senders_single_lte_vegas",
+            f"LTE single flow, {vegas} sender: throughput against CUBIC's",
+            words="low whatever the receiver",
+        ),
+        Reference(
+            "senders_single_wifi_vegas",
+            f"Wi-Fi single flow, {vegas} sender: shortfall against CUBIC, beside LTE's",
+            words="smaller than on LTE",
+        ),
+    ]
     return out
 
 

@@ -12,7 +12,7 @@ import pandas as pd
 
 from latlab.studies._markdown import num as _f
 from latlab.studies._markdown import table as _table
-from latlab.studies._verdict import Verdict
+from latlab.studies._verdict import Verdict, within
 from latlab.studies._verdict import summary as verdict_summary
 from latlab.studies.rtac import cases as C
 from latlab.studies.rtac.metrics import (
@@ -24,8 +24,8 @@ from latlab.studies.rtac.metrics import (
     single_figures,
     value_range,
 )
-from latlab.studies.rtac.references import COMPETITION, PAPER, SINGLE
-from latlab.studies.rtac.verdicts import verdicts
+from latlab.studies.rtac.references import COMPETITION, PAPER, REFERENCES, SINGLE
+from latlab.studies.rtac.verdicts import SHARE_AGREE, SHARE_PARTLY, verdicts
 
 PATH_WORD = {"lte": "LTE", "wifi": "Wi-Fi"}
 
@@ -111,7 +111,37 @@ def _why(vs: dict[str, Verdict], flows: pd.DataFrame) -> dict[str, str]:
                 "DRWA shrinks its window while RTT_est > λ·RTT_min; a queue held by a loss-based flow "
                 "only starves it when that queue's delay exceeds (λ − 1)·RTT_min"
             )
+        if path == "wifi":
+            for receiver in ("rtac", "drwa"):
+                key = f"{experiment}_{path}_{receiver}"
+                if key in vs and vs[key].outcome != "agrees":
+                    why[key] = "; ".join(
+                        x for x in (why.get(key, ""), _ap_depends(flows, receiver)) if x
+                    )
+    for key, v in vs.items():
+        if key.startswith("senders_wifi_") and v.outcome != "agrees":
+            receiver = key.split("_")[2]
+            why[key] = _ap_depends(flows, receiver)
     return why
+
+
+def _ap_depends(flows: pd.DataFrame, receiver: str) -> str:
+    """The share beside auto-tuning at each shared AP buffer of section 3b (CUBIC), as the condition behind it."""
+    cells = []
+    for n in (
+        sorted(set(flows.loc[flows["experiment"] == "apbuf", "ap_packets"]))
+        if "ap_packets" in flows
+        else []
+    ):
+        share = share_of_autotuning(flows, "apbuf", "wifi", receiver, ap_packets=n)
+        if len(share):
+            cells.append(f"{100 * share.mean():.0f} % at {n:g}")
+    if not cells:
+        return ""
+    return (
+        f"the shared AP buffer sets {C.RECEIVERS[receiver]}'s share: beside auto-tuning (CUBIC, section 3b) it "
+        f"keeps {', '.join(cells)} packets; this run's AP holds {C.WIFI_AP_PACKETS}"
+    )
 
 
 def _rtac_beside_a_full_queue(flows: pd.DataFrame, experiment: str, path: str) -> str:
@@ -153,6 +183,200 @@ def _rtac_beside_a_full_queue(flows: pd.DataFrame, experiment: str, path: str) -
     return text
 
 
+def _estimates_section(flows: pd.DataFrame, settings: C.Settings) -> list[str]:
+    """How well each receiver's estimates match its sender: RTT against srtt, window against cwnd and flight."""
+    if "rcv_rtt_err" not in flows or not flows["rcv_rtt_err"].notna().any():
+        return []
+    out = ["## 2b. The receivers' estimates against the sender\n"]
+    out.append(
+        "A receiver sees neither the sender's cwnd nor its srtt; it estimates the RTT (timestamps, EWMA) and the "
+        "window (bytes delivered per RTT). The simulator reads both ends at the same instant every "
+        f"{settings.sample_interval_ms:g} ms over [{settings.measure_from_s:g}, {settings.duration_s:g}] s; the "
+        "table gives the mean relative error |estimate − sender| / sender over those samples (mean over seeds, "
+        "range), and its signed mean (bias). The sender sends min(cwnd, rwnd), so where the receiver's window binds, "
+        "cwnd sits above what is in flight: the window estimate is also set against the data in flight.\n"
+    )
+    rows = []
+    for path in C.PATHS:
+        d = select(flows, "single", path)
+        for receiver in ("autotuning", "drwa", "rtac"):
+            r = d[d["receiver"] == receiver]
+            if not len(r) or not r["rcv_rtt_err"].notna().any():
+                continue
+            rows.append(
+                [
+                    PATH_WORD[path],
+                    C.RECEIVERS[receiver],
+                    f"{value_range(r['rcv_rtt_err'], '{:.1f}', 100)} %",
+                    f"{100 * r['rcv_rtt_bias'].mean():+.1f} %",
+                    f"{value_range(r['rcv_win_err'], '{:.0f}', 100)} %",
+                    f"{100 * r['rcv_win_bias'].mean():+.0f} %",
+                    f"{value_range(r['rcv_win_err_flight'], '{:.0f}', 100)} %",
+                ]
+            )
+    out.append(
+        _table(
+            [
+                "path",
+                "receiver (one flow, CUBIC)",
+                "RTT estimate vs srtt: mean relative error",
+                "bias",
+                "window estimate vs cwnd: mean relative error",
+                "bias",
+                "window estimate vs in flight: mean relative error",
+            ],
+            rows,
+        )
+    )
+    out.append(
+        "\nAuto-tuning's window estimate is its last RTT's count of bytes copied (Linux's per-RTT measure before it "
+        "keeps the largest); DRWA's and RTAC's are their EWMAs ŵ. The study's own accuracy figures are not in this "
+        "reproduction's references, so these rows carry no verdict.\n"
+    )
+    return out
+
+
+def _ap_buffer_section(flows: pd.DataFrame, settings: C.Settings) -> list[str]:
+    """The Wi-Fi competition with each shared AP buffer: RTAC's and DRWA's share beside auto-tuning, and the control."""
+    out = ["## 3b. Wi-Fi competition against the AP's buffer\n"]
+    out.append(
+        "The study suspects that its AP did not share one buffer between the stations in its later runs. latlab's "
+        "Wi-Fi AP model has one buffer shared by every station's traffic, and its scenario schema takes one queue "
+        "for it (`ap.queue`), so **per-station AP queues cannot be run here**; what can be run is the shared buffer's "
+        "depth. Two clients behind one AP, each receiver beside auto-tuning (CUBIC senders), the shared DropTail "
+        "buffer at "
+        + ", ".join(str(n) for n in settings.ap_packets)
+        + f" packets (the path's BDP ≈ {_wifi_bdp_packets():.0f} packets); control: two auto-tuning clients.\n"
+    )
+    rows, judged = [], []
+    ref = REFERENCES["pair_wifi_rtac"]
+    for n in settings.ap_packets:
+        shares = {
+            r: share_of_autotuning(flows, "apbuf", "wifi", r, ap_packets=n)
+            for r in ("autotuning", "rtac", "drwa")
+        }
+        if not any(len(v) for v in shares.values()):
+            continue
+        d = select(flows, "apbuf", "wifi", receivers="autotuning+rtac", ap_packets=n)
+        rtt = float(d["rtt_mean_ms"].mean()) if len(d) else float("nan")
+        rows.append(
+            [
+                str(n),
+                f"{n / _wifi_bdp_packets():.1f}",
+                f"{value_range(shares['rtac'], '{:.0f}', 100)} %",
+                f"{value_range(shares['drwa'], '{:.0f}', 100)} %",
+                f"{value_range(shares['autotuning'], '{:.0f}', 100)} %",
+                _f(rtt, "{:.0f}"),
+            ]
+        )
+        if len(shares["rtac"]):
+            outcome, rule = within(float(shares["rtac"].mean()), ref, SHARE_AGREE, SHARE_PARTLY)
+            judged.append(
+                (
+                    n,
+                    Verdict(
+                        ref,
+                        f"{value_range(shares['rtac'], '{:.0f}', 100)} % with a {n}-packet shared buffer",
+                        outcome,
+                        rule,
+                    ),
+                )
+            )
+    if not rows:
+        return []
+    out.append(
+        _table(
+            [
+                "shared AP buffer (packets)",
+                "BDPs",
+                "RTAC / Auto-tuning",
+                "DRWA / Auto-tuning",
+                "control: Auto-tuning / Auto-tuning",
+                "RTT, Auto-tuning vs RTAC (ms)",
+            ],
+            rows,
+        )
+    )
+    out.append("")
+    for _, v in judged:
+        out.append(f"- {v.sentence()}")
+    out.append("")
+    return out
+
+
+def _wifi_bdp_packets() -> float:
+    spec = C.PATHS["wifi"]
+    return spec.capacity_bps * spec.rtt_min_ms / 1e3 / 12000
+
+
+def _senders_section(
+    flows: pd.DataFrame, settings: C.Settings, vs: dict[str, Verdict], figures: dict[str, str]
+) -> list[str]:
+    """Each sender: one flow per receiver, each receiver beside auto-tuning, the three clients; the study's findings."""
+    out = ["## 5. Sender variants\n"]
+    senders = [s for s in C.SENDERS if s in settings.senders]
+    out.append(
+        "Each sender (both or all three flows from it) with one flow per receiver, each receiver beside an "
+        "auto-tuning client, and the three clients (one of each receiver, the case the study's sender findings are "
+        "about). A receiver's window binds only when the sender's cwnd exceeds it.\n"
+    )
+    for path in C.PATHS:
+        rows = []
+        for s in senders:
+            fig = single_figures(flows, path, s)
+            if not len(fig):
+                continue
+            cells = [C.SENDERS[s]]
+            for r in C.RECEIVERS:
+                cells.append(
+                    f"{fig.loc[r, 'goodput_mbps']:.1f} / {fig.loc[r, 'rtt_mean_ms']:.0f}"
+                    if r in fig.index
+                    else "–"
+                )
+            for r in ("drwa", "rtac"):
+                share = share_of_autotuning(
+                    flows, "pair" if s == "cubic" else "senders", path, r, s
+                )
+                cells.append(f"{100 * share.mean():.0f} %" if len(share) else "–")
+            for r in ("drwa", "rtac"):
+                share = share_of_autotuning(
+                    flows, "three" if s == "cubic" else "senders", path, r, s, three=True
+                )
+                cells.append(f"{value_range(share, '{:.0f}', 100)} %" if len(share) else "–")
+            rows.append(cells)
+        if not rows:
+            continue
+        out.append(
+            f"**{PATH_WORD[path]}**: one flow, throughput (Mbit/s) / RTT mean (ms); beside an auto-tuning client, "
+            "throughput / auto-tuning's; three clients, throughput / the auto-tuning client's (mean, range over "
+            "seeds)\n"
+        )
+        out.append(
+            _table(
+                ["sender"]
+                + [C.RECEIVERS[r] for r in C.RECEIVERS]
+                + [
+                    "DRWA beside Auto-tuning",
+                    "RTAC beside Auto-tuning",
+                    "three clients: DRWA",
+                    "three clients: RTAC",
+                ],
+                rows,
+            )
+        )
+        out.append("")
+        for key in [k for k in vs if k.startswith(f"senders_{path}_")]:
+            out.append(f"- {vs[key].sentence()}")
+        out.append("")
+    for key in ("senders_single_lte_vegas", "senders_single_wifi_vegas"):
+        if key in vs:
+            out.append(f"- {vs[key].sentence()}")
+    out.append("")
+    if "senders" in figures:
+        out.append(f"![Sender variants]({figures['senders']})\n")
+    return out
+
+
 def _with_why(vs: dict[str, Verdict], why: dict[str, str]) -> dict[str, Verdict]:
     return {
         k: Verdict(v.reference, v.measured, v.outcome, v.rule, why.get(k, v.why))
@@ -170,7 +394,12 @@ def _bdp(flows: pd.DataFrame, path: str) -> float:
 
 def _distinct(settings: C.Settings) -> int:
     """How many distinct simulations a reproduction with ``settings`` runs."""
-    return len({(r.path, r.receivers, r.sender, r.rmem_kb, r.seed) for r in C.runs_of(settings)})
+    return len(
+        {
+            (r.path, r.receivers, r.sender, r.rmem_kb, r.ap_packets, r.seed)
+            for r in C.runs_of(settings)
+        }
+    )
 
 
 def _full_estimate(settings: C.Settings, n_distinct: int, elapsed_s: float) -> str:
@@ -299,7 +528,7 @@ def render(
         "Wi-Fi AP in [links](../models/links.md). "
         + (
             "**Quick run** (`latlab reproduce rtac --quick`): shorter runs, fewer seeds and a coarser tcp_rmem_max "
-            "grid than the full reproduction, so its numbers differ from the full run's.\n"
+            "grid than the full reproduction; its numbers are not the full run's.\n"
             if quick
             else "Full run (`latlab reproduce rtac`).\n"
         )
@@ -395,6 +624,8 @@ def render(
     if "single" in figures:
         add(f"![One flow per receiver: throughput and RTT]({figures['single']})\n")
 
+    out += _estimates_section(flows, settings)
+
     # -- 3 and 4. competition
     add("## 3. Competition, and 4. three clients\n")
     add(
@@ -429,49 +660,11 @@ def render(
     if "competition" in figures:
         add(f"![Competition]({figures['competition']})\n")
 
+    # -- the AP's buffer
+    out += _ap_buffer_section(flows, settings)
+
     # -- 5. sender variants
-    add("## 5. Sender variants\n")
-    senders = [s for s in C.SENDERS if s in settings.senders]
-    add(
-        "The study names the sender variants it ran but this reproduction has no reference figures for them, so the "
-        "tables below are latlab's measurements only (no verdict). A receiver's window binds only when the "
-        "sender's cwnd exceeds it, so a sender that keeps its own queue small (Vegas) is left as it is.\n"
-    )
-    for path in C.PATHS:
-        rows = []
-        for s in senders:
-            fig = single_figures(flows, path, s)
-            if not len(fig):
-                continue
-            cells = [C.SENDERS[s]]
-            for r in C.RECEIVERS:
-                cells.append(
-                    f"{fig.loc[r, 'goodput_mbps']:.1f} / {fig.loc[r, 'rtt_mean_ms']:.0f}"
-                    if r in fig.index
-                    else "–"
-                )
-            for r in ("drwa", "rtac"):
-                share = share_of_autotuning(
-                    flows, "pair" if s == "cubic" else "senders", path, r, s
-                )
-                cells.append(f"{100 * share.mean():.0f} %" if len(share) else "–")
-            rows.append(cells)
-        if rows:
-            add(
-                f"**{PATH_WORD[path]}**: one flow, throughput (Mbit/s) / RTT mean (ms); and beside an auto-tuning "
-                "client (both flows from that sender), throughput / auto-tuning's\n"
-            )
-            add(
-                _table(
-                    ["sender"]
-                    + [C.RECEIVERS[r] for r in C.RECEIVERS]
-                    + ["DRWA beside Auto-tuning", "RTAC beside Auto-tuning"],
-                    rows,
-                )
-            )
-            add("")
-    if "senders" in figures:
-        add(f"![Sender variants]({figures['senders']})\n")
+    out += _senders_section(flows, settings, vs, figures)
 
     # -- 6. real Linux receivers
     add("## 6. Real Linux TCP: the receivers on a real socket, beside the simulator\n")
@@ -486,7 +679,7 @@ def render(
 
     # -- differences
     add("## Where and why latlab differs\n")
-    differing = [v for v in vs.values() if v.outcome != "agrees"]
+    differing = [v for v in vs.values() if v.outcome in ("partly", "differs")]
     if differing:
         for v in differing:
             add(f"- {v.sentence()}")

@@ -86,6 +86,9 @@ pub struct Autotuning {
     space_bytes: u64,
     /// Bytes copied in the current RTT (`copied_seq − rcvq_space.seq`).
     delivered: DeliveryPerRtt,
+    /// Bytes copied in the last whole RTT measured: Linux's per-RTT count
+    /// before it is folded into ŵ* (None before the first).
+    last_rtt_bytes: Option<u64>,
 }
 
 impl Autotuning {
@@ -96,6 +99,7 @@ impl Autotuning {
             rwnd_bytes: p.initial_rwnd_bytes.min(p.rmem_max_bytes),
             space_bytes: 0,
             delivered: DeliveryPerRtt::default(),
+            last_rtt_bytes: None,
         }
     }
 
@@ -123,6 +127,7 @@ impl RwndController for Autotuning {
         let Some(copied) = self.delivered.take_if_rtt_passed(now_ns, rtt_ns) else {
             return;
         };
+        self.last_rtt_bytes = Some(copied);
         if copied > self.space_bytes {
             self.space_bytes = copied;
             let want = self.space_bytes.saturating_mul(2).max(self.p.initial_rwnd_bytes);
@@ -136,6 +141,10 @@ impl RwndController for Autotuning {
 
     fn rtt_ns(&self) -> Option<u64> {
         self.rtt.rtt_ns().map(|r| r.round() as u64)
+    }
+
+    fn window_est_bytes(&self) -> Option<f64> {
+        self.last_rtt_bytes.map(|b| b as f64)
     }
 }
 
@@ -162,9 +171,12 @@ mod tests {
         // 100 ms after the start: 40 000 bytes in the RTT → 80 000.
         a.on_copied(210 * MS, 19_000);
         assert_eq!((a.space_bytes(), a.rwnd_bytes()), (40_000, 80_000));
-        // Less than the largest so far: nothing changes (the window never shrinks).
+        assert_eq!(a.window_est_bytes(), Some(40_000.0));
+        // Less than the largest so far: nothing changes (the window never shrinks),
+        // but the per-RTT estimate is the last RTT's count.
         a.on_copied(310 * MS, 30_000);
         assert_eq!((a.space_bytes(), a.rwnd_bytes()), (40_000, 80_000));
+        assert_eq!(a.window_est_bytes(), Some(30_000.0));
         // 100 000 bytes: 200 000 wanted, capped at 150 000.
         a.on_copied(410 * MS, 100_000);
         assert_eq!((a.space_bytes(), a.rwnd_bytes()), (100_000, 150_000));

@@ -165,6 +165,10 @@ impl RwndController for Drwa {
     fn rtt_ns(&self) -> Option<u64> {
         self.rtt.rtt_ns().map(|r| r.round() as u64)
     }
+
+    fn window_est_bytes(&self) -> Option<f64> {
+        self.cwnd_est_bytes
+    }
 }
 
 #[cfg(test)]
@@ -195,6 +199,7 @@ mod tests {
         // rwnd = 3·(100/112.5)·45 000 = 120 000.
         d.on_copied(330 * MS, 40_000);
         assert_eq!(d.cwnd_est_bytes(), Some(45_000.0));
+        assert_eq!(d.window_est_bytes(), d.cwnd_est_bytes());
         assert_eq!(d.rwnd_bytes(), 120_000);
     }
 

@@ -98,6 +98,12 @@ pub trait RwndController: Send {
     fn rtt_ns(&self) -> Option<u64> {
         None
     }
+    /// The receiver's estimate of the sender's window, bytes per RTT, once
+    /// it has one (for measurement: set beside the sender's cwnd, it is
+    /// what the study checked of a receiver's estimates).
+    fn window_est_bytes(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// A controller's constants: the typed form of a scenario's `rwnd_params`

@@ -264,6 +264,10 @@ impl RwndController for Rtac {
     fn rtt_ns(&self) -> Option<u64> {
         self.rtt.rtt_ns().map(|r| r.round() as u64)
     }
+
+    fn window_est_bytes(&self) -> Option<f64> {
+        self.w_pkts.map(|w| w * self.mss_bytes as f64)
+    }
 }
 
 #[cfg(test)]
@@ -295,6 +299,8 @@ mod tests {
         // rwnd = sqrt(1.5)·1.125/sqrt(9.333e-4) = 45.100 packets.
         r.on_copied(330 * MS, 80_000);
         assert_eq!(r.w_pkts(), Some(75.0));
+        assert_eq!(r.window_est_bytes(), Some(75_000.0));
+        assert_eq!(r.rtt_ns(), Some(112_500_000));
         assert!((r.queue_pkts() - 25.0 / 3.0).abs() < 1e-9);
         assert_eq!(r.rwnd_bytes(), 45_100);
     }
