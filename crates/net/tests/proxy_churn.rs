@@ -10,8 +10,6 @@
 //! the test skips, saying so, if the machine is already under pressure,
 //! and checks that it did not leave it there.
 
-mod proxy_util;
-
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,7 +17,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use proxy_util::*;
+use crate::proxy_util::*;
 
 const CONNECTIONS: usize = 10_000;
 const CLIENT_THREADS: usize = 8;
@@ -68,7 +66,7 @@ fn echo_or_reset(mut s: TcpStream) {
 }
 
 fn connect(addr: SocketAddr, i: usize) -> TcpStream {
-    let c = if i % 2 == 0 && mptcp_available() {
+    let c = if i.is_multiple_of(2) && mptcp_available() {
         mptcp_connect(addr)
     } else {
         TcpStream::connect(addr).unwrap()
@@ -144,6 +142,7 @@ fn one(addr: SocketAddr, i: usize) {
 
 #[test]
 fn ten_thousand_connections_of_every_ending_leave_no_fds_and_no_memory() {
+    let _turn = crate::turn::take(module_path!());
     let Some((mem0, pressure)) = tcp_memory_pages() else {
         eprintln!("skipped: /proc/net/sockstat or net.ipv4.tcp_mem unreadable");
         return;
