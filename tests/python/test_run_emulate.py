@@ -172,6 +172,7 @@ def _namespaces() -> set[str]:
     return {line.split()[0] for line in out.splitlines() if line.startswith("llemu-")}
 
 
+@pytest.mark.real_network
 @needs_testbed
 def test_an_emulated_run_writes_the_simulators_tables(tmp_path: Path) -> None:
     from latlab.results import Results
@@ -244,6 +245,7 @@ def _sawtooth_cycles(queue_pkts: pd.Series, limit: int) -> int:
     return cycles
 
 
+@pytest.mark.real_network
 @needs_testbed
 def test_sim_vs_linux_one_reno_flow(tmp_path: Path) -> None:
     import latlab
@@ -310,22 +312,38 @@ udp = { pattern = "poisson", rate_bps = 12e6, size_bytes = [500, 1400] }
     sent_gap = (ef["segments_sent"].astype(int) - sf["segments_sent"].astype(int)).abs()
     assert (sent_gap <= 1).all(), (ef["segments_sent"], sf["segments_sent"])
     assert (ef["local_drops"] == 0).all(), ef["local_drops"]
+    # The link carries its rate in both: a 4 s window at 20 Mbit/s, where a few ms of lateness
+    # on a busy machine moves the total by well under 1 %; 3 % allows for the window's edges.
     total_e, total_s = ef["goodput_bps"].sum(), sf["goodput_bps"].sum()
     assert 19e6 < total_s <= 20e6 and abs(total_e - total_s) / total_s < 0.03, (total_e, total_s)
     link = lambda r: r.links.set_index("name").loc["client->server"]  # noqa: E731
     assert link(emu)["drops_pkts"] > 0 and link(sim)["drops_pkts"] > 0
+    # 25 ms of propagation plus a full 40-packet queue (~20 ms at 20 Mbit/s).
+    owd_ms = sim.flows["owd_mean_ns"] / 1e6
+    assert ((owd_ms > 35) & (owd_ms < 50)).all(), owd_ms
+
+    # Drops within 10 % and one-way delay within 3 ms of the simulator's need an emulator that
+    # keeps time. A busy machine delays the emulator's thread, and every packet with it; the
+    # emulator's own p99 timing error says by how much. Beyond 1 ms (a third of the delay
+    # margin) the comparison would measure the machine, not the emulator: say so and stop.
+    late_us = emu.run_info["emulator_timing_p99_us"]
+    if late_us is not None and late_us > 1000:
+        pytest.skip(
+            f"the machine, not the emulator, set the timing: its p99 timing error was "
+            f"{late_us / 1e3:.1f} ms (load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)"
+        )
     drops_e, drops_s = link(emu)["drops_pkts"], link(sim)["drops_pkts"]
     assert abs(drops_e - drops_s) / drops_s < 0.1, (drops_e, drops_s)
-    # 25 ms of propagation plus a full 40-packet queue (~20 ms at 20 Mbit/s).
-    for r in (emu, sim):
-        owd_ms = r.flows["owd_mean_ns"] / 1e6
-        assert ((owd_ms > 35) & (owd_ms < 50)).all(), owd_ms
+    owd_ms = emu.flows["owd_mean_ns"] / 1e6
+    assert ((owd_ms > 35) & (owd_ms < 50)).all(), owd_ms
     assert abs(ef["owd_mean_ns"] - sf["owd_mean_ns"]).max() / 1e6 < 3, (
         ef["owd_mean_ns"],
         sf["owd_mean_ns"],
+        late_us,
     )
 
 
+@pytest.mark.real_network
 @needs_testbed
 def test_a_udp_source_beside_a_tcp_flow(tmp_path: Path) -> None:
     """An LRD source (4 Mbit/s mean) and a bulk CUBIC flow share the 20 Mbit/s link.

@@ -174,6 +174,7 @@ fn f(v: &Value) -> f64 {
 #[test]
 fn tcp_connects_in_one_rtt_and_fills_the_20mbit_path() {
     let _turn = crate::turn::take(module_path!());
+    skip_if_tcp_mem_unfit!();
     require_testbed!();
     let out = scratch_dir("tcp");
     let emu = Emulator::start(&scenario_20mbit(), &out, &[]);

@@ -196,6 +196,7 @@ fn run(name: &str, scenario_text: &str) -> Option<Run> {
 #[test]
 fn flows_run_over_the_emulated_path_and_are_measured() {
     let _turn = crate::turn::take(module_path!());
+    skip_if_tcp_mem_unfit!();
     let Some(r) = run("run", SCENARIO) else { return };
     let (out, flows, summary) = (&r.dir, &r.flows, &r.summary);
     assert_eq!(flows.len(), 2);
@@ -334,6 +335,7 @@ fn a_udp_source_above_the_link_rate_gets_the_link_rate_and_loses_the_rest() {
 #[test]
 fn a_udp_source_keeps_its_rate_beside_a_tcp_flow() {
     let _turn = crate::turn::take(module_path!());
+    skip_if_tcp_mem_unfit!();
     let flows = cbr(5e6) + "[[flows]]\nname = \"bulk\"\nsrc = \"client\"\ndst = \"server\"\ncc = \"cubic\"\n";
     let Some(r) = run("udp-tcp", &udp_scenario(&flows)) else {
         return;

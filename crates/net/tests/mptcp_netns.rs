@@ -240,6 +240,7 @@ fn throttle_rules_install_and_remove_without_leaks() {
 #[test]
 fn throttled_tuple_gets_its_rate_and_another_does_not() {
     let _turn = crate::turn::take(module_path!());
+    skip_if_tcp_mem_unfit!();
     skip_unless_available!();
     let _lock = serial();
     let ns = Namespaces::new("rate", &["snd", "rcv"]);

@@ -26,23 +26,6 @@ fn mptcp_available() -> bool {
     std::fs::read_to_string("/proc/sys/net/mptcp/enabled").is_ok_and(|s| s.trim() == "1")
 }
 
-/// (pages of memory TCP sockets hold now, net.ipv4.tcp_mem's pressure
-/// threshold in pages).
-fn tcp_memory_pages() -> Option<(u64, u64)> {
-    let sockstat = std::fs::read_to_string("/proc/net/sockstat").ok()?;
-    let line = sockstat.lines().find(|l| l.starts_with("TCP:"))?;
-    let mut words = line.split_whitespace();
-    let mut mem = None;
-    while let Some(w) = words.next() {
-        if w == "mem" {
-            mem = words.next().and_then(|v| v.parse().ok());
-        }
-    }
-    let limits = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_mem").ok()?;
-    let pressure = limits.split_whitespace().nth(1)?.parse().ok()?;
-    Some((mem?, pressure))
-}
-
 /// Echo; a connection whose first byte is `R` is reset instead (an
 /// upstream that dies).
 fn echo_or_reset(mut s: TcpStream) {
@@ -143,7 +126,11 @@ fn one(addr: SocketAddr, i: usize) {
 #[test]
 fn ten_thousand_connections_of_every_ending_leave_no_fds_and_no_memory() {
     let _turn = crate::turn::take(module_path!());
-    let Some((mem0, pressure)) = tcp_memory_pages() else {
+    let Some(crate::tcp_mem::TcpMem {
+        in_use_pages: mem0,
+        pressure_pages: pressure,
+    }) = crate::tcp_mem::read()
+    else {
         eprintln!("skipped: /proc/net/sockstat or net.ipv4.tcp_mem unreadable");
         return;
     };
@@ -197,8 +184,8 @@ fn ten_thousand_connections_of_every_ending_leave_no_fds_and_no_memory() {
         .collect();
     let mut peak_mem = mem0;
     while workers.iter().any(|w| !w.is_finished()) {
-        if let Some((mem, _)) = tcp_memory_pages() {
-            peak_mem = peak_mem.max(mem);
+        if let Some(m) = crate::tcp_mem::read() {
+            peak_mem = peak_mem.max(m.in_use_pages);
         }
         thread::sleep(Duration::from_millis(50));
     }
@@ -250,7 +237,7 @@ fn ten_thousand_connections_of_every_ending_leave_no_fds_and_no_memory() {
     // freed; TIME_WAIT holds none).
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let (mem, _) = tcp_memory_pages().expect("read above");
+        let mem = crate::tcp_mem::read().expect("read above").in_use_pages;
         if mem < pressure {
             break;
         }

@@ -105,6 +105,7 @@ fn testbed(tag: &str, net: u8) -> Namespaces {
 #[test]
 fn the_proxy_samples_subflows_and_throttles_the_second_path() {
     let _turn = crate::turn::take(module_path!());
+    skip_if_tcp_mem_unfit!();
     if let Some(why) = unavailable() {
         eprintln!("skipped: {why}");
         return;
