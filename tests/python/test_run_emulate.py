@@ -168,8 +168,14 @@ dst = "d{i}"
 
 
 def _namespaces() -> set[str]:
+    """Emulator namespaces whose emulator is gone: what a run could have left behind.
+
+    An emulator names its namespaces llemu-<its pid>-<node>. Other jobs on the machine may be
+    emulating right now; their namespaces belong to live processes and are not leftovers.
+    """
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return {line.split()[0] for line in out.splitlines() if line.startswith("llemu-")}
+    names = {line.split()[0] for line in out.splitlines() if line.startswith("llemu-")}
+    return {n for n in names if not Path(f"/proc/{n.split('-')[1]}").exists()}
 
 
 @pytest.mark.real_network
