@@ -181,6 +181,7 @@ def _describe(mode: str, r: dict) -> str:
     )
 
 
+@pytest.mark.slow
 def test_dflow_holds_its_target_where_tfrc_fills_the_queue(netns, tmp_path):
     tfrc = _run_pair(netns, "tfrc", tmp_path, 5001)
     dflow = _run_pair(netns, "dflow", tmp_path, 5002)

@@ -35,6 +35,7 @@ def real_rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     return R.run_real(tmp_path_factory.mktemp("mptcp-real"), SETTINGS)
 
 
+@pytest.mark.slow
 @pytest.mark.real_network
 def test_every_case_has_a_complete_row(real_rows: list[dict]) -> None:
     names = [r["case"] for r in real_rows]
@@ -88,6 +89,7 @@ def test_every_case_has_a_complete_row(real_rows: list[dict]) -> None:
     assert conv["data_conversion_ms"] <= conv["data_conversion_ms_p99"]
 
 
+@pytest.mark.slow
 @pytest.mark.real_network
 def test_both_paths_beat_one_when_nothing_is_throttled(real_rows: list[dict]) -> None:
     wired = R._pick(real_rows, "baseline", path="wired")
@@ -118,6 +120,7 @@ def test_both_paths_beat_one_when_nothing_is_throttled(real_rows: list[dict]) ->
     assert mp["goodput_bps"] > wired["goodput_bps"], seen
 
 
+@pytest.mark.slow
 @pytest.mark.real_network
 def test_the_proxy_throttles_the_wired_subflow_and_cleans_up(real_rows: list[dict]) -> None:
     throttled = [r for r in real_rows if r["experiment"] == "throttle"]
@@ -137,12 +140,14 @@ def test_the_proxy_throttles_the_wired_subflow_and_cleans_up(real_rows: list[dic
     assert long["wifi_share"] > mp["wifi_share"], (long["wifi_share"], mp["wifi_share"])
 
 
+@pytest.mark.slow
 @pytest.mark.real_network
 def test_nothing_is_left_behind(real_rows: list[dict]) -> None:
     names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert f"{R.NS_PREFIX}-{os.getpid()}-" not in names
 
 
+@pytest.mark.slow
 @pytest.mark.real_network
 def test_report_section_renders_real_beside_simulated(
     real_rows: list[dict], tmp_path: Path

@@ -178,6 +178,31 @@ def _namespaces() -> set[str]:
     return {n for n in names if not Path(f"/proc/{n.split('-')[1]}").exists()}
 
 
+#: The emulator's SCHED_FIFO priority where a test calls run_emulated itself (as the studies'
+#: real runs do): the emulator then keeps its timing however many other processes want a CPU.
+REALTIME_PRIORITY = 10
+
+#: How late the emulator may forward packets (p99) for a run to stand for its scenario's path:
+#: 1 ms is 2 % of these paths' 50 ms RTT, well inside every rate and delay margin below.
+EMULATOR_LATE_P99_US = 1000.0
+
+
+def _skip_if_the_machine_set_the_timing(run_info: dict) -> None:
+    """Skip, naming the machine, when a busy machine delayed the emulator past the path's timing.
+
+    A starved emulator thread forwards every packet late, so rates fall and delays grow for a
+    reason outside latlab; the emulator measures its own lateness (p99 timing error) and the
+    rate and delay checks after this call run only when it kept time.
+    """
+    late_us = run_info.get("emulator_timing_p99_us")
+    if late_us is not None and late_us > EMULATOR_LATE_P99_US:
+        pytest.skip(
+            f"the machine, not the emulated path, set the timing: the emulator's p99 timing error "
+            f"was {late_us / 1e3:.1f} ms (over {EMULATOR_LATE_P99_US / 1e3:g} ms; load "
+            f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)"
+        )
+
+
 @pytest.mark.real_network
 @needs_testbed
 def test_an_emulated_run_writes_the_simulators_tables(tmp_path: Path) -> None:
@@ -215,13 +240,12 @@ start_s = 1.5
     assert list(f["linux_cc"]) == ["reno", "reno", "cubic"]
     # The finite flow finished: FCT at least 1.5 RTT (handshake + data) and the bytes all arrived.
     assert bool(f.loc[2, "completed"]) and f.loc[2, "bytes_delivered"] == 300_000, f.loc[2]
+    # Physics, on any machine: no handshake, data or RTT faster than the 50 ms path.
     assert f.loc[2, "fct_ns"] >= 75e6, f.loc[2]
-    assert f["handshake_ns"].between(50e6, 500e6).all(), f["handshake_ns"]
-    # Together the flows fill the link (19.3 Mbit/s of payload at most; the lower bound leaves
-    # room for a busy machine delaying the emulator).
-    total = f["goodput_bps"].sum()
-    assert 12e6 < total < 19.5e6, f[["goodput_bps", "retransmitted_segments", "timeouts"]]
+    assert (f["handshake_ns"] >= 50e6).all(), f["handshake_ns"]
     assert (f["srtt_ns"] >= 50e6).all(), f["srtt_ns"]
+    total = f["goodput_bps"].sum()
+    assert total < 19.5e6, f[["goodput_bps", "retransmitted_segments", "timeouts"]]
     s = r.flow_samples
     assert set(s["flow_id"]) == {0, 1, 2}
     assert (s["cwnd_bytes"] > 0).all() and (s["srtt_ns"] >= 50e6).all(), s.describe()
@@ -229,15 +253,22 @@ start_s = 1.5
     links = r.links.set_index("name")
     assert {"client->server", "server->client"} <= set(links.index)
     assert links["conservation_ok"].all(), links
-    assert 0.6 < links.loc["client->server", "utilization"] <= 1.01, links
+    assert links.loc["client->server", "utilization"] <= 1.01, links
     ls = r.link_samples
     up = ls[ls["link_id"] == links.loc["client->server", "link_id"]]
-    assert len(up) > 150 and up["time_ns"].min() >= 0 and up["time_ns"].max() <= 6e9, up[
-        "time_ns"
-    ].describe()
-    assert up["queue_pkts"].max() > 50, up["queue_pkts"].describe()
+    assert up["time_ns"].min() >= 0 and up["time_ns"].max() <= 6e9, up["time_ns"].describe()
     meta = json.loads((out / "run.json").read_text())
     assert meta["run"]["emulated"] is True and "flows" in meta["tables"]
+
+    _skip_if_the_machine_set_the_timing(r.run_info)
+    # The handshake is one RTT, not a retransmitted SYN (1 s). Together the flows fill the link
+    # (19.3 Mbit/s of payload at most; 12 leaves room for slow start inside the 5 s window).
+    assert (f["handshake_ns"] < 500e6).all(), f["handshake_ns"]
+    assert total > 12e6, f[["goodput_bps", "retransmitted_segments", "timeouts"]]
+    assert links.loc["client->server", "utilization"] > 0.6, links
+    # A sample every 20 ms over 6 s, and Reno's queue well into the 100-packet buffer.
+    assert len(up) > 150, up["time_ns"].describe()
+    assert up["queue_pkts"].max() > 50, up["queue_pkts"].describe()
 
 
 def _sawtooth_cycles(queue_pkts: pd.Series, limit: int) -> int:
@@ -265,7 +296,9 @@ def test_sim_vs_linux_one_reno_flow(tmp_path: Path) -> None:
     )
     sc = Scenario.from_toml(path)
     sim = latlab.run(sc)
-    emu = run_emulated(sc, tmp_path / "emu", quiet=True, binary=BIN)
+    # SCHED_FIFO for the emulator's loop (root is needed anyway): its timing holds on a busy machine.
+    emu = run_emulated(sc, tmp_path / "emu", quiet=True, binary=BIN, realtime=REALTIME_PRIORITY)
+    _skip_if_the_machine_set_the_timing(emu.run_info)
     g_sim = float(sim.flows["goodput_bps"].iloc[0])
     g_emu = float(emu.flows["goodput_bps"].iloc[0])
     assert abs(g_emu - g_sim) / g_sim < 0.15, (g_sim, g_emu)
@@ -309,7 +342,7 @@ udp = { pattern = "poisson", rate_bps = 12e6, size_bytes = [500, 1400] }
 """
     path = _path_scenario(tmp_path, flows, 5, 40, extra="measure_from_s = 1")
     before = _namespaces()
-    emu = run_emulated(path, tmp_path / "emu", quiet=True)
+    emu = run_emulated(path, tmp_path / "emu", quiet=True, realtime=REALTIME_PRIORITY)
     sim = run(path)
     assert _namespaces() <= before, "the emulator left namespaces behind"
     ef, sf = emu.flows.set_index("flow_id"), sim.flows.set_index("flow_id")
@@ -333,11 +366,7 @@ udp = { pattern = "poisson", rate_bps = 12e6, size_bytes = [500, 1400] }
     # emulator's own p99 timing error says by how much. Beyond 1 ms (a third of the delay
     # margin) the comparison would measure the machine, not the emulator: say so and stop.
     late_us = emu.run_info["emulator_timing_p99_us"]
-    if late_us is not None and late_us > 1000:
-        pytest.skip(
-            f"the machine, not the emulator, set the timing: its p99 timing error was "
-            f"{late_us / 1e3:.1f} ms (load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)"
-        )
+    _skip_if_the_machine_set_the_timing(emu.run_info)
     drops_e, drops_s = link(emu)["drops_pkts"], link(sim)["drops_pkts"]
     assert abs(drops_e - drops_s) / drops_s < 0.1, (drops_e, drops_s)
     owd_ms = emu.flows["owd_mean_ns"] / 1e6
@@ -400,6 +429,7 @@ cc = "cubic"
         "sink_drops",
     ):
         assert pd.isna(tcp[col]), (col, tcp[col])
+    _skip_if_the_machine_set_the_timing(r.run_info)
     # The LRD source's rate over a 5 s window varies around its mean (the simulated run's own
     # goodput is the yardstick), less what CUBIC's full queue drops of it.
     assert (
