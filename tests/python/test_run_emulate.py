@@ -413,10 +413,6 @@ cc = "cubic"
     sim = run(path).flows.set_index("flow_id")
     f = r.flows.set_index("flow_id")
     assert list(f["kind"]) == ["udp", "tcp"] and f["emulated"].all()
-    assert abs(int(f.loc[0, "segments_sent"]) - int(sim.loc[0, "segments_sent"])) <= 1, (
-        f.loc[0],
-        sim.loc[0],
-    )
     udp, tcp = f.loc[0], f.loc[1]
     for col in ("cwnd_bytes", "srtt_ns", "retransmitted_segments", "timeouts", "bytes_acked"):
         assert pd.isna(udp[col]), (col, udp[col])
@@ -430,6 +426,12 @@ cc = "cubic"
     ):
         assert pd.isna(tcp[col]), (col, tcp[col])
     _skip_if_the_machine_set_the_timing(r.run_info)
+    # The simulator's schedule, datagram for datagram (give or take one due at the very end): a
+    # sender thread starved on a busy machine falls behind it, hence after the timing check.
+    assert abs(int(f.loc[0, "segments_sent"]) - int(sim.loc[0, "segments_sent"])) <= 1, (
+        f.loc[0],
+        sim.loc[0],
+    )
     # The LRD source's rate over a 5 s window varies around its mean (the simulated run's own
     # goodput is the yardstick), less what CUBIC's full queue drops of it.
     assert (
