@@ -347,9 +347,13 @@ udp = { pattern = "poisson", rate_bps = 12e6, size_bytes = [500, 1400] }
     assert _namespaces() <= before, "the emulator left namespaces behind"
     ef, sf = emu.flows.set_index("flow_id"), sim.flows.set_index("flow_id")
     assert list(ef["kind"]) == ["udp", "udp"]
-    # The same schedule: the same datagrams sent (give or take one due at the very end of the run).
+    # The same schedule: the same datagrams sent, give or take those due in the run's last
+    # moments: a sender thread preempted there on a busy machine misses the ones due after its
+    # last wake-up (3 of 7,500 with two busy loops beside a load of 17). 0.1 % allows that and
+    # still fails a schedule that differs (another seed differs by hundreds).
     sent_gap = (ef["segments_sent"].astype(int) - sf["segments_sent"].astype(int)).abs()
-    assert (sent_gap <= 1).all(), (ef["segments_sent"], sf["segments_sent"])
+    allowed = (0.001 * sf["segments_sent"].astype(int)).clip(lower=1)
+    assert (sent_gap <= allowed).all(), (ef["segments_sent"], sf["segments_sent"])
     assert (ef["local_drops"] == 0).all(), ef["local_drops"]
     # The link carries its rate in both: a 4 s window at 20 Mbit/s, where a few ms of lateness
     # on a busy machine moves the total by well under 1 %; 3 % allows for the window's edges.
