@@ -1,6 +1,7 @@
 # latlab: two commands matter.
 #   make run   build, then run the default experiment (results + figure in out/default)
-#   make test  build, then every Rust and Python test
+#   make test  build, then every Rust and Python test (the slow real-network ones when CI=true)
+#   make lint  rustfmt, clippy (warnings are errors) and ruff (lint and format), all checks, no edits
 # Only the Rust toolchain and Python 3.11 are assumed; everything else comes
 # from the package registries into .venv.
 
@@ -13,17 +14,19 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 export PIP_QUIET := 1
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all build run test test-rust test-python bench fuzz fmt clean
+.PHONY: all build run test test-rust test-python lint bench fuzz fmt clean
 
 all: build
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
+# ruff is pinned to a minor version: its formatter's style may change between minor versions.
 $(DEPS): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "maturin>=1.5,<2" "numpy>=1.26" "pandas>=2.1" "pyarrow>=14" \
-		"click>=8.1" "rich>=13" "matplotlib>=3.8" "tomli-w>=1.0" "pytest>=8" "dask[distributed]>=2024.1"
+		"click>=8.1" "rich>=13" "matplotlib>=3.8" "tomli-w>=1.0" "pytest>=8" "dask[distributed]>=2024.1" \
+		"ruff>=0.17,<0.18"
 	touch $@
 
 build: $(DEPS)
@@ -39,8 +42,17 @@ test: build test-rust test-python
 test-rust:
 	cargo test --release --workspace --exclude latlab-py
 
+# Tests marked slow (real networks, minutes each) run only where CI=true, as .ci/run sets it.
 test-python:
-	$(PY) -m pytest -q tests/python
+	$(PY) -m pytest -q tests/python $(if $(filter true,$(CI)),,-m "not slow")
+
+PY_SOURCES := python tests benches
+
+lint: $(DEPS)
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets --quiet -- -D warnings
+	$(VENV)/bin/ruff check $(PY_SOURCES)
+	$(VENV)/bin/ruff format --check $(PY_SOURCES)
 
 bench: build
 	$(VENV)/bin/latlab bench
@@ -52,8 +64,9 @@ fuzz:
 	nice target/release/latlab-fuzz wire --inputs 10000000 --seed 1
 	nice target/release/latlab-fuzz traces --inputs 10000000 --seed 1
 
-fmt:
+fmt: $(DEPS)
 	cargo fmt --all
+	$(VENV)/bin/ruff format $(PY_SOURCES)
 
 # The documentation site (mkdocs.yml): docs/ into site/, strict, so a broken
 # link or a missing page fails. Its tools get their own stamp, so `make test`

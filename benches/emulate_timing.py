@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from latlab.real import tcpmem
+
 ROOT = Path(__file__).resolve().parents[1]
 BINARY = Path(os.environ.get("LATLAB_NET_BIN", ROOT / "target" / "release" / "latlab-net"))
 
@@ -180,6 +182,7 @@ def main() -> int:
             f"| {t.get('p50_us', 0):.1f} / {t.get('p99_us', 0):.1f} / {t.get('p999_us', 0):.1f} / {t.get('max_us', 0):.0f} "
             f"| {100 * kernel_loss:.2f}% | {r['queue_drops_pkts']} | {r['emulator_cpu_pct']:.0f}% |"
         )
+    print(f"\n{tcpmem.describe()}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
     return 0

@@ -63,6 +63,7 @@ from pathlib import Path
 
 from latlab.errors import UserError
 from latlab.models.fairness import jain_index
+from latlab.real import tcpmem
 from latlab.real.netbin import find_binary
 from latlab.real.netns import TestbedUnavailable, bottleneck_testbed, unavailable_reason
 
@@ -520,7 +521,8 @@ def main() -> int:
     modes = ["tfrc", "dflow"] if args.mode == "both" else [args.mode]
     load = os.getloadavg()
     print(
-        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores",
+        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores; "
+        f"{tcpmem.describe()}",
         flush=True,
     )
     if load[0] > 1.5:
@@ -552,7 +554,11 @@ def main() -> int:
         "packet_bytes": PACKET_BYTES,
         "queue_limit_bytes": LIMIT_BYTES,
         "burst_bytes": BURST_BYTES,
-        "host": {"cores": os.cpu_count(), "kernel": platform.release()},
+        "host": {
+            "cores": os.cpu_count(),
+            "kernel": platform.release(),
+            "tcp_mem": tcpmem.describe(),
+        },
         "results": results,
     }
     args.out.mkdir(parents=True, exist_ok=True)

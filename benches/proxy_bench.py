@@ -57,6 +57,8 @@ import threading
 import time
 from pathlib import Path
 
+from latlab.real import tcpmem
+
 IPPROTO_MPTCP = 262
 CLIENT_ADDR, PROXY_C_ADDR, PROXY_S_ADDR, SERVER_ADDR = (
     "10.78.1.1",
@@ -749,7 +751,8 @@ def markdown(res: dict, args: argparse.Namespace) -> str:
         "# latlab-net proxy benchmark",
         "",
         f"Namespace testbed client — proxy — server over veth (kernel {os.uname().release}, "
-        f"{os.cpu_count()} cores, load average {res['loadavg']} at the start). Clients {'MPTCP' if args.client_protocol == 'mptcp' else 'plain TCP'}, server TCP. "
+        f"{os.cpu_count()} cores, load average {res['loadavg']} at the start; "
+        f"{res['tcp_mem_before']} before, {res['tcp_mem_after']} after). Clients {'MPTCP' if args.client_protocol == 'mptcp' else 'plain TCP'}, server TCP. "
         f"Command: `{res['command']}`"
         + (f" (baseline: an earlier latlab-net binary, {args.baseline})" if args.baseline else ""),
         "",
@@ -992,6 +995,7 @@ def main() -> int:
     if not os.access(args.binary, os.X_OK):
         print(f"{args.binary} not found: cargo build --release -p latlab-net", file=sys.stderr)
         return 1
+    tcpmem.require_fit("proxy_bench")
     kinds = ["direct", "latlab"]
     if args.baseline:
         if not os.access(args.baseline, os.X_OK):
@@ -1010,6 +1014,7 @@ def main() -> int:
         "command": "python3 benches/proxy_bench.py " + " ".join(sys.argv[1:]),
         "runs": {},
         "loadavg": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        "tcp_mem_before": tcpmem.describe(),
     }
     events_dir = Path(f"/tmp/latlab-proxy-bench-{os.getpid()}")
     events_dir.mkdir(exist_ok=True)
@@ -1035,6 +1040,7 @@ def main() -> int:
     res["latlab_event_log"] = event_log_delays(events_dir)
     shutil.rmtree(events_dir, ignore_errors=True)
     res["goals"] = goals(res)
+    res["tcp_mem_after"] = tcpmem.describe()
     text = markdown(res, args)
     print(text)
     if args.markdown:

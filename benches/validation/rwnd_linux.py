@@ -24,6 +24,7 @@ import json
 import sys
 from pathlib import Path
 
+from latlab.real import tcpmem
 from latlab.studies.rtac import real
 
 
@@ -143,12 +144,14 @@ def main(argv: list[str] | None = None) -> int:
         if reason:
             print(f"rwnd_linux: skipped: {reason}", file=sys.stderr)
             return 2
+        tcpmem.require_fit("rwnd_linux")
         out = Path(args.jsonl).parent if args.jsonl else Path("out/rwnd_linux")
         rows = real.run_real(
             settings, out, exe=args.binary, on_row=lambda r: print(json.dumps(r), flush=True)
         )
         if args.jsonl:
             (out / "real.jsonl").replace(args.jsonl)
+        print(f"rwnd_linux: measured with {tcpmem.describe()}", file=sys.stderr)
     if args.markdown:
         page = "# Receiver-window control on real Linux TCP\n\n" + real.render(
             rows, settings, command

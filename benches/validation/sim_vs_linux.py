@@ -35,6 +35,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 import latlab
+from latlab.real import tcpmem
 from latlab.real.emulated import run_emulated, unavailable_reason
 from latlab.results import Results
 from latlab.scenario import Scenario
@@ -270,6 +271,8 @@ def main() -> int:
     if reason is not None:
         print(f"sim_vs_linux: {reason}", file=sys.stderr)
         return 2
+    tcpmem.require_fit("sim_vs_linux")
+    print(f"sim_vs_linux: before, {tcpmem.describe()}", flush=True)
     rows, runs = [], {}
     kernel = "?"
     for cc in CCS:
@@ -293,6 +296,7 @@ def main() -> int:
     figure_bars(table, args.doc.parent / "sim-vs-linux-bars.png")
     info = {"kernel": kernel, "when": pd.Timestamp.now(tz="UTC").strftime("%Y-%m-%d")}
     write_report(table, args.doc, args, info)
+    print(f"sim_vs_linux: after, {tcpmem.describe()}")
     print(f"wrote {args.doc}")
     return 0
 

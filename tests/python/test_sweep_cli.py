@@ -116,7 +116,9 @@ def _workers_of(pid: int) -> list[int]:
     return found
 
 
-def _wait_for(condition, timeout_s: float = 60.0, what: str = "") -> None:
+def _wait_for(condition, timeout_s: float = 120.0, what: str = "") -> None:
+    """Poll until ``condition()``; the bound only turns a hang into a failure (a loaded machine
+    starts the sweep's Python processes in seconds, not minutes)."""
     deadline = time.monotonic() + timeout_s
     while not condition():
         if time.monotonic() > deadline:
@@ -133,20 +135,43 @@ def _ok_runs(out: Path) -> dict[str, dict]:
     return found
 
 
-def _start_sweep(tmp_path: Path, subprocess_env: dict, n_runs: int, slow_s: float):
+def _default_sigint() -> None:
+    """In the child before exec: Ctrl-C's default disposition, whatever this process inherited.
+
+    A suite run as a background job of a non-interactive shell has SIGINT ignored, and an
+    ignored signal stays ignored across fork and exec; Python then installs no
+    KeyboardInterrupt handler, and the sweep would never see the Ctrl-C this test sends.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _start_sweep(tmp_path: Path, subprocess_env: dict, n_runs: int, finish: int):
+    """A 2-worker sweep of ``n_runs`` seeds whose first ``finish`` runs finish and the rest hold.
+
+    The held runs wait until their worker is killed, so the sweep is still running whenever the
+    test gets round to interrupting it, on a machine of any speed. Returns the environment
+    without the hold, for a resume that must finish.
+    """
     counter = tmp_path / "counter.txt"
-    env = {**subprocess_env, **fault_env(counter, slow_s)}
+    env = {**subprocess_env, **fault_env(counter)}
     path = write_sweep(tmp_path, f"seeds = {n_runs}\n")
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "latlab", "sweep", str(path), "-o", str(out), "--jobs", "2"]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        cmd,
+        env={**env, "LATLAB_TEST_HOLD_ABOVE_SEED": str(finish)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
     return proc, cmd, env, out, counter
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
 def test_kill_9_loses_no_finished_run_and_the_same_command_resumes(core, tmp_path, subprocess_env):
     n_runs = 16
-    proc, cmd, env, out, counter = _start_sweep(tmp_path, subprocess_env, n_runs, slow_s=0.4)
+    proc, cmd, env, out, counter = _start_sweep(tmp_path, subprocess_env, n_runs, finish=4)
     try:
         _wait_for(
             lambda: len(_ok_runs(out)) >= 4 or proc.poll() is not None, what="4 finished runs"
@@ -189,11 +214,12 @@ def test_kill_9_loses_no_finished_run_and_the_same_command_resumes(core, tmp_pat
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
 def test_ctrl_c_stops_cleanly_and_keeps_finished_runs(core, tmp_path, subprocess_env):
-    proc, cmd, env, out, counter = _start_sweep(tmp_path, subprocess_env, 12, slow_s=0.4)
+    proc, cmd, env, out, counter = _start_sweep(tmp_path, subprocess_env, 12, finish=2)
     try:
         _wait_for(
             lambda: len(_ok_runs(out)) >= 2 or proc.poll() is not None, what="2 finished runs"
         )
+        assert proc.poll() is None, proc.communicate()
         os.kill(proc.pid, signal.SIGINT)
         _, stderr = proc.communicate(timeout=60)
     finally:

@@ -120,7 +120,10 @@ fn too_large(sc: &Scenario) -> bool {
         .sum();
     let beyond_core_limits = hosts > MAX_HOSTS || flows > MAX_FLOWS;
     !beyond_core_limits
-        && (hosts > MAX_BUILD_HOSTS || flows > MAX_BUILD_FLOWS || !(lrd_slots <= MAX_BUILD_LRD_SLOTS))
+        && (hosts > MAX_BUILD_HOSTS
+            || flows > MAX_BUILD_FLOWS
+            || lrd_slots.is_nan()
+            || lrd_slots > MAX_BUILD_LRD_SLOTS)
 }
 
 /// Parse, build and run a scenario. pcap outputs go to `scratch`.

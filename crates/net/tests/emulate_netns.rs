@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-mod emulate_util;
-use emulate_util::unavailable;
+use crate::emulate_util;
+use crate::emulate_util::unavailable;
 
 const BIN: &str = env!("CARGO_BIN_EXE_latlab-net");
 
@@ -173,6 +173,8 @@ fn f(v: &Value) -> f64 {
 
 #[test]
 fn tcp_connects_in_one_rtt_and_fills_the_20mbit_path() {
+    let _turn = crate::turn::take(module_path!());
+    skip_if_tcp_mem_unfit!();
     require_testbed!();
     let out = scratch_dir("tcp");
     let emu = Emulator::start(&scenario_20mbit(), &out, &[]);
@@ -243,6 +245,7 @@ fn tcp_connects_in_one_rtt_and_fills_the_20mbit_path() {
 
 #[test]
 fn a_constant_rate_link_delivers_its_rate_within_one_percent() {
+    let _turn = crate::turn::take(module_path!());
     require_testbed!();
     let out = scratch_dir("rate");
     let scenario = out.join("path.toml");
@@ -373,6 +376,7 @@ fn ipv4_udp(total: usize) -> Vec<u8> {
 
 #[test]
 fn malformed_non_ip_and_oversized_packets_are_counted_and_dropped() {
+    let _turn = crate::turn::take(module_path!());
     require_testbed!();
     let out = scratch_dir("malformed");
     let emu = Emulator::start(&scenario_20mbit(), &out, &["--max-packet-bytes", "1000"]);
@@ -405,6 +409,7 @@ fn malformed_non_ip_and_oversized_packets_are_counted_and_dropped() {
 
 #[test]
 fn a_start_after_sigkill_removes_the_stale_namespaces_and_works() {
+    let _turn = crate::turn::take(module_path!());
     require_testbed!();
     let out = scratch_dir("sigkill");
     let first = Emulator::start(&scenario_20mbit(), &out, &[]);
@@ -456,6 +461,7 @@ fn a_start_after_sigkill_removes_the_stale_namespaces_and_works() {
 
 #[test]
 fn a_command_runs_in_the_client_namespace_with_the_addresses() {
+    let _turn = crate::turn::take(module_path!());
     require_testbed!();
     let out = scratch_dir("command");
     let status = Command::new(BIN)

@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-mod emulate_util;
-use emulate_util::unavailable;
+use crate::emulate_util;
+use crate::emulate_util::unavailable;
 
 const BIN: &str = env!("CARGO_BIN_EXE_latlab-net");
 
@@ -321,6 +321,8 @@ fn quantile(xs: &[f64], q: f64) -> f64 {
 
 #[test]
 fn a_router_namespace_forwards_through_the_emulated_link_and_is_left_clean() {
+    let _turn = crate::turn::take(module_path!());
+    skip_if_tcp_mem_unfit!();
     require_testbed!();
     let dir = scratch_dir("link");
     let scenario = write_scenario(&dir);
@@ -370,6 +372,7 @@ fn a_router_namespace_forwards_through_the_emulated_link_and_is_left_clean() {
 
 #[test]
 fn a_killed_emulators_rules_go_at_the_next_start_and_bad_routers_are_refused() {
+    let _turn = crate::turn::take(module_path!());
     require_testbed!();
     let dir = scratch_dir("kill");
     let scenario = write_scenario(&dir);

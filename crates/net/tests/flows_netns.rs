@@ -195,6 +195,8 @@ fn run(name: &str, scenario_text: &str) -> Option<Run> {
 
 #[test]
 fn flows_run_over_the_emulated_path_and_are_measured() {
+    let _turn = crate::turn::take(module_path!());
+    skip_if_tcp_mem_unfit!();
     let Some(r) = run("run", SCENARIO) else { return };
     let (out, flows, summary) = (&r.dir, &r.flows, &r.summary);
     assert_eq!(flows.len(), 2);
@@ -272,6 +274,7 @@ fn assert_udp_row(row: &Row) {
 
 #[test]
 fn a_udp_source_below_the_link_rate_gets_its_rate_without_loss() {
+    let _turn = crate::turn::take(module_path!());
     let Some(r) = run("udp-below", &udp_scenario(&cbr(8e6))) else {
         return;
     };
@@ -292,6 +295,7 @@ fn a_udp_source_below_the_link_rate_gets_its_rate_without_loss() {
 
 #[test]
 fn a_udp_source_above_the_link_rate_gets_the_link_rate_and_loses_the_rest() {
+    let _turn = crate::turn::take(module_path!());
     let Some(r) = run("udp-above", &udp_scenario(&cbr(30e6))) else {
         return;
     };
@@ -330,6 +334,8 @@ fn a_udp_source_above_the_link_rate_gets_the_link_rate_and_loses_the_rest() {
 
 #[test]
 fn a_udp_source_keeps_its_rate_beside_a_tcp_flow() {
+    let _turn = crate::turn::take(module_path!());
+    skip_if_tcp_mem_unfit!();
     let flows = cbr(5e6) + "[[flows]]\nname = \"bulk\"\nsrc = \"client\"\ndst = \"server\"\ncc = \"cubic\"\n";
     let Some(r) = run("udp-tcp", &udp_scenario(&flows)) else {
         return;
@@ -363,6 +369,7 @@ fn a_udp_source_keeps_its_rate_beside_a_tcp_flow() {
 
 #[test]
 fn a_scenario_that_cannot_be_emulated_exits_2_naming_the_keys() {
+    let _turn = crate::turn::take(module_path!());
     let dir = scratch_dir("plan");
     let scenario = dir.join("s.toml");
     std::fs::write(

@@ -32,8 +32,7 @@ use latlab_net::mptcp::throttle::{egress_device, ThrottleSet, Throttler};
 use latlab_net::mptcp::FourTuple;
 use latlab_net::proxy::args::DEFAULT_MPTCP_SNDBUF_BYTES;
 
-mod mptcp_util;
-use mptcp_util::{in_ns, sh, sh_out, veth, Namespaces};
+use crate::mptcp_util::{in_ns, sh, sh_out, veth, Namespaces};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -167,6 +166,7 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 
 #[test]
 fn throttle_rules_install_and_remove_without_leaks() {
+    let _turn = crate::turn::take(module_path!());
     skip_unless_available!();
     let _lock = serial();
     let ns = Namespaces::new("leak", &["a", "b"]);
@@ -239,6 +239,8 @@ fn throttle_rules_install_and_remove_without_leaks() {
 
 #[test]
 fn throttled_tuple_gets_its_rate_and_another_does_not() {
+    let _turn = crate::turn::take(module_path!());
+    skip_if_tcp_mem_unfit!();
     skip_unless_available!();
     let _lock = serial();
     let ns = Namespaces::new("rate", &["snd", "rcv"]);
@@ -352,6 +354,7 @@ fn throttled_tuple_gets_its_rate_and_another_does_not() {
 
 #[test]
 fn sockopts_report_not_mptcp_for_plain_tcp_and_fallback() {
+    let _turn = crate::turn::take(module_path!());
     skip_unless_available!();
     let _lock = serial();
     let ns = Namespaces::new("fb", &["x"]);
@@ -380,6 +383,7 @@ fn sockopts_report_not_mptcp_for_plain_tcp_and_fallback() {
 
 #[test]
 fn mptcp_two_paths_events_subflow_stats_and_steering() {
+    let _turn = crate::turn::take(module_path!());
     skip_unless_available!();
     let _lock = serial();
     let ns = Namespaces::new("e2e", &["cli", "srv"]);
@@ -600,6 +604,7 @@ fn mptcp_two_paths_events_subflow_stats_and_steering() {
 
 #[test]
 fn mptcp_watch_prints_events_as_json_lines() {
+    let _turn = crate::turn::take(module_path!());
     skip_unless_available!();
     let _lock = serial();
     let ns = Namespaces::new("watch", &["x"]);

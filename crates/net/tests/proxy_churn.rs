@@ -10,8 +10,6 @@
 //! the test skips, saying so, if the machine is already under pressure,
 //! and checks that it did not leave it there.
 
-mod proxy_util;
-
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,30 +17,13 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use proxy_util::*;
+use crate::proxy_util::*;
 
 const CONNECTIONS: usize = 10_000;
 const CLIENT_THREADS: usize = 8;
 
 fn mptcp_available() -> bool {
     std::fs::read_to_string("/proc/sys/net/mptcp/enabled").is_ok_and(|s| s.trim() == "1")
-}
-
-/// (pages of memory TCP sockets hold now, net.ipv4.tcp_mem's pressure
-/// threshold in pages).
-fn tcp_memory_pages() -> Option<(u64, u64)> {
-    let sockstat = std::fs::read_to_string("/proc/net/sockstat").ok()?;
-    let line = sockstat.lines().find(|l| l.starts_with("TCP:"))?;
-    let mut words = line.split_whitespace();
-    let mut mem = None;
-    while let Some(w) = words.next() {
-        if w == "mem" {
-            mem = words.next().and_then(|v| v.parse().ok());
-        }
-    }
-    let limits = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_mem").ok()?;
-    let pressure = limits.split_whitespace().nth(1)?.parse().ok()?;
-    Some((mem?, pressure))
 }
 
 /// Echo; a connection whose first byte is `R` is reset instead (an
@@ -68,7 +49,7 @@ fn echo_or_reset(mut s: TcpStream) {
 }
 
 fn connect(addr: SocketAddr, i: usize) -> TcpStream {
-    let c = if i % 2 == 0 && mptcp_available() {
+    let c = if i.is_multiple_of(2) && mptcp_available() {
         mptcp_connect(addr)
     } else {
         TcpStream::connect(addr).unwrap()
@@ -144,7 +125,12 @@ fn one(addr: SocketAddr, i: usize) {
 
 #[test]
 fn ten_thousand_connections_of_every_ending_leave_no_fds_and_no_memory() {
-    let Some((mem0, pressure)) = tcp_memory_pages() else {
+    let _turn = crate::turn::take(module_path!());
+    let Some(crate::tcp_mem::TcpMem {
+        in_use_pages: mem0,
+        pressure_pages: pressure,
+    }) = crate::tcp_mem::read()
+    else {
         eprintln!("skipped: /proc/net/sockstat or net.ipv4.tcp_mem unreadable");
         return;
     };
@@ -198,8 +184,8 @@ fn ten_thousand_connections_of_every_ending_leave_no_fds_and_no_memory() {
         .collect();
     let mut peak_mem = mem0;
     while workers.iter().any(|w| !w.is_finished()) {
-        if let Some((mem, _)) = tcp_memory_pages() {
-            peak_mem = peak_mem.max(mem);
+        if let Some(m) = crate::tcp_mem::read() {
+            peak_mem = peak_mem.max(m.in_use_pages);
         }
         thread::sleep(Duration::from_millis(50));
     }
@@ -251,7 +237,7 @@ fn ten_thousand_connections_of_every_ending_leave_no_fds_and_no_memory() {
     // freed; TIME_WAIT holds none).
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let (mem, _) = tcp_memory_pages().expect("read above");
+        let mem = crate::tcp_mem::read().expect("read above").in_use_pages;
         if mem < pressure {
             break;
         }

@@ -4,8 +4,6 @@
 //! connections refused, in-flight transfers finish within the grace
 //! period, stragglers closed at its end).
 
-mod proxy_util;
-
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,7 +11,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use proxy_util::*;
+use crate::proxy_util::*;
 
 /// Write without blocking until the kernel refuses more for `quiet`; the bytes accepted.
 fn fill(s: &mut TcpStream, quiet: Duration) -> u64 {
@@ -37,6 +35,7 @@ fn fill(s: &mut TcpStream, quiet: Duration) -> u64 {
 
 #[test]
 fn a_client_or_server_that_does_not_read_is_held_back() {
+    let _turn = crate::turn::take(module_path!());
     // Slow client: the server writes as fast as it can while the client
     // reads nothing; the server must be stopped by flow control.
     let written = Arc::new(AtomicU64::new(0));
@@ -82,6 +81,7 @@ fn a_client_or_server_that_does_not_read_is_held_back() {
 
 #[test]
 fn sigterm_stops_accepting_and_drains_transfers_in_flight() {
+    let _turn = crate::turn::take(module_path!());
     // The server sends 8 MB slowly (1 MB every 50 ms) to each client.
     let (server_addr, _) = server(|mut s: TcpStream| {
         let block = pattern(1 << 20);

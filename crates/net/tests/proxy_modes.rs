@@ -3,14 +3,12 @@
 //! IPv4, IPv6 and names, and every refusal (400, 431, 502; RFC 1928 reply
 //! codes) followed by a clean close, with the proxy still serving.
 
-mod proxy_util;
-
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use proxy_util::*;
+use crate::proxy_util::*;
 
 /// An origin that records the request head it got and answers "ok".
 fn origin() -> (SocketAddr, mpsc::Receiver<String>) {
@@ -42,6 +40,7 @@ fn exchange(proxy: SocketAddr, request: &[u8]) -> String {
 
 #[test]
 fn http_forward_rewrites_to_origin_form() {
+    let _turn = crate::turn::take(module_path!());
     let (origin, heads) = origin();
     let proxy = Proxy::start(&["--mode", "http"]);
     let req = format!(
@@ -61,6 +60,7 @@ fn http_forward_rewrites_to_origin_form() {
 
 #[test]
 fn http_connect_opens_a_tunnel() {
+    let _turn = crate::turn::take(module_path!());
     let echo = echo_server();
     let proxy = Proxy::start(&["--mode", "http"]);
     let mut c = TcpStream::connect(proxy.addr).unwrap();
@@ -83,6 +83,7 @@ fn http_connect_opens_a_tunnel() {
 
 #[test]
 fn http_refusals_are_answered_and_the_proxy_keeps_serving() {
+    let _turn = crate::turn::take(module_path!());
     let (origin_addr, _heads) = origin();
     // An origin that reads the request and closes without a response.
     let (silent, _) = server(|mut s: TcpStream| {
@@ -193,6 +194,7 @@ fn connect_request(atyp: u8, addr: &[u8], port: u16) -> Vec<u8> {
 
 #[test]
 fn socks5_connects_to_ipv4_ipv6_and_names() {
+    let _turn = crate::turn::take(module_path!());
     let echo_addr = echo_server();
     let proxy = Proxy::start(&["--mode", "socks5"]);
     let mut targets = vec![
@@ -224,6 +226,7 @@ fn socks5_connects_to_ipv4_ipv6_and_names() {
 
 #[test]
 fn socks5_refusals_carry_rfc_1928_codes() {
+    let _turn = crate::turn::take(module_path!());
     let proxy = Proxy::start(&["--mode", "socks5", "--metrics", "127.0.0.1:0"]);
     let refused = closed_port();
     // Refused upstream: 0x05; unsupported command (BIND): 0x07; address

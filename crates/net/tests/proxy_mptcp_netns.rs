@@ -19,8 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-mod mptcp_util;
-use mptcp_util::{in_ns, sh, sh_out, unavailable, veth, Namespaces};
+use crate::mptcp_util::{in_ns, sh, sh_out, unavailable, veth, Namespaces};
 
 const BIN: &str = env!("CARGO_BIN_EXE_latlab-net");
 
@@ -105,6 +104,8 @@ fn testbed(tag: &str, net: u8) -> Namespaces {
 
 #[test]
 fn the_proxy_samples_subflows_and_throttles_the_second_path() {
+    let _turn = crate::turn::take(module_path!());
+    skip_if_tcp_mem_unfit!();
     if let Some(why) = unavailable() {
         eprintln!("skipped: {why}");
         return;
@@ -210,7 +211,7 @@ fn the_proxy_samples_subflows_and_throttles_the_second_path() {
         "throttle active {after_ms:.1} ms after SUB_ESTABLISHED (install {} ms)",
         throttle[0]["install_ms"]
     );
-    assert!(after_ms >= 0.0 && after_ms < 5_000.0, "{after_ms}");
+    assert!((0.0..5_000.0).contains(&after_ms), "{after_ms}");
     assert_eq!(kind("throttle_error").count(), 0, "{lines:?}");
     // The throttled subflow carried less than the other (the last samples, at close).
     let last_sent = |prefix: &str| {
@@ -272,6 +273,7 @@ struct Churn {
 /// the resync, and no rule or descriptor may stay behind.
 #[test]
 fn throttled_churn_with_event_overruns_leaves_no_rule_or_descriptor_behind() {
+    let _turn = crate::turn::take(module_path!());
     if let Some(why) = unavailable() {
         eprintln!("skipped: {why}");
         return;
@@ -293,6 +295,7 @@ fn throttled_churn_with_event_overruns_leaves_no_rule_or_descriptor_behind() {
 /// About 12 s on a loaded 2-core machine.
 #[test]
 fn ten_thousand_throttled_connections_leave_no_rule_or_descriptor_behind() {
+    let _turn = crate::turn::take(module_path!());
     if let Some(why) = unavailable() {
         eprintln!("skipped: {why}");
         return;

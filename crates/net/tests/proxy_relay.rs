@@ -4,14 +4,12 @@
 //! refuses or dies, the idle timeout, max_connections, and a thousand
 //! concurrent clients with no fd leak and RSS back near its baseline.
 
-mod proxy_util;
-
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use proxy_util::*;
+use crate::proxy_util::*;
 
 fn mptcp_available() -> bool {
     std::fs::read_to_string("/proc/sys/net/mptcp/enabled").is_ok_and(|s| s.trim() == "1")
@@ -43,6 +41,7 @@ fn echo_then_bye(mut s: TcpStream) {
 
 #[test]
 fn mptcp_and_plain_tcp_clients_relay_both_ways_with_half_close() {
+    let _turn = crate::turn::take(module_path!());
     let (server, _) = server(echo_then_bye);
     let dir = scratch("relay");
     let log = dir.join("events.jsonl");
@@ -86,6 +85,7 @@ fn mptcp_and_plain_tcp_clients_relay_both_ways_with_half_close() {
 
 #[test]
 fn resets_are_passed_on_as_resets_both_ways() {
+    let _turn = crate::turn::take(module_path!());
     // Client resets: the server's read fails with ECONNRESET.
     let (tx, rx) = std::sync::mpsc::channel();
     let (server_addr, _) = server(move |mut s: TcpStream| {
@@ -115,6 +115,7 @@ fn resets_are_passed_on_as_resets_both_ways() {
 
 #[test]
 fn refused_or_dying_upstream_and_idle_timeout_close_cleanly() {
+    let _turn = crate::turn::take(module_path!());
     let dir = scratch("refused");
     let log = dir.join("events.jsonl");
     // Refused: the client sees a plain FIN.
@@ -170,6 +171,7 @@ fn refused_or_dying_upstream_and_idle_timeout_close_cleanly() {
 
 #[test]
 fn max_connections_refuses_the_excess() {
+    let _turn = crate::turn::take(module_path!());
     let server = echo_server();
     let proxy = Proxy::start(&[
         "--to",
@@ -200,6 +202,7 @@ fn max_connections_refuses_the_excess() {
 
 #[test]
 fn a_thousand_concurrent_clients_leave_no_fds_and_little_memory() {
+    let _turn = crate::turn::take(module_path!());
     const N: usize = 1000;
     let server = echo_server();
     let proxy = Proxy::start(&["--to", &server.to_string(), "--metrics", "127.0.0.1:0"]);

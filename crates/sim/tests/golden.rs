@@ -3,14 +3,14 @@
 //! A refactor of the engine, the TCP machines or the queues must leave these
 //! byte-identical. A change that alters results on purpose regenerates the
 //! file with `LATLAB_GOLDEN_UPDATE=1 cargo test --release -p latlab-sim --test
-//! golden` and says in its commit which digests moved and why.
+//! integration golden::` and says in its commit which digests moved and why.
 //!
 //! The set: the shipped example scenarios, the built-in default, every
 //! congestion controller under every recovery variant (with and without
 //! pacing, delayed ACKs and timestamps), a zero-window receiver, and the
 //! 24 random scenarios of the property tests.
 
-mod common;
+use crate::common;
 
 use latlab_sim::build::build;
 use latlab_sim::parse;

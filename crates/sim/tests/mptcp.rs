@@ -3,7 +3,7 @@
 //! goals 1–2), traffic moving off a congested path, the min-RTT scheduler,
 //! head-of-line blocking in a small shared receive buffer, determinism.
 //!
-//! `cargo test --release -p latlab-sim --test mptcp -- --nocapture` prints
+//! `cargo test --release -p latlab-sim --test integration mptcp:: -- --nocapture` prints
 //! the measured figures.
 
 use latlab_sim::flow::MptcpFlow;

@@ -3,9 +3,8 @@
 
 use latlab_sim::load;
 use latlab_sim::tables::to_ipc_stream;
-mod common;
 
-use common::random_scenario;
+use crate::common::random_scenario;
 
 fn run_tables(toml: &str) -> Vec<(&'static str, Vec<u8>)> {
     let mut sim = load(toml, "random.toml").unwrap_or_else(|e| panic!("{e}\n{toml}"));

@@ -2,7 +2,7 @@
 //! RTAC's operating point on a clean path, the three receivers on a bloated
 //! LTE user queue, and auto-tuning's tcp_rmem_max trade-off.
 //!
-//! `cargo test --release -p latlab-sim --test receiver_window -- --nocapture`
+//! `cargo test --release -p latlab-sim --test integration receiver_window:: -- --nocapture`
 //! prints the measured figures.
 
 use latlab_sim::{load, Simulation};

@@ -92,7 +92,7 @@ udp = { pattern = "cbr", rate_bps = 1e6, size_bytes = 125 }
         let measured = u.received_bytes as f64 * 8.0 / 60.0;
         assert!((measured / rate - 1.0).abs() < 0.03, "rate {measured} vs {rate}");
         let mean_owd = u.owd_sum_ns as f64 / u.received_pkts as f64;
-        assert!(mean_owd >= 20e6 && mean_owd < 25e6, "one-way delay {mean_owd} ns");
+        assert!((20e6..25e6).contains(&mean_owd), "one-way delay {mean_owd} ns");
     }
 }
 

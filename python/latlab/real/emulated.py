@@ -165,6 +165,24 @@ def _conservation(emu_links: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def _emulator_timing_p99_us(work: Path) -> float | None:
+    """How late the emulator wrote packets against their model times (p99, worst direction, µs).
+
+    Its own measure of whether the machine kept up: a busy machine delays the emulator's
+    thread, and every packet it forwards is then late by about as much.
+    """
+    try:
+        summary = json.loads((work / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    p99s = [
+        float(d["timing_error"]["p99_us"])
+        for d in (summary.get("up"), summary.get("down"))
+        if d and d.get("timing_error")
+    ]
+    return max(p99s, default=None)
+
+
 def _notes(the_plan: dict[str, Any], summary: dict[str, Any]) -> list[str]:
     """The plan's notes, and a warning if packets were dropped before the emulator."""
     notes = list(the_plan.get("notes", []))
@@ -318,6 +336,7 @@ def run_emulated(
         "emulated_path": f"{the_plan['client_node']} -> {the_plan['server_node']}",
         "emulation_notes": _notes(the_plan, summary),
         "client_device_drops": summary.get("client_device_drops"),
+        "emulator_timing_p99_us": _emulator_timing_p99_us(work),
         "stopped_early": summary.get("stopped_early", False),
         "wall_s": wall_s,
         "events": None,

@@ -13,6 +13,10 @@ starts with ``fault-`` then misbehaves:
 
 With LATLAB_TEST_SLOW_S every run first sleeps that long, and with
 LATLAB_TEST_COUNTER every run that starts appends "<name> <seed>" to that file.
+With LATLAB_TEST_HOLD_ABOVE_SEED=N every run whose seed is above N waits until
+its worker is killed: a test that interrupts a sweep after N finished runs
+then knows the sweep cannot have finished on its own first, however slow
+or fast the machine.
 """
 
 from __future__ import annotations
@@ -44,6 +48,9 @@ def wrap(real):  # noqa: ANN001, ANN201
         slow = float(os.environ.get("LATLAB_TEST_SLOW_S", "0") or 0)
         if slow:
             time.sleep(slow)
+        hold_above = os.environ.get("LATLAB_TEST_HOLD_ABOVE_SEED")
+        if hold_above and int(data.get("seed", 0)) > int(hold_above):
+            signal.pause()  # until the parent kills this worker (workers ignore SIGINT)
         if name == "fault-panic":
             raise PanicException("assertion failed: injected panic in the core")
         if name == "fault-error":

@@ -1,8 +1,6 @@
 //! What the emulator's namespace tests share: the testbed check (root, a TUN
 //! device, iproute2) and a scratch directory per test.
 
-#![allow(dead_code)] // each test binary uses its own subset
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -2,8 +2,6 @@
 //! calls, namespaces deleted on drop, veth pairs, and running code inside a
 //! namespace.
 
-#![allow(dead_code)] // each test binary uses its own subset
-
 use std::os::fd::AsRawFd;
 use std::process::Command;
 
@@ -24,7 +22,6 @@ pub fn unavailable() -> Option<String> {
     }
 }
 
-#[macro_export]
 macro_rules! skip_unless_available {
     () => {
         if let Some(why) = $crate::mptcp_util::unavailable() {

@@ -2,8 +2,6 @@
 //! process (killed on drop), loopback servers, an MPTCP client socket, and
 //! the child's fd count and RSS from /proc.
 
-#![allow(dead_code)]
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::FromRawFd;

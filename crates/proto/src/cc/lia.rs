@@ -148,7 +148,7 @@ fn coupled_bytes(alpha: Option<f64>, cwnd_total_bytes: u64) -> u64 {
     let Some(alpha) = alpha else {
         return 0;
     };
-    if cwnd_total_bytes == 0 || !(alpha > 0.0) {
+    if cwnd_total_bytes == 0 || alpha.is_nan() || alpha <= 0.0 {
         return 0;
     }
     let coupled = cwnd_total_bytes as f64 / alpha;

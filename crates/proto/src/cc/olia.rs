@@ -132,7 +132,8 @@ impl Olia {
     pub fn increase_per_segment(&self, cwnd_bytes: u64, mss_bytes: u64) -> f64 {
         let mss = mss_bytes.max(1) as f64;
         let w_segments = (cwnd_bytes as f64 / mss).max(1.0);
-        if !self.coupled || !(self.sum_rate_sq > 0.0) || !(self.srtt_s > 0.0) {
+        let unusable = |x: f64| x.is_nan() || x <= 0.0;
+        if !self.coupled || unusable(self.sum_rate_sq) || unusable(self.srtt_s) {
             return 1.0 / w_segments;
         }
         let coupled = (cwnd_bytes as f64 / (self.srtt_s * self.srtt_s)) / self.sum_rate_sq * mss;

@@ -270,6 +270,17 @@ fn window_bytes(bytes: f64, mss_bytes: u64, cap_bytes: u64) -> u64 {
     (bytes.max(0.0).round() as u64).clamp(floor, cap_bytes)
 }
 
+/// A full-size data segment with timestamps, as the controllers' tests feed them.
+#[cfg(test)]
+pub(crate) fn timestamped_arrival(now_ns: TimeNs, ts_ecr_ns: TimeNs) -> SegmentArrival {
+    SegmentArrival {
+        now_ns,
+        payload_bytes: 1000,
+        ts_val_ns: Some(now_ns),
+        ts_ecr_ns: Some(ts_ecr_ns),
+    }
+}
+
 #[cfg(test)]
 mod spec_tests {
     use super::*;
@@ -322,16 +333,5 @@ mod spec_tests {
         assert_eq!(window_bytes(1e12, 1000, 50_000), 50_000);
         assert_eq!(window_bytes(f64::NAN, 1000, 50_000), 50_000);
         assert_eq!(window_bytes(12_345.4, 1000, 50_000), 12_345);
-    }
-}
-
-/// A full-size data segment with timestamps, as the controllers' tests feed them.
-#[cfg(test)]
-pub(crate) fn timestamped_arrival(now_ns: TimeNs, ts_ecr_ns: TimeNs) -> SegmentArrival {
-    SegmentArrival {
-        now_ns,
-        payload_bytes: 1000,
-        ts_val_ns: Some(now_ns),
-        ts_ecr_ns: Some(ts_ecr_ns),
     }
 }

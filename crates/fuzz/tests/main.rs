@@ -1,0 +1,4 @@
+//! latlab-fuzz's integration tests, one test binary:
+//! `cargo test --release -p latlab-fuzz --test integration`.
+
+mod smoke;
