@@ -1,5 +1,5 @@
 //! Is the machine's TCP memory fit for a rate measurement? (The Python side's
-//! twin is python/latlab/tcpmem.py.)
+//! twin is python/latlab/real/tcpmem.py.)
 //!
 //! Every TCP socket in every namespace counts against one machine-wide budget,
 //! net.ipv4.tcp_mem (low, pressure, high; pages). Past the pressure threshold
