@@ -15,11 +15,14 @@
 //! - A segment counts delivered when an ACK covers it entirely (SACK blocks
 //!   from latlab's receiver align with segments; a cumulative ACK ending
 //!   inside a segment waits for the rest).
-//! - "Lost" (Linux `tp->lost`, `rs->losses`) counts retransmissions: each
-//!   segment the sender resends was judged lost (fast retransmit, RFC 6675
-//!   NextSeg, go-back-N after an RTO). Linux counts a segment when it is
-//!   marked lost, usually just before it is resent; here the count reaches
-//!   the controller with the next ACK.
+//! - "Lost" (Linux `tp->lost`, `rs->losses`) counts a segment when the
+//!   sender resends it (fast retransmit, RFC 6675 NextSeg): it was judged
+//!   lost. Linux counts it when it is marked lost, usually just before it
+//!   is resent; here the count reaches the controller with the next ACK.
+//!   A retransmission timeout marks every un-SACKed segment lost at once
+//!   (Linux `tcp_timeout_mark_lost`, before BBR hears of the timeout), so
+//!   the go-back-N that follows counts nothing more: resending a segment
+//!   already counted lost does not count it again.
 
 use std::collections::VecDeque;
 
@@ -40,6 +43,8 @@ struct TxRecord {
     first_sent_ns: u64,
     is_app_limited: bool,
     is_retransmit: bool,
+    /// Counted lost since its last transmission (by a timeout).
+    lost: bool,
     /// Already counted delivered by a SACK (Linux zeroes
     /// `tx.delivered_mstamp` so the cumulative ACK does not count it again).
     sacked: bool,
@@ -103,13 +108,16 @@ impl RateEstimator {
             first_sent_ns: self.first_sent_ns,
             is_app_limited: self.is_app_limited(),
             is_retransmit,
+            lost: false,
             sacked: false,
         };
         if is_retransmit {
-            self.lost += 1;
             let idx = self.records.partition_point(|r| r.end <= seq);
             if let Some(r) = self.records.get_mut(idx) {
                 if r.seq <= seq {
+                    if !r.lost {
+                        self.lost += 1;
+                    }
                     *r = TxRecord {
                         seq: r.seq,
                         end: r.end,
@@ -120,6 +128,17 @@ impl RateEstimator {
         } else {
             self.records.push_back(rec);
         }
+    }
+
+    /// A retransmission timeout (Linux `tcp_timeout_mark_lost`): every
+    /// un-SACKed outstanding segment counts lost now, not in any ACK's
+    /// sample.
+    pub fn mark_all_lost(&mut self) {
+        for r in self.records.iter_mut().filter(|r| !r.sacked && !r.lost) {
+            r.lost = true;
+            self.lost += 1;
+        }
+        self.lost_reported = self.lost;
     }
 
     /// `tcp_rate_check_app_limited`: the sender had nothing to send while
@@ -336,6 +355,25 @@ mod tests {
         assert_eq!(rs.interval_ns, 400 * MS);
         let rs = ack(&mut e, 2000, 401 * MS, 0);
         assert_eq!(rs.losses_segs, 0);
+    }
+
+    #[test]
+    fn a_timeout_counts_the_flight_lost_once_and_the_go_back_n_nothing_more() {
+        let mut e = RateEstimator::default();
+        for k in 0..4 {
+            e.on_send(k * 1000, (k + 1) * 1000, 0, false);
+        }
+        e.mark_all_lost();
+        for k in 0..4 {
+            e.on_send(k * 1000, (k + 1) * 1000, 300 * MS, true);
+        }
+        let rs = ack(&mut e, 4000, 400 * MS, 0);
+        assert_eq!((rs.conn_lost_segs, rs.losses_segs), (4, 0));
+        // A segment resent once more after that is lost again.
+        e.on_send(4000, 5000, 400 * MS, false);
+        e.on_send(4000, 5000, 700 * MS, true);
+        let rs = ack(&mut e, 5000, 800 * MS, 0);
+        assert_eq!((rs.conn_lost_segs, rs.losses_segs), (5, 1));
     }
 
     #[test]

@@ -53,6 +53,9 @@ impl TcpSender {
             CongestionState::Loss { una_at_rto } => una_at_rto == self.snd_una,
             CongestionState::Open | CongestionState::Disorder { .. } => false,
         };
+        if let Some(rate) = self.rate.as_deref_mut() {
+            rate.mark_all_lost();
+        }
         // A rate-based controller hears of every timeout (Linux calls BBR's
         // `set_state(TCP_CA_Loss)` on each).
         if !hold_ssthresh || self.rate.is_some() {
