@@ -328,7 +328,7 @@ mod tests {
         let mut e = RateEstimator::default();
         e.on_send(0, 1000, 0, false);
         e.mark_app_limited(1); // one segment in flight, nothing more to send
-        e.on_send(1000, 2000, 1 * MS, false);
+        e.on_send(1000, 2000, MS, false);
         let rs = ack(&mut e, 1000, 100 * MS, 0);
         assert!(!rs.is_app_limited, "sent before the mark");
         assert!(e.is_app_limited(), "delivered 1 is not past the mark 1");
