@@ -95,6 +95,11 @@ impl TcpSender {
                 self.rtt.reset_backoff();
             }
         }
+        if is_dupack && !self.cfg.recovery.uses_sack() {
+            if let Some(rate) = self.rate.as_deref_mut() {
+                rate.on_reno_dupack();
+            }
+        }
         let grow = match self.ca {
             CongestionState::Recovery(r) => {
                 self.recovery_step(now_ns, r, acked, is_dupack);
@@ -459,7 +464,6 @@ impl TcpSender {
             rtt_ns: rtt_sample,
             srtt_ns: self.rtt.srtt_ns(),
             prior_in_flight_segs: prior_flight.div_ceil(self.mss),
-            in_flight_segs: self.in_flight_segs(),
             next_send_ns: self.pacer.release_ns(),
             ca_state: self.ca.ca_state(),
             ..Default::default()
@@ -468,6 +472,10 @@ impl TcpSender {
             return;
         };
         rate.on_ack(seg.ack, seg.sack_blocks(), now_ns, min_rtt_ns, &mut rs);
+        // Without SACK, segments the duplicate ACKs announced have left the
+        // network (Linux's `sacked_out` of a Reno connection).
+        let reno_sacked = rate.reno_sacked();
+        rs.in_flight_segs = self.in_flight_segs().saturating_sub(reno_sacked);
         let mark_app_limited = self.cc.on_rate_sample(&mut self.ccs, &rs);
         self.ccs.cwnd_bytes = self.ccs.cwnd_bytes.max(self.mss);
         if mark_app_limited {

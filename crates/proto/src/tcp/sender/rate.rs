@@ -78,6 +78,11 @@ pub(super) struct RateEstimator {
     /// Segments judged lost (retransmitted) so far, and at the last ACK.
     lost: u64,
     lost_reported: u64,
+    /// Without SACK: segments announced by duplicate ACKs and not yet
+    /// cumulatively acknowledged (Linux `sacked_out` of a Reno connection).
+    reno_sacked: u64,
+    /// Delivered by duplicate ACKs since the last sample.
+    reno_delivered: u64,
 }
 
 impl RateEstimator {
@@ -141,6 +146,20 @@ impl RateEstimator {
         self.lost_reported = self.lost;
     }
 
+    /// A duplicate ACK on a connection without SACK: one more segment has
+    /// left the network (Linux `tcp_add_reno_sack`, which counts it
+    /// delivered; at most the segments outstanding).
+    pub fn on_reno_dupack(&mut self) {
+        if self.reno_sacked < self.records.len() as u64 {
+            self.reno_sacked += 1;
+            self.reno_delivered += 1;
+        }
+    }
+
+    pub fn reno_sacked(&self) -> u64 {
+        self.reno_sacked
+    }
+
     /// `tcp_rate_check_app_limited`: the sender had nothing to send while
     /// the window had room; samples until what is in flight now is
     /// delivered are application-limited. `in_flight_segs` is the sender's
@@ -176,7 +195,21 @@ impl RateEstimator {
         for b in sack {
             newly += self.mark_sacked(b.start.max(ack), b.end, &mut newest);
         }
+        newly = self.take_reno_sacked(newly);
         self.generate(newly, newest, now_ns, min_rtt_ns, rs);
+    }
+
+    /// Without SACK, `acked` segments cumulatively acknowledged include
+    /// those duplicate ACKs already counted (Linux `tcp_remove_reno_sacks`:
+    /// delivered += max(acked − sacked_out, 1)); plus the duplicate ACKs'
+    /// own deliveries since the last sample.
+    fn take_reno_sacked(&mut self, acked: u64) -> u64 {
+        let mut newly = std::mem::take(&mut self.reno_delivered);
+        if acked > 0 {
+            newly += acked.saturating_sub(self.reno_sacked).max(1);
+            self.reno_sacked = self.reno_sacked.saturating_sub(acked - 1);
+        }
+        newly
     }
 
     /// Records entirely inside `[start, end)` become delivered.
@@ -355,6 +388,26 @@ mod tests {
         assert_eq!(rs.interval_ns, 400 * MS);
         let rs = ack(&mut e, 2000, 401 * MS, 0);
         assert_eq!(rs.losses_segs, 0);
+    }
+
+    #[test]
+    fn reno_duplicate_acks_count_delivered_once() {
+        let mut e = RateEstimator::default();
+        for k in 0..4 {
+            e.on_send(k * 1000, (k + 1) * 1000, 0, false);
+        }
+        // Segment 0 lost: three duplicate ACKs for segments 1-3.
+        for _ in 0..3 {
+            e.on_reno_dupack();
+            let rs = ack(&mut e, 0, 100 * MS, 0);
+            assert_eq!(rs.acked_sacked_segs, 1);
+        }
+        assert_eq!(e.reno_sacked(), 3);
+        e.on_send(0, 1000, 100 * MS, true);
+        // The retransmission's ACK covers all four: one more delivered.
+        let rs = ack(&mut e, 4000, 200 * MS, 0);
+        assert_eq!(rs.acked_sacked_segs, 1);
+        assert_eq!((e.delivered(), e.reno_sacked()), (4, 0));
     }
 
     #[test]
