@@ -136,6 +136,7 @@ def test_bench_list(runner):
     assert [ln.split()[0] for ln in res.output.splitlines()] == [
         "cellular-100",
         "dumbbell-10",
+        "dumbbell-1000-bbr",
         "dumbbell-1000",
         "pacing-baseline",
     ]

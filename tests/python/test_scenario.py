@@ -110,6 +110,7 @@ def test_builtins_parse():
     assert builtin.bench_names() == [
         "cellular-100",
         "dumbbell-10",
+        "dumbbell-1000-bbr",
         "dumbbell-1000",
         "pacing-baseline",
     ]

@@ -23,6 +23,8 @@ pub enum Stream {
     LinkRate = 7,
     /// A shared medium's draws (HARQ, jitter, Wi-Fi retries).
     Medium = 8,
+    /// A flow's congestion controller (BBR's PROBE_BW start phase).
+    Controller = 9,
 }
 
 /// SplitMix64 finaliser (Steele et al. 2014): a bijective mixer, so distinct

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod bbr;
 mod controllers;
 mod errors;
 mod fuzz_regressions;

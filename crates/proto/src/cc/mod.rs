@@ -46,19 +46,23 @@
 //! each connection's controller all go through [`CcSpec`]. H-TCP
 //! (`htcp.rs`) and Westwood+ (`westwood.rs`) were added exactly this way.
 
+mod bbr;
 mod cubic;
 mod htcp;
 mod ledbat;
 mod lia;
+mod minmax;
 mod newreno;
 mod olia;
 mod vegas;
 mod westwood;
 
+pub use bbr::{Bbr, BbrMode, BbrParams};
 pub use cubic::{Cubic, CubicParams};
 pub use htcp::{Htcp, HtcpParams};
 pub use ledbat::{Ledbat, LedbatParams, LEDBAT_MAX_BASE_HISTORY, LEDBAT_MAX_CURRENT_FILTER};
 pub use lia::{lia_alpha, Lia, LiaParams};
+pub use minmax::WindowedMax;
 pub use newreno::{NewReno, NewRenoParams};
 pub use olia::{olia_epsilons, Olia, OliaParams};
 pub use vegas::{Vegas, VegasParams};
@@ -105,6 +109,57 @@ pub struct AckSample {
     /// True when the sender is limited by the application, not by cwnd:
     /// growing cwnd then is not justified (RFC 7661).
     pub app_limited: bool,
+}
+
+/// One delivery-rate sample (draft-cheng-iccrg-delivery-rate-estimation,
+/// Linux `struct rate_sample` filled by `tcp_rate_gen`), given on every ACK
+/// to a controller that asks for samples
+/// ([`CongestionControl::wants_rate_samples`]). Counts are in segments (the
+/// sender's packets), times in ns.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RateSample {
+    pub now_ns: TimeNs,
+    /// Segments delivered over [`interval_ns`](Self::interval_ns):
+    /// connection `delivered` now minus `delivered` when the newest
+    /// acknowledged segment was sent.
+    pub delivered_segs: u64,
+    /// The sample's interval, max(send phase, ACK phase); 0 when this ACK
+    /// gives no valid sample (nothing newly delivered with timing, or an
+    /// interval shorter than min_rtt: `tcp_rate_gen`'s `interval_us = -1`).
+    pub interval_ns: u64,
+    /// Connection `delivered` when the newest acknowledged segment was sent
+    /// (`rs->prior_delivered`); the round-trip counter keys on it.
+    pub prior_delivered_segs: u64,
+    /// Segments newly cumulatively acknowledged or SACKed by this ACK.
+    pub acked_sacked_segs: u64,
+    /// Segments newly counted lost since the previous ACK.
+    pub losses_segs: u64,
+    /// Some moment of the sampled flight was application-limited.
+    pub is_app_limited: bool,
+    /// RTT measured from this ACK, if any.
+    pub rtt_ns: Option<u64>,
+    /// Smoothed RTT after this ACK (0 before the first sample).
+    pub srtt_ns: u64,
+    /// Segments in flight before and after this ACK.
+    pub prior_in_flight_segs: u64,
+    pub in_flight_segs: u64,
+    /// The connection's totals (Linux `tp->delivered`, `tp->lost`) and the
+    /// time of the latest delivery (`tp->delivered_mstamp`).
+    pub conn_delivered_segs: u64,
+    pub conn_lost_segs: u64,
+    pub delivered_ns: TimeNs,
+    /// When the pacer lets the next segment leave (Linux's earliest
+    /// departure time `tcp_wstamp_ns`); at most `now_ns` when not waiting.
+    pub next_send_ns: TimeNs,
+    /// The sender's loss state after this ACK (Linux `icsk_ca_state`).
+    pub ca_state: crate::tcp::CaState,
+}
+
+impl RateSample {
+    /// `tcp_rate_gen`'s validity: a delivery count over a positive interval.
+    pub fn is_valid(&self) -> bool {
+        self.interval_ns > 0
+    }
 }
 
 /// What a coupled multipath controller sees of one subflow of its
@@ -175,6 +230,49 @@ pub trait CongestionControl: Send {
     /// what they need of it; every other controller ignores it and runs
     /// uncoupled.
     fn on_coupling(&mut self, _subflows: &[SubflowCoupling], _me: usize) {}
+
+    /// A rate-based controller (Linux `cong_control`, BBR): asked once,
+    /// when the sender is built. When true the sender keeps the delivery-rate
+    /// estimator, calls [`on_rate_sample`](Self::on_rate_sample) on every
+    /// ACK instead of `on_ack`, leaves cwnd to the controller in every state
+    /// (no RFC 5681/6582/6675 recovery window) and paces at
+    /// [`pacing_rate_bytes_per_s`](Self::pacing_rate_bytes_per_s). Other
+    /// controllers pay nothing for the estimator.
+    fn wants_rate_samples(&self) -> bool {
+        false
+    }
+
+    /// Every ACK of a rate-based controller, after the sender's loss
+    /// detection and recovery step: update the model and set cwnd. Returns
+    /// true to mark the connection application-limited from now (Linux BBR
+    /// sets `tp->app_limited` in PROBE_RTT so its low-rate samples do not
+    /// lower the bandwidth estimate).
+    fn on_rate_sample(&mut self, _state: &mut CcState, _rs: &RateSample) -> bool {
+        false
+    }
+
+    /// A rate-based controller's pacing rate, TCP payload bytes per second
+    /// (Linux `sk_pacing_rate`, which paces each segment's payload length).
+    /// 0: no pacing.
+    fn pacing_rate_bytes_per_s(&self) -> u64 {
+        0
+    }
+
+    /// A rate-based controller's sender starts sending with nothing in
+    /// flight (Linux `CA_EVENT_TX_START`); `app_limited` when the
+    /// connection was application-limited.
+    fn on_tx_start(&mut self, _state: &mut CcState, _now_ns: TimeNs, _app_limited: bool) {}
+
+    /// A controller with named states reports the current one (BBR:
+    /// "startup", "drain", "probe_bw", "probe_rtt"), for tests and traces.
+    fn mode_name(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The flow's own random stream seed, given once after construction by
+    /// a driver that has one (the simulator derives it from the scenario
+    /// seed). Controllers that draw random numbers use it; others ignore it.
+    fn set_seed(&mut self, _seed: u64) {}
 
     /// When the connection gives [`on_coupling`](Self::on_coupling) a
     /// fresh view. Asked once, when the subflow is added: the answer is
@@ -369,6 +467,8 @@ controllers! {
     /// MPTCP Opportunistic Linked Increases (Khalili et al. 2013); NewReno
     /// on a single path.
     Olia(OliaParams) = "olia";
+    /// BBR v1 (Cardwell et al. 2016), as Linux's `tcp_bbr.c`.
+    Bbr(BbrParams) = "bbr";
 }
 
 /// Build a controller by scenario name with default constants (None for an
@@ -392,7 +492,7 @@ mod build_tests {
             let expect = if *name == "reno" { "newreno" } else { name };
             assert_eq!(cc.name(), expect);
         }
-        assert!(by_name("bbr", 1448).is_none());
+        assert!(by_name("bbr2", 1448).is_none());
     }
 
     #[test]

@@ -562,3 +562,55 @@ fn window_from_pipe_lets_sacked_data_release_new_segments() {
         send!(d, nothing);
     }
 }
+
+/// BBR on a fixed path (10 Mbit/s, 20 ms each way, a FIFO without limit),
+/// from the sender's side: the states it passes through, in order, and
+/// what it sends in each. STARTUP → DRAIN → PROBE_BW, pacing at the
+/// model's rate once past the first 10 segments, with the bottleneck's
+/// rate as the bandwidth estimate and a standing queue of at most about
+/// one BDP once in PROBE_BW.
+#[test]
+fn bbr_goes_startup_drain_probe_bw_on_a_fixed_path() {
+    use super::testutil::Harness;
+    use crate::cc::BbrParams;
+    use crate::cc::ControllerParams;
+
+    let mut cfg = TcpConfig::linux();
+    cfg.delayed_ack = None;
+    let rate_bps = 10_000_000;
+    let one_way = 20 * NS_PER_MS;
+    let cc = BbrParams.build(cfg.mss_bytes as u64);
+    let rwnd = Box::new(crate::tcp::FixedRwnd(cfg.rwnd_bytes));
+    let mut h = Harness::with(cfg.clone(), cc, rwnd, None, rate_bps, one_way);
+    h.start();
+    let mut modes: Vec<(&str, u64)> = vec![("startup", 0)];
+    while h.now < 3 * crate::NS_PER_SEC {
+        assert!(h.step());
+        let m = h.snd.cc().mode_name().expect("BBR names its mode");
+        if modes.last().is_some_and(|(last, _)| *last != m) {
+            modes.push((m, h.now));
+        }
+    }
+    let names: Vec<&str> = modes.iter().map(|(m, _)| *m).collect();
+    assert_eq!(&names[..3], &["startup", "drain", "probe_bw"], "{modes:?}");
+    assert!(names[3..].iter().all(|m| *m == "probe_bw"), "{modes:?}");
+    // DRAIN lasts a few rounds at most (its gain, 1/high_gain, drains
+    // STARTUP's queue in about one).
+    let drain_ns = modes[2].1 - modes[1].1;
+    assert!(drain_ns < 5 * 2 * one_way, "drain took {drain_ns} ns");
+    // The bottleneck's rate in payload bytes: 10 Mbit/s · 1448/1500.
+    let link_payload_bps = rate_bps as f64 / 8.0 * 1448.0 / 1500.0;
+    let pacing = h.snd.cc().pacing_rate_bytes_per_s() as f64;
+    assert!(
+        pacing > 0.7 * link_payload_bps && pacing < 1.3 * link_payload_bps,
+        "pacing {pacing} vs link {link_payload_bps}"
+    );
+    // In PROBE_BW the sender is paced: data segments after the first 10
+    // never leave back to back at line rate in a burst of more than the
+    // cwnd budget, and the RTT stays within one BDP of queue of the
+    // propagation delay (2·20 ms + serialization).
+    let srtt = h.snd.srtt_ns();
+    assert!(srtt < 2 * (2 * one_way + 2 * NS_PER_MS), "srtt {srtt}");
+    let sent = h.data_sent().count();
+    assert!(sent > 2000, "sent {sent}");
+}

@@ -286,7 +286,8 @@ pub fn build_with_limit(
                     cc: spec,
                     closed_loop,
                 } => {
-                    let cc = spec.build(cfg.mss_bytes as u64);
+                    let mut cc = spec.build(cfg.mss_bytes as u64);
+                    cc.set_seed(stream_seed(sc.seed, Stream::Controller, flow_id as u64));
                     let closed_loop = closed_loop.as_ref().map(|(size, think_mean_s)| ClosedLoop {
                         draws: UserDraws {
                             size: *size,

@@ -8,7 +8,7 @@
 use super::state::{CongestionState, Handshake, Recovery, RecoveryVariant, SackRecovery};
 use super::timers::Timer;
 use super::TcpSender;
-use crate::cc::{AckSample, CongestionEvent};
+use crate::cc::{AckSample, CongestionEvent, RateSample};
 use crate::segment::{Flags, Segment};
 use crate::tcp::config::Recovery as RecoveryConfig;
 
@@ -93,6 +93,11 @@ impl TcpSender {
             self.advance_una(seg.ack, acked);
             if self.cfg.rto_backoff_reset_on_ack {
                 self.rtt.reset_backoff();
+            }
+        }
+        if is_dupack && !self.cfg.recovery.uses_sack() {
+            if let Some(rate) = self.rate.as_deref_mut() {
+                rate.on_reno_dupack();
             }
         }
         let grow = match self.ca {
@@ -245,7 +250,7 @@ impl TcpSender {
         match r.variant {
             RecoveryVariant::NewReno { partial_ack_seen } => {
                 if acked == 0 {
-                    if is_dupack {
+                    if is_dupack && !self.cc_sets_cwnd() {
                         // RFC 5681 §3.2 step 4: inflate.
                         self.ccs.cwnd_bytes = self.ccs.cwnd_bytes.saturating_add(self.mss);
                     }
@@ -276,8 +281,10 @@ impl TcpSender {
     /// RFC 6582 §3.2 step 3, full ACK, option (1): cwnd =
     /// min(ssthresh, max(FlightSize, SMSS) + SMSS).
     fn newreno_full_ack(&mut self, now_ns: u64) {
-        let fs = self.flight_size().max(self.mss);
-        self.ccs.cwnd_bytes = self.ccs.ssthresh_bytes.min(fs.saturating_add(self.mss));
+        if !self.cc_sets_cwnd() {
+            let fs = self.flight_size().max(self.mss);
+            self.ccs.cwnd_bytes = self.ccs.ssthresh_bytes.min(fs.saturating_add(self.mss));
+        }
         self.exit_recovery(now_ns);
         self.restart_rto(now_ns);
     }
@@ -288,11 +295,13 @@ impl TcpSender {
     /// only (the "Impatient" variant, RFC 6582 §4).
     fn newreno_partial_ack(&mut self, now_ns: u64, acked: u64, partial_ack_seen: bool) {
         self.stats.partial_acks += 1;
-        let mut cwnd = self.ccs.cwnd_bytes.saturating_sub(acked);
-        if acked >= self.mss {
-            cwnd += self.mss;
+        if !self.cc_sets_cwnd() {
+            let mut cwnd = self.ccs.cwnd_bytes.saturating_sub(acked);
+            if acked >= self.mss {
+                cwnd += self.mss;
+            }
+            self.ccs.cwnd_bytes = cwnd.max(self.mss);
         }
-        self.ccs.cwnd_bytes = cwnd.max(self.mss);
         self.ca = CongestionState::Recovery(Recovery {
             retransmit_una: true,
             variant: RecoveryVariant::NewReno {
@@ -318,10 +327,12 @@ impl TcpSender {
             self.flight_size(),
             now_ns,
         );
-        self.ccs.cwnd_bytes = self
-            .ccs
-            .ssthresh_bytes
-            .saturating_add(3u64.saturating_mul(self.mss));
+        if !self.cc_sets_cwnd() {
+            self.ccs.cwnd_bytes = self
+                .ccs
+                .ssthresh_bytes
+                .saturating_add(3u64.saturating_mul(self.mss));
+        }
         self.ca = CongestionState::Recovery(Recovery {
             retransmit_una: true,
             variant: RecoveryVariant::NewReno {
@@ -352,7 +363,9 @@ impl TcpSender {
         self.ccs.ssthresh_bytes =
             self.cc
                 .ssthresh_on_loss(&self.ccs, CongestionEvent::FastRetransmit, flight, now_ns);
-        self.ccs.cwnd_bytes = self.ccs.ssthresh_bytes.max(self.mss);
+        if !self.cc_sets_cwnd() {
+            self.ccs.cwnd_bytes = self.ccs.ssthresh_bytes.max(self.mss);
+        }
         // (4.3) retransmit HighACK + 1 (HighRxt and RescueRxt set when sent);
         // (4.4) SetPipe; the retransmission then adds its length (C.4).
         let pipe = self.sb.set_pipe(self.loss_rule(), None);
@@ -405,6 +418,10 @@ impl TcpSender {
             }
             _ => None,
         };
+        if self.rate.is_some() {
+            self.notify_rate_controller(now_ns, seg, prior_flight, rtt_sample);
+            return;
+        }
         let grow = grow && acked > 0;
         if rtt_sample.is_none() && one_way.is_none() && !grow {
             return;
@@ -426,6 +443,46 @@ impl TcpSender {
         if grow {
             self.cc.on_ack(&mut self.ccs, &sample);
             self.ccs.cwnd_bytes = self.ccs.cwnd_bytes.max(self.mss);
+        }
+    }
+
+    /// A rate-based controller's ACK (Linux `tcp_cong_control` calling
+    /// `cong_control` after `tcp_rate_gen`): the delivery-rate sample of
+    /// this ACK, then the controller sets cwnd (and its pacing rate); it may
+    /// mark the connection application-limited.
+    #[cold]
+    fn notify_rate_controller(
+        &mut self,
+        now_ns: u64,
+        seg: &Segment,
+        prior_flight: u64,
+        rtt_sample: Option<u64>,
+    ) {
+        let min_rtt_ns = self.rtt.min_rtt_ns();
+        let mut rs = RateSample {
+            now_ns,
+            rtt_ns: rtt_sample,
+            srtt_ns: self.rtt.srtt_ns(),
+            prior_in_flight_segs: prior_flight.div_ceil(self.mss),
+            next_send_ns: self.pacer.release_ns(),
+            ca_state: self.ca.ca_state(),
+            ..Default::default()
+        };
+        let Some(rate) = self.rate.as_deref_mut() else {
+            return;
+        };
+        rate.on_ack(seg.ack, seg.sack_blocks(), now_ns, min_rtt_ns, &mut rs);
+        // Without SACK, segments the duplicate ACKs announced have left the
+        // network (Linux's `sacked_out` of a Reno connection).
+        let reno_sacked = rate.reno_sacked();
+        rs.in_flight_segs = self.in_flight_segs().saturating_sub(reno_sacked);
+        let mark_app_limited = self.cc.on_rate_sample(&mut self.ccs, &rs);
+        self.ccs.cwnd_bytes = self.ccs.cwnd_bytes.max(self.mss);
+        if mark_app_limited {
+            let in_flight = self.in_flight_segs();
+            if let Some(rate) = self.rate.as_deref_mut() {
+                rate.mark_app_limited(in_flight);
+            }
         }
     }
 }

@@ -37,6 +37,7 @@
 
 mod ack;
 mod pacer;
+mod rate;
 mod state;
 mod stats;
 mod timeout;
@@ -48,6 +49,7 @@ use super::rtt::RttEstimator;
 use super::scoreboard::{LossRule, Scoreboard};
 use crate::cc::{CcState, CongestionControl};
 use pacer::Pacer;
+use rate::RateEstimator;
 pub use state::CaState;
 use state::{CongestionState, Handshake};
 pub use stats::SenderStats;
@@ -95,6 +97,9 @@ pub struct TcpSender {
     timers: Timers,
     persist: Persist,
     pacer: Pacer,
+    /// The delivery-rate estimator, only for a controller that asks for
+    /// rate samples (which then also sets cwnd in every state and paces).
+    rate: Option<Box<RateEstimator>>,
     last_data_send_ns: Option<u64>,
     last_now_ns: u64,
     /// TSval of the peer's latest segment, echoed in TSecr.
@@ -122,6 +127,7 @@ impl TcpSender {
             Some(n) => (1u64.saturating_add(n).min(INFINITE_DATA_END), true),
             None => (INFINITE_DATA_END, false),
         };
+        let rate = cc.wants_rate_samples().then(Box::default);
         TcpSender {
             ccs: CcState {
                 cwnd_bytes: iw,
@@ -147,6 +153,7 @@ impl TcpSender {
             timers: Timers::default(),
             persist: Persist::default(),
             pacer: Pacer::new(cfg.pacing),
+            rate,
             last_data_send_ns: None,
             last_now_ns: 0,
             ts_recent: None,
@@ -361,8 +368,21 @@ impl TcpSender {
         }
     }
 
+    /// A rate-based controller always paces (Linux BBR asks for pacing in
+    /// `bbr_init`); otherwise the configured pacer once there is an RTT.
     fn pacing_active(&self) -> bool {
-        self.pacer.is_active(&self.rtt)
+        self.rate.is_some() || self.pacer.is_active(&self.rtt)
+    }
+
+    /// The controller sets cwnd in every state (Linux `cong_control`): the
+    /// recovery algorithms leave the window alone.
+    fn cc_sets_cwnd(&self) -> bool {
+        self.rate.is_some()
+    }
+
+    /// Segments in flight (Linux `tcp_packets_in_flight`).
+    fn in_flight_segs(&self) -> u64 {
+        self.flight_bytes().div_ceil(self.mss)
     }
 
     fn data_waiting(&self) -> bool {

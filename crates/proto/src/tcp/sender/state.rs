@@ -119,9 +119,10 @@ impl CongestionState {
 
 /// The sender's congestion state for tables and debugging (Linux's
 /// `icsk_ca_state` names).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum CaState {
     /// No loss suspected.
+    #[default]
     Open,
     /// Duplicate ACKs seen, below the fast-retransmit threshold.
     Disorder,

@@ -53,7 +53,12 @@ impl TcpSender {
             CongestionState::Loss { una_at_rto } => una_at_rto == self.snd_una,
             CongestionState::Open | CongestionState::Disorder { .. } => false,
         };
-        if !hold_ssthresh {
+        if let Some(rate) = self.rate.as_deref_mut() {
+            rate.mark_all_lost();
+        }
+        // A rate-based controller hears of every timeout (Linux calls BBR's
+        // `set_state(TCP_CA_Loss)` on each).
+        if !hold_ssthresh || self.rate.is_some() {
             let flight = if self.cfg.ssthresh_from_pipe {
                 self.pipe_for_ssthresh()
             } else {

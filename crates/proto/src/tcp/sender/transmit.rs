@@ -56,6 +56,9 @@ impl TcpSender {
         self.maybe_idle_restart(now_ns);
         let Some(tx) = self.choose() else {
             self.maybe_arm_persist(now_ns);
+            if self.rate.is_some() {
+                self.check_app_limited();
+            }
             return None;
         };
         if tx != Tx::Syn && self.pacing_active() && now_ns < self.pacer.release_ns() {
@@ -372,6 +375,7 @@ impl TcpSender {
     /// Commit a decision from `choose` and build the segment.
     fn commit(&mut self, tx: Tx, now_ns: u64) -> Option<Segment> {
         let mut seg = self.base_segment(now_ns);
+        let was_idle = self.rate.is_some() && self.snd_max == self.snd_una;
         match tx {
             Tx::Syn => {
                 self.commit_syn(now_ns, &mut seg);
@@ -384,7 +388,9 @@ impl TcpSender {
         seg.ack = 1;
         self.stats.segments_sent += 1;
         self.stats.bytes_sent += seg.payload_bytes as u64;
-        if self.pacing_active() {
+        if self.rate.is_some() {
+            self.rate_on_send(&seg, now_ns, was_idle);
+        } else if self.pacing_active() {
             let gap = self
                 .pacer
                 .gap_ns(&self.ccs, self.rtt.srtt_ns(), self.cfg.wire_bytes(&seg));
@@ -486,4 +492,50 @@ impl TcpSender {
             self.stats.window_probes += 1;
         }
     }
+
+    /// A data segment of a rate-based controller's sender left: record it
+    /// for the delivery-rate estimator (`tcp_rate_skb_sent`), tell the
+    /// controller when it restarts from nothing in flight
+    /// (`CA_EVENT_TX_START`), and pace the next one at the controller's rate
+    /// (Linux's internal pacing, `tcp_update_skb_after_send`: the packet's
+    /// length over `sk_pacing_rate`, counted from the first 10 data
+    /// segments on, `data_segs_out >= 10`). The length paced is the TCP
+    /// payload's, as Linux's: `tcp_update_skb_after_send` is given the
+    /// original skb, without the headers pushed on its clone, so the packet
+    /// rate is pacing_gain · bw · 99 % exactly.
+    #[cold]
+    fn rate_on_send(&mut self, seg: &Segment, now_ns: u64, was_idle: bool) {
+        let Some(rate) = self.rate.as_deref_mut() else {
+            return;
+        };
+        let end = seg.seq + seg.payload_bytes as u64;
+        rate.on_send(seg.seq, end, now_ns, seg.is_retransmit);
+        let app_limited = rate.is_app_limited();
+        if was_idle && !seg.is_retransmit {
+            self.cc.on_tx_start(&mut self.ccs, now_ns, app_limited);
+        }
+        let rate_bytes_per_s = self.cc.pacing_rate_bytes_per_s();
+        if self.stats.segments_sent >= LINUX_UNPACED_SEGMENTS && rate_bytes_per_s > 0 {
+            let len = seg.payload_bytes as u128;
+            let gap = len * crate::NS_PER_SEC as u128 / rate_bytes_per_s as u128;
+            self.pacer.on_send(now_ns, gap.min(u64::MAX as u128) as u64);
+        }
+    }
+
+    /// `tcp_rate_check_app_limited`: nothing to send while the window has
+    /// room marks the delivery-rate samples application-limited.
+    fn check_app_limited(&mut self) {
+        let app_limited = !self.data_waiting() && !self.app_has_more;
+        let in_flight = self.in_flight_segs();
+        if app_limited && self.flight_bytes() < self.ccs.cwnd_bytes {
+            if let Some(rate) = self.rate.as_deref_mut() {
+                rate.mark_app_limited(in_flight);
+            }
+        }
+    }
 }
+
+/// Linux paces a connection from its 10th data segment on
+/// (`tcp_update_skb_after_send`: `tp->data_segs_out >= 10`, counted after
+/// the segment that sets the next departure time).
+const LINUX_UNPACED_SEGMENTS: u64 = 10;
