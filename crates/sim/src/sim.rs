@@ -13,7 +13,7 @@ use crate::flow::{
     Flow, MptcpEnd, MptcpFlow, ProxyEnd, TcpFlow, TfrcFlow, TimerSlot, Transfer, Transport, UPSTREAM_SUBFLOW,
 };
 use crate::measure::{AccessDelay, Samples};
-use crate::network::{queue_view, Link, LinkQueue, MediumKind, Node, Service, SharedMedium};
+use crate::network::{queue_view, Link, Node, Service, SharedMedium};
 use crate::packet::{Packet, PacketRef, PacketSlab, Payload};
 use crate::routing::RouteTable;
 use crate::wire::{Hop, Wires};
@@ -21,8 +21,9 @@ use latlab_link::Departure;
 use latlab_proto::mptcp::ProxyOutput;
 use latlab_proto::tcp::{TcpReceiver, TcpSender};
 use latlab_proto::tfrc::TfrcSender;
-use latlab_qdisc::{Dequeue, Enqueue, Qdisc};
-use rand::Rng;
+
+mod links;
+pub use links::{LinkTrace, TraceEvent};
 
 /// Per-link conservation at the end of a run: packets offered to the link
 /// must equal packets sent + dropped by the queue + lost at random + held.
@@ -70,6 +71,8 @@ pub struct Simulation {
     pub samples: Samples,
     /// The first error writing a pcap file (capture stops; the run goes on).
     pub pcap_error: Option<String>,
+    /// Some link captures to pcap or keeps a [`LinkTrace`].
+    capturing: bool,
 }
 
 impl Simulation {
@@ -104,6 +107,7 @@ impl Simulation {
             queue.schedule(0, Event::Sample);
         }
         let wires = Wires::new(links.len());
+        let capturing = links.iter().any(|l| l.pcap.is_some());
         Simulation {
             name,
             seed,
@@ -129,6 +133,7 @@ impl Simulation {
             medium_drop_scratch: Vec::new(),
             samples: Samples::default(),
             pcap_error: None,
+            capturing,
         }
     }
 
@@ -198,27 +203,10 @@ impl Simulation {
     #[inline]
     fn dispatch(&mut self, ev: Event) {
         match ev {
-            Event::TxDone { link } => {
-                self.links[link as usize].tx_scheduled = false;
-                self.service(link);
-            }
+            Event::TxDone { link } => self.on_tx_done(link),
             Event::Arrive { pkt, hop } => self.on_arrive(pkt, hop),
-            Event::MediumWake { medium } => {
-                let m = &mut self.media[medium as usize];
-                if m.wake_at == Some(self.now_ns) {
-                    m.wake_at = None;
-                    self.run_medium(medium);
-                }
-            }
-            Event::LinkWake { link } => {
-                let l = &mut self.links[link as usize];
-                if l.wake_at == Some(self.now_ns) {
-                    l.wake_at = None;
-                    if !l.tx_scheduled {
-                        self.service(link);
-                    }
-                }
-            }
+            Event::MediumWake { medium } => self.on_medium_wake(medium),
+            Event::LinkWake { link } => self.on_link_wake(link),
             Event::FlowStart { flow } => {
                 let now = self.now_ns;
                 let f = &mut self.flows[flow as usize];
@@ -696,250 +684,6 @@ impl Simulation {
         self.link_enqueue(first, r);
     }
 
-    /// A packet arrives at a link's input.
-    #[inline]
-    fn link_enqueue(&mut self, link: u32, r: PacketRef) {
-        let now = self.now_ns;
-        let l = &mut self.links[link as usize];
-        l.counters.arrivals_pkts += 1;
-        l.counters.arrivals_bytes += r.wire_bytes as u64;
-        if l.loss_prob > 0.0 && l.loss_rng.random::<f64>() < l.loss_prob {
-            l.counters.lost_pkts += 1;
-            self.packets.free(r);
-            return;
-        }
-        if let Service::Shared { medium, member } = l.service {
-            self.medium_enqueue(medium, member, r);
-            return;
-        }
-        // An idle fixed-rate DropTail link (most hops at scale: the path
-        // has one bottleneck): the packet starts serialisation at once.
-        // Exactly what enqueue + `service` would do, without the queue's storage.
-        if let (Service::Fixed, LinkQueue::DropTail(q)) = (&l.service, &mut l.qdisc) {
-            if !l.tx_scheduled && l.busy_until_ns <= now && q.len_pkts() == 0 {
-                match q.enqueue_and_dequeue_empty(now, r) {
-                    Dequeue::Packet { pkt, sojourn_ns } => self.start_tx(link, pkt, sojourn_ns),
-                    _ => self.packets.free(r),
-                }
-                return;
-            }
-        }
-        if let Enqueue::Dropped(p) = l.qdisc.enqueue(now, r) {
-            self.packets.free(p);
-            return;
-        }
-        if !l.tx_scheduled {
-            self.service(link);
-        }
-    }
-
-    /// Start the next transmission if the transmitter is free, else make
-    /// sure a `TxDone` is pending for when it frees up.
-    fn service(&mut self, link: u32) {
-        let now = self.now_ns;
-        let l = &mut self.links[link as usize];
-        if !matches!(l.service, Service::Fixed) {
-            self.service_varying(link);
-            return;
-        }
-        if l.busy_until_ns > now {
-            if !l.tx_scheduled {
-                l.tx_scheduled = true;
-                self.queue.schedule(l.busy_until_ns, Event::TxDone { link });
-            }
-            return;
-        }
-        match l.qdisc.dequeue(now, &mut self.drop_scratch) {
-            Dequeue::Packet { pkt, sojourn_ns } => self.start_tx(link, pkt, sojourn_ns),
-            Dequeue::Empty => {}
-            Dequeue::Wait(t) => {
-                if l.wake_at.is_none_or(|w| t < w) {
-                    l.wake_at = Some(t);
-                    self.queue.schedule(t, Event::LinkWake { link });
-                }
-            }
-        }
-        for p in self.drop_scratch.drain(..) {
-            self.packets.free(p);
-        }
-    }
-
-    /// A fixed-rate link's transmitter takes `pkt` (just dequeued after
-    /// `sojourn_ns`): it goes on the wire, and a `TxDone` is armed if more
-    /// packets wait.
-    #[inline]
-    fn start_tx(&mut self, link: u32, pkt: PacketRef, sojourn_ns: u64) {
-        let now = self.now_ns;
-        let l = &mut self.links[link as usize];
-        let c = &mut l.counters;
-        c.sojourn_sum_ns += sojourn_ns;
-        c.sojourn_count += 1;
-        c.sojourn_max_ns = c.sojourn_max_ns.max(sojourn_ns);
-        c.departures_pkts += 1;
-        c.departures_bytes += pkt.wire_bytes as u64;
-        let end = now + l.rate.tx_time_ns(now, pkt.wire_bytes);
-        l.busy_until_ns = end;
-        let arrival = end + l.delay_ns;
-        let hop = Hop::after(&self.routes, pkt);
-        if self.wires.push(link, pkt, arrival, hop) {
-            self.queue.schedule(arrival, Event::Arrive { pkt: pkt.idx, hop });
-        }
-        if l.qdisc.len_pkts() > 0 {
-            l.tx_scheduled = true;
-            self.queue.schedule(end, Event::TxDone { link });
-        }
-        if l.pcap.is_some() {
-            self.capture(link, pkt, end);
-        }
-    }
-
-    /// A time-varying link (trace or rate process): send every packet that
-    /// may leave now, then arm one `TxDone` for the next instant a packet
-    /// may start. Idle opportunities are skipped arithmetically by the
-    /// transmitter, so the link costs one event per instant that carries a
-    /// packet.
-    fn service_varying(&mut self, link: u32) {
-        let now = self.now_ns;
-        loop {
-            let l = &mut self.links[link as usize];
-            let Service::Varying(tx) = &mut l.service else {
-                return;
-            };
-            if l.qdisc.len_pkts() == 0 {
-                break;
-            }
-            let Some(start) = tx.earliest_start_ns(l.busy_until_ns.max(now)) else {
-                break; // the rate is zero for ever: packets stay queued
-            };
-            if start > now {
-                l.busy_until_ns = start;
-                l.tx_scheduled = true;
-                self.queue.schedule(start, Event::TxDone { link });
-                break;
-            }
-            match l.qdisc.dequeue(now, &mut self.drop_scratch) {
-                Dequeue::Packet { pkt, sojourn_ns } => {
-                    let c = &mut l.counters;
-                    c.sojourn_sum_ns += sojourn_ns;
-                    c.sojourn_count += 1;
-                    c.sojourn_max_ns = c.sojourn_max_ns.max(sojourn_ns);
-                    let Some(end) = tx.transmit(now, pkt.wire_bytes) else {
-                        // The rate fell to zero for ever mid-packet.
-                        l.counters.lost_pkts += 1;
-                        self.packets.free(pkt);
-                        continue;
-                    };
-                    l.busy_until_ns = end;
-                    self.depart(link, pkt, end, end, now - sojourn_ns);
-                }
-                Dequeue::Empty => break,
-                Dequeue::Wait(t) => {
-                    if l.wake_at.is_none_or(|w| t < w) {
-                        l.wake_at = Some(t);
-                        self.queue.schedule(t, Event::LinkWake { link });
-                    }
-                    break;
-                }
-            }
-        }
-        for p in self.drop_scratch.drain(..) {
-            self.packets.free(p);
-        }
-    }
-
-    /// A packet leaves `link`'s transmitter at `leave_ns` and reaches the
-    /// far node `delay_ns` after `deliver_ns` (the two differ by HARQ and
-    /// jitter on a cell). Wire arrival times stay non-decreasing: a cell
-    /// delivers each user's packets in order, a link delivers FIFO.
-    fn depart(&mut self, link: u32, pkt: PacketRef, leave_ns: u64, deliver_ns: u64, enqueued_ns: u64) {
-        let l = &mut self.links[link as usize];
-        l.counters.departures_pkts += 1;
-        l.counters.departures_bytes += pkt.wire_bytes as u64;
-        let arrival = deliver_ns + l.delay_ns;
-        let hop = Hop::after(&self.routes, pkt);
-        if self.wires.push(link, pkt, arrival, hop) {
-            self.queue.schedule(arrival, Event::Arrive { pkt: pkt.idx, hop });
-        }
-        if l.pcap.is_some() {
-            self.capture(link, pkt, leave_ns);
-        }
-        let p = self.packets.get(pkt);
-        if p.forward {
-            // Time at this hop: from entering the queue to reaching the receiver's radio.
-            let d = deliver_ns.saturating_sub(enqueued_ns);
-            let a = &mut self.access_delay[p.flow as usize];
-            a.sum_ns += d;
-            a.count += 1;
-            a.max_ns = a.max_ns.max(d);
-        }
-    }
-
-    /// A packet for a member of a shared medium arrives at the medium.
-    fn medium_enqueue(&mut self, medium: u32, member: u32, r: PacketRef) {
-        let now = self.now_ns;
-        let m = &mut self.media[medium as usize];
-        let res = match &mut m.kind {
-            MediumKind::Cell(c) => c.enqueue(now, member, r),
-            MediumKind::Ap(ap) => ap.enqueue(now, member, r),
-        };
-        if let Enqueue::Dropped(p) = res {
-            self.packets.free(p);
-            return;
-        }
-        self.arm_medium(medium);
-    }
-
-    /// Make sure a `MediumWake` is pending for the medium's next instant.
-    fn arm_medium(&mut self, medium: u32) {
-        let now = self.now_ns;
-        let m = &mut self.media[medium as usize];
-        let next = match &m.kind {
-            MediumKind::Cell(c) => c.next_tti_ns(now),
-            MediumKind::Ap(ap) => ap.next_wakeup_ns(now),
-        };
-        if let Some(t) = next {
-            if m.wake_at.is_none_or(|w| t < w) {
-                m.wake_at = Some(t);
-                self.queue.schedule(t, Event::MediumWake { medium });
-            }
-        }
-    }
-
-    /// Run a cell's TTI or let a free AP send its head frame.
-    fn run_medium(&mut self, medium: u32) {
-        let now = self.now_ns;
-        let mut out = std::mem::take(&mut self.departures_scratch);
-        let mut dropped = std::mem::take(&mut self.medium_drop_scratch);
-        let m = &mut self.media[medium as usize];
-        match &mut m.kind {
-            MediumKind::Cell(c) => {
-                if c.next_tti_ns(now) == Some(now) {
-                    c.run_tti(now, &mut out, &mut dropped);
-                }
-            }
-            MediumKind::Ap(ap) => ap.poll(now, &mut out, &mut dropped),
-        }
-        for (_, p) in dropped.drain(..) {
-            self.packets.free(p);
-        }
-        for d in out.drain(..) {
-            let link = self.media[medium as usize].links[d.dest as usize];
-            let c = &mut self.links[link as usize].counters;
-            c.sojourn_sum_ns += d.sojourn_ns;
-            c.sojourn_count += 1;
-            c.sojourn_max_ns = c.sojourn_max_ns.max(d.sojourn_ns);
-            if d.lost {
-                c.lost_pkts += 1;
-                self.packets.free(d.pkt);
-                continue;
-            }
-            self.depart(link, d.pkt, d.leave_ns, d.deliver_ns, d.enqueued_ns);
-        }
-        self.departures_scratch = out;
-        self.medium_drop_scratch = dropped;
-        self.arm_medium(medium);
-    }
-
     /// Packet `pkt`, the head of a link's wire, reaches the link's far end.
     fn on_arrive(&mut self, pkt: u32, hop: Hop) {
         let popped = self.wires.pop(pkt);
@@ -1024,38 +768,6 @@ impl Simulation {
                 u.owd_max_ns = u.owd_max_ns.max(owd);
             }
             _ => {}
-        }
-    }
-
-    /// Write a packet to the link's pcap, stamped with the end of its serialisation.
-    fn capture(&mut self, link: u32, r: PacketRef, time_ns: u64) {
-        let p = *self.packets.get(r);
-        let Payload::Tcp(seg) = p.payload else { return };
-        let f = &self.flows[p.flow as usize];
-        // A proxied connection's legs: server↔proxy and proxy↔client.
-        let (near, far) = match f.mptcp().and_then(|m| m.proxy()) {
-            Some(px) if p.subflow == UPSTREAM_SUBFLOW => (f.src, px.node),
-            Some(px) => (px.node, f.dst),
-            None => (f.src, f.dst),
-        };
-        let (src, dst) = if p.forward { (near, far) } else { (far, near) };
-        let l = &mut self.links[link as usize];
-        if let Some(w) = l.pcap.as_mut() {
-            let res = w.write_tcp_subflow(
-                time_ns,
-                src,
-                dst,
-                p.flow,
-                p.subflow,
-                p.forward,
-                &seg,
-                p.wire_bytes,
-            );
-            if let Err(e) = res {
-                self.pcap_error
-                    .get_or_insert_with(|| format!("pcap for link {}: {e}", l.name));
-                l.pcap = None;
-            }
         }
     }
 
