@@ -7,6 +7,8 @@
 //! - [`transmitter`]: a single queue's transmitter over a trace or a rate.
 //! - [`lte`]: an LTE cell downlink (per-user queues, TTI scheduler, HARQ).
 //! - [`wifi`]: a Wi-Fi AP downlink (shared FIFO, per-station rate, retries).
+//! - [`service`]: one link's service rule (random loss, queue, transmitter,
+//!   delay), driven alike by the simulator and the emulator.
 //!
 //! Nothing here reads a clock: callers pass `now` (virtual time in the
 //! simulator, wall time in the emulator) and get times back. Models are
@@ -23,12 +25,17 @@
 
 pub mod lte;
 pub mod rate;
+pub mod service;
 pub mod trace;
 pub mod transmitter;
 pub mod wifi;
 
 pub use lte::{LteCell, LteConfig, Scheduler};
 pub use rate::{RateDist, RateSource};
+pub use service::{
+    DropCause, LinkCounters, LinkDeparture, LinkEvents, LinkPacket, LinkQueue, LinkRate, LinkService, Medium,
+    MediumKind, Service,
+};
 pub use trace::{TraceError, TraceSchedule, OPPORTUNITY_BYTES};
 pub use transmitter::Transmitter;
 pub use wifi::{Tagged, WifiAp, WifiConfig};

@@ -115,8 +115,8 @@ pub fn from_text(
             let l = links[id as usize].take().ok_or_else(|| {
                 format!("{source}: link {id} lies on both directions of the path; the emulator needs distinct links")
             })?;
-            let service = match l.service {
-                Service::Fixed => HopService::Fixed(l.rate),
+            let service = match l.svc.service {
+                Service::Fixed => HopService::Fixed(l.svc.rate),
                 Service::Varying(tx) => HopService::Varying(tx),
                 Service::Shared { medium, member } => {
                     let m = media[medium as usize].take().ok_or_else(|| {
@@ -126,7 +126,7 @@ pub fn from_text(
                         )
                     })?;
                     HopService::Shared {
-                        medium: Box::new(m.kind),
+                        medium: Box::new(m.medium.kind),
                         member,
                     }
                 }
@@ -135,10 +135,10 @@ pub fn from_text(
                 id,
                 l.name,
                 service,
-                l.delay_ns,
-                l.qdisc.into_boxed(),
-                l.loss_prob,
-                l.loss_rng,
+                l.svc.delay_ns,
+                l.svc.qdisc,
+                l.svc.loss_prob,
+                l.svc.loss_rng,
             ));
         }
         Ok(Line::new(hops))

@@ -1,8 +1,9 @@
-//! One direction of an emulated path: a chain of hops, each a queue
-//! discipline (latlab-qdisc), a transmitter (a fixed rate, or a trace or
-//! rate process from latlab-link), a propagation delay and random loss,
-//! exactly as the simulator's links (crates/sim/src/sim.rs: `link_enqueue`,
-//! `service`, `service_varying`, `depart`).
+//! One direction of an emulated path: a chain of hops, each a link of
+//! the scenario served by latlab-link's [`LinkService`] (random loss, queue
+//! discipline, transmitter, propagation delay), the same service the
+//! simulator drives. This file is only the driver: it holds each hop's
+//! wire, chains the hops, and runs the deadlines the services armed in
+//! time order.
 //!
 //! Sans-IO: the line never reads a clock. The caller hands it packets with
 //! the time they arrived ([`Line::arrive`]) and asks it to run every
@@ -17,23 +18,25 @@
 
 use std::collections::VecDeque;
 
-use latlab_link::{Departure, Transmitter};
-use latlab_qdisc::{Dequeue, Enqueue, Qdisc};
-use latlab_sim::network::{LinkCounters, LinkRate, MediumKind, QueueView};
+pub use latlab_link::DropCause;
+use latlab_link::{
+    Departure, LinkDeparture, LinkEvents, LinkQueue, LinkRate, LinkService, Medium, MediumKind, Service,
+    Transmitter,
+};
+use latlab_sim::network::{member_queue_view, QueueView};
 use latlab_sim::packet::PacketRef;
-use rand::Rng;
 use rand_pcg::Pcg64Mcg;
 
-/// How a hop serves its queue.
+/// How a hop serves its queue (what [`Hop::new`] is built from).
 pub enum HopService {
     Fixed(LinkRate),
     Varying(Box<Transmitter>),
     /// A user's downlink of an LTE cell or a station's of a Wi-Fi AP: the
     /// medium holds the queue and decides when packets leave (HARQ,
-    /// retries); the hop's own `qdisc` stays empty. Only this member's
+    /// retries); the hop's own queue stays empty. Only this member's
     /// packets enter it (the emulated path has one client).
     Shared {
-        medium: Box<MediumKind>,
+        medium: Box<MediumKind<PacketRef>>,
         member: u32,
     },
 }
@@ -44,56 +47,62 @@ pub struct Hop {
     pub link_id: u32,
     /// "from->to", as the simulator names it.
     pub name: String,
-    pub service: HopService,
-    pub delay_ns: u64,
-    pub qdisc: Box<dyn Qdisc<PacketRef>>,
-    pub loss_prob: f64,
-    pub loss_rng: Pcg64Mcg,
-    pub counters: LinkCounters,
+    /// The link's service (loss, queue, transmitter, delay, counters).
+    pub svc: LinkService<PacketRef>,
+    /// A `Shared` hop's medium.
+    medium: Option<Box<Medium<PacketRef>>>,
     /// Mean bit rate offered (fixed rate, trace or channel mean).
     nominal_bps: u64,
-    busy_until_ns: u64,
-    /// A service call is due at this time (the transmitter frees up, or
-    /// the next opportunity of a varying link).
-    tx_at: Option<u64>,
-    /// The discipline asked to be woken at this time (a pacer).
-    wake_at: Option<u64>,
     /// Packets propagating, with the time they reach the far end.
     wire: VecDeque<(u64, PacketRef)>,
 }
 
+/// The service's fields read as the hop's own (`hop.counters`, `hop.delay_ns`).
+impl std::ops::Deref for Hop {
+    type Target = LinkService<PacketRef>;
+    fn deref(&self) -> &LinkService<PacketRef> {
+        &self.svc
+    }
+}
+
+impl std::ops::DerefMut for Hop {
+    fn deref_mut(&mut self) -> &mut LinkService<PacketRef> {
+        &mut self.svc
+    }
+}
+
 impl Hop {
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         link_id: u32,
         name: String,
-        mut service: HopService,
+        service: HopService,
         delay_ns: u64,
-        qdisc: Box<dyn Qdisc<PacketRef>>,
+        qdisc: LinkQueue<PacketRef>,
         loss_prob: f64,
         loss_rng: Pcg64Mcg,
     ) -> Self {
-        let nominal_bps = match &mut service {
-            HopService::Fixed(r) => r.nominal_bps(),
-            HopService::Varying(tx) => tx.nominal_bps(),
-            HopService::Shared { medium, member } => match medium.as_mut() {
-                MediumKind::Cell(c) => c.channel_mut(*member).nominal_bps(),
-                MediumKind::Ap(ap) => ap.station_tx_mut(*member).nominal_bps(),
-            },
+        let (rate, service, medium) = match service {
+            HopService::Fixed(rate) => (rate, Service::Fixed, None),
+            HopService::Varying(tx) => {
+                let rate_bps = tx.nominal_bps();
+                (LinkRate::Fixed { rate_bps }, Service::Varying(tx), None)
+            }
+            HopService::Shared { mut medium, member } => {
+                let rate_bps = match medium.as_mut() {
+                    MediumKind::Cell(c) => c.channel_mut(member).nominal_bps(),
+                    MediumKind::Ap(ap) => ap.station_tx_mut(member).nominal_bps(),
+                };
+                let medium = Box::new(Medium::new(*medium));
+                let service = Service::Shared { medium: 0, member };
+                (LinkRate::Fixed { rate_bps }, service, Some(medium))
+            }
         };
         Hop {
             link_id,
             name,
-            service,
-            nominal_bps,
-            delay_ns,
-            qdisc,
-            loss_prob,
-            loss_rng,
-            counters: LinkCounters::default(),
-            busy_until_ns: 0,
-            tx_at: None,
-            wake_at: None,
+            nominal_bps: rate.nominal_bps(),
+            svc: LinkService::new(rate, service, delay_ns, qdisc, loss_prob, loss_rng),
+            medium,
             wire: VecDeque::new(),
         }
     }
@@ -111,37 +120,32 @@ impl Hop {
     /// "fixed", "trace", "constant", "schedule", "markov", "per-interval",
     /// "lte" or "wifi".
     pub fn kind(&self) -> &'static str {
-        match &self.service {
-            HopService::Fixed(_) => "fixed",
-            HopService::Varying(tx) => tx.kind(),
-            HopService::Shared { medium, .. } => match medium.as_ref() {
+        match (&self.svc.service, self.medium.as_deref()) {
+            (Service::Varying(tx), _) => tx.kind(),
+            (_, Some(m)) => match m.kind {
                 MediumKind::Cell(_) => "lte",
                 MediumKind::Ap(_) => "wifi",
             },
+            _ => "fixed",
         }
     }
 
     /// The hop's queue, as the simulator's tables see a link's.
     pub fn queue_view(&self) -> QueueView {
-        match &self.service {
-            HopService::Shared { medium, member } => medium.member_queue_view(*member),
-            _ => QueueView::of(self.qdisc.as_ref(), 0),
+        match (&self.svc.service, self.medium.as_deref()) {
+            (Service::Shared { member, .. }, Some(m)) => member_queue_view(&m.kind, *member),
+            _ => QueueView::of(self.svc.qdisc.as_dyn(), 0),
         }
     }
 
     fn next_event_ns(&self) -> Option<u64> {
         let wire = self.wire.front().map(|&(t, _)| t);
-        [self.tx_at, self.wake_at, wire].into_iter().flatten().min()
+        let medium = self.medium.as_ref().and_then(|m| m.wake_at);
+        [self.svc.next_deadline_ns(), medium, wire]
+            .into_iter()
+            .flatten()
+            .min()
     }
-}
-
-/// Why a packet did not make it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DropCause {
-    /// The queue discipline dropped it (tail drop, RED, CoDel, pacer limit).
-    Queue,
-    /// The link's random loss, or a rate that fell to zero for ever.
-    Lost,
 }
 
 /// What happened inside the line.
@@ -164,10 +168,76 @@ pub enum Outcome {
     Delivered { pkt: PacketRef, due_ns: u64 },
 }
 
+/// Where one hop's departures, drops and medium arrivals go. Deadlines are
+/// not pushed anywhere: the line reads them back ([`Hop::next_event_ns`]).
+struct HopCx<'a> {
+    hop: usize,
+    wire: &'a mut VecDeque<(u64, PacketRef)>,
+    medium: Option<&'a mut Medium<PacketRef>>,
+    out: &'a mut Vec<Outcome>,
+    scratch: &'a mut Vec<PacketRef>,
+}
+
+impl LinkEvents<PacketRef> for HopCx<'_> {
+    fn depart(&mut self, d: LinkDeparture<PacketRef>) {
+        // FIFO, and a cell delivers each user's packets in order: the wire stays sorted.
+        self.wire.push_back((d.arrive_ns, d.pkt));
+        self.out.push(Outcome::Left {
+            hop: self.hop,
+            pkt: d.pkt,
+            leave_ns: d.leave_ns,
+            sojourn_ns: d.sojourn_ns,
+        });
+    }
+
+    fn drop_pkt(&mut self, pkt: PacketRef, cause: DropCause) {
+        self.out.push(Outcome::Dropped {
+            hop: self.hop,
+            pkt,
+            cause,
+        });
+    }
+
+    fn arm_tx(&mut self, _at_ns: u64) {}
+
+    fn arm_wake(&mut self, _at_ns: u64) {}
+
+    fn to_medium(&mut self, now_ns: u64, _medium: u32, member: u32, pkt: PacketRef) {
+        let Some(m) = self.medium.as_deref_mut() else {
+            return self.drop_pkt(pkt, DropCause::Lost);
+        };
+        if let Err(p) = m.arrive(now_ns, member, pkt) {
+            self.drop_pkt(p, DropCause::Queue);
+        }
+    }
+
+    fn scratch(&mut self) -> &mut Vec<PacketRef> {
+        self.scratch
+    }
+}
+
+/// Split hop `h` of `line` into its service and the [`HopCx`] beside it.
+macro_rules! hop_cx {
+    ($line:ident, $h:expr, $out:expr) => {{
+        let hop = $h;
+        let Hop {
+            svc, medium, wire, ..
+        } = &mut $line.hops[hop];
+        let cx = HopCx {
+            hop,
+            wire,
+            medium: medium.as_deref_mut(),
+            out: $out,
+            scratch: &mut $line.scratch,
+        };
+        (svc, cx)
+    }};
+}
+
 /// A direction of the path: hops in order.
 pub struct Line {
     pub hops: Vec<Hop>,
-    drop_scratch: Vec<PacketRef>,
+    scratch: Vec<PacketRef>,
     departures_scratch: Vec<Departure<PacketRef>>,
     medium_drop_scratch: Vec<(u32, PacketRef)>,
 }
@@ -176,7 +246,7 @@ impl Line {
     pub fn new(hops: Vec<Hop>) -> Self {
         Line {
             hops,
-            drop_scratch: Vec::new(),
+            scratch: Vec::new(),
             departures_scratch: Vec::new(),
             medium_drop_scratch: Vec::new(),
         }
@@ -185,7 +255,8 @@ impl Line {
     /// A packet enters the first hop at `now_ns` (≥ every time the line
     /// was advanced to).
     pub fn arrive(&mut self, now_ns: u64, pkt: PacketRef, out: &mut Vec<Outcome>) {
-        self.enqueue(0, now_ns, pkt, out);
+        let (svc, mut cx) = hop_cx!(self, 0, out);
+        svc.arrive(now_ns, pkt, &mut cx);
     }
 
     /// The earliest internal event, if any.
@@ -194,7 +265,8 @@ impl Line {
     }
 
     /// Run every internal event due at or before `now_ns`, in time order
-    /// (ties: the earlier hop first).
+    /// (ties: the earlier hop first; within a hop, the wire's head, then
+    /// the transmitter, then a pacer's or medium's wake-up).
     pub fn advance(&mut self, now_ns: u64, out: &mut Vec<Outcome>) {
         loop {
             let Some((h, t)) = self
@@ -215,208 +287,45 @@ impl Line {
                 if h + 1 == self.hops.len() {
                     out.push(Outcome::Delivered { pkt, due_ns: t });
                 } else {
-                    self.enqueue(h + 1, t, pkt, out);
+                    let (svc, mut cx) = hop_cx!(self, h + 1, out);
+                    svc.arrive(t, pkt, &mut cx);
                 }
-            } else if hop.tx_at == Some(t) {
-                hop.tx_at = None;
-                self.service(h, t, out);
+            } else if hop.svc.tx_scheduled && hop.svc.busy_until_ns == t {
+                let (svc, mut cx) = hop_cx!(self, h, out);
+                svc.on_tx_done(t, &mut cx);
+            } else if hop.svc.wake_at == Some(t) {
+                let (svc, mut cx) = hop_cx!(self, h, out);
+                svc.on_wake(t, &mut cx);
             } else {
-                // The pacer's wake-up; a pending transmission takes care
-                // of the queue by itself (as the simulator's LinkWake).
-                hop.wake_at = None;
-                if hop.tx_at.is_none() {
-                    self.service(h, t, out);
-                }
+                self.run_medium(h, t, out);
             }
         }
     }
 
-    fn enqueue(&mut self, h: usize, now: u64, pkt: PacketRef, out: &mut Vec<Outcome>) {
-        let hop = &mut self.hops[h];
-        hop.counters.arrivals_pkts += 1;
-        hop.counters.arrivals_bytes += u64::from(pkt.wire_bytes);
-        if hop.loss_prob > 0.0 && hop.loss_rng.random::<f64>() < hop.loss_prob {
-            hop.counters.lost_pkts += 1;
-            out.push(Outcome::Dropped {
-                hop: h,
-                pkt,
-                cause: DropCause::Lost,
-            });
-            return;
-        }
-        if let HopService::Shared { medium, member } = &mut hop.service {
-            let res = match medium.as_mut() {
-                MediumKind::Cell(c) => c.enqueue(now, *member, pkt),
-                MediumKind::Ap(ap) => ap.enqueue(now, *member, pkt),
-            };
-            if let Enqueue::Dropped(p) = res {
-                out.push(Outcome::Dropped {
-                    hop: h,
-                    pkt: p,
-                    cause: DropCause::Queue,
-                });
-            } else {
-                arm_medium(hop, now);
-            }
-            return;
-        }
-        if let Enqueue::Dropped(p) = hop.qdisc.enqueue(now, pkt) {
-            out.push(Outcome::Dropped {
-                hop: h,
-                pkt: p,
-                cause: DropCause::Queue,
-            });
-            return;
-        }
-        if hop.tx_at.is_none() {
-            self.service(h, now, out);
-        }
-    }
-
-    /// Start every transmission that may start at `now`, and arm the next
-    /// service call.
-    fn service(&mut self, h: usize, now: u64, out: &mut Vec<Outcome>) {
-        if matches!(self.hops[h].service, HopService::Shared { .. }) {
-            self.run_medium(h, now, out);
-            return;
-        }
-        loop {
-            let hop = &mut self.hops[h];
-            if hop.qdisc.len_pkts() == 0 {
-                break;
-            }
-            let start = match &mut hop.service {
-                HopService::Fixed(_) => Some(hop.busy_until_ns.max(now)),
-                HopService::Varying(tx) => tx.earliest_start_ns(hop.busy_until_ns.max(now)),
-                HopService::Shared { .. } => None,
-            };
-            let Some(start) = start else {
-                break; // the rate is zero for ever: packets stay queued
-            };
-            if start > now {
-                hop.tx_at = Some(start);
-                break;
-            }
-            match hop.qdisc.dequeue(now, &mut self.drop_scratch) {
-                Dequeue::Packet { pkt, sojourn_ns } => {
-                    let c = &mut hop.counters;
-                    c.sojourn_sum_ns += sojourn_ns;
-                    c.sojourn_count += 1;
-                    c.sojourn_max_ns = c.sojourn_max_ns.max(sojourn_ns);
-                    let end = match &mut hop.service {
-                        HopService::Fixed(rate) => Some(now + rate.tx_time_ns(now, pkt.wire_bytes)),
-                        HopService::Varying(tx) => tx.transmit(now, pkt.wire_bytes),
-                        HopService::Shared { .. } => None,
-                    };
-                    let Some(end) = end else {
-                        // The rate fell to zero for ever mid-packet.
-                        hop.counters.lost_pkts += 1;
-                        out.push(Outcome::Dropped {
-                            hop: h,
-                            pkt,
-                            cause: DropCause::Lost,
-                        });
-                        continue;
-                    };
-                    hop.busy_until_ns = end;
-                    hop.counters.departures_pkts += 1;
-                    hop.counters.departures_bytes += u64::from(pkt.wire_bytes);
-                    hop.wire.push_back((end + hop.delay_ns, pkt));
-                    out.push(Outcome::Left {
-                        hop: h,
-                        pkt,
-                        leave_ns: end,
-                        sojourn_ns,
-                    });
-                }
-                Dequeue::Empty => break,
-                Dequeue::Wait(t) => {
-                    if hop.wake_at.is_none_or(|w| t < w) {
-                        hop.wake_at = Some(t);
-                    }
-                    break;
-                }
-            }
-        }
-        for p in self.drop_scratch.drain(..) {
-            out.push(Outcome::Dropped {
-                hop: h,
-                pkt: p,
-                cause: DropCause::Queue,
-            });
-        }
-    }
-}
-
-impl Line {
-    /// Run a cell's TTI or let a free AP send its head frame, as the
-    /// simulator's `run_medium`: departures go onto the hop's wire (after
-    /// HARQ or retries), frames given up are lost.
+    /// The medium's deadline: run a cell's TTI or let a free AP send its
+    /// head frame, as the simulator's `MediumWake`.
     fn run_medium(&mut self, h: usize, now: u64, out: &mut Vec<Outcome>) {
-        let hop = &mut self.hops[h];
-        let HopService::Shared { medium, .. } = &mut hop.service else {
+        let (mut deps, mut dropped) = (
+            std::mem::take(&mut self.departures_scratch),
+            std::mem::take(&mut self.medium_drop_scratch),
+        );
+        let Some(m) = self.hops[h].medium.as_deref_mut() else {
             return;
         };
-        let deps = &mut self.departures_scratch;
-        let dropped = &mut self.medium_drop_scratch;
-        match medium.as_mut() {
-            MediumKind::Cell(c) => {
-                if c.next_tti_ns(now) == Some(now) {
-                    c.run_tti(now, deps, dropped);
-                }
+        if m.run(now, &mut deps, &mut dropped) {
+            let (svc, mut cx) = hop_cx!(self, h, out);
+            for (_, p) in dropped.drain(..) {
+                cx.drop_pkt(p, DropCause::Queue);
             }
-            MediumKind::Ap(ap) => ap.poll(now, deps, dropped),
-        }
-        for (_, p) in dropped.drain(..) {
-            out.push(Outcome::Dropped {
-                hop: h,
-                pkt: p,
-                cause: DropCause::Queue,
-            });
-        }
-        for d in deps.drain(..) {
-            let c = &mut hop.counters;
-            c.sojourn_sum_ns += d.sojourn_ns;
-            c.sojourn_count += 1;
-            c.sojourn_max_ns = c.sojourn_max_ns.max(d.sojourn_ns);
-            if d.lost {
-                c.lost_pkts += 1;
-                out.push(Outcome::Dropped {
-                    hop: h,
-                    pkt: d.pkt,
-                    cause: DropCause::Lost,
-                });
-                continue;
+            for d in deps.drain(..) {
+                svc.medium_departure(d, &mut cx);
             }
-            c.departures_pkts += 1;
-            c.departures_bytes += u64::from(d.pkt.wire_bytes);
-            // A cell delivers each user's packets in order: the wire stays sorted.
-            hop.wire.push_back((d.deliver_ns + hop.delay_ns, d.pkt));
-            out.push(Outcome::Left {
-                hop: h,
-                pkt: d.pkt,
-                leave_ns: d.leave_ns,
-                sojourn_ns: d.sojourn_ns,
-            });
+            if let Some(m) = cx.medium {
+                m.arm(now);
+            }
         }
-        arm_medium(hop, now);
-    }
-}
-
-/// Make sure the medium is run at its next instant (the next TTI, or when
-/// the AP frees up), if it has anything to send.
-fn arm_medium(hop: &mut Hop, now: u64) {
-    let HopService::Shared { medium, .. } = &hop.service else {
-        return;
-    };
-    let next = match medium.as_ref() {
-        MediumKind::Cell(c) => c.next_tti_ns(now),
-        MediumKind::Ap(ap) => ap.next_wakeup_ns(now),
-    };
-    if let Some(t) = next {
-        if hop.tx_at.is_none_or(|w| t < w) {
-            hop.tx_at = Some(t);
-        }
+        self.departures_scratch = deps;
+        self.medium_drop_scratch = dropped;
     }
 }
 
@@ -426,6 +335,7 @@ mod tests {
     use latlab_link::{RateSource, TraceSchedule};
     use latlab_qdisc::{DropTail, Limit};
     use rand::SeedableRng;
+    use rand_pcg::Pcg64Mcg;
     use std::sync::Arc;
 
     fn pkt(idx: u32, bytes: u32) -> PacketRef {
@@ -443,7 +353,7 @@ mod tests {
             "a->b".into(),
             HopService::Fixed(LinkRate::Fixed { rate_bps }),
             delay_ns,
-            Box::new(DropTail::new(Limit::Packets(limit_pkts))),
+            LinkQueue::DropTail(DropTail::new(Limit::Packets(limit_pkts))),
             0.0,
             Pcg64Mcg::seed_from_u64(1),
         )
@@ -503,7 +413,7 @@ mod tests {
             })
             .collect();
         assert_eq!(drops, vec![3, 4]);
-        let q = line.hops[0].qdisc.stats();
+        let q = line.hops[0].svc.qdisc.stats();
         assert_eq!((q.arrivals_pkts, q.drops_pkts()), (5, 2));
     }
 
@@ -530,7 +440,7 @@ mod tests {
             "a->b".into(),
             HopService::Varying(Box::new(Transmitter::trace(trace))),
             5_000_000,
-            Box::new(DropTail::new(Limit::Packets(10))),
+            LinkQueue::DropTail(DropTail::new(Limit::Packets(10))),
             0.0,
             Pcg64Mcg::seed_from_u64(1),
         );
@@ -555,7 +465,7 @@ mod tests {
             "a->b".into(),
             HopService::Varying(Box::new(Transmitter::rate(src, 1))),
             0,
-            Box::new(DropTail::new(Limit::Packets(10))),
+            LinkQueue::DropTail(DropTail::new(Limit::Packets(10))),
             0.0,
             Pcg64Mcg::seed_from_u64(1),
         );

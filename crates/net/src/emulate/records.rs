@@ -41,7 +41,7 @@ pub struct LinkSampleRow {
 /// accumulators, as the simulator's sampler does (crates/sim/src/measure.rs).
 pub fn sample(hop: &mut Hop, time_ns: u64) -> LinkSampleRow {
     let v = hop.queue_view();
-    let c = &mut hop.counters;
+    let c = &mut hop.svc.counters;
     let row = LinkSampleRow {
         time_ns,
         link_id: hop.link_id,
@@ -346,7 +346,7 @@ mod tests {
             "a->b".into(),
             HopService::Fixed(LinkRate::Fixed { rate_bps: 12_000_000 }),
             0,
-            Box::new(DropTail::new(Limit::Packets(1))),
+            latlab_link::LinkQueue::DropTail(DropTail::new(Limit::Packets(1))),
             0.0,
             rand_pcg::Pcg64Mcg::seed_from_u64(1),
         );

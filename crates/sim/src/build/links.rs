@@ -7,6 +7,7 @@ use crate::scenario::{CellSpec, MarkovSpec, PerIntervalSpec, RateSpec};
 use crate::topology::{MediumPlan, NetPlan};
 use latlab_link::lte::{LteConfig, Scheduler};
 use latlab_link::wifi::WifiConfig;
+use latlab_link::Medium;
 use latlab_link::{LteCell, RateDist, RateSource, TraceSchedule, Transmitter, WifiAp};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -289,9 +290,8 @@ pub(super) fn make_media(
             };
         }
         media.push(SharedMedium {
-            kind,
+            medium: Medium::new(kind),
             links: members.iter().map(|mem| mem.link).collect(),
-            wake_at: None,
         });
     }
     Ok(media)

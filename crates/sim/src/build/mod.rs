@@ -4,7 +4,7 @@
 use crate::budget::{self, MemoryLimit};
 use crate::fgn;
 use crate::flow::{ClosedLoop, Flow, TcpFlow, TfrcFlow, TimerSlot, Transport, UdpFlow};
-use crate::network::{Link, LinkCounters, LinkQueue, LinkRate, Node, Service};
+use crate::network::{Link, LinkQueue, LinkRate, LinkService, Node, Service};
 use crate::pcap::PcapWriter;
 use crate::rng::{stream, stream_seed, Stream};
 use crate::routing::{RouteTable, Router};
@@ -447,22 +447,21 @@ fn make_link(
         (q, sample_all || lp.key_link)
     };
     Ok(Link {
+        svc: LinkService::new(
+            LinkRate::Fixed { rate_bps },
+            service,
+            delay_ns,
+            qdisc,
+            lp.loss,
+            stream(seed, Stream::LinkLoss, index),
+        ),
         name,
         src: lp.src,
         dst: lp.dst,
-        rate: LinkRate::Fixed { rate_bps },
-        service,
         access: links::access_counters(),
-        delay_ns,
-        qdisc,
-        loss_prob: lp.loss,
-        loss_rng: stream(seed, Stream::LinkLoss, index),
-        busy_until_ns: 0,
-        tx_scheduled: false,
-        wake_at: None,
-        counters: LinkCounters::default(),
         window_start_departures_bytes: 0,
         pcap: None,
+        trace: None,
         sampled,
     })
 }
