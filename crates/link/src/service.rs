@@ -408,10 +408,7 @@ impl<P: LinkPacket> LinkService<P> {
     /// carries a packet.
     fn service_varying(&mut self, now: u64, ev: &mut impl LinkEvents<P>) {
         let mut dropped = std::mem::take(ev.scratch());
-        loop {
-            let Service::Varying(tx) = &mut self.service else {
-                break;
-            };
+        while let Service::Varying(tx) = &mut self.service {
             if self.qdisc.len_pkts() == 0 {
                 break;
             }
