@@ -51,6 +51,7 @@ PY_SOURCES := python tests benches
 lint: $(DEPS)
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --quiet -- -D warnings
+	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --quiet
 	$(VENV)/bin/ruff check $(PY_SOURCES)
 	$(VENV)/bin/ruff format --check $(PY_SOURCES)
 

@@ -40,7 +40,7 @@ pub struct Footprint {
     pub flows: u64,
     /// The key and value behind the node/link count, e.g. ("topology.pairs", 1000).
     pub topology_key: (String, u64),
-    /// The largest flow group's count key, e.g. ("flows[0].count", 1000).
+    /// The largest flow group's count key, e.g. (`"flows[0].count"`, 1000).
     pub flow_key: Option<(String, u64)>,
 }
 

@@ -45,7 +45,7 @@ pub struct EmulateArgs {
     /// packets.csv) here.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Capture every emulated link's packets to <from>_to_<to>.pcap in --out.
+    /// Capture every emulated link's packets to `<from>_to_<to>.pcap` in --out.
     #[arg(long, requires = "out")]
     pub pcap: bool,
     /// Write one row per packet to packets.csv in --out (costs CPU at high

@@ -27,7 +27,7 @@
 //!
 //! Modules: [`config`] (scenario → lines), [`netns`] (namespaces),
 //! [`router`] (router mode's rules),
-//! [`tun`] (device I/O), [`packet`] (checks, buffer pool), [`line`] (the
+//! [`tun`] (device I/O), [`packet`] (checks, buffer pool), [`line`](mod@line) (the
 //! delay line), [`event_loop`] (timing), [`records`] (output files),
 //! [`args`] (command line).
 

@@ -285,7 +285,7 @@ impl Bbr {
         self.cwnd_gain
     }
 
-    /// The PROBE_BW phase index into [`PACING_GAIN`].
+    /// The PROBE_BW phase index into `PACING_GAIN`.
     pub fn cycle_idx(&self) -> usize {
         self.cycle_idx
     }
