@@ -287,7 +287,7 @@ impl<P: LinkPacket> LinkService<P> {
     }
 
     /// A packet arrives at the link's input at `now`.
-    #[inline]
+    #[inline(always)]
     pub fn arrive(&mut self, now: u64, pkt: P, ev: &mut impl LinkEvents<P>) {
         self.counters.arrivals_pkts += 1;
         self.counters.arrivals_bytes += pkt.size_bytes() as u64;
@@ -380,7 +380,7 @@ impl<P: LinkPacket> LinkService<P> {
 
     /// A fixed-rate link's transmitter takes `pkt` (just dequeued after
     /// `sojourn_ns`): it departs, and a `TxDone` is armed if more packets wait.
-    #[inline]
+    #[inline(always)]
     fn start_tx(&mut self, now: u64, pkt: P, sojourn_ns: u64, ev: &mut impl LinkEvents<P>) {
         self.counters.sojourn(sojourn_ns);
         self.counters.departure(pkt.size_bytes());

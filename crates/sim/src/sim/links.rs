@@ -104,7 +104,7 @@ macro_rules! link_cx {
 impl LinkEvents<PacketRef> for LinkCx<'_> {
     /// The packet goes on the link's wire (one `Arrive` event pending for
     /// the wire's head only).
-    #[inline]
+    #[inline(always)]
     fn depart(&mut self, d: LinkDeparture<PacketRef>) {
         let hop = Hop::after(self.routes, d.pkt);
         if self.wires.push(self.link, d.pkt, d.arrive_ns, hop) {
