@@ -98,6 +98,9 @@ pub struct WifiAp<P> {
     stations: Vec<Station>,
     rng: Pcg64Mcg,
     busy_until_ns: u64,
+    /// A non-work-conserving discipline (the edge pacer) said it holds
+    /// its packets until this time: polling earlier sends nothing.
+    held_until_ns: Option<u64>,
     scratch: Vec<Tagged<P>>,
 }
 
@@ -110,6 +113,7 @@ impl<P: QueuedPacket> WifiAp<P> {
             stations: Vec::new(),
             rng: Pcg64Mcg::seed_from_u64(seed),
             busy_until_ns: 0,
+            held_until_ns: None,
             scratch: Vec::new(),
         }
     }
@@ -147,6 +151,9 @@ impl<P: QueuedPacket> WifiAp<P> {
         let st = &mut self.stations[s as usize].stats;
         st.queue.arrivals_pkts += 1;
         st.queue.arrivals_bytes += bytes;
+        // An arrival may change when the discipline releases its head (a
+        // pacer's fluid rate rises): ask it again at the next poll.
+        self.held_until_ns = None;
         match self.queue.enqueue(now_ns, Tagged { pkt, station: s }) {
             Enqueue::Queued => {
                 st.queued_pkts += 1;
@@ -161,9 +168,12 @@ impl<P: QueuedPacket> WifiAp<P> {
         }
     }
 
-    /// When the AP must be polled next: when it is free, if anything waits.
+    /// When the AP must be polled next: when it is free and the discipline
+    /// releases its head (at once unless it said it holds it), if anything
+    /// waits.
     pub fn next_wakeup_ns(&self, now_ns: u64) -> Option<u64> {
-        (self.queue.len_pkts() > 0).then_some(self.busy_until_ns.max(now_ns))
+        let ready_ns = self.busy_until_ns.max(self.held_until_ns.unwrap_or(0));
+        (self.queue.len_pkts() > 0).then_some(ready_ns.max(now_ns))
     }
 
     /// If the AP is free at `now_ns`, send the head frame (all its attempts):
@@ -183,9 +193,17 @@ impl<P: QueuedPacket> WifiAp<P> {
             st.queued_bytes -= b;
             dropped.push((t.station, t.pkt));
         }
-        let Dequeue::Packet { pkt: t, sojourn_ns } = deq else {
-            return;
+        let (t, sojourn_ns) = match deq {
+            Dequeue::Packet { pkt, sojourn_ns } => (pkt, sojourn_ns),
+            Dequeue::Empty => return,
+            Dequeue::Wait(release_ns) => {
+                // Without this the driver would poll again at `now_ns` for
+                // ever: the AP is free and the queue is not empty.
+                self.held_until_ns = Some(release_ns);
+                return;
+            }
         };
+        self.held_until_ns = None;
         let bytes = t.pkt.size_bytes();
         let s = t.station as usize;
         let cfg = self.cfg;
@@ -314,5 +332,33 @@ mod tests {
         let mean_attempts = 1.0 + st.retries as f64 / 4000.0;
         assert!((mean_attempts - 1.98).abs() < 0.06, "{mean_attempts}");
         assert!(st.lost_frames > 10 && st.lost_frames < 60, "{}", st.lost_frames);
+    }
+
+    /// An AP whose queue is the edge pacer: a lone frame is held until its
+    /// deadline, and the AP must say so rather than ask to be polled again
+    /// at once (which made a simulation spin at one instant for ever).
+    #[test]
+    fn a_paced_queue_wakes_the_ap_at_its_release_time() {
+        use latlab_qdisc::{EdgePacer, EdgePacerParams};
+        let d_ns = 20_000_000;
+        let pacer = EdgePacer::new(EdgePacerParams {
+            delay_bound_ns: d_ns,
+            link_rate_bps: 10_000_000,
+            limit: Limit::Packets(200),
+        });
+        let mut ap = WifiAp::new(WifiConfig::default(), Box::new(pacer), 9);
+        let rate = Transmitter::rate(RateSource::Constant { rate_bps: 10_000_000 }, 0);
+        ap.add_station(rate, 0.0).unwrap();
+        let (mut out, mut dropped) = (Vec::new(), Vec::new());
+        ap.enqueue(0, 0, Pkt(0));
+        assert_eq!(ap.next_wakeup_ns(0), Some(0));
+        ap.poll(0, &mut out, &mut dropped);
+        assert!(out.is_empty(), "a lone paced frame left at once");
+        let release = ap.next_wakeup_ns(0).expect("a frame waits");
+        assert!(release > 0 && release <= d_ns, "wake-up at {release} ns");
+        ap.poll(release, &mut out, &mut dropped);
+        assert_eq!(out.len(), 1, "the frame leaves at its release time");
+        assert_eq!(out[0].sojourn_ns, release);
+        assert_eq!(ap.next_wakeup_ns(release), None);
     }
 }
