@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -358,3 +359,29 @@ def test_reproduce_real_on_a_study_without_a_real_part_exits_2():
     )
     assert res.returncode == 2, res
     assert "no real-network part" in res.stderr and "rtac" in res.stderr, res.stderr
+
+
+def test_real_estimates_pair_receiver_rows_with_the_nearest_sender_sample():
+    """The real receiver's estimates are set beside the sender sample nearest in CLOCK_MONOTONIC, and no other."""
+    from latlab.studies.rtac import real
+
+    # The receiver's rows lie 10 ms after the sender's samples; one row has no sample within the pairing bound.
+    state = [[100 + k / 10, 40.0, 20_000.0, 16_000.0] for k in range(20)]
+    rows = [
+        {
+            "t_s": str(k / 10),
+            "mono_s": str(100 + k / 10 + 0.01),
+            "controller_rtt_ms": "50",
+            "window_est_bytes": "16000",
+        }
+        for k in range(20)
+    ]
+    rows.append({"t_s": "9", "mono_s": "109", "controller_rtt_ms": "500", "window_est_bytes": "1"})
+    err = real.estimate_errors(rows, state)
+    assert err["rcv_samples"] == 20
+    assert err["rcv_rtt_err"] == pytest.approx(0.25) and err["rcv_rtt_bias"] == pytest.approx(0.25)
+    assert err["rcv_win_err"] == pytest.approx(0.2) and err["rcv_win_bias"] == pytest.approx(-0.2)
+    assert err["rcv_win_err_flight"] == pytest.approx(0.0)
+    # A record from before the columns existed, or a sender without state: no figures, not zeros.
+    assert np.isnan(real.estimate_errors([{"t_s": "1"}], state)["rcv_rtt_err"])
+    assert np.isnan(real.estimate_errors(rows, [])["rcv_win_err"])

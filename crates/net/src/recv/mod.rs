@@ -64,6 +64,10 @@ pub struct RecvOptions {
 pub struct RecvRow {
     /// Seconds since the connection was accepted.
     pub t_s: f64,
+    /// The same instant on CLOCK_MONOTONIC, seconds: the clock a sender on
+    /// the same host (in any namespace) reads, so its samples can be set
+    /// beside these rows.
+    pub mono_s: f64,
     /// Bytes read in the interval, as bits/s.
     pub goodput_bps: f64,
     /// The kernel's receiver RTT estimate (`tcpi_rcv_rtt`), ms.
@@ -72,6 +76,8 @@ pub struct RecvRow {
     pub controller_rtt_ms: Option<f64>,
     /// The controller's window, bytes.
     pub rwnd_bytes: u64,
+    /// The controller's estimate of the sender's window (bytes per RTT).
+    pub window_est_bytes: Option<f64>,
     /// `TCP_WINDOW_CLAMP` read back, bytes.
     pub window_clamp_bytes: u64,
     /// The window the kernel last advertised (`tcpi_rcv_wnd`), bytes.
@@ -236,10 +242,12 @@ fn session(
             let rcv_rtt_ms = (info.rcv_rtt_us > 0).then(|| info.rcv_rtt_us as f64 / 1e3);
             let row = RecvRow {
                 t_s: (t - accepted_ns) as f64 / 1e9,
+                mono_s: t as f64 / 1e9,
                 goodput_bps: rate_bps(total - row_start_total, opts.interval_ns),
                 rcv_rtt_ms,
                 controller_rtt_ms: ctrl.rtt_ns().map(|r| r as f64 / 1e6),
                 rwnd_bytes: applied,
+                window_est_bytes: ctrl.window_est_bytes(),
                 window_clamp_bytes: socket::window_clamp(&stream).map_err(RunError::Socket)?,
                 rcv_wnd_bytes: info.rcv_wnd_bytes as u64,
                 bytes_total: total,

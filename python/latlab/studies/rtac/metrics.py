@@ -99,7 +99,7 @@ NO_ESTIMATES: dict[str, float] = {
 }
 
 
-def _relative(estimate: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
+def relative_error(estimate: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
     """Mean relative error |e − t| / t and mean signed error (e − t) / t over samples where both are known."""
     ok = np.isfinite(estimate) & np.isfinite(truth) & (truth > 0)
     if not ok.any():
@@ -122,10 +122,10 @@ def receiver_errors(
     t = table[_floats(table["time_ns"]) / 1e9 > measure_from_s + 1e-9]
     out: dict[int, dict[str, float]] = {}
     for fid, d in t.groupby("flow_id"):
-        rtt_err, rtt_bias = _relative(_floats(d["rcv_rtt_ns"]), _floats(d["srtt_ns"]))
+        rtt_err, rtt_bias = relative_error(_floats(d["rcv_rtt_ns"]), _floats(d["srtt_ns"]))
         win = _floats(d["rcv_window_est_bytes"])
-        win_err, win_bias = _relative(win, _floats(d["cwnd_bytes"]))
-        flight_err, _ = _relative(win, _floats(d["flight_bytes"]))
+        win_err, win_bias = relative_error(win, _floats(d["cwnd_bytes"]))
+        flight_err, _ = relative_error(win, _floats(d["flight_bytes"]))
         out[int(fid)] = {
             "rcv_rtt_err": rtt_err,
             "rcv_rtt_bias": rtt_bias,

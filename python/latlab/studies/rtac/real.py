@@ -40,6 +40,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from latlab.real.hostload import RunWatch
 from latlab.studies._real_runs import (
     append_row,
@@ -50,6 +52,7 @@ from latlab.studies._real_runs import (
     testbed_unavailable_reason,
 )
 from latlab.studies._verdict import Reference, Verdict, within
+from latlab.studies.rtac.metrics import NO_ESTIMATES, relative_error
 
 ROOT = Path(__file__).resolve().parents[4]
 #: Scenario files ship with the repository; an installed package finds them beside the sources.
@@ -68,7 +71,10 @@ BUFFER_PACKETS = 1000
 SHALLOW_BUFFER_PACKETS = 400
 BDP_PACKETS = LINK_RATE_BPS * RTT_MIN_S / 8 / 1500
 
-#: A bulk sender that prints one JSON line: bytes sent and its srtt samples (tcpi_rtt, µs, at offset 68).
+#: A bulk sender that prints one JSON line: bytes sent, its srtt samples (tcpi_rtt, µs, at offset 68), and every
+#: 100 ms its state for setting the receiver's estimates beside it: CLOCK_MONOTONIC (the receiver's ``mono_s``),
+#: srtt, cwnd (tcpi_snd_cwnd at 80 × tcpi_snd_mss at 16) and the data in flight (Linux's tcp_packets_in_flight:
+#: unacked − sacked − lost + retrans, offsets 24, 28, 32, 36, × the MSS), in bytes.
 #: Its send buffer is forced large: the flight is bounded by the receiver's window and by losses only.
 SENDER = r"""
 import json, socket, struct, sys, time
@@ -91,7 +97,7 @@ for _ in range(50):
         time.sleep(0.1)
 s.setblocking(False)
 buf = b"x" * 65536
-t0 = time.monotonic(); nxt = t0; rtts = []; sent = 0
+t0 = time.monotonic(); nxt = t0; rtts = []; state = []; sent = 0
 while time.monotonic() - t0 < seconds:
     try:
         sent += s.send(buf)
@@ -100,12 +106,17 @@ while time.monotonic() - t0 < seconds:
     now = time.monotonic()
     if now >= nxt:
         info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
-        rtts.append((now - t0, struct.unpack_from("I", info, 68)[0] / 1000.0))
+        srtt_ms = struct.unpack_from("I", info, 68)[0] / 1000.0
+        mss = struct.unpack_from("I", info, 16)[0]
+        unacked, sacked, lost, retrans = struct.unpack_from("4I", info, 24)
+        cwnd = struct.unpack_from("I", info, 80)[0]
+        rtts.append((now - t0, srtt_ms))
+        state.append((now, srtt_ms, cwnd * mss, max(unacked - sacked - lost + retrans, 0) * mss))
         nxt += 0.1
 # Abort (RST): an orderly close would leave an orphan socket pushing its queue into a path that is about to go.
 s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 s.close()
-print(json.dumps({"sent": sent, "rtt_ms": rtts}))
+print(json.dumps({"sent": sent, "rtt_ms": rtts, "state": state}))
 """
 
 
@@ -362,6 +373,9 @@ def run_case(
             ]
             rtt = sorted(v for t, v in out["rtt_ms"] if t >= settings.warmup_s)
             others = [x for j, x in enumerate(receivers) if j != i]
+            kept = [
+                x for x in recv_rows if settings.warmup_s <= float(x["t_s"]) <= settings.seconds
+            ]
             rows.append(
                 {
                     "receiver": r,
@@ -373,11 +387,52 @@ def run_case(
                     "goodput_mbps": sum(good) / len(good) / 1e6 if good else 0.0,
                     "rtt_mean_ms": sum(rtt) / len(rtt) if rtt else float("nan"),
                     "rtt_p50_ms": rtt[len(rtt) // 2] if rtt else float("nan"),
+                    **estimate_errors(kept, out.get("state", [])),
                 }
             )
     for row in rows:
         row.update(watch.record())
     return rows
+
+
+#: A receiver row and a sender sample are set side by side when they lie at most this far apart (the sender
+#: samples every 100 ms).
+PAIRING_S = 0.06
+
+
+def estimate_errors(recv_rows: list[dict[str, str]], state: list[list[float]]) -> dict[str, float]:
+    """How far a real receiver's estimates sit from its sender's TCP_INFO, as the simulator's ``receiver_samples``.
+
+    Each receiver row (its controller's RTT and window estimates, at ``mono_s``) is paired with the sender sample
+    nearest in CLOCK_MONOTONIC, both processes reading the one host clock; rows with no sample within
+    ``PAIRING_S`` are left out. The same error columns as the simulated flows (``metrics.receiver_errors``).
+    """
+    if not state or not recv_rows or "mono_s" not in recv_rows[0]:
+        return dict(NO_ESTIMATES)
+    sender = np.asarray(state, dtype=float)
+    mono = np.array([float(r["mono_s"]) for r in recv_rows])
+    near = np.clip(np.searchsorted(sender[:, 0], mono), 1, len(sender) - 1)
+    near -= (mono - sender[near - 1, 0]) < (sender[near, 0] - mono)
+    ok = np.abs(sender[near, 0] - mono) <= PAIRING_S
+    s = sender[near][ok]
+
+    def column(key: str) -> np.ndarray:
+        return np.array(
+            [float(r[key]) if r.get(key) else np.nan for r, k in zip(recv_rows, ok) if k]
+        )
+
+    rtt_err, rtt_bias = relative_error(column("controller_rtt_ms"), s[:, 1])
+    win = column("window_est_bytes")
+    win_err, win_bias = relative_error(win, s[:, 2])
+    flight_err, _ = relative_error(win, s[:, 3])
+    return {
+        "rcv_rtt_err": rtt_err,
+        "rcv_rtt_bias": rtt_bias,
+        "rcv_win_err": win_err,
+        "rcv_win_bias": win_bias,
+        "rcv_win_err_flight": flight_err,
+        "rcv_samples": int(np.isfinite(win).sum()),
+    }
 
 
 def simulate_case(
@@ -800,6 +855,7 @@ def _path_tables(rows: list[dict], buffer_packets: int) -> list[str]:
             f"{(sim or {}).get('goodput_mbps', nan):.2f} | {(real or {}).get('rtt_mean_ms', nan):.0f} / "
             f"{(sim or {}).get('rtt_mean_ms', nan):.0f} | {rel} |"
         )
+    out += _estimates_table(rows, receivers)
     comp = [rc for rc in receivers if rc != "autotuning" and _pick(rows, "real", rc, "autotuning")]
     runs = max((r.get("run", 0) + 1 for r in rows if r["mode"] == "real"), default=1)
     if comp:
@@ -873,6 +929,35 @@ def _path_tables(rows: list[dict], buffer_packets: int) -> list[str]:
             )
         out += ["", _operating_point_verdict(rows, rtacs, buffer_packets)]
     return out
+
+
+def _estimates_table(rows: list[dict], receivers: list[str]) -> list[str]:
+    """Each receiver alone: its controller's estimates against the sender's TCP_INFO (runs that recorded both)."""
+    body = []
+    for rc in receivers:
+        real = _pick(rows, "real", rc, "alone")
+        if not real or not np.isfinite(real.get("rcv_rtt_err", np.nan)):
+            continue
+        body.append(
+            f"| {label(rc)} | {100 * real['rcv_rtt_err']:.1f} % ({100 * real['rcv_rtt_bias']:+.1f} %) | "
+            f"{100 * real['rcv_win_err']:.0f} % ({100 * real['rcv_win_bias']:+.0f} %) | "
+            f"{100 * real['rcv_win_err_flight']:.0f} % | {real['rcv_samples']} |"
+        )
+    if not body:
+        return []
+    return [
+        "",
+        "The receivers' estimates against the real sender: each row of `latlab-net recv` (its controller's RTT and "
+        "window estimates, every 100 ms) is paired with the sender's TCP_INFO sample nearest in CLOCK_MONOTONIC "
+        f"(within {PAIRING_S * 1e3:.0f} ms; srtt, tcpi_snd_cwnd × MSS, and the data in flight), after the warm-up. "
+        "Mean relative error |estimate − sender| / sender, with the signed mean (bias) in brackets; the same "
+        "measure as the simulated section 2b.",
+        "",
+        "| receiver (alone) | RTT estimate vs srtt | window estimate vs cwnd | window estimate vs in flight | "
+        "pairs |",
+        "|---|---|---|---|---|",
+        *body,
+    ]
 
 
 def real_verdicts(
