@@ -64,9 +64,9 @@ pub struct RecvOptions {
 pub struct RecvRow {
     /// Seconds since the connection was accepted.
     pub t_s: f64,
-    /// The same instant on CLOCK_MONOTONIC, seconds: the clock a sender on
-    /// the same host (in any namespace) reads, so its samples can be set
-    /// beside these rows.
+    /// When the row's values were read (on time or, under load, late), on
+    /// CLOCK_MONOTONIC, seconds: the clock a sender on the same host (in any
+    /// namespace) reads, so its samples can be set beside these rows.
     pub mono_s: f64,
     /// Bytes read in the interval, as bits/s.
     pub goodput_bps: f64,
@@ -242,7 +242,7 @@ fn session(
             let rcv_rtt_ms = (info.rcv_rtt_us > 0).then(|| info.rcv_rtt_us as f64 / 1e3);
             let row = RecvRow {
                 t_s: (t - accepted_ns) as f64 / 1e9,
-                mono_s: t as f64 / 1e9,
+                mono_s: now as f64 / 1e9,
                 goodput_bps: rate_bps(total - row_start_total, opts.interval_ns),
                 rcv_rtt_ms,
                 controller_rtt_ms: ctrl.rtt_ns().map(|r| r as f64 / 1e6),
