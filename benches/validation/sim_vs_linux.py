@@ -392,7 +392,7 @@ def parse_ccs(text: str) -> tuple[str, ...]:
     return ccs
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
         "--duration", type=float, default=20.0, help="seconds per run (wall time when emulated)"
@@ -424,7 +424,7 @@ def main() -> int:
         action="store_true",
         help="run nothing: only rewrite the report from --table (figures are kept)",
     )
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.from_table:
         write_report(pd.read_csv(args.table), args.doc, args)
         print(f"wrote {args.doc}")
