@@ -71,6 +71,17 @@ def test_builder_details():
         and wifi["topology"]["ap"]["queue"]["limit_packets"] == 400
     )
     assert {f["cc"] for f in wifi["flows"]} == {"vegas"} and len(wifi["flows"]) == 3
+    assert wifi["topology"]["ap"]["buffer"] == "shared"
+    # the AP-buffer runs: each buffer depth shared and per station
+    apbuf = [r for r in rtac.runs_of(C.QUICK) if r.experiment == "apbuf" and r.seed == 1]
+    assert {(r.ap_buffer, r.ap_packets) for r in apbuf} == {
+        (b, n) for b in C.AP_BUFFERS for n in C.QUICK.ap_packets
+    }
+    own = C.Run("apbuf", "wifi", ("autotuning", "rtac"), ap_packets=100, ap_buffer="per-station")
+    assert own.scenario()["topology"]["ap"] == {
+        "queue": {"kind": "droptail", "limit_packets": 100},
+        "buffer": "per-station",
+    }
     # the study's K is θ's rule at a BDP of about 236 (LTE) and 43 (Wi-Fi) packets
     assert C.k_bdp_packets(3e-7) == pytest.approx(236, abs=1)
     assert C.k_bdp_packets(5e-5) == pytest.approx(43, abs=1)
@@ -88,6 +99,7 @@ def test_builder_details():
         ({"receivers": ()}, "at least one receiver"),
         ({"rmem_kb": 0}, "rmem_kb"),
         ({"measure_from_s": 70.0}, "measure_from_s"),
+        ({"ap_buffer": "per_station"}, "ap_buffer: expected one of ['shared', 'per-station']"),
     ],
 )
 def test_bad_input_is_a_clear_error(kwargs, words):
@@ -284,7 +296,8 @@ def test_tiny_reproduction(core, tmp_path):
             assert ref.quantity in text
     # the AP-buffer section, and the receivers' estimates beside the sender
     assert "## 3b. Wi-Fi competition against the AP's buffer" in text
-    assert "per-station AP queues cannot be run here" in text
+    assert "| per station | 100 |" in text and "| shared | 100 |" in text
+    assert "per-station queues of 100 packets" in text
     assert "## 2b. The receivers' estimates against the sender" in text
 
 

@@ -6,7 +6,7 @@
 //!   good/bad channel, per-interval draws).
 //! - [`transmitter`]: a single queue's transmitter over a trace or a rate.
 //! - [`lte`]: an LTE cell downlink (per-user queues, TTI scheduler, HARQ).
-//! - [`wifi`]: a Wi-Fi AP downlink (shared FIFO, per-station rate, retries).
+//! - [`wifi`]: a Wi-Fi AP downlink (shared FIFO or per-station queues, per-station rate, retries).
 //! - [`service`]: one link's service rule (random loss, queue, transmitter,
 //!   delay), driven alike by the simulator and the emulator.
 //!
@@ -38,7 +38,7 @@ pub use service::{
 };
 pub use trace::{TraceError, TraceSchedule, OPPORTUNITY_BYTES};
 pub use transmitter::Transmitter;
-pub use wifi::{Tagged, WifiAp, WifiConfig};
+pub use wifi::{ApBuffer, Tagged, WifiAp, WifiConfig};
 
 /// A packet leaving a shared access medium (cell or AP) for one of its
 /// users or stations.

@@ -1,6 +1,6 @@
 //! The Wi-Fi access point's downlink: one FIFO shared by every station's
-//! traffic, served one frame at a time at the destination station's rate,
-//! with link-layer retransmissions.
+//! traffic (or one queue per station), served one frame at a time at the
+//! destination station's rate, with link-layer retransmissions.
 //!
 //! Model (docs/models/links.md): a frame to station s takes its airtime at
 //! s's rate (fixed or a trace); each attempt fails with the station's
@@ -9,8 +9,16 @@
 //! Before retry k the AP backs off a uniform number of slots in
 //! [0, CW_k], CW doubling from `cw_min` to `cw_max` (802.11 DCF binary
 //! exponential backoff). The AP sends nothing else meanwhile, so a weak
-//! station's frames hold up every station queued behind them, and all
-//! stations compete for the one buffer.
+//! station's frames hold up every station queued behind them.
+//!
+//! Buffering ([`ApBuffer`]): by default all stations compete for the one
+//! buffer, so one station's backlog can fill it and drop every other
+//! station's packets. With per-station queues each station has its own
+//! queue of the same discipline and limit (as Linux mac80211's per-station
+//! TXQs and vendor firmware keep them), and the AP takes one frame per
+//! transmission opportunity from the backlogged stations in turn (round
+//! robin by frame, not by airtime: a slow station's frame still takes
+//! longer). A station's backlog then fills only its own queue.
 
 use crate::transmitter::Transmitter;
 use crate::Departure;
@@ -53,7 +61,27 @@ impl WifiConfig {
     }
 }
 
-/// A packet in the shared queue, tagged with its station.
+/// How the AP buffers its stations' packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ApBuffer {
+    /// One queue for every station's packets, served in arrival order.
+    #[default]
+    Shared,
+    /// One queue per station, served round robin, one frame per turn.
+    PerStation,
+}
+
+/// The AP's queues: one shared, or one per station with the station to
+/// serve next.
+enum Queues<P> {
+    Shared(Box<dyn Qdisc<Tagged<P>>>),
+    PerStation {
+        queues: Vec<Box<dyn Qdisc<Tagged<P>>>>,
+        next: usize,
+    },
+}
+
+/// A packet in the AP's queue, tagged with its station.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tagged<P> {
     pub pkt: P,
@@ -69,7 +97,8 @@ impl<P: QueuedPacket> QueuedPacket for Tagged<P> {
     }
 }
 
-/// Per-station share of the shared queue, in the shape of a queue's counters.
+/// A station's share of the AP's queue (or its own queue), in the shape of
+/// a queue's counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StationStats {
     pub queue: QdiscStats,
@@ -94,12 +123,14 @@ struct Station {
 /// A Wi-Fi AP's downlink.
 pub struct WifiAp<P> {
     cfg: WifiConfig,
-    queue: Box<dyn Qdisc<Tagged<P>>>,
+    queues: Queues<P>,
     stations: Vec<Station>,
     rng: Pcg64Mcg,
     busy_until_ns: u64,
-    /// A non-work-conserving discipline (the edge pacer) said it holds
-    /// its packets until this time: polling earlier sends nothing.
+    /// Every backlogged queue answered "wait" (a non-work-conserving
+    /// discipline, the edge pacer): nothing leaves before this time unless a
+    /// new packet arrives. Without it a free AP with a held queue would ask
+    /// to be polled again at once, for ever.
     held_until_ns: Option<u64>,
     scratch: Vec<Tagged<P>>,
 }
@@ -107,9 +138,23 @@ pub struct WifiAp<P> {
 impl<P: QueuedPacket> WifiAp<P> {
     /// An AP with its shared queue; retry draws come from a stream seeded by `seed`.
     pub fn new(cfg: WifiConfig, queue: Box<dyn Qdisc<Tagged<P>>>, seed: u64) -> Self {
+        Self::with_queues(cfg, Queues::Shared(queue), seed)
+    }
+
+    /// An AP with one queue per station, each given with its station
+    /// ([`WifiAp::add_station`]).
+    pub fn per_station(cfg: WifiConfig, seed: u64) -> Self {
+        let queues = Queues::PerStation {
+            queues: Vec::new(),
+            next: 0,
+        };
+        Self::with_queues(cfg, queues, seed)
+    }
+
+    fn with_queues(cfg: WifiConfig, queues: Queues<P>, seed: u64) -> Self {
         WifiAp {
             cfg,
-            queue,
+            queues,
             stations: Vec::new(),
             rng: Pcg64Mcg::seed_from_u64(seed),
             busy_until_ns: 0,
@@ -118,12 +163,36 @@ impl<P: QueuedPacket> WifiAp<P> {
         }
     }
 
-    /// Add a station (its rate and per-attempt frame error probability).
-    pub fn add_station(&mut self, tx: Transmitter, frame_error_prob: f64) -> Result<u32, String> {
+    /// How the AP buffers.
+    pub fn buffer(&self) -> ApBuffer {
+        match self.queues {
+            Queues::Shared(_) => ApBuffer::Shared,
+            Queues::PerStation { .. } => ApBuffer::PerStation,
+        }
+    }
+
+    /// Add a station (its rate and per-attempt frame error probability),
+    /// with its own queue on a per-station AP (`None` on a shared one).
+    pub fn add_station(
+        &mut self,
+        tx: Transmitter,
+        frame_error_prob: f64,
+        own_queue: Option<Box<dyn Qdisc<Tagged<P>>>>,
+    ) -> Result<u32, String> {
         if !(0.0..1.0).contains(&frame_error_prob) {
             return Err(format!(
                 "frame_error_prob: expected a probability in [0, 1), got {frame_error_prob}"
             ));
+        }
+        match (&mut self.queues, own_queue) {
+            (Queues::Shared(_), None) => {}
+            (Queues::PerStation { queues, .. }, Some(q)) => queues.push(q),
+            (Queues::Shared(_), Some(_)) => {
+                return Err("queue: a station of a shared-buffer AP has no queue of its own".into())
+            }
+            (Queues::PerStation { .. }, None) => {
+                return Err("queue: a station of a per-station AP needs its own queue".into())
+            }
         }
         self.stations.push(Station {
             tx,
@@ -133,8 +202,13 @@ impl<P: QueuedPacket> WifiAp<P> {
         Ok(self.stations.len() as u32 - 1)
     }
 
-    pub fn queue(&self) -> &dyn Qdisc<Tagged<P>> {
-        self.queue.as_ref()
+    /// The queue discipline's short name ("droptail", "codel", …).
+    pub fn queue_name(&self) -> &'static str {
+        match &self.queues {
+            Queues::Shared(q) => q.name(),
+            // Every station's queue is of one discipline.
+            Queues::PerStation { queues, .. } => queues.first().map_or("none", |q| q.name()),
+        }
     }
 
     pub fn station_stats(&self, s: u32) -> &StationStats {
@@ -151,10 +225,15 @@ impl<P: QueuedPacket> WifiAp<P> {
         let st = &mut self.stations[s as usize].stats;
         st.queue.arrivals_pkts += 1;
         st.queue.arrivals_bytes += bytes;
-        // An arrival may change when the discipline releases its head (a
-        // pacer's fluid rate rises): ask it again at the next poll.
+        // A new packet may be sendable before a held queue's release (a
+        // pacer's fluid rate rises, or another station's queue is not held):
+        // ask the disciplines again at the next poll.
         self.held_until_ns = None;
-        match self.queue.enqueue(now_ns, Tagged { pkt, station: s }) {
+        let queue = match &mut self.queues {
+            Queues::Shared(q) => q,
+            Queues::PerStation { queues, .. } => &mut queues[s as usize],
+        };
+        match queue.enqueue(now_ns, Tagged { pkt, station: s }) {
             Enqueue::Queued => {
                 st.queued_pkts += 1;
                 st.queued_bytes += bytes;
@@ -168,12 +247,54 @@ impl<P: QueuedPacket> WifiAp<P> {
         }
     }
 
-    /// When the AP must be polled next: when it is free and the discipline
-    /// releases its head (at once unless it said it holds it), if anything
-    /// waits.
+    /// When the AP must be polled next: when it is free and its queues
+    /// release a frame (at once unless they said they hold them), if
+    /// anything waits.
     pub fn next_wakeup_ns(&self, now_ns: u64) -> Option<u64> {
+        let backlog = match &self.queues {
+            Queues::Shared(q) => q.len_pkts() > 0,
+            Queues::PerStation { queues, .. } => queues.iter().any(|q| q.len_pkts() > 0),
+        };
         let ready_ns = self.busy_until_ns.max(self.held_until_ns.unwrap_or(0));
-        (self.queue.len_pkts() > 0).then_some(ready_ns.max(now_ns))
+        backlog.then_some(ready_ns.max(now_ns))
+    }
+
+    /// The next frame to send: the shared queue's head, or the head of the
+    /// next backlogged station's queue in turn. Frames the discipline drops
+    /// while dequeuing go to `self.scratch`.
+    fn dequeue(&mut self, now_ns: u64) -> Option<(Tagged<P>, u64)> {
+        self.held_until_ns = None;
+        let (queues, next) = match &mut self.queues {
+            Queues::Shared(q) => {
+                return match q.dequeue(now_ns, &mut self.scratch) {
+                    Dequeue::Packet { pkt, sojourn_ns } => Some((pkt, sojourn_ns)),
+                    Dequeue::Empty => None,
+                    Dequeue::Wait(release_ns) => {
+                        self.held_until_ns = Some(release_ns);
+                        None
+                    }
+                }
+            }
+            Queues::PerStation { queues, next } => (queues, next),
+        };
+        let n = queues.len();
+        let mut wait_ns: Option<u64> = None;
+        for k in 0..n {
+            let s = (*next + k) % n;
+            if queues[s].len_pkts() == 0 {
+                continue;
+            }
+            match queues[s].dequeue(now_ns, &mut self.scratch) {
+                Dequeue::Packet { pkt, sojourn_ns } => {
+                    *next = (s + 1) % n;
+                    return Some((pkt, sojourn_ns));
+                }
+                Dequeue::Wait(t) => wait_ns = Some(wait_ns.map_or(t, |w| w.min(t))),
+                Dequeue::Empty => {}
+            }
+        }
+        self.held_until_ns = wait_ns;
+        None
     }
 
     /// If the AP is free at `now_ns`, send the head frame (all its attempts):
@@ -183,7 +304,7 @@ impl<P: QueuedPacket> WifiAp<P> {
         if self.busy_until_ns > now_ns {
             return;
         }
-        let deq = self.queue.dequeue(now_ns, &mut self.scratch);
+        let deq = self.dequeue(now_ns);
         for t in self.scratch.drain(..) {
             let st = &mut self.stations[t.station as usize].stats;
             let b = t.pkt.size_bytes() as u64;
@@ -193,17 +314,9 @@ impl<P: QueuedPacket> WifiAp<P> {
             st.queued_bytes -= b;
             dropped.push((t.station, t.pkt));
         }
-        let (t, sojourn_ns) = match deq {
-            Dequeue::Packet { pkt, sojourn_ns } => (pkt, sojourn_ns),
-            Dequeue::Empty => return,
-            Dequeue::Wait(release_ns) => {
-                // Without this the driver would poll again at `now_ns` for
-                // ever: the AP is free and the queue is not empty.
-                self.held_until_ns = Some(release_ns);
-                return;
-            }
+        let Some((t, sojourn_ns)) = deq else {
+            return;
         };
-        self.held_until_ns = None;
         let bytes = t.pkt.size_bytes();
         let s = t.station as usize;
         let cfg = self.cfg;
@@ -278,9 +391,106 @@ mod tests {
             9,
         );
         let rate = |r| Transmitter::rate(RateSource::Constant { rate_bps: r }, 0);
-        ap.add_station(rate(30_000_000), 0.0).unwrap();
-        ap.add_station(rate(7_100_000), p_weak).unwrap();
+        ap.add_station(rate(30_000_000), 0.0, None).unwrap();
+        ap.add_station(rate(7_100_000), p_weak, None).unwrap();
         ap
+    }
+
+    /// Two stations at 10 Mbit/s, 20 packets of DropTail each (per
+    /// station) or in all (shared).
+    fn two_stations(buffer: ApBuffer) -> WifiAp<Pkt> {
+        let queue = || -> Box<dyn Qdisc<Tagged<Pkt>>> { Box::new(DropTail::new(Limit::Packets(20))) };
+        let mut ap = match buffer {
+            ApBuffer::Shared => WifiAp::new(WifiConfig::default(), queue(), 9),
+            ApBuffer::PerStation => WifiAp::per_station(WifiConfig::default(), 9),
+        };
+        for _ in 0..2 {
+            let tx = Transmitter::rate(RateSource::Constant { rate_bps: 10_000_000 }, 0);
+            let own = (buffer == ApBuffer::PerStation).then(queue);
+            ap.add_station(tx, 0.0, own).unwrap();
+        }
+        ap
+    }
+
+    /// Station 0 floods the AP (a burst of 100 packets every millisecond,
+    /// far above the 10 Mbit/s it gets) while station 1 sends one packet
+    /// every 5 ms; returns station 1's drops and frames delivered.
+    fn light_station_fate(ap: &mut WifiAp<Pkt>) -> (u64, u64) {
+        let (mut out, mut dropped) = (Vec::new(), Vec::new());
+        let mut delivered_1 = 0;
+        for ms in 0..1000u64 {
+            let now = ms * 1_000_000;
+            while let Some(t) = ap.next_wakeup_ns(now).filter(|&t| t <= now) {
+                ap.poll(t, &mut out, &mut dropped);
+            }
+            for _ in 0..100 {
+                ap.enqueue(now, 0, Pkt(0));
+            }
+            if ms % 5 == 0 {
+                ap.enqueue(now, 1, Pkt(1));
+            }
+            delivered_1 += out.drain(..).filter(|d| d.dest == 1 && !d.lost).count() as u64;
+        }
+        (ap.station_stats(1).queue.drops_enqueue_pkts, delivered_1)
+    }
+
+    #[test]
+    fn a_backlogged_station_drops_the_others_packets_only_in_a_shared_buffer() {
+        let (shared_drops, shared_delivered) = light_station_fate(&mut two_stations(ApBuffer::Shared));
+        let (own_drops, own_delivered) = light_station_fate(&mut two_stations(ApBuffer::PerStation));
+        // Shared: station 0's burst fills the 20 packets before station 1's
+        // packet arrives each time, so nearly all of station 1's are dropped.
+        assert!(
+            shared_drops > 150,
+            "shared buffer: station 1 lost {shared_drops} of 200"
+        );
+        assert!(
+            shared_delivered < 50,
+            "shared buffer: station 1 got {shared_delivered}"
+        );
+        // Per station: station 1's own queue is never full, and round robin
+        // sends its packet within one of station 0's frames.
+        assert_eq!(own_drops, 0, "per-station queues: station 1 lost packets");
+        assert!(
+            own_delivered >= 199,
+            "per-station queues: station 1 got {own_delivered}"
+        );
+    }
+
+    #[test]
+    fn per_station_queues_take_turns_frame_by_frame() {
+        let mut ap = two_stations(ApBuffer::PerStation);
+        for _ in 0..5 {
+            ap.enqueue(0, 0, Pkt(0));
+        }
+        ap.enqueue(0, 1, Pkt(1));
+        ap.enqueue(0, 1, Pkt(1));
+        let (mut out, mut dropped) = (Vec::new(), Vec::new());
+        while let Some(t) = ap.next_wakeup_ns(0) {
+            ap.poll(t, &mut out, &mut dropped);
+        }
+        let order: Vec<u32> = out.iter().map(|d| d.dest).collect();
+        assert_eq!(order, [0, 1, 0, 1, 0, 0, 0]);
+        // The shared FIFO sends in arrival order.
+        let mut ap = two_stations(ApBuffer::Shared);
+        for s in [0, 0, 1, 1] {
+            ap.enqueue(0, s, Pkt(s));
+        }
+        out.clear();
+        while let Some(t) = ap.next_wakeup_ns(0) {
+            ap.poll(t, &mut out, &mut dropped);
+        }
+        assert_eq!(out.iter().map(|d| d.dest).collect::<Vec<_>>(), [0, 0, 1, 1]);
+    }
+
+    #[test]
+    fn a_station_must_match_the_buffering() {
+        let tx = || Transmitter::rate(RateSource::Constant { rate_bps: 1_000_000 }, 0);
+        let mut shared = two_stations(ApBuffer::Shared);
+        let own: Box<dyn Qdisc<Tagged<Pkt>>> = Box::new(DropTail::new(Limit::Packets(5)));
+        assert!(shared.add_station(tx(), 0.0, Some(own)).is_err());
+        let mut per = two_stations(ApBuffer::PerStation);
+        assert!(per.add_station(tx(), 0.0, None).is_err());
     }
 
     /// Alternate frames for both stations; the mean time a strong-station frame spends in the AP.

@@ -36,7 +36,15 @@ const QUEUES: [(&str, &str); 4] = [
     ),
 ];
 
-const MEDIA: [&str; 6] = ["fixed", "constant", "trace", "loss", "lte", "wifi"];
+const MEDIA: [&str; 7] = [
+    "fixed",
+    "constant",
+    "trace",
+    "loss",
+    "lte",
+    "wifi",
+    "wifi-per-station",
+];
 
 fn trace_path() -> String {
     format!(
@@ -104,7 +112,8 @@ rate = {{ trace = {:?} }}
                 "ue0",
             )
         }
-        "wifi" => {
+        "wifi" | "wifi-per-station" => {
+            let buffer = if medium == "wifi" { "shared" } else { "per-station" };
             return (
                 format!(
                     r#"{head}
@@ -116,7 +125,7 @@ wired_delay_ms = 15
 radio_delay_ms = 1
 rate = {{ constant_bps = 10e6 }}
 frame_error_prob = 0.2
-ap = {{ queue = {queue}, slot_us = 9, cw_min = 15, cw_max = 1023, max_attempts = 3 }}
+ap = {{ queue = {queue}, buffer = "{buffer}", slot_us = 9, cw_min = 15, cw_max = 1023, max_attempts = 3 }}
 uplink_rate = {{ constant_bps = 20e6 }}
 
 [[topology.station]]
@@ -127,7 +136,7 @@ uplink_rate = {{ constant_bps = 20e6 }}
                 ),
                 "server",
                 "sta0",
-            )
+            );
         }
         other => panic!("no medium {other}"),
     };
@@ -270,6 +279,8 @@ fn the_cases_drop_where_they_should() {
         ("loss", QUEUES[0].1, DropCause::Lost),
         ("lte", QUEUES[0].1, DropCause::Queue),
         ("wifi", QUEUES[0].1, DropCause::Lost),
+        ("wifi-per-station", QUEUES[0].1, DropCause::Lost),
+        ("wifi-per-station", QUEUES[0].1, DropCause::Queue),
     ] {
         let (text, _, dst) = scenario(medium, queue);
         let sc = latlab_sim::parse(&text, "diff.toml").unwrap();

@@ -78,7 +78,7 @@ pub fn member_queue_view(kind: &MediumKind, member: u32) -> QueueView {
         MediumKind::Ap(ap) => {
             let st = ap.station_stats(member);
             QueueView {
-                name: ap.queue().name(),
+                name: ap.queue_name(),
                 stats: st.queue,
                 len_pkts: st.queued_pkts,
                 len_bytes: st.queued_bytes,

@@ -400,9 +400,12 @@ fn default_harq_max_tx() -> u32 {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApSpec {
-    /// The one downlink buffer all stations share.
+    /// The downlink queue: the one buffer all stations share, or with
+    /// `buffer = "per-station"` each station's own (same kind and limit).
     #[serde(default = "default_ap_queue")]
     pub queue: QueueSpec,
+    #[serde(default)]
+    pub buffer: ApBufferSpec,
     #[serde(default = "default_slot_us")]
     pub slot_us: f64,
     #[serde(default = "default_cw_min")]
@@ -417,10 +420,33 @@ impl Default for ApSpec {
     fn default() -> Self {
         ApSpec {
             queue: default_ap_queue(),
+            buffer: ApBufferSpec::default(),
             slot_us: default_slot_us(),
             cw_min: default_cw_min(),
             cw_max: default_cw_max(),
             max_attempts: default_max_attempts(),
+        }
+    }
+}
+
+/// How an AP buffers its stations' packets (`ap.buffer`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ApBufferSpec {
+    /// One queue shared by every station, served in arrival order.
+    #[default]
+    Shared,
+    /// One queue per station, served round robin one frame at a time.
+    PerStation,
+}
+
+impl<'de> Deserialize<'de> for ApBufferSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        const EXPECTED: &str = "expected \"shared\" or \"per-station\"";
+        match toml::Value::deserialize(d)? {
+            toml::Value::String(s) if s == "shared" => Ok(ApBufferSpec::Shared),
+            toml::Value::String(s) if s == "per-station" => Ok(ApBufferSpec::PerStation),
+            toml::Value::String(s) => Err(D::Error::custom(format!("unknown buffer {s:?}; {EXPECTED}"))),
+            other => Err(D::Error::custom(format!("{EXPECTED}, got {other}"))),
         }
     }
 }

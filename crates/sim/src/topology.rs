@@ -696,7 +696,7 @@ impl NetPlan {
                     return Err(err(
                         source,
                         &format!("{up}.queue"),
-                        "stations share the AP's one buffer; set the AP's queue instead",
+                        "a station's queue is the AP's (`ap.queue`: shared, or one per station with `ap.buffer = \"per-station\"`); set the AP's queue instead",
                     ))
                 }
                 (Some(q), false) => (q.clone(), format!("{up}.queue")),

@@ -355,3 +355,28 @@ fn mptcp_proxy_errors_name_their_keys() {
     let msg = error_of(&proxy("").replace("via = [\"y\"]", "via = [\"y\"]\njoin_s = 1"));
     assert_mentions(&msg, &["flows[0].mptcp.paths[1].join_s", "join_s = 0"]);
 }
+
+#[test]
+fn ap_buffer_names_the_key_and_the_accepted_values() {
+    let wifi = |ap: &str| {
+        format!(
+            "duration_s = 1\n[topology]\nkind = \"wifi\"\nstations = 1\nrate = {{ constant_bps = 1e7 }}\nap = {ap}\n\
+             [[flows]]\nsrc = \"server\"\ndst = \"sta0\"\n"
+        )
+    };
+    for ok in ["shared", "per-station"] {
+        load(&wifi(&format!("{{ buffer = \"{ok}\" }}")), "ok.toml").unwrap();
+    }
+    let msg = error_of(&wifi("{ buffer = \"per_station\" }"));
+    assert_mentions(
+        &msg,
+        &["topology.ap.buffer", "per_station", "shared", "per-station"],
+    );
+    let msg = error_of(&wifi("{ buffer = 2 }"));
+    assert_mentions(&msg, &["topology.ap.buffer", "shared", "per-station"]);
+    // A station's own queue is refused with the key that sets it.
+    let msg = error_of(&wifi(
+        "{ buffer = \"per-station\" }\n[[topology.station]]\nqueue = { kind = \"droptail\", limit_packets = 5 }",
+    ));
+    assert_mentions(&msg, &["topology.station[0].queue", "ap.queue", "per-station"]);
+}

@@ -463,6 +463,71 @@ fn a_weak_wifi_station_raises_the_other_stations_delay() {
     }
 }
 
+/// Station 0: a CUBIC bulk flow that overflows the AP's 30-packet queue;
+/// station 1: a 1 Mbit/s UDP flow far below its rate. Returns the AP's
+/// drops of station 1's packets and the UDP packets sent and received.
+fn light_station_beside_a_bulk_one(buffer: &str) -> (u64, u64, u64) {
+    let toml = format!(
+        r#"
+name = "wifi-buffer"
+seed = 3
+duration_s = 20
+sample_interval_ms = 100
+[tcp]
+preset = "linux"
+[topology]
+kind = "wifi"
+stations = 2
+wired_delay_ms = 10
+rate = {{ constant_bps = 30e6 }}
+ap = {{ queue = {{ kind = "droptail", limit_packets = 30 }}, buffer = "{buffer}" }}
+[[flows]]
+src = "server"
+dst = "sta0"
+cc = "cubic"
+[[flows]]
+src = "server"
+dst = "sta1"
+kind = "udp"
+udp = {{ pattern = "cbr", rate_bps = 1e6, size_bytes = 1000 }}
+"#
+    );
+    let mut sim = build(&toml);
+    sim.run();
+    assert!(sim.conservation_ok());
+    let d1 = link(&sim, "ap->sta1");
+    let t = sim.links_table();
+    let drops = t
+        .column_by_name("drops_pkts")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<arrow_array::UInt64Array>()
+        .unwrap();
+    assert!(
+        drops.value(link(&sim, "ap->sta0")) > 10,
+        "{buffer}: the bulk flow should overflow"
+    );
+    let udp = sim.flows[1].udp().unwrap();
+    (drops.value(d1), udp.source.sent_pkts, udp.received_pkts)
+}
+
+#[test]
+fn per_station_ap_queues_keep_a_bulk_flow_from_dropping_another_stations_packets() {
+    let (shared_drops, _, _) = light_station_beside_a_bulk_one("shared");
+    let (own_drops, sent, received) = light_station_beside_a_bulk_one("per-station");
+    println!("station 1's drops at the AP: {shared_drops} shared, {own_drops} per station");
+    assert!(
+        shared_drops > 0,
+        "a shared buffer: station 0's flow should drop station 1's packets"
+    );
+    assert_eq!(
+        own_drops, 0,
+        "per-station queues: station 1 lost packets to station 0's backlog"
+    );
+    // Every UDP packet arrived, but those still in flight at the end.
+    assert!(received + 5 >= sent, "{received} of {sent} UDP packets arrived");
+}
+
 #[test]
 fn runs_with_access_links_are_deterministic() {
     let users =

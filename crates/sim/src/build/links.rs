@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::network::{AccessCounters, MediumKind, Service, SharedMedium};
-use crate::scenario::{CellSpec, MarkovSpec, PerIntervalSpec, RateSpec};
+use crate::scenario::{ApBufferSpec, CellSpec, MarkovSpec, PerIntervalSpec, RateSpec};
 use crate::topology::{MediumPlan, NetPlan};
 use latlab_link::lte::{LteConfig, Scheduler};
 use latlab_link::wifi::WifiConfig;
@@ -268,16 +268,31 @@ pub(super) fn make_media(
                     };
                     txs.push(tx);
                 }
-                let queue = make_qdisc(
-                    cx,
-                    &spec.queue,
-                    &format!("{path}.ap.queue"),
-                    nominal_max,
-                    stream_seed(seed, Stream::Qdisc, (1 << 32) | m as u64),
-                )?;
-                let mut ap = WifiAp::new(cfg, queue, rng_seed);
+                let queue_path = format!("{path}.ap.queue");
+                let mut ap = match spec.buffer {
+                    ApBufferSpec::Shared => {
+                        let seed = stream_seed(seed, Stream::Qdisc, (1 << 32) | m as u64);
+                        WifiAp::new(
+                            cfg,
+                            make_qdisc(cx, &spec.queue, &queue_path, nominal_max, seed)?,
+                            rng_seed,
+                        )
+                    }
+                    ApBufferSpec::PerStation => WifiAp::per_station(cfg, rng_seed),
+                };
                 for (tx, mem) in txs.into_iter().zip(members) {
-                    ap.add_station(tx, mem.frame_error_prob)
+                    // Each station's own queue draws from its link's stream, as a cell user's does.
+                    let own = match spec.buffer {
+                        ApBufferSpec::Shared => None,
+                        ApBufferSpec::PerStation => Some(make_qdisc(
+                            cx,
+                            &spec.queue,
+                            &queue_path,
+                            tx.nominal_bps().max(1),
+                            stream_seed(seed, Stream::Qdisc, mem.link as u64),
+                        )?),
+                    };
+                    ap.add_station(tx, mem.frame_error_prob, own)
                         .map_err(|msg| cx.err(format!("{path}.frame_error_prob"), msg))?;
                 }
                 (MediumKind::Ap(ap), members)

@@ -100,12 +100,13 @@ WIFI_RATE_BPS = WIFI_PHY_BPS * WIFI_MAC_EFFICIENCY
 WIFI_FRAME_ERROR_PROB = 0.05
 #: One shared AP buffer of 400 packets ("hundreds"), against a BDP of about 44 packets.
 WIFI_AP_PACKETS = 400
-#: The Wi-Fi competition is also run with these shared AP buffers (packets): the study's competition results depend on
+#: The Wi-Fi competition is also run with these AP buffers (packets): the study's competition results depend on
 #: the queue the loss-based flow builds, and the study itself suspects that its AP did not share one buffer.
 AP_BUFFER_PACKETS = (50, 100, 200, 400)
-#: latlab's Wi-Fi AP model (crates/link/src/wifi.rs) has one buffer shared by all stations, and the scenario schema
-#: (`ap.queue`) takes one queue discipline for it: per-station AP queues cannot be built, so they are not run.
-AP_PER_STATION_QUEUES = False
+#: How the AP buffers in those runs (the scenario's `ap.buffer`): one buffer of that many packets shared by the
+#: stations, or that many packets per station, each station's queue served in turn (Linux mac80211 keeps a queue
+#: per station; crates/link/src/wifi.rs).
+AP_BUFFERS: dict[str, str] = {"shared": "shared", "per-station": "per station"}
 WIFI_WIRED_DELAY_MS = 4.0
 WIFI_RADIO_DELAY_MS = 1.0
 
@@ -141,7 +142,7 @@ EXPERIMENTS: dict[str, str] = {
     "pair": "Two clients in competition",
     "three": "Three clients, one of each receiver",
     "senders": "Sender variants",
-    "apbuf": "Wi-Fi competition against the AP's shared buffer",
+    "apbuf": "Wi-Fi competition against the AP's buffer, shared or per station",
 }
 #: Competing pairs (client 0, client 1): each pair of receivers.
 PAIRS: tuple[tuple[str, str], ...] = (
@@ -202,7 +203,8 @@ class Run:
     sender: str = "cubic"
     rmem_kb: int = RMEM_MAX_KB
     seed: int = 1
-    ap_packets: int = WIFI_AP_PACKETS  # the Wi-Fi AP's shared buffer (ignored on LTE)
+    ap_packets: int = WIFI_AP_PACKETS  # the Wi-Fi AP's buffer (ignored on LTE)
+    ap_buffer: str = "shared"  # shared by the stations, or per station (ignored on LTE)
     duration_s: float = FULL.duration_s
     measure_from_s: float = FULL.measure_from_s
     sample_interval_ms: float = FULL.sample_interval_ms
@@ -230,6 +232,7 @@ class Run:
             "sender": self.sender,
             "rmem_kb": self.rmem_kb,
             "ap_packets": self.ap_packets,
+            "ap_buffer": self.ap_buffer,
             "seed": self.seed,
             "duration_s": self.duration_s,
             "measure_from_s": self.measure_from_s,
@@ -256,6 +259,8 @@ def check(run: Run) -> None:
         raise ValueError(f"sender: unknown sender {run.sender!r}; expected one of {list(SENDERS)}")
     if not 1 <= run.ap_packets <= 100_000:
         raise ValueError(f"ap_packets: expected 1..100000 packets, got {run.ap_packets!r}")
+    if run.ap_buffer not in AP_BUFFERS:
+        raise ValueError(f"ap_buffer: expected one of {list(AP_BUFFERS)}, got {run.ap_buffer!r}")
     if not 1 <= run.rmem_kb <= 2**20:
         raise ValueError(f"rmem_kb: expected 1..{2**20} KB, got {run.rmem_kb!r}")
     if not 0 <= run.measure_from_s < run.duration_s:
@@ -297,7 +302,8 @@ def runs_of(settings: Settings) -> list[Run]:
                     Run("senders", path, tuple(RECEIVERS), sender=sender, seed=seed, **common)
                 )
         out += [
-            Run("apbuf", "wifi", pair, ap_packets=n, seed=seed, **common)
+            Run("apbuf", "wifi", pair, ap_packets=n, ap_buffer=b, seed=seed, **common)
+            for b in AP_BUFFERS
             for n in settings.ap_packets
             for pair in AP_PAIRS
         ]
@@ -400,7 +406,10 @@ def _wifi_topology(run: Run) -> dict[str, Any]:
         "radio_delay_ms": WIFI_RADIO_DELAY_MS,
         "rate": {"constant_bps": WIFI_RATE_BPS},
         "frame_error_prob": WIFI_FRAME_ERROR_PROB,
-        "ap": {"queue": {"kind": "droptail", "limit_packets": run.ap_packets}},
+        "ap": {
+            "queue": {"kind": "droptail", "limit_packets": run.ap_packets},
+            "buffer": run.ap_buffer,
+        },
         "uplink_rate": {"constant_bps": 20e6},
     }
 
@@ -437,6 +446,8 @@ def build(run: Run) -> dict[str, Any]:
     name = f"rtac-study-{run.path}-{'-'.join(run.receivers)}-{run.sender}-{run.rmem_kb}k"
     if run.path == "wifi" and run.ap_packets != WIFI_AP_PACKETS:
         name += f"-ap{run.ap_packets}"
+    if run.path == "wifi" and run.ap_buffer != "shared":
+        name += f"-{run.ap_buffer}"
     return {
         "name": name,
         "seed": run.seed,

@@ -133,14 +133,24 @@ def _ap_depends(flows: pd.DataFrame, receiver: str) -> str:
         if "ap_packets" in flows
         else []
     ):
-        share = share_of_autotuning(flows, "apbuf", "wifi", receiver, ap_packets=n)
+        share = share_of_autotuning(
+            flows, "apbuf", "wifi", receiver, ap_packets=n, ap_buffer="shared"
+        )
         if len(share):
             cells.append(f"{100 * share.mean():.0f} % at {n:g}")
     if not cells:
         return ""
+    own = share_of_autotuning(
+        flows, "apbuf", "wifi", receiver, ap_packets=C.WIFI_AP_PACKETS, ap_buffer="per-station"
+    )
+    per_station = (
+        f"; with per-station queues of {C.WIFI_AP_PACKETS} packets it keeps {100 * own.mean():.0f} %"
+        if len(own)
+        else ""
+    )
     return (
         f"the shared AP buffer sets {C.RECEIVERS[receiver]}'s share: beside auto-tuning (CUBIC, section 3b) it "
-        f"keeps {', '.join(cells)} packets; this run's AP holds {C.WIFI_AP_PACKETS}"
+        f"keeps {', '.join(cells)} packets; this run's AP holds {C.WIFI_AP_PACKETS}{per_station}"
     )
 
 
@@ -237,57 +247,47 @@ def _estimates_section(flows: pd.DataFrame, settings: C.Settings) -> list[str]:
 
 
 def _ap_buffer_section(flows: pd.DataFrame, settings: C.Settings) -> list[str]:
-    """The Wi-Fi competition with each shared AP buffer: RTAC's and DRWA's share beside auto-tuning, and the control."""
+    """The Wi-Fi competition at each AP buffer, shared and per station: RTAC's and DRWA's share beside auto-tuning."""
     out = ["## 3b. Wi-Fi competition against the AP's buffer\n"]
     out.append(
-        "The study suspects that its AP did not share one buffer between the stations in its later runs. latlab's "
-        "Wi-Fi AP model has one buffer shared by every station's traffic, and its scenario schema takes one queue "
-        "for it (`ap.queue`), so **per-station AP queues cannot be run here**; what can be run is the shared buffer's "
-        "depth. Two clients behind one AP, each receiver beside auto-tuning (CUBIC senders), the shared DropTail "
-        "buffer at "
+        "The study suspects that its AP did not share one buffer between the stations in its later runs. Two "
+        "clients behind one AP, each receiver beside auto-tuning (CUBIC senders), the AP's DropTail buffer at "
         + ", ".join(str(n) for n in settings.ap_packets)
-        + f" packets (the path's BDP ≈ {_wifi_bdp_packets():.0f} packets); control: two auto-tuning clients.\n"
+        + f" packets (the path's BDP ≈ {_wifi_bdp_packets():.0f} packets), either **shared** by the stations or "
+        '**per station** (`ap.buffer = "per-station"`: that many packets for each station, the stations\' queues '
+        "served in turn, one frame each; docs/models/links.md); control: two auto-tuning clients. The study gives "
+        "figures for the shared buffer only, so only those rows carry a verdict.\n"
     )
-    rows, judged = [], []
-    ref = REFERENCES["pair_wifi_rtac"]
-    for n in settings.ap_packets:
-        shares = {
-            r: share_of_autotuning(flows, "apbuf", "wifi", r, ap_packets=n)
-            for r in ("autotuning", "rtac", "drwa")
-        }
-        if not any(len(v) for v in shares.values()):
-            continue
-        d = select(flows, "apbuf", "wifi", receivers="autotuning+rtac", ap_packets=n)
-        rtt = float(d["rtt_mean_ms"].mean()) if len(d) else float("nan")
-        rows.append(
-            [
-                str(n),
-                f"{n / _wifi_bdp_packets():.1f}",
-                f"{value_range(shares['rtac'], '{:.0f}', 100)} %",
-                f"{value_range(shares['drwa'], '{:.0f}', 100)} %",
-                f"{value_range(shares['autotuning'], '{:.0f}', 100)} %",
-                _f(rtt, "{:.0f}"),
-            ]
-        )
-        if len(shares["rtac"]):
-            outcome, rule = within(float(shares["rtac"].mean()), ref, SHARE_AGREE, SHARE_PARTLY)
-            judged.append(
-                (
-                    n,
-                    Verdict(
-                        ref,
-                        f"{value_range(shares['rtac'], '{:.0f}', 100)} % with a {n}-packet shared buffer",
-                        outcome,
-                        rule,
+    rows, judged, found = [], [], []
+    for buffer, name in C.AP_BUFFERS.items():
+        for n in settings.ap_packets:
+            row = _ap_buffer_row(flows, buffer, n)
+            if row is None:
+                continue
+            shares, rtt = row
+            rows.append(
+                [
+                    name,
+                    str(n),
+                    f"{n / _wifi_bdp_packets():.1f}",
+                    *(
+                        f"{value_range(shares[r], '{:.0f}', 100)} %"
+                        for r in ("rtac", "drwa", "autotuning")
                     ),
-                )
+                    _f(rtt, "{:.0f}"),
+                ]
             )
+            if buffer == "shared" and len(shares["rtac"]):
+                judged.append(_ap_buffer_verdict(shares["rtac"], n))
+            elif buffer != "shared":
+                found.append(_ap_buffer_finding(flows, shares, n))
     if not rows:
         return []
     out.append(
         _table(
             [
-                "shared AP buffer (packets)",
+                "AP buffer",
+                "packets",
                 "BDPs",
                 "RTAC / Auto-tuning",
                 "DRWA / Auto-tuning",
@@ -298,10 +298,58 @@ def _ap_buffer_section(flows: pd.DataFrame, settings: C.Settings) -> list[str]:
         )
     )
     out.append("")
-    for _, v in judged:
-        out.append(f"- {v.sentence()}")
+    out += [f"- {v.sentence()}" for v in judged]
+    out += [f"- {f}" for f in found if f]
     out.append("")
     return out
+
+
+def _ap_buffer_row(
+    flows: pd.DataFrame, buffer: str, n: int
+) -> tuple[dict[str, pd.Series], float] | None:
+    """Per receiver, its share beside auto-tuning at one AP buffer; the mean RTT of the auto-tuning + RTAC runs."""
+    where = {"ap_packets": n, "ap_buffer": buffer}
+    shares = {
+        r: share_of_autotuning(flows, "apbuf", "wifi", r, **where)
+        for r in ("autotuning", "rtac", "drwa")
+    }
+    if not any(len(v) for v in shares.values()):
+        return None
+    d = select(flows, "apbuf", "wifi", receivers="autotuning+rtac", **where)
+    return shares, float(d["rtt_mean_ms"].mean()) if len(d) else float("nan")
+
+
+def _ap_buffer_verdict(share: pd.Series, n: int) -> Verdict:
+    """RTAC's share at one shared buffer against the study's competition figure."""
+    ref = REFERENCES["pair_wifi_rtac"]
+    outcome, rule = within(float(share.mean()), ref, SHARE_AGREE, SHARE_PARTLY)
+    measured = f"{value_range(share, '{:.0f}', 100)} % with a {n}-packet shared buffer"
+    return Verdict(ref, measured, outcome, rule)
+
+
+def _ap_buffer_finding(flows: pd.DataFrame, shares: dict[str, pd.Series], n: int) -> str:
+    """What latlab finds with per-station queues of ``n`` packets, beside the shared buffer of ``n`` (no reference)."""
+    cells = []
+    for r in ("rtac", "drwa"):
+        own = shares[r]
+        if not len(own):
+            continue
+        shared = share_of_autotuning(flows, "apbuf", "wifi", r, ap_packets=n, ap_buffer="shared")
+        beside = (
+            f" ({100 * shared.mean():.0f} % with the {n}-packet shared buffer)"
+            if len(shared)
+            else ""
+        )
+        cells.append(
+            f"{C.RECEIVERS[r]} keeps {100 * own.mean():.0f} % of auto-tuning's goodput{beside}"
+        )
+    if not cells:
+        return ""
+    return (
+        f"latlab, per-station queues of {n} packets: "
+        + "; ".join(cells)
+        + " (the study has no figure for per-station queues: no verdict)."
+    )
 
 
 def _wifi_bdp_packets() -> float:
@@ -396,7 +444,7 @@ def _distinct(settings: C.Settings) -> int:
     """How many distinct simulations a reproduction with ``settings`` runs."""
     return len(
         {
-            (r.path, r.receivers, r.sender, r.rmem_kb, r.ap_packets, r.seed)
+            (r.path, r.receivers, r.sender, r.rmem_kb, r.ap_packets, r.ap_buffer, r.seed)
             for r in C.runs_of(settings)
         }
     )
