@@ -558,7 +558,7 @@ mod tests {
         });
         let mut ap = WifiAp::new(WifiConfig::default(), Box::new(pacer), 9);
         let rate = Transmitter::rate(RateSource::Constant { rate_bps: 10_000_000 }, 0);
-        ap.add_station(rate, 0.0).unwrap();
+        ap.add_station(rate, 0.0, None).unwrap();
         let (mut out, mut dropped) = (Vec::new(), Vec::new());
         ap.enqueue(0, 0, Pkt(0));
         assert_eq!(ap.next_wakeup_ns(0), Some(0));
