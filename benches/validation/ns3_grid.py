@@ -218,6 +218,57 @@ SETTINGS = [
         "TcpNewReno::CongestionAvoidance)",
         "not matched; experiments sack-newreno-per-ack, sack-ns3-newreno-per-ack",
     ),
+    (
+        "BBR: version",
+        "v1 as Linux's tcp_bbr.c (torvalds/linux 02dc96ef): EDT inflight in the phase tests "
+        "(`bbr_packets_in_net_at_edt`), long-term bw for policers (`lt_bw`)",
+        "TcpBbr (NITK, 2018; BBR v1 of Linux 4.x with the later ACK-aggregation allowance): phase tests on the "
+        "prior inflight, no `lt_bw`",
+        "*bbr* rows only; `lt_bw` needs two lossy intervals with ≥ 20 % loss, never met on these points",
+    ),
+    (
+        "BBR: pacing",
+        "the host pacer at BBR's pacing rate, payload bytes over the rate, from the 10th data segment on "
+        "(Linux internal pacing, `tcp_update_skb_after_send`), 1 % margin",
+        "TcpSocketBase's pacing timer at TcpSocketState::m_pacingRate (TcpBbr turns pacing on), 1 % margin; "
+        "PaceInitialWindow false",
+        "the initial window unpaced on both",
+    ),
+    (
+        "BBR: TSO / send quantum",
+        "cwnd budgets 3 TSO bursts of `bbr_tso_segs_goal` (2 segments at these rates), rounded up to even",
+        "3 × m_sendQuantum = 3 segments",
+        "latlab's target cwnd about 3 segments more",
+    ),
+    (
+        "BBR: ACK aggregation",
+        "`bbr_extra_acked`: epoch reset at 2^20 packets, expected = bw × epoch time (µs)",
+        "AckEpochAckedResetThresh 4096 B; the epoch time in whole seconds (uint32_t), so expected = 0 within "
+        "a second and extra_acked ≈ the bytes ACKed since the last reset, under 4096 B",
+        "allowance at most 4 segments in ns-3",
+    ),
+    (
+        "BBR: ProbeBW start phase",
+        "any phase but 3/4: CYCLE_LEN − 1 − rand(7), then advance (`bbr_reset_probe_bw_mode`), from the "
+        "flow's seeded stream",
+        "7 − ⌊U(0, 6)⌋, then advance: phases 3–7 or 0, from TcpBbr's Stream 4",
+        "random streams differ anyway",
+    ),
+    (
+        "BBR: min_rtt and round trips",
+        "RTT of the rate sample (the most recent segment ACKed, Karn), 10 s window; rounds by delivered "
+        "packets",
+        "tcb->m_lastRtt (the socket's last RTT sample), RttWindowLength 10 s; rounds by delivered bytes",
+        "",
+    ),
+    (
+        "BBR: recovery",
+        "packet conservation for a round, prior cwnd restored on leaving recovery "
+        "(`bbr_set_cwnd_to_recover_or_restore`); SACK off: RFC 6582 NewReno's retransmissions",
+        "cwnd = inflight + max(acked, 1 MSS) on entering, conservation for a round, prior cwnd restored at "
+        "CA_EVENT_COMPLETE_CWR; TcpClassicRecovery",
+        "",
+    ),
     ("IPv4", "", "StrongEndSystemModel true", "same results, faster"),
     (
         "measurement",
@@ -228,13 +279,15 @@ SETTINGS = [
 ]
 
 BDP_FACTORS = (0.1, 0.5, 1.0, 2.0)
+# latlab's controller names; ns3_twin.py maps each to its ns-3 TypeId (bbr: TcpBbr, compared in its own section)
+CCS = ("newreno", "cubic", "bbr")
 
 
 @dataclasses.dataclass(frozen=True)
 class Point:
     flows: int
     buffer: str  # "0.5bdp" or "10KB"
-    cc: str  # "newreno" | "cubic"
+    cc: str  # one of CCS
     qdisc: str = "droptail"
     seed: int = 1
     duration_s: float = 45.0
@@ -400,7 +453,8 @@ def latlab_scenario_toml(pt: Point, latlab_overrides: dict | None = None) -> str
         "tcp": tcp,
         "topology": {"kind": "custom", "nodes": [{"name": n} for n in names], "links": links},
         "flows": flows,
-        "outputs": {"max_sampled_flows": 0},
+        # BBR points keep flow 0's samples for the trace comparison (sampling does not change the run)
+        "outputs": {"max_sampled_flows": 1 if pt.cc == "bbr" else 0},
     }
     return Scenario.from_dict(sc).to_toml()
 
@@ -462,7 +516,7 @@ def latlab_raw(pt: Point, res, wall_s: float) -> dict:  # noqa: ANN001
     core = res.links[res.links["link_id"] == core_id].iloc[0]
     window = s[(s["time_ns"] >= t_from) & (s["time_ns"] < t_end)]
     flows = res.flows.sort_values("flow_id")
-    return {
+    raw = {
         "simulator": "latlab",
         "wall_s": round(wall_s, 3),
         "per_flow_goodput_bps": [round(float(x), 1) for x in flows["goodput_bps"]],
@@ -473,6 +527,48 @@ def latlab_raw(pt: Point, res, wall_s: float) -> dict:  # noqa: ANN001
         "retransmitted_segments": int(flows["retransmitted_segments"].sum()),
         "timeouts": int(flows["timeouts"].sum()),
     }
+    if pt.cc == "bbr":
+        raw["flow0_samples"] = latlab_flow0_samples(pt, res)
+    return raw
+
+
+def latlab_flow0_samples(pt: Point, res) -> list:  # noqa: ANN001
+    """(s, cwnd segments, sending rate Mb/s, srtt ms) of flow 0 in the window, as ns3_twin.py samples ns-3's
+    (there: cwnd, pacing rate, last RTT sample)."""
+    fs = res.flow_samples
+    f0 = int(res.flows.sort_values("flow_id")["flow_id"].iloc[0])
+    s = fs[(fs["flow_id"] == f0) & (fs["time_ns"] >= int(pt.measure_from_s * 1e9))]
+    return [
+        (
+            round(t / 1e9, 3),
+            int(c) // MSS_BYTES if c == c else None,
+            round(float(r) / 1e6, 4) if r == r else None,
+            round(float(rtt) / 1e6, 3),
+        )
+        for t, c, r, rtt in zip(s["time_ns"], s["cwnd_bytes"], s["rate_bps"], s["srtt_ns"])
+    ]
+
+
+def latlab_commit() -> str:
+    """The latlab commit that ran the rows (with -dirty if the tree had changes), for the page."""
+    here = Path(__file__).resolve().parent
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return sha + ("-dirty" if dirty else "")
 
 
 # ----- ns-3 ------------------------------------------------------------------------------------------------
@@ -530,6 +626,9 @@ def reduce(raw: dict) -> dict:
     }
 
 
+LATLAB_COMMIT = latlab_commit()
+
+
 def row(pt: Point, raw: dict, experiment: str, overrides: dict) -> dict:
     r = {
         "experiment": experiment,
@@ -542,7 +641,11 @@ def row(pt: Point, raw: dict, experiment: str, overrides: dict) -> dict:
     }
     if "version" in raw:
         r["version"] = raw["version"]
+    if raw["simulator"] == "latlab":
+        r["commit"] = LATLAB_COMMIT
     r["per_flow_goodput_bps"] = raw["per_flow_goodput_bps"]
+    if "flow0_samples" in raw and pt.cc == "bbr":
+        r["flow0_samples"] = raw["flow0_samples"]
     return r
 
 
@@ -1709,6 +1812,8 @@ def sack_section(
 
 
 def render(rows: list[dict], command: str) -> str:
+    bbr_rows = [r for r in rows if r["cc"] == "bbr"]
+    rows = [r for r in rows if r["cc"] != "bbr"]
     base = {}
     exps = {}
     for r in rows:
@@ -2036,7 +2141,8 @@ def render(rows: list[dict], command: str) -> str:
             "(the SACK-off recovery difference, ns3-nosack.md) and then TcpCubic's own rules, each switched "
             "on in latlab in the sections above; the statuses above name the experiment for each point."
         )
-    out += ["", "## Coverage\n"]
+    out += [""] + bbr_section(bbr_rows)
+    out += ["## Coverage\n"]
     have = {(k[0], k[2], k[3]) for k, b in base.items() if "ns-3" in b}
     flows_run = sorted({k[0] for k in have})
     seeds = sorted({k[4] for k in base} | {k[4] for k in exps})
@@ -2092,6 +2198,90 @@ def render(rows: list[dict], command: str) -> str:
         + "\n"
     )
     return "\n".join(out) + "\n"
+
+
+BBR_INTRO = (
+    "latlab's BBR (v1, crates/proto/src/cc/bbr.rs, after Linux's tcp_bbr.c) against ns-3's TcpBbr on four points "
+    "of the grid: 1 and 10 flows × 1 and 2 BDP DropTail buffers, everything else as the grid (the settings that "
+    "differ between the two BBRs are the *BBR* rows of the matched-settings table). Two rows per point: *base* "
+    'with SACK off as the grid, and *sack* with SACK on both sides (latlab `sack = true`, `recovery = "sack"`; '
+    "ns-3 `Sack` true), as Linux runs BBR. Same rule as the grid: goodput and core loss both within 5% "
+    "(loss relative to ns-3's). The flow-0 columns are the means over the window of flow 0's samples every "
+    f"{SAMPLE_INTERVAL_MS} ms: cwnd (segments) and RTT (srtt on both; ns-3's traced), from "
+    "the rows' `flow0_samples` in ns3.jsonl (with latlab's sending rate and ns-3's traced pacing rate).\n"
+)
+
+# What the runs' traces show at each BBR point outside the rule (flows, buffer, experiment) -> text; written from
+# the flow-0 samples and counters of the rows, see the section's intro.
+BBR_NOTES: dict = {}
+
+
+def flow0_means(r: dict) -> tuple[float, float]:
+    """Mean cwnd (segments) and RTT (ms) of flow 0's samples in the window (NaN without samples)."""
+    xs = [x for x in r.get("flow0_samples", []) if x[1] is not None]
+    if not xs:
+        return float("nan"), float("nan")
+    return sum(x[1] for x in xs) / len(xs), sum(x[3] for x in xs) / len(xs)
+
+
+def bbr_section(rows: list[dict]) -> list[str]:
+    """The BBR rows (cc = bbr), latlab against ns-3's TcpBbr, by point and experiment."""
+    pts: dict = {}
+    for r in rows:
+        pt = Point(**{f.name: r[f.name] for f in dataclasses.fields(Point)})
+        pts.setdefault((pt.key(), r["experiment"]), {})[r["simulator"]] = r
+    if not pts:
+        return []
+    commits = sorted({r["commit"] for r in rows if r["simulator"] == "latlab" and r.get("commit")})
+    versions = sorted({r["version"] for r in rows if r["simulator"] == "ns-3" and r.get("version")})
+    out = [
+        "## BBR against ns-3's TcpBbr\n",
+        BBR_INTRO,
+        f"Rows from latlab commit {', '.join(commits) or 'unknown'} and {', '.join(versions) or 'ns-3 (not run)'}.\n",
+        "| flows | buffer (B pkts) | experiment | seed | goodput Mb/s latlab / ns-3 (Δ) | loss % latlab / ns-3 "
+        "(Δ rel) | retx latlab / ns-3 | RTOs latlab / ns-3 | queue mean latlab / ns-3 | queue p95 latlab / ns-3 | "
+        "Jain latlab / ns-3 | flow-0 cwnd seg latlab / ns-3 | flow-0 RTT ms latlab / ns-3 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    agree = total = 0
+    flagged = []
+    order = {"base": 0, "sack": 1}
+    for (k, exp), sides in sorted(
+        pts.items(),
+        key=lambda kv: (
+            kv[0][0][0],
+            float(kv[0][0][1].rstrip("bdp")),
+            order.get(kv[0][1], 2),
+            kv[0][0][4],
+        ),
+    ):
+        lat, ns = sides.get("latlab"), sides.get("ns-3")
+        if not (lat and ns):
+            continue
+        g = gaps(lat, ns)
+        total += 1
+        if over(g):
+            flagged.append((k, exp, g))
+        else:
+            agree += 1
+        (lc, lr), (nc, nr) = flow0_means(lat), flow0_means(ns)
+        out.append(
+            f"| {k[0]} | {k[1]} ({lat['buffer_pkts']}) | {exp} | {k[4]} | {lat['goodput_mbps']:.3f} / "
+            f"{ns['goodput_mbps']:.3f} ({fmt_pct(g['goodput'])}) | {100 * lat['loss_rate']:.3f} / "
+            f"{100 * ns['loss_rate']:.3f} ({fmt_pct(g['loss'])}) | "
+            + " | ".join(
+                f"{lat[m]} / {ns[m]}"
+                for m in ("retransmitted_segments", "timeouts", "queue_mean_pkts", "queue_p95_pkts")
+            )
+            + f" | {lat['jain']:.3f} / {ns['jain']:.3f} | {lc:.1f} / {nc:.1f} | {lr:.1f} / {nr:.1f} |"
+        )
+    out += ["", f"Goodput and loss both within 5% at {agree} of {total} BBR rows compared.\n"]
+    for k, exp, g in flagged:
+        what = " and ".join(f"{m} {fmt_pct(g[m])}" for m in over(g))
+        note = BBR_NOTES.get((k[0], k[1], exp), "not yet explained from the traces")
+        out.append(f"* **{k[0]} flows, {k[1]}, {exp}**: {what}. {note}")
+    out.append("")
+    return out
 
 
 # ----- driver ----------------------------------------------------------------------------------------------
@@ -2202,8 +2392,8 @@ def points(args) -> list[Point]:
         pt.buffer_pkts()  # a bad buffer is a usage error before anything runs
         if pt.qdisc not in ("droptail", "red", "codel"):
             raise SystemExit(f"--qdisc: {pt.qdisc!r}; expected droptail, red or codel")
-        if pt.cc not in ("newreno", "cubic"):
-            raise SystemExit(f"--cc: {pt.cc!r}; expected newreno or cubic")
+        if pt.cc not in CCS:
+            raise SystemExit(f"--cc: {pt.cc!r}; expected one of {', '.join(CCS)}")
     return pts
 
 
