@@ -126,6 +126,23 @@ void HookAfter(Ptr<Application> app, double start_s) {
 // transmit queue (the device stops it when one more packet would overflow the DropTail queue), so the
 // core's overflow drops are counted here, not by the device queue.
 void OnTcDrop(Ptr<const Packet> p) { g_tc_drops++; }
+// Flow 0's state for the BBR trace comparison: cwnd (bytes), pacing rate (bit/s), smoothed RTT (ns; the socket's
+// "RTT" trace is m_srtt), read by the sampler every interval.
+uint32_t g_f0_cwnd = 0;
+uint64_t g_f0_pacing_bps = 0;
+uint64_t g_f0_rtt_ns = 0;
+void OnF0Cwnd(uint32_t, uint32_t now_bytes) { g_f0_cwnd = now_bytes; }
+void OnF0Pacing(DataRate, DataRate now_rate) { g_f0_pacing_bps = now_rate.GetBitRate(); }
+void OnF0Rtt(Time, Time now_rtt) { g_f0_rtt_ns = now_rtt.GetNanoSeconds(); }
+void HookFlow0(Ptr<Application> app) {
+    Ptr<Socket> s = DynamicCast<BulkSendApplication>(app)->GetSocket();
+    s->TraceConnectWithoutContext("CongestionWindow", MakeCallback(&OnF0Cwnd));
+    s->TraceConnectWithoutContext("PacingRate", MakeCallback(&OnF0Pacing));
+    s->TraceConnectWithoutContext("RTT", MakeCallback(&OnF0Rtt));
+}
+void HookFlow0After(Ptr<Application> app, double start_s) {
+    Simulator::Schedule(Seconds(start_s) + NanoSeconds(1), &HookFlow0, app);
+}
 void HookTc(Ptr<Node> router) {
     bool ok = router->GetObject<TrafficControlLayer>()->TraceConnectWithoutContext("TcDrop", MakeCallback(&OnTcDrop));
     NS_ABORT_MSG_IF(!ok, "TrafficControlLayer has no TcDrop trace source with this signature");
@@ -155,7 +172,7 @@ def build_and_run(p: dict) -> dict:
     ns.RngSeedManager.SetSeed(max(1, int(p["seed"])))
 
     cfg = ns.Config.SetDefault
-    cc = {"newreno": ns.TcpNewReno, "cubic": ns.TcpCubic}[p["cc"]]
+    cc = {"newreno": ns.TcpNewReno, "cubic": ns.TcpCubic, "bbr": ns.TcpBbr}[p["cc"]]
     cfg("ns3::TcpL4Protocol::SocketType", ns.TypeIdValue(cc.GetTypeId()))
     recovery = {"classic": ns.TcpClassicRecovery, "prr": ns.TcpPrrRecovery}[
         ov.get("recovery", "classic")
@@ -316,11 +333,14 @@ def build_and_run(p: dict) -> dict:
         app.SetStartTime(ns.NanoSeconds(round(start_s * 1e9)))
         app.SetStopTime(stop)
         g.HookAfter(app, float(round(start_s * 1e9)) / 1e9)
+        if i == 0:
+            g.HookFlow0After(app, float(round(start_s * 1e9)) / 1e9)
 
     # Measurement: per-sink bytes and core queue counters at the window start; queue length every interval.
     marks = {}
     samples = []
     cwnd_samples = []  # segments, one flow only (trace_states)
+    flow0_samples = []  # (s, cwnd segments, pacing Mb/s, srtt ms) of flow 0 in the window
 
     def fifo_counts():
         if fifo is None:
@@ -343,6 +363,14 @@ def build_and_run(p: dict) -> dict:
         )
         if n == 1:
             cwnd_samples.append(int(g.g_cwnd) // p["mss_bytes"])
+        flow0_samples.append(
+            (
+                round(ns.Simulator.Now().GetSeconds(), 3),
+                int(g.g_f0_cwnd) // p["mss_bytes"],
+                round(int(g.g_f0_pacing_bps) / 1e6, 4),
+                round(int(g.g_f0_rtt_ns) / 1e6, 3),
+            )
+        )
         if ns.Simulator.Now().GetNanoSeconds() + interval_ns < int(p["duration_s"] * 1e9):
             ns.Simulator.Schedule(ns.NanoSeconds(interval_ns), g.PyEvent(sample_cb))
 
@@ -394,6 +422,7 @@ def build_and_run(p: dict) -> dict:
         ]
     if cwnd_samples:
         out["cwnd_samples_segments"] = cwnd_samples
+    out["flow0_samples"] = flow0_samples
     ns.Simulator.Destroy()
     return out
 

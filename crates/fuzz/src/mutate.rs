@@ -131,6 +131,7 @@ const SCHEMA_KEYS: &[&str] = &[
     "target_min_rtt",
     "whole_segments",
     "timeout_keeps_w_max",
+    "lt_bw",
     "per_ack_increase",
     "gain",
     "base_history",

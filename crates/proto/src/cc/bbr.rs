@@ -35,7 +35,7 @@ use rand_pcg::Pcg64Mcg;
 
 use super::minmax::WindowedMax;
 use super::{AckSample, CcState, CongestionControl, CongestionEvent, ControllerParams, Knob, RateSample};
-use crate::knobs::Knobs;
+use crate::knobs::{knob_flag, Knobs};
 use crate::tcp::CaState;
 use crate::{TimeNs, NS_PER_MS, NS_PER_SEC};
 
@@ -125,15 +125,33 @@ pub enum BbrMode {
     ProbeRtt,
 }
 
-/// BBR's constants are Linux's module constants: nothing to set.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct BbrParams;
+/// BBR's constants are Linux's module constants; the one switch turns off
+/// the long-term (policer) bandwidth sampling, which ns-3's TcpBbr lacks,
+/// to compare with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BbrParams {
+    /// `bbr_lt_bw_sampling` runs (Linux); false: never (ns-3's TcpBbr).
+    pub lt_bw: bool,
+}
+
+impl Default for BbrParams {
+    fn default() -> Self {
+        BbrParams { lt_bw: true }
+    }
+}
 
 impl Knobs for BbrParams {
-    const KNOBS: &'static [Knob] = &[];
+    const KNOBS: &'static [Knob] = &[Knob {
+        key: "lt_bw",
+        about: "0 or 1; default 1 (long-term bw sampling for policers, as Linux; 0: none, as ns-3's TcpBbr)",
+    }];
 
-    fn set(&mut self, _key: &str, _value: f64) -> Option<()> {
-        None
+    fn set(&mut self, key: &str, value: f64) -> Option<()> {
+        match key {
+            "lt_bw" => self.lt_bw = knob_flag(value)?,
+            _ => return None,
+        }
+        Some(())
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -143,7 +161,9 @@ impl Knobs for BbrParams {
 
 impl ControllerParams for BbrParams {
     fn build(&self, mss_bytes: u64) -> Box<dyn CongestionControl> {
-        Box::new(Bbr::new(mss_bytes))
+        let mut b = Bbr::new(mss_bytes);
+        b.lt_bw_enabled = self.lt_bw;
+        Box::new(b)
     }
 }
 
@@ -185,6 +205,8 @@ pub struct Bbr {
     prev_ca_state: CaState,
     packet_conservation: bool,
     idle_restart: bool,
+    /// Long-term sampling runs ([`BbrParams::lt_bw`]).
+    lt_bw_enabled: bool,
     lt_is_sampling: bool,
     lt_rtt_cnt: u32,
     lt_use_bw: bool,
@@ -246,6 +268,7 @@ impl Bbr {
             prev_ca_state: CaState::Open,
             packet_conservation: false,
             idle_restart: false,
+            lt_bw_enabled: true,
             lt_is_sampling: false,
             lt_rtt_cnt: 0,
             lt_use_bw: false,
@@ -584,6 +607,9 @@ impl Bbr {
     /// `bbr_lt_bw_sampling`: intervals of 4 to 16 rounds from the first
     /// loss, ended by a loss, with loss ≥ 20 %.
     fn lt_bw_sampling(&mut self, rs: &RateSample) {
+        if !self.lt_bw_enabled {
+            return;
+        }
         if self.lt_use_bw {
             if self.mode == BbrMode::ProbeBw && self.round_start {
                 self.lt_rtt_cnt += 1;

@@ -522,3 +522,27 @@ fn a_timeout_restarts_full_pipe_growth_counting() {
     assert_eq!(d.b.full_bw, 0);
     assert_eq!(d.b.prev_ca_state, CaState::Loss);
 }
+
+#[test]
+fn with_lt_bw_off_lossy_intervals_never_engage_a_policer_estimate() {
+    let mut d = Drive::to_probe_bw(3);
+    d.b.lt_bw_enabled = false;
+    // The policer pattern of a_policer_is_detected_from_two_consistent_lossy_intervals.
+    for i in 0..40 {
+        d.ack(Round {
+            losses: 20,
+            ..round(80)
+        });
+        assert_eq!(d.b.lt_bw_bytes_per_s(), None, "round {i}");
+    }
+}
+
+#[test]
+fn the_lt_bw_knob_reaches_the_controller() {
+    let mut p = BbrParams::default();
+    assert!(p.lt_bw);
+    assert_eq!(p.set("lt_bw", 0.0), Some(()));
+    assert!(!p.lt_bw);
+    assert_eq!(p.set("lt_bw", 0.5), None);
+    assert_eq!(p.set("lt_bw_max_rtts", 1.0), None);
+}

@@ -579,7 +579,7 @@ fn bbr_goes_startup_drain_probe_bw_on_a_fixed_path() {
     cfg.delayed_ack = None;
     let rate_bps = 10_000_000;
     let one_way = 20 * NS_PER_MS;
-    let cc = BbrParams.build(cfg.mss_bytes as u64);
+    let cc = BbrParams::default().build(cfg.mss_bytes as u64);
     let rwnd = Box::new(crate::tcp::FixedRwnd(cfg.rwnd_bytes));
     let mut h = Harness::with(cfg.clone(), cc, rwnd, None, rate_bps, one_way);
     h.start();
