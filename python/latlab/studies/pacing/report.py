@@ -997,14 +997,14 @@ _EXPERIMENT_TEXT = {
     "eeu → du0): Poisson at 5.5 Mbps, and LRD (fGn, Norros model) at 6 Mbps with H = 0.85; packets 100–300 B. "
     "In edge-paced runs the UDP edge is paced too (every ingress edge paces). UDP loss is over the measurement "
     "window only: the share of the payload bytes sent in the window that never arrived.",
+    "J": "A share of the hosts pace (host-paced: the first 300 or 500 hosts) or a share of the ingress edges "
+    "(edge-paced: the first 3 or 5 edges, which carry the same hosts), the rest unpaced; 0 % and 100 % are A's "
+    "runs.",
     "K": "latlab's addition, not in the study, so no reference and no verdict: as A with BBR senders (BBR v1 as "
     "Linux's tcp_bbr, ns2 preset packets) at B–G's buffers. BBR paces every flow at pacing_gain × its bandwidth "
     "estimate, so it has no unpaced mode, and host pacing is its own pacing; the question left is whether an edge "
     "pacer still lowers core loss and raises goodput when the hosts already pace. A's NewReno rows at the same "
     "buffers are printed beside it.",
-    "J": "A share of the hosts pace (host-paced: the first 300 or 500 hosts) or a share of the ingress edges "
-    "(edge-paced: the first 3 or 5 edges, which carry the same hosts), the rest unpaced; 0 % and 100 % are A's "
-    "runs.",
 }
 
 _GAPS = """* **FACK's rampdown and overdamping** (ns-2 `Agent/TCP/Fack` options, off by default there) are not
