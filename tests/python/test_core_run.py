@@ -81,6 +81,34 @@ def test_shipped_scenarios_validate(core, label, text, source):
     core.validate(text, source)
 
 
+def _queue_mean_pkts(res: latlab.Results, link: str, from_ns: float) -> float:
+    links = res.links.set_index("name")
+    ls = res.link_samples
+    ls = ls[(ls["link_id"] == links.loc[link, "link_id"]) & (ls["time_ns"] >= from_ns)]
+    return float(ls["queue_pkts"].mean())
+
+
+def test_bbr_vs_cubic_scenarios(core):
+    """scenarios/bbr-vs-cubic*.toml: BBR's own 4-BDP bottleneck holds a small queue, CUBIC's a nearly full one;
+    through one shared bottleneck both flows see CUBIC's queue (the figures their header comments give)."""
+    sep = latlab.run(REPO / "scenarios" / "bbr-vs-cubic.toml")
+    assert sep.conservation_ok
+    bbr_q = _queue_mean_pkts(sep, "server-a->client-a", 5e9)
+    cubic_q = _queue_mean_pkts(sep, "server-b->client-b", 5e9)
+    assert bbr_q < 0.1 * cubic_q and cubic_q > 200, (bbr_q, cubic_q)
+    lat = sep.latency_per_flow().set_index("flow_id")
+    assert lat.loc[0, "p99_ms"] < lat.loc[1, "p50_ms"], lat  # BBR's p99 RTT below CUBIC's median
+    assert (sep.flows["goodput_bps"] > 18e6).all(), sep.flows  # both fill their own 20 Mbit/s link
+
+    shared = latlab.run(REPO / "scenarios" / "bbr-vs-cubic-shared.toml")
+    assert shared.conservation_ok
+    assert _queue_mean_pkts(shared, "server->client", 5e9) > 200
+    lat = shared.latency_per_flow().set_index("flow_id")
+    assert (lat["p50_ms"] > 150).all(), lat  # both flows wait behind the same, nearly full FIFO
+    good = shared.flows.set_index("cc")["goodput_bps"]
+    assert good["bbr"] < good["cubic"] and good.sum() > 18e6, good
+
+
 def test_default_scenario_runs_briefly(core):
     res = latlab.run(latlab.Scenario.builtin("default").with_(duration_s=3, measure_from_s=1))
     assert res.conservation_ok and len(res.flows) == 20

@@ -194,6 +194,27 @@ def test_builder_details():
     assert ex.Run("A", "unpaced", 5).scenario() == ex.Run("J", "unpaced", 5).scenario()
 
 
+def test_k_runs_bbr_senders_in_their_own_pacing_and_behind_the_edge_pacer():
+    k = ex.runs_of("K", pacing.QUICK)
+    assert {(r.mode, r.cc) for r in k} == {("host-paced", "bbr"), ("edge-paced", "bbr")}
+    assert {r.buffer_kb for r in k} == set(pacing.QUICK.other_buffers_kb)
+    own = ex.Run("K", "host-paced", 5, cc="bbr").scenario()
+    # BBR paces at its own rate: no cwnd/RTT host pacing on top, and no edge pacer
+    assert {f["cc"] for f in own["flows"]} == {"bbr"} and "pacing" not in own["tcp"]
+    assert not [lk for lk in own["topology"]["links"] if "edge-pacer" in str(lk.get("queue"))]
+    edge = ex.Run("K", "edge-paced", 5, cc="bbr").scenario()
+    assert (
+        len([lk for lk in edge["topology"]["links"] if "edge-pacer" in str(lk.get("queue"))]) == 10
+    )
+    assert own["name"] == "pacing-host-paced-5kB-bbr"
+    # NewReno's scenarios keep their names, so A's runs (and their run ids) are unchanged
+    assert ex.Run("A", "host-paced", 5).scenario()["name"] == "pacing-host-paced-5kB"
+    with pytest.raises(ValueError, match="always paces itself"):
+        ex.Run("K", "unpaced", 5, cc="bbr").scenario()
+    with pytest.raises(ValueError, match="cc: expected one of"):
+        ex.Run("K", "host-paced", 5, cc="vegas").scenario()
+
+
 # ----- a tiny end-to-end run --------------------------------------------------------------------------
 
 

@@ -93,7 +93,7 @@ def test_builder_details():
     [
         ({"receivers": ("rtacc",)}, "unknown receiver 'rtacc'"),
         ({"receivers": ("autotuning", "fixed")}, "unknown receiver 'fixed'"),
-        ({"sender": "bbr"}, "unknown sender 'bbr'"),
+        ({"sender": "nosuch"}, "unknown sender 'nosuch'"),
         ({"path": "5g"}, "path: expected one of"),
         ({"experiment": "burst"}, "experiment: expected one of"),
         ({"receivers": ()}, "at least one receiver"),
@@ -327,6 +327,34 @@ def test_report_from_synthetic_rows_prints_every_verdict():
     assert "DRWA λ = 3, α = 7/8" in text
     assert not re.search(r"\{[A-Za-z_][\w.]*(:[^}]*)?\}", text), re.findall(
         r"\{[A-Za-z_][\w.]*(?::[^}]*)?\}", text
+    )
+
+
+def test_added_senders_are_reported_without_a_verdict():
+    """BBR (not a sender of the study) is run and reported from measured numbers, never judged."""
+    from latlab.studies.rtac.metrics import StudyData
+    from latlab.studies.rtac.report import render
+
+    assert "bbr" in C.SENDERS and "bbr" not in C.STUDY_SENDERS
+    assert not [k for k in REFERENCES if "bbr" in k]
+    assert not [r for r in REFERENCES.values() if "BBR" in r.quantity]
+    flows = _synthetic(rtac_share=0.95, drwa_share=0.17).assign(wall_s=0.1)
+    assert not [k for k in V.verdicts(flows) if "bbr" in k]
+    runs = (
+        flows.groupby("run_id")
+        .first()
+        .reset_index()[["run_id", "experiment", "path"]]
+        .assign(status="ok")
+    )
+    text = render(StudyData(flows, pd.DataFrame(), runs), C.QUICK, True, 2, 12.0, {})
+    # _sender_rows: on Wi-Fi RTAC at 95 % and DRWA at 25 % of auto-tuning; on LTE 100 % and 10 %
+    assert (
+        "BBR sender, three clients (no verdict): RTAC's throughput / Auto-tuning's 95 %, DRWA's 25 %."
+        in text
+    )
+    assert (
+        "BBR sender, three clients (no verdict): RTAC's throughput / Auto-tuning's 100 %, DRWA's 10 %."
+        in text
     )
 
 

@@ -271,6 +271,49 @@ start_s = 1.5
     assert up["queue_pkts"].max() > 50, up["queue_pkts"].describe()
 
 
+def _bbr_missing() -> str | None:
+    avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+    if not avail.exists() or "bbr" not in avail.read_text().split():
+        return "the kernel has no bbr congestion control loaded (modprobe tcp_bbr)"
+    return None
+
+
+@pytest.mark.real_network
+@needs_testbed
+@pytest.mark.skipif(_bbr_missing() is not None, reason=str(_bbr_missing()))
+def test_a_bbr_flow_runs_with_linux_bbr(tmp_path: Path) -> None:
+    """cc = "bbr" runs Linux's own BBR over the emulated path, beside a CUBIC flow on the same path."""
+    from latlab.results import Results
+
+    before = _namespaces()
+    flows = """
+[[flows]]
+name = "bbr"
+src = "client"
+dst = "server"
+cc = "bbr"
+[[flows]]
+name = "cubic"
+src = "client"
+dst = "server"
+cc = "cubic"
+"""
+    path = _path_scenario(
+        tmp_path, flows, 4, 100, extra='measure_from_s = 1\ntcp = { preset = "linux" }'
+    )
+    out = tmp_path / "out"
+    res = _latlab("run", str(path), "--emulate", "-o", str(out), "--no-plot", "-q")
+    assert res.returncode == 0, res.stderr
+    assert _namespaces() <= before, "the emulator left namespaces behind"
+    r = Results.load(out)
+    f = r.flows.set_index("flow_id")
+    assert list(f["cc"]) == ["bbr", "cubic"] and list(f["linux_cc"]) == ["bbr", "cubic"]
+    assert f["emulated"].all() and (f["bytes_acked"] > 0).all(), f
+    # Physics, on any machine: no RTT shorter than the 50 ms path.
+    assert (f["srtt_ns"] >= 50e6).all(), f["srtt_ns"]
+    assert r.links["conservation_ok"].all(), r.links
+
+
 def _sawtooth_cycles(queue_pkts: pd.Series, limit: int) -> int:
     """Fills to ≥ 90 % of the limit, each followed by a drain below 40 %."""
     cycles, full = 0, False

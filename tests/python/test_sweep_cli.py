@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from latlab.cli import cli
+from latlab.sweep import load_run
 from latlab.sweep.store import CATALOG, STATUS_JSON, Store
 from test_sweep_run import QUICK_TOML, count_runs, fault_env
 
@@ -45,6 +46,23 @@ def test_sweep_then_results(core, runner, tmp_path):
     assert all(run_id in res.output for run_id in catalog["run_id"])
     res = runner.invoke(cli, ["results", str(tmp_path / "out"), "--group"])
     assert res.exit_code == 0 and "cubic" in res.output and "±" in res.output
+
+
+def test_sweep_over_cubic_and_bbr(core, runner, tmp_path):
+    """BBR can be named in a sweep's grid like any other controller; each run's flows use the named one."""
+    path = write_sweep(tmp_path, '[grid]\n"flows.0.cc" = ["cubic", "bbr"]\n')
+    out = tmp_path / "out"
+    res = runner.invoke(cli, ["sweep", str(path), "-o", str(out), "--inline"])
+    assert res.exit_code == 0, res.output
+    assert "2 runs: 2 ok" in res.output
+    catalog = pd.read_parquet(out / CATALOG)
+    assert catalog["flows.0.cc"].tolist() == ["cubic", "bbr"]
+    for _, row in catalog.iterrows():
+        flows = load_run(out, row["run_id"]).flows
+        assert set(flows["cc"]) == {row["flows.0.cc"]}
+        assert flows["goodput_bps"].sum() > 0
+    res = runner.invoke(cli, ["results", str(out), "--group"])
+    assert res.exit_code == 0 and "bbr" in res.output and "cubic" in res.output
 
 
 def test_default_outdir_is_out_slash_name(core, runner, tmp_path):

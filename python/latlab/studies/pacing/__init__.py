@@ -3,7 +3,7 @@
 The study fed 1000 long TCP Reno flows through a two-level dumbbell (10
 edges × 100 hosts) into a 100 Mbps core with a DropTail buffer of a few KB,
 and compared no pacing, TCP host pacing and an optimal edge pacer at the
-ingress edges (experiments A–J), with ns-2.
+ingress edges (experiments A–J), with ns-2; experiment K (BBR senders) is latlab's addition.
 
 ``reproduce`` builds every experiment's runs (:mod:`.cases`), runs the
 distinct scenarios once through latlab's sweep runner (resumable: an
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 NAME = "pacing"
-DESCRIPTION = "Edge vs host pacing in small-buffer networks: 1000 TCP flows, core buffer 1–50 KB, experiments A–J"
+DESCRIPTION = "Edge vs host pacing in small-buffer networks: 1000 TCP flows, core buffer 1–50 KB, experiments A–J, and K with BBR senders"
 
 __all__ = [
     "NAME",

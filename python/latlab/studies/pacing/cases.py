@@ -1,4 +1,4 @@
-"""The pacing study's set-up: scenario builders of experiments A–J, the settings of a full and a quick run.
+"""The pacing study's set-up: scenario builders of experiments A–K (K, BBR senders, is latlab's addition), the settings of a full and a quick run.
 
 Every experiment runs on :func:`two_level_dumbbell`, a ``kind = "custom"``
 topology generated here with the same nodes, links and parameter ranges as the
@@ -28,6 +28,12 @@ import numpy as np
 from latlab.studies.pacing.references import HEADLINE_BUFFER_KB
 
 MODES = ("unpaced", "host-paced", "edge-paced")
+#: The senders: the study's NewReno, and BBR (experiment K, latlab's addition). BBR paces every flow itself at
+#: pacing_gain × its bandwidth estimate (as Linux does), so it has no unpaced mode and its host-paced mode is its own
+#: pacing, not the study's cwnd/RTT pacing.
+SENDER_CCS = ("newreno", "bbr")
+#: The modes a BBR sender can run in.
+BBR_MODES = ("host-paced", "edge-paced")
 CORE_KINDS = ("droptail", "red", "red-nowait")
 #: The ns2 preset's packets: 1000 B on the wire, of which 40 B are TCP/IP headers (goodput counts the rest).
 PACKET_BYTES = 1000
@@ -226,6 +232,7 @@ class Run:
     access_queue_packets: int | None = None
     min_rto_ms: float | None = None  # None: the ns2 preset's 200 ms (ns-2.35's minrto_ default)
     initial_window: int | None = None  # None: the ns2 preset's IW 10
+    cc: str = "newreno"  # newreno | bbr (experiment K)
 
     @property
     def params(self) -> dict[str, Any]:
@@ -245,6 +252,7 @@ class Run:
             "measure_from_s": self.measure_from_s,
             "min_rto_ms": self.min_rto_ms or 200.0,
             "initial_window": self.initial_window or 10,
+            "cc": self.cc,
         }
 
     @property
@@ -275,6 +283,12 @@ def build(run: Run) -> dict[str, Any]:
     """The scenario (a dict) of one run."""
     if run.mode not in MODES:
         raise ValueError(f"mode: expected one of {MODES}, got {run.mode!r}")
+    if run.cc not in SENDER_CCS:
+        raise ValueError(f"cc: expected one of {SENDER_CCS}, got {run.cc!r}")
+    if run.cc == "bbr" and run.mode not in BBR_MODES:
+        raise ValueError(
+            f"mode: a BBR sender always paces itself, so it runs in {BBR_MODES}, got {run.mode!r}"
+        )
     hosts = run.hosts_per_edge or run.flows // run.edges
     if hosts * run.edges != run.flows:
         raise ValueError(f"{run.flows} flows do not split evenly over {run.edges} edges")
@@ -326,7 +340,7 @@ def build(run: Run) -> dict[str, Any]:
     base: dict[str, Any] = {
         "src": "s{i}",
         "dst": "d{i}",
-        "cc": "newreno",
+        "cc": run.cc,
         "start_s": {"uniform": [0.0, 10.0]},
     }
     if run.workload == "closed-loop":
@@ -354,7 +368,7 @@ def build(run: Run) -> dict[str, Any]:
         if run.flows - n:
             flows.append({**base, "name": "unpaced", "count": run.flows - n, "first_index": n})
     else:
-        if run.mode == "host-paced":
+        if run.mode == "host-paced" and run.cc != "bbr":  # BBR paces at its own rate, not cwnd/RTT
             tcp.update(HOST_PACING)
         flows.append({**base, "name": "tcp", "count": run.flows})
     if run.udp == "poisson":
@@ -381,7 +395,7 @@ def build(run: Run) -> dict[str, Any]:
         raise ValueError(f"udp: expected poisson or lrd, got {run.udp!r}")
     # The name leaves the experiment out: the run id is a hash of the scenario, so a set-up two experiments
     # share (A's runs are J's 0 % and 100 % and H's references) runs once.
-    name = f"pacing-{run.mode}-{run.buffer_kb:g}kB"
+    name = f"pacing-{run.mode}-{run.buffer_kb:g}kB" + ("" if run.cc == "newreno" else f"-{run.cc}")
     return {
         "name": name,
         "seed": run.seed,
@@ -431,11 +445,11 @@ class Settings:
     d_iw_buffers_kb: tuple[float, ...] = ()
 
 
-ALL_EXPERIMENTS = tuple("ABCDEFGHIJ")
+ALL_EXPERIMENTS = tuple("ABCDEFGHIJK")
 
 
 def runs_of(exp: str, s: Settings) -> list[Run]:
-    """The runs of one experiment (A–J) under settings ``s``."""
+    """The runs of one experiment (A–K) under settings ``s``."""
     common = {"duration_s": s.duration_s, "measure_from_s": s.measure_from_s}
     out: list[Run] = []
     for seed in s.seeds:
@@ -517,6 +531,8 @@ def runs_of(exp: str, s: Settings) -> list[Run]:
                 for m in MODES[1:]
             ]
             out += [Run("J", m, b, **kw) for b in s.j_buffers_kb for m in MODES]  # 0 % and 100 %
+        elif exp == "K":
+            out += [Run("K", m, b, cc="bbr", **kw) for b in s.other_buffers_kb for m in BBR_MODES]
         elif exp == "A-seeds":
             out += [
                 Run("A-seeds", m, HEADLINE_BUFFER_KB, **{**kw, "seed": hs})
@@ -582,7 +598,7 @@ QUICK = Settings(
     delays_ms=(0, 1, 10, 100),
     delay_buffers_kb=(5, 50),
     delay_set_ms=(10, 100),
-    experiments=("A", "B", "D", "F", "G", "H", "I", "J"),
+    experiments=("A", "B", "D", "F", "G", "H", "I", "J", "K"),
     b_flows=(100,),
     udp_patterns=("poisson",),
     j_fractions=(0.3,),
@@ -605,6 +621,7 @@ EXPERIMENT_TITLES = {
     "H": "Edge pacer delay bound d",
     "I": "Mixed TCP and real-time UDP",
     "J": "Partial deployment",
+    "K": "BBR senders: their own pacing, and behind the edge pacer (latlab's addition)",
 }
 
 

@@ -304,6 +304,8 @@ def render(
                 + "\n"
             )
             add(_j_finding(df))
+        elif exp == "K":
+            add(_k_tables(df))
 
     # -- gaps and cost
     add("## What is not reproduced yet\n")
@@ -351,6 +353,38 @@ def render(
         "topology), metrics, references, verdicts, report, figures; latlab.models.edge_pacer (analysis curves).\n"
     )
     return "\n".join(out)
+
+
+#: Experiment K's rows, and A's NewReno rows beside them: (label, experiment, sender, mode).
+_K_ROWS = (
+    ("BBR, its own pacing", "K", "bbr", "host-paced"),
+    ("BBR + edge pacer", "K", "bbr", "edge-paced"),
+    ("NewReno unpaced (A)", "A", "newreno", "unpaced"),
+    ("NewReno host-paced (A)", "A", "newreno", "host-paced"),
+    ("NewReno edge-paced (A)", "A", "newreno", "edge-paced"),
+)
+
+
+def _k_tables(df: pd.DataFrame) -> str:
+    """Experiment K (BBR senders) beside A's NewReno runs at the same buffers: measured numbers, no verdict."""
+    k = select(df, "K")
+    buffers = sorted(k["buffer_kb"].unique())
+    cc = df["cc"] if "cc" in df else pd.Series("newreno", index=df.index)
+    out = []
+    for metric, title, pct in (
+        ("per_flow_kbps", "Per-flow goodput (Kbps)", False),
+        ("core_loss", "Core loss over the window", True),
+        ("core_utilisation", "Core utilisation", True),
+        ("timeouts_per_flow", "Timeouts per flow (whole run)", False),
+    ):
+        rows = []
+        for label, exp, sender, mode in _K_ROWS:
+            d = df[(df["experiment"] == exp) & (cc == sender) & (df["mode"] == mode)]
+            m = d.groupby("buffer_kb")[metric].mean()
+            if len(m):
+                rows.append([label] + [(_pct(m.get(b)) if pct else _f(m.get(b))) for b in buffers])
+        out.append(f"{title}:\n\n" + _table(["senders"] + [f"{b:g} KB" for b in buffers], rows))
+    return "\n\n".join(out) + "\n"
 
 
 def _recovery_note(df: pd.DataFrame) -> str:
@@ -966,6 +1000,11 @@ _EXPERIMENT_TEXT = {
     "J": "A share of the hosts pace (host-paced: the first 300 or 500 hosts) or a share of the ingress edges "
     "(edge-paced: the first 3 or 5 edges, which carry the same hosts), the rest unpaced; 0 % and 100 % are A's "
     "runs.",
+    "K": "latlab's addition, not in the study, so no reference and no verdict: as A with BBR senders (BBR v1 as "
+    "Linux's tcp_bbr, ns2 preset packets) at B–G's buffers. BBR paces every flow at pacing_gain × its bandwidth "
+    "estimate, so it has no unpaced mode, and host pacing is its own pacing; the question left is whether an edge "
+    "pacer still lowers core loss and raises goodput when the hosts already pace. A's NewReno rows at the same "
+    "buffers are printed beside it.",
 }
 
 _GAPS = """* **FACK's rampdown and overdamping** (ns-2 `Agent/TCP/Fack` options, off by default there) are not

@@ -19,14 +19,20 @@ from typing import Any
 
 #: latlab's receiver-window controllers (scenario key tcp.rwnd_controller) and the study's names for them.
 RECEIVERS: dict[str, str] = {"autotuning": "Auto-tuning", "drwa": "DRWA", "rtac": "RTAC"}
-#: The sender variants (scenario key cc) and the study's names.
-SENDERS: dict[str, str] = {
+#: The study's sender variants (scenario key cc) and its names for them: its findings are about these.
+STUDY_SENDERS: dict[str, str] = {
     "cubic": "CUBIC",
     "newreno": "Reno",
     "htcp": "H-TCP",
     "vegas": "Vegas",
     "westwood": "Westwood+",
 }
+#: Senders latlab adds to the sender-variant experiment, which the study did not run (so no reference judges
+#: them): BBR sizes its own cwnd from its bandwidth and min-RTT model (about 2 BDP) instead of filling the
+#: buffer, so whether a receiver-window controller still shortens the queue behind it is an open question.
+ADDED_SENDERS: dict[str, str] = {"bbr": "BBR"}
+#: Every sender variant run, the study's first.
+SENDERS: dict[str, str] = {**STUDY_SENDERS, **ADDED_SENDERS}
 MSS_BYTES = 1448
 #: tcp_rmem_max of every receiver (the study's 2560 KB).
 RMEM_MAX_KB = 2560

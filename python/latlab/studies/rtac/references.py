@@ -9,7 +9,7 @@ as ranges and words, judged by the rules in
 from __future__ import annotations
 
 from latlab.studies._verdict import Paper, Reference
-from latlab.studies.rtac.cases import PATHS, RECEIVERS, SENDERS
+from latlab.studies.rtac.cases import PATHS, RECEIVERS, STUDY_SENDERS
 
 PAPER = Paper(
     authors="S. Im, C. Joo, T. Lee and S. Bahk",
@@ -99,7 +99,7 @@ def _sender_refs() -> list[Reference]:
     """The sender-variant findings: three clients on each path per sender, and Vegas alone."""
     out: list[Reference] = []
     lo, hi = SENDER_DRWA_WIFI
-    for sender, name in SENDERS.items():
+    for sender, name in STUDY_SENDERS.items():
         if sender == VEGAS:
             continue
         out += [
@@ -128,7 +128,7 @@ def _sender_refs() -> list[Reference]:
                 words="much less",
             ),
         ]
-    vegas = SENDERS[VEGAS]
+    vegas = STUDY_SENDERS[VEGAS]
     out += [
         Reference(
             "senders_lte_vegas",

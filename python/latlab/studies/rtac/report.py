@@ -415,6 +415,12 @@ def _senders_section(
         out.append("")
         for key in [k for k in vs if k.startswith(f"senders_{path}_")]:
             out.append(f"- {vs[key].sentence()}")
+        out += [
+            f"- {line}"
+            for s in senders
+            if s in C.ADDED_SENDERS
+            for line in _added_sender(flows, path, s)
+        ]
         out.append("")
     for key in ("senders_single_lte_vegas", "senders_single_wifi_vegas"):
         if key in vs:
@@ -422,6 +428,35 @@ def _senders_section(
     out.append("")
     if "senders" in figures:
         out.append(f"![Sender variants]({figures['senders']})\n")
+    return out
+
+
+def _added_sender(flows: pd.DataFrame, path: str, sender: str) -> list[str]:
+    """What latlab finds with a sender the study did not run: measured numbers only, no verdict (no reference)."""
+    name = C.SENDERS[sender]
+    out = []
+    fig = single_figures(flows, path, sender)
+    if "autotuning" in fig.index:
+        auto = fig.loc["autotuning"]
+        others = [
+            f"{C.RECEIVERS[r]} {fig.loc[r, 'goodput_mbps']:.1f} Mbit/s at {fig.loc[r, 'rtt_mean_ms']:.0f} ms"
+            for r in ("drwa", "rtac")
+            if r in fig.index
+        ]
+        out.append(
+            f"{name} sender, one flow (the study ran no {name} sender, so latlab's figures stand without a "
+            f"verdict): Auto-tuning {auto['goodput_mbps']:.1f} Mbit/s at an RTT mean of "
+            f"{auto['rtt_mean_ms']:.0f} ms; " + ", ".join(others) + "."
+        )
+    shares = {
+        r: share_of_autotuning(flows, "senders", path, r, sender, three=True)
+        for r in ("drwa", "rtac")
+    }
+    if all(len(v) for v in shares.values()):
+        out.append(
+            f"{name} sender, three clients (no verdict): RTAC's throughput / Auto-tuning's "
+            f"{value_range(shares['rtac'], '{:.0f}', 100)} %, DRWA's {value_range(shares['drwa'], '{:.0f}', 100)} %."
+        )
     return out
 
 
@@ -506,8 +541,10 @@ def _setup(settings: C.Settings, data: StudyData, jobs: int, elapsed_s: float) -
         ],
         [
             "sender",
-            f"CUBIC (and {', '.join(v for k, v in C.SENDERS.items() if k != 'cubic')} in the sender "
-            f"experiment), `linux` preset, MSS {C.MSS_BYTES} B, timestamps on; every download starts at "
+            f"CUBIC (and {', '.join(v for k, v in C.STUDY_SENDERS.items() if k != 'cubic')} in the sender "
+            f"experiment, and {', '.join(C.ADDED_SENDERS.values())}, which the study did not run: its rows have no "
+            "reference and no verdict), "
+            f"`linux` preset, MSS {C.MSS_BYTES} B, timestamps on; every download starts at "
             "t = 0, as the study's clients started theirs together (a delay-based receiver that starts behind "
             "another flow's full buffer takes that delay for RTT_min, sees no queue and never binds its "
             "sender)",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from latlab.studies._verdict import Verdict, within
-from latlab.studies.rtac.cases import PATHS, RECEIVERS, SENDERS
+from latlab.studies.rtac.cases import PATHS, RECEIVERS, STUDY_SENDERS
 from latlab.studies.rtac.metrics import (
     best_rmem_kb,
     goodput_of,
@@ -161,7 +161,7 @@ def senders(flows: pd.DataFrame) -> dict[str, Verdict]:
     """The sender-variant findings: three clients per sender on each path, and a Vegas sender alone."""
     out: dict[str, Verdict] = {}
     lo, hi = SENDER_DRWA_WIFI
-    for sender in SENDERS:
+    for sender in STUDY_SENDERS:
         if sender == VEGAS:
             continue
         rtac = _three_share(flows, "wifi", "rtac", sender)
