@@ -14,6 +14,7 @@ mod queues;
 pub mod rng;
 pub mod routing;
 pub mod scenario;
+pub mod timing;
 pub mod topology;
 
 pub use scenario::{parse, Scenario, ScenarioError};

@@ -52,18 +52,11 @@ pub fn build_with_limit(
 ) -> Result<Simulation, ScenarioError> {
     let footprint = budget::check(sc, source, limit)?;
     let cx = Ctx { source };
-    let duration_ns = cx.s_to_ns(sc.duration_s, "duration_s")?;
-    if duration_ns == 0 {
-        return Err(cx.err("duration_s", "expected a positive duration in seconds"));
-    }
-    let sample_interval_ns = cx.ms_to_ns(sc.sample_interval_ms, "sample_interval_ms")?;
-    let measure_from_ns = cx.s_to_ns(sc.measure_from_s, "measure_from_s")?;
-    if measure_from_ns >= duration_ns {
-        return Err(cx.err(
-            "measure_from_s",
-            format!("must be less than duration_s ({})", sc.duration_s),
-        ));
-    }
+    let latlab_scenario::timing::Timing {
+        duration_ns,
+        sample_interval_ns,
+        measure_from_ns,
+    } = latlab_scenario::timing::Timing::of(&cx, sc)?;
 
     // Network.
     let plan = topology::expand(&sc.topology, sc.seed, source)?;
