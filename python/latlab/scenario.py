@@ -1,6 +1,6 @@
 """`Scenario`: a TOML scenario as editable Python data that remembers where it came from.
 
-The schema itself lives in Rust (``crates/sim/src/scenario.rs``); this class
+The schema itself lives in Rust (``crates/scenario/src/scenario.rs``); this class
 does not duplicate it. It only parses TOML, edits values by dotted path (the
 building block of sweeps), serialises back to TOML, and asks the core to
 validate. Keeping the source name (the file path) means every error the core

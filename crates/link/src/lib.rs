@@ -24,6 +24,8 @@
 //! `next_wakeup_ns(now)`; both hand out departures and drops.
 
 pub mod lte;
+pub mod packet_ref;
+pub mod queue_view;
 pub mod rate;
 pub mod service;
 pub mod trace;
@@ -31,6 +33,8 @@ pub mod transmitter;
 pub mod wifi;
 
 pub use lte::{LteCell, LteConfig, Scheduler};
+pub use packet_ref::PacketRef;
+pub use queue_view::{member_queue_view, QueueView};
 pub use rate::{RateDist, RateSource};
 pub use service::{
     DropCause, LinkCounters, LinkDeparture, LinkEvents, LinkPacket, LinkQueue, LinkRate, LinkService, Medium,

@@ -23,14 +23,13 @@ pub mod network;
 pub mod packet;
 pub mod pcap;
 mod prefetch;
-pub mod rng;
-pub mod routing;
-pub mod scenario;
 pub mod sim;
 pub mod tables;
-pub mod topology;
 pub mod traffic;
 pub mod wire;
+
+// The scenario crate's modules, under their old paths.
+pub use latlab_scenario::{rng, routing, scenario, topology};
 
 pub use scenario::{parse, Scenario, ScenarioError};
 pub use sim::{Conservation, Simulation};

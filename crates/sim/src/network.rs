@@ -15,7 +15,7 @@
 use crate::packet::PacketRef;
 use crate::pcap::PcapWriter;
 use latlab_link::Medium;
-use latlab_qdisc::{Qdisc, QdiscStats};
+use latlab_qdisc::QdiscStats;
 
 #[derive(Debug, Clone)]
 pub struct Node {
@@ -44,49 +44,7 @@ impl std::ops::Deref for SharedMedium {
     }
 }
 
-/// A link's queue as the tables see it: its own discipline, or its share
-/// of a shared medium's queues.
-#[derive(Debug, Clone, Copy)]
-pub struct QueueView {
-    pub name: &'static str,
-    pub stats: QdiscStats,
-    pub len_pkts: u64,
-    pub len_bytes: u64,
-    /// Packets taken from the queue but not on the wire yet (a cell user's
-    /// packet whose bytes are partly sent).
-    pub in_service_pkts: u64,
-}
-
-impl QueueView {
-    /// A discipline of the link's own (or a member's queue in a cell), with
-    /// `in_service_pkts` taken from it and not yet on the wire.
-    pub fn of(q: &dyn Qdisc<PacketRef>, in_service_pkts: u64) -> Self {
-        QueueView {
-            name: q.name(),
-            stats: *q.stats(),
-            len_pkts: q.len_pkts() as u64,
-            len_bytes: q.len_bytes(),
-            in_service_pkts,
-        }
-    }
-}
-
-/// Member `member`'s share of the medium's queues.
-pub fn member_queue_view(kind: &MediumKind, member: u32) -> QueueView {
-    match kind {
-        MediumKind::Cell(c) => QueueView::of(c.queue(member), c.in_transit_pkts(member)),
-        MediumKind::Ap(ap) => {
-            let st = ap.station_stats(member);
-            QueueView {
-                name: ap.queue_name(),
-                stats: st.queue,
-                len_pkts: st.queued_pkts,
-                len_bytes: st.queued_bytes,
-                in_service_pkts: 0,
-            }
-        }
-    }
-}
+pub use latlab_link::{member_queue_view, QueueView};
 
 /// The queue of `link` (see [`QueueView`]).
 pub fn queue_view(link: &Link, media: &[SharedMedium]) -> QueueView {

@@ -5,7 +5,6 @@
 
 use latlab_proto::tfrc::{TfrcData, TfrcFeedback};
 use latlab_proto::Segment;
-use latlab_qdisc::QueuedPacket;
 
 /// What a packet carries.
 #[derive(Clone, Copy, Debug)]
@@ -37,18 +36,7 @@ pub struct Packet {
     pub wire_bytes: u32,
 }
 
-/// The handle queues and wires hold: slab index plus what a discipline
-/// needs and where the packet is on its path. Forwarding reads only the
-/// handle: the slab entry is touched when the packet is sent and when it is
-/// delivered, not at every hop (at 10k flows the slab does not fit in cache).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PacketRef {
-    pub idx: u32,
-    pub wire_bytes: u32,
-    pub flow: u32,
-    /// Position in the route table of the link the packet is on or next enters.
-    pub route_pos: u32,
-}
+pub use latlab_link::PacketRef;
 
 // The hot path copies packets into and out of the slab, and queues hold
 // `PacketRef`s: a field added to `Segment`, a TFRC header or `Packet` must
@@ -61,15 +49,6 @@ pub struct PacketRef {
 const _: () = assert!(std::mem::size_of::<Packet>() == 128);
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(std::mem::size_of::<PacketRef>() == 16);
-
-impl QueuedPacket for PacketRef {
-    fn size_bytes(&self) -> u32 {
-        self.wire_bytes
-    }
-    fn flow_id(&self) -> u32 {
-        self.flow
-    }
-}
 
 #[derive(Debug, Default)]
 pub struct PacketSlab {

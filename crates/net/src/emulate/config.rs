@@ -1,7 +1,8 @@
-//! The emulated path from a latlab scenario file: the simulator's own
-//! parser and builder make the links (queue disciplines, rates, traces,
-//! loss streams, all seeded as in a simulation of the same file), and the
-//! emulator takes the links on the route between two nodes.
+//! The emulated path from a latlab scenario file: the scenario crate's
+//! parser, topology expansion and link builder make the links (queue
+//! disciplines, rates, traces, loss streams, all seeded as in a simulation
+//! of the same file), and the emulator takes the links on the route between
+//! two nodes.
 //!
 //! Accepted file: any latlab scenario. The path runs from `--client` to
 //! `--server` (node names; by default the topology's first and last nodes),
@@ -17,8 +18,12 @@
 
 use std::path::Path;
 
-use latlab_sim::network::Service;
-use latlab_sim::routing::Router;
+use latlab_link::{LinkService, Medium, PacketRef, Service};
+use latlab_scenario::ctx::Ctx;
+use latlab_scenario::links::{self, BuiltLinks};
+use latlab_scenario::routing::Router;
+use latlab_scenario::timing::Timing;
+use latlab_scenario::topology;
 
 use super::line::{Hop, HopService, Line};
 
@@ -53,13 +58,16 @@ pub fn from_text(
     client: Option<&str>,
     server: Option<&str>,
 ) -> Result<PathPlan, String> {
-    let mut sc = latlab_sim::parse(text, source).map_err(|e| e.to_string())?;
-    // Real traffic replaces the flows; the emulator writes its own raw
-    // pcap, so the builder must not open simulated-pcap files.
-    sc.flows.clear();
-    let pcap_links = std::mem::take(&mut sc.outputs.pcap);
-    let mut sim = latlab_sim::build::build(&sc, source, None).map_err(|e| e.to_string())?;
-    let names: Vec<String> = sim.nodes.iter().map(|n| n.name.clone()).collect();
+    let sc = latlab_scenario::parse(text, source).map_err(|e| e.to_string())?;
+    // Real traffic replaces the flows (they are not checked here); the
+    // emulator writes its own raw pcap of the links `outputs.pcap` names.
+    let pcap_links = sc.outputs.pcap.clone();
+    let cx = Ctx { source };
+    let timing = Timing::of(&cx, &sc).map_err(|e| e.to_string())?;
+    let plan = topology::expand(&sc.topology, sc.seed, source).map_err(|e| e.to_string())?;
+    let built: BuiltLinks<PacketRef> = links::build(&cx, &plan, sc.seed).map_err(|e| e.to_string())?;
+    let link_names = links::link_names(&plan);
+    let names = &plan.nodes;
     let node = |name: Option<&str>, default: usize, flag: &str| -> Result<u32, String> {
         match name {
             None => Ok(default as u32),
@@ -87,13 +95,18 @@ pub fn from_text(
         ));
     }
     for name in &pcap_links {
-        if !sim.links.iter().any(|l| &l.name == name) {
+        if !link_names.contains(name) {
             return Err(format!(
                 "{source}: outputs.pcap: unknown link {name:?}; links are named \"from->to\" by node names"
             ));
         }
     }
-    let graph: Vec<(u32, u32, u64)> = sim.links.iter().map(|l| (l.src, l.dst, l.delay_ns)).collect();
+    let graph: Vec<(u32, u32, u64)> = plan
+        .links
+        .iter()
+        .zip(&built.services)
+        .map(|(l, svc)| (l.src, l.dst, svc.delay_ns))
+        .collect();
     let mut router = Router::new(names.len(), &graph);
     let route = |router: &mut Router, a: u32, b: u32| {
         router.route(a, b).ok_or_else(|| {
@@ -105,40 +118,39 @@ pub fn from_text(
     };
     let up_ids = route(&mut router, c, s)?;
     let down_ids = route(&mut router, s, c)?;
-    let mut links: Vec<Option<latlab_sim::network::Link>> =
-        std::mem::take(&mut sim.links).into_iter().map(Some).collect();
-    let mut media: Vec<Option<latlab_sim::network::SharedMedium>> =
-        std::mem::take(&mut sim.media).into_iter().map(Some).collect();
+    let mut links: Vec<Option<(String, LinkService<PacketRef>)>> =
+        link_names.iter().cloned().zip(built.services).map(Some).collect();
+    let mut media: Vec<Option<Medium<PacketRef>>> = built.media.into_iter().map(Some).collect();
     let mut take = |ids: &[u32]| -> Result<Line, String> {
         let mut hops = Vec::with_capacity(ids.len());
         for &id in ids {
-            let l = links[id as usize].take().ok_or_else(|| {
+            let (name, svc) = links[id as usize].take().ok_or_else(|| {
                 format!("{source}: link {id} lies on both directions of the path; the emulator needs distinct links")
             })?;
-            let service = match l.svc.service {
-                Service::Fixed => HopService::Fixed(l.svc.rate),
+            let service = match svc.service {
+                Service::Fixed => HopService::Fixed(svc.rate),
                 Service::Varying(tx) => HopService::Varying(tx),
                 Service::Shared { medium, member } => {
                     let m = media[medium as usize].take().ok_or_else(|| {
                         format!(
                             "{source}: link {:?}: its cell or AP already serves another link of the path; the emulator runs one member per medium",
-                            l.name
+                            name
                         )
                     })?;
                     HopService::Shared {
-                        medium: Box::new(m.medium.kind),
+                        medium: Box::new(m.kind),
                         member,
                     }
                 }
             };
             hops.push(Hop::new(
                 id,
-                l.name,
+                name,
                 service,
-                l.svc.delay_ns,
-                l.svc.qdisc,
-                l.svc.loss_prob,
-                l.svc.loss_rng,
+                svc.delay_ns,
+                svc.qdisc,
+                svc.loss_prob,
+                svc.loss_rng,
             ));
         }
         Ok(Line::new(hops))
@@ -152,7 +164,7 @@ pub fn from_text(
         server_node: names[s as usize].clone(),
         up,
         down,
-        sample_interval_ns: sim.sample_interval_ns,
+        sample_interval_ns: timing.sample_interval_ns,
         pcap_links,
     })
 }
@@ -228,7 +240,7 @@ mod tests {
     fn packets_cross_a_cell_downlink_in_order_and_are_accounted() {
         use crate::emulate::line::Outcome;
         use crate::emulate::records::link_row;
-        use latlab_sim::packet::PacketRef;
+        use latlab_link::PacketRef;
         let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios"));
         for (file, client) in [("cellular.toml", "ue0"), ("wifi.toml", "sta0")] {
             let mut p = load(&dir.join(file), Some(client), Some("server")).unwrap();

@@ -20,7 +20,7 @@ use std::fs::File;
 use std::io::{self, BufWriter};
 use std::os::fd::{AsRawFd, RawFd};
 
-use latlab_sim::packet::PacketRef;
+use latlab_link::PacketRef;
 
 use super::line::{DropCause, Line, Outcome};
 use super::packet::{check_ip, Pool, Reject};

@@ -19,12 +19,12 @@
 use std::collections::VecDeque;
 
 pub use latlab_link::DropCause;
+use latlab_link::PacketRef;
+use latlab_link::{member_queue_view, QueueView};
 use latlab_link::{
     Departure, LinkDeparture, LinkEvents, LinkQueue, LinkRate, LinkService, Medium, MediumKind, Service,
     Transmitter,
 };
-use latlab_sim::network::{member_queue_view, QueueView};
-use latlab_sim::packet::PacketRef;
 use rand_pcg::Pcg64Mcg;
 
 /// How a hop serves its queue (what [`Hop::new`] is built from).

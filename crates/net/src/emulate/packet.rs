@@ -8,7 +8,7 @@
 //! finds the pool full anyway is dropped and counted (`no_buffer`), never
 //! stored.
 
-use latlab_sim::packet::PacketRef;
+use latlab_link::PacketRef;
 
 /// Why a packet read from a TUN device is not forwarded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

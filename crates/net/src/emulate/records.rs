@@ -320,9 +320,9 @@ pub struct RouterSummary {
 mod tests {
     use super::*;
     use crate::emulate::line::{HopService, Line, Outcome};
+    use latlab_link::LinkRate;
+    use latlab_link::PacketRef;
     use latlab_qdisc::{DropTail, Limit};
-    use latlab_sim::network::LinkRate;
-    use latlab_sim::packet::PacketRef;
     use rand::SeedableRng;
 
     #[test]

@@ -4,15 +4,13 @@
 use crate::budget::{self, MemoryLimit};
 use crate::fgn;
 use crate::flow::{ClosedLoop, Flow, TcpFlow, TfrcFlow, TimerSlot, Transport, UdpFlow};
-use crate::network::{Link, LinkQueue, LinkRate, LinkService, Node, Service};
+use crate::network::{AccessCounters, Link, LinkService, Node, SharedMedium};
+use crate::packet::PacketRef;
 use crate::pcap::PcapWriter;
 use crate::rng::{stream, stream_seed, Stream};
 use crate::routing::{RouteTable, Router};
 use crate::scenario::FlowGroup;
-use crate::scenario::{
-    CoDelSpec, DropTailSpec, EdgePacerSpec, QueueSpec, RedSpec, Scenario, ScenarioError, StartDist,
-    StartSpec, TcpSpec,
-};
+use crate::scenario::{Scenario, ScenarioError, StartDist, StartSpec, TcpSpec};
 use crate::sim::Simulation;
 use crate::topology::{self, LinkPlan};
 use crate::traffic::{FileSize, UdpPattern, UdpSource, UserDraws};
@@ -21,9 +19,7 @@ use latlab_proto::tcp::{
     DelayedAck, Pacing, Recovery, RwndSpec, RwndSpecError, TcpConfig, TcpReceiver, TcpSender,
 };
 use latlab_proto::tfrc::{DflowParams, TfrcConfig, TfrcMode, TfrcReceiver, TfrcSender};
-use latlab_qdisc::{
-    CoDel, CoDelParams, DropTail, EdgePacer, EdgePacerParams, Limit, Qdisc, QueuedPacket, Red, RedParams,
-};
+use latlab_scenario::ctx::Ctx;
 use rand::Rng;
 use rand_distr::{Distribution, Exp};
 use std::collections::BTreeMap;
@@ -39,41 +35,6 @@ const DEFAULT_MAX_SAMPLED_FLOWS: u32 = 100;
 /// Topologies with at most this many links sample them all by default;
 /// larger ones sample only their key (core and edge) links.
 const SAMPLE_ALL_LINKS_UP_TO: usize = 64;
-
-struct Ctx<'a> {
-    source: &'a str,
-}
-
-impl Ctx<'_> {
-    fn err(&self, path: impl Into<String>, message: impl Into<String>) -> ScenarioError {
-        ScenarioError {
-            source_name: self.source.to_string(),
-            path: path.into(),
-            message: message.into(),
-        }
-    }
-
-    /// Milliseconds (finite, ≥ 0) to integer nanoseconds.
-    fn ms_to_ns(&self, ms: f64, path: &str) -> Result<u64, ScenarioError> {
-        self.s_to_ns(ms / 1e3, path).map_err(|mut e| {
-            e.message = e.message.replace("seconds", "milliseconds");
-            e
-        })
-    }
-
-    fn s_to_ns(&self, s: f64, path: &str) -> Result<u64, ScenarioError> {
-        if !s.is_finite() || s < 0.0 {
-            return Err(self.err(
-                path,
-                format!("expected a non-negative number of seconds, got {s}"),
-            ));
-        }
-        if s > 1e9 {
-            return Err(self.err(path, format!("{s} seconds is too long (at most 1e9)")));
-        }
-        Ok((s * 1e9).round() as u64)
-    }
-}
 
 /// Build the simulation. `outdir` receives pcap files (the current directory
 /// if None). A scenario too large for the memory this machine has available
@@ -91,18 +52,11 @@ pub fn build_with_limit(
 ) -> Result<Simulation, ScenarioError> {
     let footprint = budget::check(sc, source, limit)?;
     let cx = Ctx { source };
-    let duration_ns = cx.s_to_ns(sc.duration_s, "duration_s")?;
-    if duration_ns == 0 {
-        return Err(cx.err("duration_s", "expected a positive duration in seconds"));
-    }
-    let sample_interval_ns = cx.ms_to_ns(sc.sample_interval_ms, "sample_interval_ms")?;
-    let measure_from_ns = cx.s_to_ns(sc.measure_from_s, "measure_from_s")?;
-    if measure_from_ns >= duration_ns {
-        return Err(cx.err(
-            "measure_from_s",
-            format!("must be less than duration_s ({})", sc.duration_s),
-        ));
-    }
+    let latlab_scenario::timing::Timing {
+        duration_ns,
+        sample_interval_ns,
+        measure_from_ns,
+    } = latlab_scenario::timing::Timing::of(&cx, sc)?;
 
     // Network.
     let plan = topology::expand(&sc.topology, sc.seed, source)?;
@@ -113,25 +67,27 @@ pub fn build_with_limit(
         .enumerate()
         .map(|(i, n)| (n.as_str(), i as u32))
         .collect();
-    let mut links = Vec::with_capacity(plan.links.len());
-    let mut rates = links::Rates::new(source, sc.seed);
-    let mut link_names = BTreeMap::new();
+    let built = latlab_scenario::links::build::<PacketRef>(&cx, &plan, sc.seed)?;
+    let names = latlab_scenario::links::link_names(&plan);
+    let link_names: BTreeMap<String, u32> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.clone(), i as u32))
+        .collect();
     let sample_all = plan.links.len() <= SAMPLE_ALL_LINKS_UP_TO;
-    for (i, lp) in plan.links.iter().enumerate() {
-        let mut name = format!("{}->{}", plan.nodes[lp.src as usize], plan.nodes[lp.dst as usize]);
-        if link_names.contains_key(&name) {
-            let mut k = 2;
-            while link_names.contains_key(&format!("{name}#{k}")) {
-                k += 1;
-            }
-            name = format!("{name}#{k}");
-        }
-        link_names.insert(name.clone(), i as u32);
-        links.push(make_link(
-            &cx, lp, name, sc.seed, i as u64, sample_all, &mut rates,
-        )?);
+    let mut links: Vec<Link> = Vec::with_capacity(plan.links.len());
+    for ((svc, name), lp) in built.services.into_iter().zip(names).zip(&plan.links) {
+        links.push(make_link(svc, lp, name, sample_all));
     }
-    let media = links::make_media(&cx, &plan, &mut links, &mut rates, sc.seed)?;
+    let media: Vec<SharedMedium> = built
+        .media
+        .into_iter()
+        .zip(&plan.media)
+        .map(|(medium, mp)| SharedMedium {
+            medium,
+            links: latlab_scenario::links::member_links(mp),
+        })
+        .collect();
     let series = budget::Series {
         sample_interval_ns,
         duration_ns,
@@ -415,55 +371,20 @@ pub fn build_with_limit(
     ))
 }
 
-fn make_link(
-    cx: &Ctx,
-    lp: &LinkPlan,
-    name: String,
-    seed: u64,
-    index: u64,
-    sample_all: bool,
-    rates: &mut links::Rates,
-) -> Result<Link, ScenarioError> {
-    let delay_ns = cx.ms_to_ns(lp.delay_ms, &lp.key_path.replace("queue", "delay_ms"))?;
-    // A member of a shared medium: the medium builds its queue and rate
-    // (links::make_media); the link's own queue stays empty.
-    let (service, rate_bps) = if lp.medium.is_some() {
-        (Service::Fixed, 1)
-    } else {
-        links::link_service(cx, lp, rates, index)?
-    };
-    // A medium member's own queue is a placeholder that never holds a
-    // packet; its time series are always kept (they are the member's).
-    let (qdisc, sampled) = if lp.medium.is_some() {
-        (LinkQueue::DropTail(DropTail::new(Limit::Packets(1))), true)
-    } else {
-        let q = make_link_queue(
-            cx,
-            &lp.queue,
-            &lp.key_path,
-            rate_bps,
-            stream_seed(seed, Stream::Qdisc, index),
-        )?;
-        (q, sample_all || lp.key_link)
-    };
-    Ok(Link {
-        svc: LinkService::new(
-            LinkRate::Fixed { rate_bps },
-            service,
-            delay_ns,
-            qdisc,
-            lp.loss,
-            stream(seed, Stream::LinkLoss, index),
-        ),
+/// A simulated link around its service. A medium member's time series are
+/// always kept (they are the member's).
+fn make_link(svc: LinkService, lp: &LinkPlan, name: String, sample_all: bool) -> Link {
+    Link {
+        svc,
         name,
         src: lp.src,
         dst: lp.dst,
-        access: links::access_counters(),
+        access: AccessCounters::default(),
         window_start_departures_bytes: 0,
         pcap: None,
         trace: None,
-        sampled,
-    })
+        sampled: lp.medium.is_some() || sample_all || lp.key_link,
+    }
 }
 
 /// Validate a scenario completely (everything `build` checks) without
@@ -487,11 +408,8 @@ pub fn validate(sc: &Scenario, source: &str) -> Result<(), ScenarioError> {
 }
 
 mod groups;
-mod links;
 pub mod mptcp;
-mod queues;
 mod tcp;
 
 use groups::{group_kind, start_times, GroupKind};
-use queues::{make_link_queue, make_qdisc};
 use tcp::{rwnd_spec, tcp_config};

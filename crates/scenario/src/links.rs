@@ -1,22 +1,112 @@
 //! Links and shared access media from their plans: fixed and time-varying
-//! rates (traces, schedules, generators), LTE cells and Wi-Fi APs.
+//! rates (traces, schedules, generators), LTE cells and Wi-Fi APs. The
+//! simulator and the emulator both build their links here, so a scenario's
+//! link gets the same queue, rate and random streams in both.
 
-use super::*;
-use crate::network::{AccessCounters, MediumKind, Service, SharedMedium};
-use crate::scenario::{ApBufferSpec, CellSpec, MarkovSpec, PerIntervalSpec, RateSpec};
-use crate::topology::{MediumPlan, NetPlan};
+use crate::ctx::Ctx;
+use crate::queues::{make_link_queue, make_qdisc};
+use crate::rng::{stream, stream_seed, Stream};
+use crate::scenario::{ApBufferSpec, CellSpec, MarkovSpec, PerIntervalSpec, RateSpec, ScenarioError};
+use crate::topology::{LinkPlan, MediumPlan, NetPlan};
 use latlab_link::lte::{LteConfig, Scheduler};
 use latlab_link::wifi::WifiConfig;
-use latlab_link::Medium;
-use latlab_link::{LteCell, RateDist, RateSource, TraceSchedule, Transmitter, WifiAp};
-use std::path::PathBuf;
+use latlab_link::{
+    LinkPacket, LinkQueue, LinkRate, LinkService, LteCell, Medium, MediumKind, RateDist, RateSource, Service,
+    TraceSchedule, Transmitter, WifiAp,
+};
+use latlab_qdisc::{DropTail, Limit};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// Every link's service (index = the plan's link) and every shared medium
+/// (index = the plan's medium), ready for a driver.
+pub struct BuiltLinks<P> {
+    pub services: Vec<LinkService<P>>,
+    pub media: Vec<Medium<P>>,
+}
+
+/// Build the links and media of `plan` under scenario `seed`, checking
+/// each link's delay, rate and queue in plan order, then the media.
+pub fn build<P: LinkPacket>(cx: &Ctx, plan: &NetPlan, seed: u64) -> Result<BuiltLinks<P>, ScenarioError> {
+    let mut rates = Rates::new(cx.source, seed);
+    let mut services = Vec::with_capacity(plan.links.len());
+    for (i, lp) in plan.links.iter().enumerate() {
+        services.push(make_service(cx, lp, seed, i as u64, &mut rates)?);
+    }
+    let media = make_media(cx, plan, &mut services, &mut rates, seed)?;
+    Ok(BuiltLinks { services, media })
+}
+
+/// Links are named "from->to" by node names; a second link between the
+/// same nodes is "from->to#2", and so on.
+pub fn link_names(plan: &NetPlan) -> Vec<String> {
+    let mut taken = BTreeMap::new();
+    let mut names = Vec::with_capacity(plan.links.len());
+    for lp in &plan.links {
+        let mut name = format!("{}->{}", plan.nodes[lp.src as usize], plan.nodes[lp.dst as usize]);
+        if taken.contains_key(&name) {
+            let mut k = 2;
+            while taken.contains_key(&format!("{name}#{k}")) {
+                k += 1;
+            }
+            name = format!("{name}#{k}");
+        }
+        taken.insert(name.clone(), ());
+        names.push(name);
+    }
+    names
+}
+
+/// The links (plan indices) that are members of medium `mp`, in member order.
+pub fn member_links(mp: &MediumPlan) -> Vec<u32> {
+    let (MediumPlan::Cell { members, .. } | MediumPlan::Ap { members, .. }) = mp;
+    members.iter().map(|m| m.link).collect()
+}
+
+fn make_service<P: LinkPacket>(
+    cx: &Ctx,
+    lp: &LinkPlan,
+    seed: u64,
+    index: u64,
+    rates: &mut Rates,
+) -> Result<LinkService<P>, ScenarioError> {
+    let delay_ns = cx.ms_to_ns(lp.delay_ms, &lp.key_path.replace("queue", "delay_ms"))?;
+    // A member of a shared medium: the medium builds its queue and rate
+    // (make_media); the link's own queue is a placeholder that never holds
+    // a packet.
+    let (service, rate_bps, qdisc) = if lp.medium.is_some() {
+        (
+            Service::Fixed,
+            1,
+            LinkQueue::DropTail(DropTail::new(Limit::Packets(1))),
+        )
+    } else {
+        let (service, rate_bps) = link_service(cx, lp, rates, index)?;
+        let q = make_link_queue(
+            cx,
+            &lp.queue,
+            &lp.key_path,
+            rate_bps,
+            stream_seed(seed, Stream::Qdisc, index),
+        )?;
+        (service, rate_bps, q)
+    };
+    Ok(LinkService::new(
+        LinkRate::Fixed { rate_bps },
+        service,
+        delay_ns,
+        qdisc,
+        lp.loss,
+        stream(seed, Stream::LinkLoss, index),
+    ))
+}
 
 /// Where relative trace paths are resolved: the folder of the scenario
 /// file when the source names an existing file (a trailing " (modified)",
 /// which the Python API appends to edited scenarios, is ignored), else the
 /// current directory.
-pub(super) fn base_dir(source: &str) -> PathBuf {
+pub fn base_dir(source: &str) -> PathBuf {
     let path = Path::new(source.strip_suffix(" (modified)").unwrap_or(source));
     if path.is_file() {
         path.parent()
@@ -28,14 +118,14 @@ pub(super) fn base_dir(source: &str) -> PathBuf {
 }
 
 /// Builds transmitters, loading each trace file once.
-pub(super) struct Rates {
+struct Rates {
     base: PathBuf,
     seed: u64,
     traces: BTreeMap<PathBuf, Arc<TraceSchedule>>,
 }
 
 impl Rates {
-    pub(super) fn new(source: &str, seed: u64) -> Self {
+    fn new(source: &str, seed: u64) -> Self {
         Rates {
             base: base_dir(source),
             seed,
@@ -45,7 +135,7 @@ impl Rates {
 
     /// A transmitter for `spec` (key path `path`); `index` picks the
     /// generator's random stream (one per link or member).
-    pub(super) fn transmitter(
+    fn transmitter(
         &mut self,
         cx: &Ctx,
         spec: &RateSpec,
@@ -160,7 +250,7 @@ fn positive_bps(cx: &Ctx, r: f64, path: &str) -> Result<u64, ScenarioError> {
 
 /// The link's service and nominal rate (the fixed rate, or the mean of a
 /// time-varying one). A `{ constant_bps }` rate on a plain link is a fixed link.
-pub(super) fn link_service(
+fn link_service(
     cx: &Ctx,
     lp: &LinkPlan,
     rates: &mut Rates,
@@ -219,13 +309,13 @@ fn lte_config(cx: &Ctx, c: &CellSpec, path: &str) -> Result<LteConfig, ScenarioE
 }
 
 /// Build the shared media and mark their member links.
-pub(super) fn make_media(
+fn make_media<P: LinkPacket>(
     cx: &Ctx,
     plan: &NetPlan,
-    links: &mut [Link],
+    links: &mut [LinkService<P>],
     rates: &mut Rates,
     seed: u64,
-) -> Result<Vec<SharedMedium>, ScenarioError> {
+) -> Result<Vec<Medium<P>>, ScenarioError> {
     let mut media = Vec::new();
     for (m, mp) in plan.media.iter().enumerate() {
         let rng_seed = stream_seed(seed, Stream::Medium, m as u64);
@@ -304,15 +394,7 @@ pub(super) fn make_media(
                 member: i as u32,
             };
         }
-        media.push(SharedMedium {
-            medium: Medium::new(kind),
-            links: members.iter().map(|mem| mem.link).collect(),
-        });
+        media.push(Medium::new(kind));
     }
     Ok(media)
-}
-
-/// Fresh access counters (all zero).
-pub(super) fn access_counters() -> AccessCounters {
-    AccessCounters::default()
 }

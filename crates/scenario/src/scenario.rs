@@ -2,8 +2,8 @@
 //!
 //! Parsing is strict (`deny_unknown_fields` everywhere) and every error names
 //! the key path and what was expected. Semantic checks (positive rates, known
-//! nodes, routable flows) happen in [`crate::build`], which reports errors in
-//! the same form.
+//! nodes, routable flows) happen in topology expansion ([`crate::topology`])
+//! and in the simulator's builder, which report errors in the same form.
 
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer};

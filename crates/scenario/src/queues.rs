@@ -1,8 +1,13 @@
 //! Queue disciplines from their scenario tables.
 
-use super::*;
+use crate::ctx::Ctx;
+use crate::scenario::{CoDelSpec, DropTailSpec, EdgePacerSpec, QueueSpec, RedSpec, ScenarioError};
+use latlab_link::{LinkPacket, LinkQueue};
+use latlab_qdisc::{
+    CoDel, CoDelParams, DropTail, EdgePacer, EdgePacerParams, Limit, Qdisc, QueuedPacket, Red, RedParams,
+};
 
-pub(super) fn limit(
+pub fn limit(
     cx: &Ctx,
     path: &str,
     bytes: Option<u64>,
@@ -27,15 +32,15 @@ pub(super) fn limit(
     }
 }
 
-/// A simulated link's queue: DropTail inline (the hot path's common case),
-/// any other discipline boxed.
-pub(super) fn make_link_queue(
+/// A link's queue: DropTail inline (the hot path's common case), any other
+/// discipline boxed.
+pub fn make_link_queue<P: LinkPacket>(
     cx: &Ctx,
     q: &QueueSpec,
     path: &str,
     link_rate_bps: u64,
     seed: u64,
-) -> Result<LinkQueue, ScenarioError> {
+) -> Result<LinkQueue<P>, ScenarioError> {
     Ok(match q {
         QueueSpec::Droptail(DropTailSpec {
             limit_bytes,
@@ -53,7 +58,7 @@ pub(super) fn make_link_queue(
 
 /// A queue discipline for any packet handle (the simulator's `PacketRef`,
 /// or a Wi-Fi AP's station-tagged one).
-pub(super) fn make_qdisc<P: QueuedPacket + Send + 'static>(
+pub fn make_qdisc<P: QueuedPacket + Send + 'static>(
     cx: &Ctx,
     q: &QueueSpec,
     path: &str,
