@@ -124,6 +124,19 @@ impl<P: QueuedPacket> CoDel<P> {
         self.count
     }
 
+    /// Drop the head packet outside CoDel's control law (FQ-CoDel's
+    /// overflow drop from the fattest queue, RFC 8290 §4.1.1): it is counted
+    /// as a drop and pushed onto `dropped`. False if the queue is empty.
+    pub(crate) fn drop_head(&mut self, dropped: &mut Vec<P>) -> bool {
+        match self.fifo.pop_front() {
+            Some((pkt, _)) => {
+                self.fifo.drop_dequeued(pkt, dropped);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// RFC 8289 §5.5 `control_law`: `t + INTERVAL/√count`. The square root
     /// and division are done in f64 and the result truncated to whole ns
     /// (as the RFC's C++ `(time_t)` conversion does); e.g. 100 ms/√2 =
