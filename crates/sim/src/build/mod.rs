@@ -10,8 +10,8 @@ use crate::rng::{stream, stream_seed, Stream};
 use crate::routing::{RouteTable, Router};
 use crate::scenario::FlowGroup;
 use crate::scenario::{
-    CoDelSpec, DropTailSpec, EdgePacerSpec, QueueSpec, RedSpec, Scenario, ScenarioError, StartDist,
-    StartSpec, TcpSpec,
+    CoDelSpec, DropTailSpec, EdgePacerSpec, FqCoDelSpec, PieSpec, QueueSpec, RedSpec, Scenario,
+    ScenarioError, StartDist, StartSpec, TcpSpec,
 };
 use crate::sim::Simulation;
 use crate::topology::{self, LinkPlan};
@@ -22,7 +22,8 @@ use latlab_proto::tcp::{
 };
 use latlab_proto::tfrc::{DflowParams, TfrcConfig, TfrcMode, TfrcReceiver, TfrcSender};
 use latlab_qdisc::{
-    CoDel, CoDelParams, DropTail, EdgePacer, EdgePacerParams, Limit, Qdisc, QueuedPacket, Red, RedParams,
+    CoDel, CoDelParams, DropTail, EdgePacer, EdgePacerParams, FqCoDel, FqCoDelParams, Limit, Pie, PieParams,
+    Qdisc, QueuedPacket, Red, RedParams, FQ_CODEL_MAX_FLOWS,
 };
 use rand::Rng;
 use rand_distr::{Distribution, Exp};
