@@ -201,3 +201,54 @@ fn bad_values_name_the_key_and_what_is_accepted() {
         }
     }
 }
+
+/// The shipped example (scenarios/fq-codel-lte.toml) does what its
+/// comment says, against the bloated FIFO of scenarios/cellular.toml.
+#[test]
+fn the_lte_example_keeps_a_ping_beside_two_downloads_out_of_the_queue() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/fq-codel-lte.toml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let fifo = text.replacen(
+        r#"queue = { kind = "fq_codel""#,
+        r#"queue = { kind = "droptail", limit_bytes = 1500000 } # "#,
+        1,
+    );
+    let run = |toml: &str, link: &str, flow: u32| {
+        let mut sim = load(toml, path).unwrap_or_else(|e| panic!("{e}"));
+        let id = sim.links.iter().position(|l| l.name == link).unwrap();
+        sim.trace_link(id as u32);
+        sim.run();
+        assert!(sim.conservation_ok());
+        let v: Vec<f64> = sim.links[id]
+            .trace
+            .take()
+            .unwrap()
+            .events
+            .into_iter()
+            .filter_map(|ev| match ev {
+                TraceEvent::Departure(d) if d.leave_ns >= 10_000_000_000 && d.pkt.flow == flow => {
+                    Some(d.sojourn_ns as f64 / MS)
+                }
+                _ => None,
+            })
+            .collect();
+        let bulk = (sim.flows[0].bytes_delivered() + sim.flows[1].bytes_delivered()) as f64 * 8.0 / 40.0;
+        (v, bulk)
+    };
+    let (fq, g_fq) = run(&text, "bs->ue0", 2);
+    let (dt, g_dt) = run(&fifo, "bs->ue0", 2);
+    let (pie, _) = run(&text, "bs->ue1", 3);
+    println!(
+        "ping sojourn at ue0: fq_codel p50 {:.2} p99 {:.2} ms, droptail p50 {:.0} ms; \
+         goodput of the two downloads {:.2} vs {:.2} Mbit/s; PIE (ue1) mean sojourn {:.1} ms",
+        percentile(&fq, 0.5),
+        percentile(&fq, 0.99),
+        percentile(&dt, 0.5),
+        g_fq / 1e6,
+        g_dt / 1e6,
+        mean(&pie)
+    );
+    assert!(percentile(&fq, 0.99) < 10.0);
+    assert!(percentile(&dt, 0.5) > 100.0);
+    assert!((10.0..25.0).contains(&mean(&pie)));
+}
