@@ -147,15 +147,21 @@ impl<P: QueuedPacket> WifiAp<P> {
         let st = &mut self.stations[s as usize].stats;
         st.queue.arrivals_pkts += 1;
         st.queue.arrivals_bytes += bytes;
+        st.queued_pkts += 1;
+        st.queued_bytes += bytes;
         match self.queue.enqueue(now_ns, Tagged { pkt, station: s }) {
-            Enqueue::Queued => {
-                st.queued_pkts += 1;
-                st.queued_bytes += bytes;
-                Enqueue::Queued
-            }
+            Enqueue::Queued => Enqueue::Queued,
             Enqueue::Dropped(t) => {
-                st.queue.drops_enqueue_pkts += 1;
-                st.queue.drops_bytes += bytes;
+                // The dropped frame may be another one than the arrival,
+                // of another station (FQ-CoDel drops the head of its
+                // fattest queue): charge it to its own station. For a
+                // tail drop this nets out to the arrival's drop.
+                let victim = &mut self.stations[t.station as usize].stats;
+                let b = t.pkt.size_bytes() as u64;
+                victim.queued_pkts -= 1;
+                victim.queued_bytes -= b;
+                victim.queue.drops_enqueue_pkts += 1;
+                victim.queue.drops_bytes += b;
                 Enqueue::Dropped(t.pkt)
             }
         }
