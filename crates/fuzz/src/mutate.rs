@@ -153,6 +153,8 @@ fn strings_for(key: &str) -> &'static [&'static str] {
             "droptail",
             "red",
             "codel",
+            "fq_codel",
+            "pie",
             "edge-pacer",
             "tcp",
             "udp",

@@ -229,19 +229,25 @@ impl<P: QueuedPacket> WifiAp<P> {
         // pacer's fluid rate rises, or another station's queue is not held):
         // ask the disciplines again at the next poll.
         self.held_until_ns = None;
+        st.queued_pkts += 1;
+        st.queued_bytes += bytes;
         let queue = match &mut self.queues {
             Queues::Shared(q) => q,
             Queues::PerStation { queues, .. } => &mut queues[s as usize],
         };
         match queue.enqueue(now_ns, Tagged { pkt, station: s }) {
-            Enqueue::Queued => {
-                st.queued_pkts += 1;
-                st.queued_bytes += bytes;
-                Enqueue::Queued
-            }
+            Enqueue::Queued => Enqueue::Queued,
             Enqueue::Dropped(t) => {
-                st.queue.drops_enqueue_pkts += 1;
-                st.queue.drops_bytes += bytes;
+                // The dropped frame may be another one than the arrival,
+                // of another station (FQ-CoDel drops the head of its
+                // fattest queue): charge it to its own station. For a
+                // tail drop this nets out to the arrival's drop.
+                let victim = &mut self.stations[t.station as usize].stats;
+                let b = t.pkt.size_bytes() as u64;
+                victim.queued_pkts -= 1;
+                victim.queued_bytes -= b;
+                victim.queue.drops_enqueue_pkts += 1;
+                victim.queue.drops_bytes += b;
                 Enqueue::Dropped(t.pkt)
             }
         }

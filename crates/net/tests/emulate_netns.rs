@@ -488,3 +488,96 @@ fn a_command_runs_in_the_client_namespace_with_the_addresses() {
     assert!(!names.contains(client_ns), "{names}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// The 20 Mbit/s, 50 ms path of `scenario_20mbit` with a 1000-packet
+/// buffer managed by `queue_kind` (its defaults), written to `out`.
+fn scenario_20mbit_with(queue_kind: &str, out: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(scenario_20mbit()).unwrap().replace(
+        r#"queue = { kind = "droptail", limit_packets = 100 }"#,
+        &format!(r#"queue = {{ kind = "{queue_kind}", limit_packets = 1000 }}"#),
+    );
+    assert!(text.contains(queue_kind));
+    let path = out.join(format!("{queue_kind}.toml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The kernel has neither an fq_codel nor a pie qdisc here; the emulator
+/// runs latlab's. A real Linux TCP download through each keeps the
+/// emulated queue's sojourn near the discipline's target instead of
+/// filling the 1000-packet buffer (about 600 ms at 20 Mbit/s).
+#[test]
+fn real_tcp_through_emulated_fq_codel_and_pie_keeps_the_queue_short() {
+    let _turn = crate::turn::take(module_path!());
+    skip_if_tcp_mem_unfit!();
+    require_testbed!();
+    for (kind, bound_ms) in [("fq_codel", 30.0), ("pie", 45.0)] {
+        let out = scratch_dir(kind);
+        std::fs::create_dir_all(&out).unwrap();
+        let emu = Emulator::start(&scenario_20mbit_with(kind, &out), &out, &[]);
+        let addr = server_addr(&emu, 5001);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let server = in_ns(&emu.ns("server"), move || {
+            let l = TcpListener::bind(addr).unwrap();
+            tx.send(()).unwrap();
+            let (mut s, _) = l.accept().unwrap();
+            let buf = vec![0u8; 1 << 16];
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_secs(8) {
+                if s.write_all(&buf).is_err() {
+                    break;
+                }
+            }
+        });
+        rx.recv().unwrap();
+        let client = in_ns(&emu.ns("client"), move || {
+            let mut s = TcpStream::connect(addr).unwrap();
+            let mut buf = vec![0u8; 1 << 16];
+            let mut bytes = 0u64;
+            while let Ok(n) = s.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                bytes += n as u64;
+            }
+            bytes
+        });
+        let bytes = client.join().unwrap();
+        server.join().unwrap();
+        let summary = emu.stop();
+        // Mean of the sampled sojourn means of the download's link once it
+        // runs (samples with departures).
+        let links = summary["links"].as_array().unwrap();
+        let down = links
+            .iter()
+            .find(|l| l["direction"] == "down")
+            .map(|l| l["link_id"].to_string())
+            .unwrap();
+        let samples = std::fs::read_to_string(out.join("link_samples.csv")).unwrap();
+        let sojourns: Vec<f64> = samples
+            .lines()
+            .skip(1)
+            .filter_map(|l| {
+                let c: Vec<&str> = l.split(',').collect();
+                let t: f64 = c[0].parse().ok()?;
+                let s: f64 = c[7].parse().ok()?;
+                (c[1] == down && t > 2e9 && s > 0.0).then_some(s / 1e6)
+            })
+            .collect();
+        let mean = sojourns.iter().sum::<f64>() / sojourns.len().max(1) as f64;
+        eprintln!(
+            "{kind}: {:.1} MB delivered, mean sampled sojourn {mean:.1} ms over {} samples; drops {}",
+            bytes as f64 / 1e6,
+            sojourns.len(),
+            links.iter().find(|l| l["direction"] == "down").unwrap()["drops_pkts"]
+        );
+        assert!(bytes > 5_000_000, "{kind}: {bytes} bytes");
+        assert!(sojourns.len() > 20, "{kind}: {} samples", sojourns.len());
+        assert!(mean < bound_ms, "{kind}: mean sojourn {mean} ms");
+        for l in links {
+            assert_eq!(l["conservation_ok"], Value::Bool(true), "{l}");
+        }
+        assert!(links.iter().any(|l| l["qdisc"] == kind), "{links:?}");
+        let _ = std::fs::remove_dir_all(&out);
+    }
+}

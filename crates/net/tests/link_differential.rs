@@ -4,8 +4,9 @@
 //! demands the same departures and drops, packet by packet, for every
 //! queue discipline on every medium.
 //!
-//! The packets come from a simulated Poisson UDP source (random gaps and
-//! sizes from the scenario's seed) crossing the link under test; the
+//! The packets come from three simulated Poisson UDP sources (random gaps
+//! and sizes from the scenario's seed; three flows, so that FQ-CoDel
+//! schedules between queues) crossing the link under test; the
 //! simulator records what the link did ([`Simulation::trace_link`]). The
 //! emulator's line is built from the same scenario file (the same seeded
 //! queue, loss and rate streams), gets the same arrivals on a fake clock
@@ -20,7 +21,7 @@ use latlab_sim::sim::TraceEvent;
 use latlab_sim::Simulation;
 use std::collections::HashMap;
 
-const QUEUES: [(&str, &str); 4] = [
+const QUEUES: [(&str, &str); 6] = [
     ("droptail", r#"{ kind = "droptail", limit_packets = 30 }"#),
     (
         "red",
@@ -33,6 +34,14 @@ const QUEUES: [(&str, &str); 4] = [
     (
         "edge-pacer",
         r#"{ kind = "edge-pacer", limit_packets = 200, delay_ms = 20 }"#,
+    ),
+    (
+        "fq_codel",
+        r#"{ kind = "fq_codel", limit_packets = 100, target_ms = 5, interval_ms = 50 }"#,
+    ),
+    (
+        "pie",
+        r#"{ kind = "pie", limit_packets = 200, target_ms = 5, max_burst_ms = 30 }"#,
     ),
 ];
 
@@ -62,9 +71,10 @@ fn scenario(medium: &str, queue: &str) -> (String, &'static str, &'static str) {
 [[flows]]
 name = "probe"
 kind = "udp"
+count = 3
 src = "{src}"
 dst = "{dst}"
-udp = {{ pattern = "poisson", rate_bps = 12e6, size_bytes = [40, 1500] }}
+udp = {{ pattern = "poisson", rate_bps = 4e6, size_bytes = [40, 1500] }}
 "#
         )
     };
@@ -276,6 +286,9 @@ fn the_cases_drop_where_they_should() {
         ("fixed", QUEUES[0].1, DropCause::Queue),
         ("fixed", QUEUES[1].1, DropCause::Queue),
         ("fixed", QUEUES[2].1, DropCause::Queue),
+        ("fixed", QUEUES[4].1, DropCause::Queue),
+        ("fixed", QUEUES[5].1, DropCause::Queue),
+        ("lte", QUEUES[4].1, DropCause::Queue),
         ("loss", QUEUES[0].1, DropCause::Lost),
         ("lte", QUEUES[0].1, DropCause::Queue),
         ("wifi", QUEUES[0].1, DropCause::Lost),

@@ -124,6 +124,88 @@ impl<P: QueuedPacket> CoDel<P> {
         self.count
     }
 
+    /// Drop the head packet outside CoDel's control law (FQ-CoDel's
+    /// overflow drop from the fattest queue, RFC 8290 §4.1.1): it is counted
+    /// as a drop and pushed onto `dropped`. False if the queue is empty.
+    pub(crate) fn drop_head(&mut self, dropped: &mut Vec<P>) -> bool {
+        match self.fifo.pop_front() {
+            Some((pkt, _)) => {
+                self.fifo.drop_dequeued(pkt, dropped);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// RFC 8289 §5.5 `dequeue`, with `beside_bytes` more bytes counted in
+    /// the "more than one MTU queued" test of `dodequeue`. FQ-CoDel passes
+    /// the backlog of its other queues, as Linux's fq_codel hands CoDel the
+    /// whole discipline's backlog: a flow queue holding a single packet
+    /// behind a busy link is still a standing queue for that flow.
+    pub(crate) fn dequeue_beside(
+        &mut self,
+        now_ns: TimeNs,
+        dropped: &mut Vec<P>,
+        beside_bytes: u64,
+    ) -> Dequeue<P> {
+        let now = now_ns;
+        let Some(mut r) = self.dodequeue(now, beside_bytes) else {
+            // An empty queue ends the dropping state.
+            self.dropping = false;
+            return Dequeue::Empty;
+        };
+
+        if self.dropping {
+            if !r.ok_to_drop {
+                // Sojourn went below TARGET: leave the dropping state.
+                self.dropping = false;
+            }
+            // Drop as many packets as the control law says are due; each
+            // drop shortens the gap to the next (INTERVAL/√count), which is
+            // what makes the drop rate rise until the queue is controlled.
+            while self.dropping && now >= self.drop_next_ns {
+                self.fifo.drop_dequeued(r.pkt, dropped);
+                self.count = self.count.saturating_add(1);
+                match self.dodequeue(now, beside_bytes) {
+                    None => {
+                        self.dropping = false;
+                        return Dequeue::Empty;
+                    }
+                    Some(next) => {
+                        r = next;
+                        if r.ok_to_drop {
+                            self.drop_next_ns = self.control_law(self.drop_next_ns, self.count);
+                        } else {
+                            self.dropping = false;
+                        }
+                    }
+                }
+            }
+        } else if r.ok_to_drop {
+            // Sojourn has been above TARGET for INTERVAL: enter the dropping
+            // state with one drop.
+            self.fifo.drop_dequeued(r.pkt, dropped);
+            let next = self.dodequeue(now, beside_bytes);
+            self.dropping = true;
+            // If we were dropping recently (drop_next is at most INTERVAL
+            // after the last drop, so now − drop_next approximates the time
+            // since it), resume near the drop rate that controlled the queue
+            // last time instead of restarting at 1 (RFC 8289 §5.5; §5.6
+            // notes this is the Linux variant). Saturating: now < drop_next
+            // counts as "recent", as the RFC's signed arithmetic does.
+            let delta = self.count.saturating_sub(self.lastcount);
+            let recent = now.saturating_sub(self.drop_next_ns) < self.params.interval_ns.saturating_mul(16);
+            self.count = if delta > 1 && recent { delta } else { 1 };
+            self.drop_next_ns = self.control_law(now, self.count);
+            self.lastcount = self.count;
+            match next {
+                None => return Dequeue::Empty,
+                Some(n) => r = n,
+            }
+        }
+        self.fifo.depart(now, r.pkt, r.enq_ns)
+    }
+
     /// RFC 8289 §5.5 `control_law`: `t + INTERVAL/√count`. The square root
     /// and division are done in f64 and the result truncated to whole ns
     /// (as the RFC's C++ `(time_t)` conversion does); e.g. 100 ms/√2 =
@@ -137,7 +219,11 @@ impl<P: QueuedPacket> CoDel<P> {
     /// RFC 8289 §5.4 `dodequeue`: take the head; `ok_to_drop` once the
     /// sojourn has been ≥ TARGET, with more than one MTU still queued, for
     /// at least INTERVAL.
-    fn dodequeue(&mut self, now: TimeNs) -> Option<Dodequeue<P>> {
+    ///
+    /// `beside_bytes` are bytes queued outside this queue that count as
+    /// part of the standing queue: 0 for CoDel on its own; FQ-CoDel passes
+    /// the other flow queues' backlog (see [`CoDel::dequeue_beside`]).
+    fn dodequeue(&mut self, now: TimeNs, beside_bytes: u64) -> Option<Dodequeue<P>> {
         let Some((pkt, enq_ns)) = self.fifo.pop_front() else {
             self.first_above_ns = None;
             return None;
@@ -147,7 +233,8 @@ impl<P: QueuedPacket> CoDel<P> {
         // `len_bytes` is what is left after taking this packet, as the RFC's
         // `bytes()` after `queue_t::dequeue()`: a single MTU-sized packet
         // behind this one is not a standing queue.
-        if sojourn < self.params.target_ns || self.fifo.len_bytes() <= u64::from(self.params.mtu_bytes) {
+        let backlog = self.fifo.len_bytes().saturating_add(beside_bytes);
+        if sojourn < self.params.target_ns || backlog <= u64::from(self.params.mtu_bytes) {
             // Went below (or stayed below) TARGET: must stay above for a
             // whole INTERVAL before dropping.
             self.first_above_ns = None;
@@ -178,62 +265,7 @@ impl<P: QueuedPacket + Send> Qdisc<P> for CoDel<P> {
 
     /// RFC 8289 §5.5 `dequeue`.
     fn dequeue(&mut self, now_ns: TimeNs, dropped: &mut Vec<P>) -> Dequeue<P> {
-        let now = now_ns;
-        let Some(mut r) = self.dodequeue(now) else {
-            // An empty queue ends the dropping state.
-            self.dropping = false;
-            return Dequeue::Empty;
-        };
-
-        if self.dropping {
-            if !r.ok_to_drop {
-                // Sojourn went below TARGET: leave the dropping state.
-                self.dropping = false;
-            }
-            // Drop as many packets as the control law says are due; each
-            // drop shortens the gap to the next (INTERVAL/√count), which is
-            // what makes the drop rate rise until the queue is controlled.
-            while self.dropping && now >= self.drop_next_ns {
-                self.fifo.drop_dequeued(r.pkt, dropped);
-                self.count = self.count.saturating_add(1);
-                match self.dodequeue(now) {
-                    None => {
-                        self.dropping = false;
-                        return Dequeue::Empty;
-                    }
-                    Some(next) => {
-                        r = next;
-                        if r.ok_to_drop {
-                            self.drop_next_ns = self.control_law(self.drop_next_ns, self.count);
-                        } else {
-                            self.dropping = false;
-                        }
-                    }
-                }
-            }
-        } else if r.ok_to_drop {
-            // Sojourn has been above TARGET for INTERVAL: enter the dropping
-            // state with one drop.
-            self.fifo.drop_dequeued(r.pkt, dropped);
-            let next = self.dodequeue(now);
-            self.dropping = true;
-            // If we were dropping recently (drop_next is at most INTERVAL
-            // after the last drop, so now − drop_next approximates the time
-            // since it), resume near the drop rate that controlled the queue
-            // last time instead of restarting at 1 (RFC 8289 §5.5; §5.6
-            // notes this is the Linux variant). Saturating: now < drop_next
-            // counts as "recent", as the RFC's signed arithmetic does.
-            let delta = self.count.saturating_sub(self.lastcount);
-            let recent = now.saturating_sub(self.drop_next_ns) < self.params.interval_ns.saturating_mul(16);
-            self.count = if delta > 1 && recent { delta } else { 1 };
-            self.drop_next_ns = self.control_law(now, self.count);
-            self.lastcount = self.count;
-            match next {
-                None => return Dequeue::Empty,
-                Some(n) => r = n,
-            }
-        }
-        self.fifo.depart(now, r.pkt, r.enq_ns)
+        self.dequeue_beside(now_ns, dropped, 0)
     }
 
     fn len_pkts(&self) -> usize {

@@ -1,5 +1,5 @@
-//! Sans-IO queue disciplines: DropTail, RED, CoDel, the edge pacer and a token
-//! bucket.
+//! Sans-IO queue disciplines: DropTail, RED, CoDel, FQ-CoDel, PIE, the edge
+//! pacer and a token bucket.
 //!
 //! A queue discipline holds packets between their arrival at a link and the
 //! start of their transmission. The driving contract ([`Qdisc`]):
@@ -20,12 +20,16 @@
 mod codel;
 mod droptail;
 mod edge_pacer;
+mod fq_codel;
+mod pie;
 mod red;
 mod token_bucket;
 
 pub use codel::{CoDel, CoDelParams};
 pub use droptail::{DropTail, Limit};
 pub use edge_pacer::{EdgePacer, EdgePacerParams};
+pub use fq_codel::{FlowList, FqCoDel, FqCoDelParams, FQ_CODEL_MAX_FLOWS};
+pub use pie::{Pie, PieParams};
 pub use red::{Red, RedParams};
 pub use token_bucket::{TokenBucket, TokenBucketParams};
 
@@ -49,6 +53,15 @@ pub enum Enqueue<P> {
     Dropped(P),
 }
 
+/// An active queue manager's decision about one packet, taken at one
+/// place per discipline (PIE's `verdict`), so that a congestion signal
+/// other than a drop (an ECN mark) is one more variant there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Enqueue,
+    Drop,
+}
+
 /// Result of a dequeue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dequeue<P> {
@@ -70,10 +83,11 @@ pub struct QdiscStats {
     pub departures_bytes: u64,
     /// Dropped on arrival (tail drop, RED early and forced drops).
     pub drops_enqueue_pkts: u64,
-    /// The part of `drops_enqueue_pkts` that RED dropped early: a random
-    /// drop while the average queue was between its thresholds, with room
-    /// left in the buffer. Zero for every other discipline. Forced drops
-    /// (buffer full, or the average above `max_th`) are the rest.
+    /// The part of `drops_enqueue_pkts` that RED or PIE dropped early: a
+    /// random drop with room left in the buffer (RED: the average queue
+    /// between its thresholds; PIE: its drop probability). Zero for every
+    /// other discipline. Forced drops (buffer full, or RED's average above
+    /// `max_th`) are the rest.
     pub drops_early_pkts: u64,
     /// Dropped at dequeue (CoDel).
     pub drops_dequeue_pkts: u64,

@@ -1,10 +1,13 @@
 //! Queue disciplines from their scenario tables.
 
 use crate::ctx::Ctx;
-use crate::scenario::{CoDelSpec, DropTailSpec, EdgePacerSpec, QueueSpec, RedSpec, ScenarioError};
+use crate::scenario::{
+    CoDelSpec, DropTailSpec, EdgePacerSpec, FqCoDelSpec, PieSpec, QueueSpec, RedSpec, ScenarioError,
+};
 use latlab_link::{LinkPacket, LinkQueue};
 use latlab_qdisc::{
-    CoDel, CoDelParams, DropTail, EdgePacer, EdgePacerParams, Limit, Qdisc, QueuedPacket, Red, RedParams,
+    CoDel, CoDelParams, DropTail, EdgePacer, EdgePacerParams, FqCoDel, FqCoDelParams, Limit, Pie, PieParams,
+    Qdisc, QueuedPacket, Red, RedParams, FQ_CODEL_MAX_FLOWS,
 };
 
 pub fn limit(
@@ -132,5 +135,84 @@ pub fn make_qdisc<P: QueuedPacket + Send + 'static>(
             params.validate().map_err(|m| cx.err(path, m))?;
             Box::new(CoDel::new(params))
         }
+        QueueSpec::FqCodel(spec) => Box::new(fq_codel(cx, spec, path, seed)?),
+        QueueSpec::Pie(spec) => Box::new(pie(cx, spec, path, seed)?),
     })
+}
+
+fn fq_codel<P: QueuedPacket + Send>(
+    cx: &Ctx,
+    spec: &FqCoDelSpec,
+    path: &str,
+    seed: u64,
+) -> Result<FqCoDel<P>, ScenarioError> {
+    if spec.flows == 0 || spec.flows > FQ_CODEL_MAX_FLOWS {
+        return Err(cx.err(
+            format!("{path}.flows"),
+            format!("expected a number of flow queues from 1 to {FQ_CODEL_MAX_FLOWS}"),
+        ));
+    }
+    if spec.quantum_bytes == 0 {
+        return Err(cx.err(
+            format!("{path}.quantum_bytes"),
+            "expected a positive DRR quantum in bytes (Linux: 1514)",
+        ));
+    }
+    let params = FqCoDelParams {
+        flows: spec.flows,
+        quantum_bytes: spec.quantum_bytes,
+        limit: limit(
+            cx,
+            path,
+            spec.limit_bytes,
+            spec.limit_packets,
+            Some(Limit::Packets(10_240)),
+        )?,
+        target_ns: cx.ms_to_ns(spec.target_ms, &format!("{path}.target_ms"))?,
+        interval_ns: cx.ms_to_ns(spec.interval_ms, &format!("{path}.interval_ms"))?,
+        mtu_bytes: spec.mtu_bytes,
+    };
+    params.validate().map_err(|m| cx.err(path, m))?;
+    Ok(FqCoDel::new(params, seed))
+}
+
+fn pie<P: QueuedPacket + Send>(
+    cx: &Ctx,
+    spec: &PieSpec,
+    path: &str,
+    seed: u64,
+) -> Result<Pie<P>, ScenarioError> {
+    for (key, v) in [("alpha", spec.alpha), ("beta", spec.beta)] {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(cx.err(
+                format!("{path}.{key}"),
+                format!("expected a finite gain ≥ 0 in Hz (RFC 8033: alpha 0.125, beta 1.25), got {v}"),
+            ));
+        }
+    }
+    for (key, v) in [("target_ms", spec.target_ms), ("t_update_ms", spec.t_update_ms)] {
+        if v.is_finite() && v <= 0.0 {
+            return Err(cx.err(
+                format!("{path}.{key}"),
+                format!("expected a positive number of milliseconds (RFC 8033: 15), got {v}"),
+            ));
+        }
+    }
+    let params = PieParams {
+        target_ns: cx.ms_to_ns(spec.target_ms, &format!("{path}.target_ms"))?,
+        t_update_ns: cx.ms_to_ns(spec.t_update_ms, &format!("{path}.t_update_ms"))?,
+        alpha: spec.alpha,
+        beta: spec.beta,
+        max_burst_ns: cx.ms_to_ns(spec.max_burst_ms, &format!("{path}.max_burst_ms"))?,
+        mean_pkt_size_bytes: spec.mean_pkt_size_bytes,
+        limit: limit(
+            cx,
+            path,
+            spec.limit_bytes,
+            spec.limit_packets,
+            Some(Limit::Packets(1000)),
+        )?,
+    };
+    params.validate().map_err(|m| cx.err(path, m))?;
+    Ok(Pie::new(params, seed))
 }

@@ -177,6 +177,10 @@ pub enum QueueSpec {
     Codel(CoDelSpec),
     /// The optimal edge pacer (docs/models/edge-pacer.md): no packet held longer than delay_ms.
     EdgePacer(EdgePacerSpec),
+    /// FQ-CoDel (RFC 8290): per-flow queues, DRR, CoDel on each.
+    FqCodel(FqCoDelSpec),
+    /// PIE (RFC 8033): random early drop driven by the queueing delay.
+    Pie(PieSpec),
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -229,16 +233,85 @@ pub struct CoDelSpec {
     pub mtu_bytes: u32,
 }
 
+/// FQ-CoDel; defaults are Linux's (`tc qdisc add ... fq_codel`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FqCoDelSpec {
+    /// Shared buffer over all flow queues (default 10240 packets).
+    pub limit_bytes: Option<u64>,
+    pub limit_packets: Option<u64>,
+    /// Number of flow queues (default 1024).
+    #[serde(default = "default_fq_flows")]
+    pub flows: u32,
+    /// DRR quantum, bytes (default 1514).
+    #[serde(default = "default_fq_quantum")]
+    pub quantum_bytes: u32,
+    #[serde(default = "default_codel_target")]
+    pub target_ms: f64,
+    #[serde(default = "default_codel_interval")]
+    pub interval_ms: f64,
+    #[serde(default = "default_mtu")]
+    pub mtu_bytes: u32,
+}
+
+/// PIE; defaults are RFC 8033's (and Linux's 1000-packet limit).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PieSpec {
+    pub limit_bytes: Option<u64>,
+    pub limit_packets: Option<u64>,
+    /// QDELAY_REF (default 15 ms).
+    #[serde(default = "default_pie_target")]
+    pub target_ms: f64,
+    /// T_UPDATE (default 15 ms).
+    #[serde(default = "default_pie_t_update")]
+    pub t_update_ms: f64,
+    #[serde(default = "default_pie_alpha")]
+    pub alpha: f64,
+    #[serde(default = "default_pie_beta")]
+    pub beta: f64,
+    /// MAX_BURST (default 150 ms).
+    #[serde(default = "default_pie_max_burst")]
+    pub max_burst_ms: f64,
+    /// MEAN_PKTSIZE (default 1500).
+    #[serde(default = "default_mtu")]
+    pub mean_pkt_size_bytes: u32,
+}
+
 impl<'de> Deserialize<'de> for QueueSpec {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let (kind, rest) = split_kind(d, &["droptail", "red", "codel", "edge-pacer"])?;
+        let (kind, rest) = split_kind(d, &["droptail", "red", "codel", "fq_codel", "pie", "edge-pacer"])?;
         Ok(match kind.as_str() {
             "droptail" => QueueSpec::Droptail(nested(rest)?),
             "red" => QueueSpec::Red(nested(rest)?),
             "edge-pacer" => QueueSpec::EdgePacer(nested(rest)?),
+            "fq_codel" => QueueSpec::FqCodel(nested(rest)?),
+            "pie" => QueueSpec::Pie(nested(rest)?),
             _ => QueueSpec::Codel(nested(rest)?),
         })
     }
+}
+
+fn default_fq_flows() -> u32 {
+    1024
+}
+fn default_fq_quantum() -> u32 {
+    1514
+}
+fn default_pie_target() -> f64 {
+    15.0
+}
+fn default_pie_t_update() -> f64 {
+    15.0
+}
+fn default_pie_alpha() -> f64 {
+    0.125
+}
+fn default_pie_beta() -> f64 {
+    1.25
+}
+fn default_pie_max_burst() -> f64 {
+    150.0
 }
 
 fn default_mean_pkt() -> u32 {

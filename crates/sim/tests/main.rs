@@ -4,6 +4,7 @@
 
 mod common;
 
+mod aqm;
 mod bbr;
 mod controllers;
 mod errors;
