@@ -159,8 +159,10 @@ impl Wires {
     /// Put `pkt` at the tail of `link`'s wire, arriving at `arrival_ns`
     /// and going on to `hop`. Returns true when the wire was empty: the
     /// caller schedules the packet's `Arrive`. Arrival times must not
-    /// decrease along a wire.
-    #[inline]
+    /// decrease along a wire. Always inlined: it runs once per packet-hop,
+    /// and left to itself the compiler stopped inlining it when the packet
+    /// handle moved to latlab-link (dumbbell-1000: +4 % instructions).
+    #[inline(always)]
     pub fn push(&mut self, link: u32, pkt: PacketRef, arrival_ns: u64, hop: Hop) -> bool {
         let i = pkt.idx as usize;
         if i >= self.slots.len() {
