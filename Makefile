@@ -44,7 +44,7 @@ test-rust:
 
 # Tests marked slow (real networks, minutes each) run only where CI=true, as .ci/run sets it.
 test-python:
-	$(PY) -m pytest -q tests/python $(if $(filter true,$(CI)),,-m "not slow")
+	$(PY) -m pytest -q -rs tests/python $(if $(filter true,$(CI)),,-m "not slow")
 
 PY_SOURCES := python tests benches
 
