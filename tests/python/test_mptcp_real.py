@@ -116,8 +116,35 @@ def test_both_paths_beat_one_when_nothing_is_throttled(real_rows: list[dict]) ->
         pytest.skip(
             f"the machine was the bottleneck (load above its {os.cpu_count()} CPUs): {seen}"
         )
-    # The Wi-Fi path adds capacity the wired one cannot use: the aggregate beats the wired path alone.
-    assert mp["goodput_bps"] > wired["goodput_bps"], seen
+    # The Wi-Fi path adds capacity the wired one cannot use: while both subflows send, they carry more than the
+    # wired path alone. Compared as the median of the per-window rates (0.5 s windows), not as the transfer's
+    # mean: in 2 of 6 quick runs on an idle machine (and once in CI) both subflows stalled together for about
+    # 0.6 s early in the transfer (wired 38 -> 5 Mbit/s, Wi-Fi 9 -> 4, at 0.6-1.3 s; both at once, so the
+    # connection level, not either path, held them; which part of it is not measured), and that one stall set the 4-s transfer's mean (38.4 and
+    # 39.5 Mbit/s against 43-45 without it) while the median windows stayed at 45.7-47 (wired alone: 38.2).
+    # The margin: the Wi-Fi path adds 25 % (10 on 40 Mbit/s); at least 10 % of it must show.
+    both, alone = (
+        _median(_aggregate_rate(mp["series"])),
+        _median(rate for _, rate in wired["series"]["wired"]),
+    )
+    assert both > 1.1 * alone, (both, alone, seen)
+
+
+def _aggregate_rate(series: dict[str, list[list[float]]]) -> list[float]:
+    """Mbit/s of both subflows at each of the wired subflow's sample times (the Wi-Fi sample within 50 ms)."""
+    out = []
+    for t, rate in series["wired"]:
+        near_t, near_rate = min(series["wifi"], key=lambda p: abs(p[0] - t))
+        if abs(near_t - t) < 0.05:
+            out.append(rate + near_rate)
+    return out
+
+
+def _median(xs) -> float:
+    xs = sorted(xs)
+    assert xs, "no rate samples"
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
 
 
 @pytest.mark.slow
