@@ -5,10 +5,17 @@ measurement window into the ``latency_histogram`` table: for TCP each RTT
 measurement the sender's RFC 6298 estimator takes (per ACK of new data
 with RFC 7323 timestamps, else Karn's one timed segment per round trip),
 before any smoothing; for UDP and TFRC/DFlow each data packet's one-way
-delay. Buckets are log-linear (32 per power of two), so a percentile read
-from them is within 3.1 % of the exact sample percentile. A percentile is
+delay. Buckets are log-linear (128 per power of two), so a percentile read
+from them is within 0.78 % of the exact sample percentile. A percentile is
 the nearest-rank one (the smallest sample with at least q % of the samples
 at or below it), reported as the middle of its bucket.
+
+An emulated run (``latlab run --emulate``) sees real Linux sockets, whose
+per-ACK RTT samples the kernel does not expose: its histogram holds the
+kernel's smoothed RTT (``tcpi_rtt``) read every sample interval, as metric
+``srtt``, each value in a bucket of its own (exact). A percentile of srtt
+is not one of RTT: smoothing narrows the distribution, so its p99 is at
+most the RTT samples' p99 over the same time.
 
 Pooling several flows pools their samples: a flow that took more samples
 weighs more, as in "the RTT an ACK saw".
@@ -23,7 +30,27 @@ import numpy as np
 import pandas as pd
 
 PERCENTILES = (50, 95, 99)
-METRIC_LABELS = {"rtt": "RTT", "owd": "one-way delay"}
+METRIC_LABELS = {"rtt": "RTT", "owd": "one-way delay", "srtt": "srtt (kernel, sampled)"}
+
+
+def exact_histogram(samples: pd.DataFrame, metric: str, value_column: str) -> pd.DataFrame:
+    """A ``latency_histogram`` table from raw samples (flow_id, ``value_column`` in ns), one bucket
+    [v, v + 1) per distinct value, so its percentiles are the exact sample ones. Zero values (no
+    sample yet) are left out."""
+    columns = ["flow_id", "metric", "low_ns", "high_ns", "count"]
+    values = samples[samples[value_column] > 0] if len(samples) else samples
+    if not len(values):
+        return pd.DataFrame(columns=columns)
+    counts = (
+        values.assign(low_ns=values[value_column].astype("int64"))
+        .groupby(["flow_id", "low_ns"], sort=True)
+        .size()
+        .reset_index(name="count")
+    )
+    counts["metric"] = metric
+    counts["high_ns"] = counts["low_ns"] + 1
+    counts["flow_id"] = counts["flow_id"].astype("int64")
+    return counts[columns].astype({"low_ns": "int64", "high_ns": "int64", "count": "int64"})
 
 
 def percentiles_ms(

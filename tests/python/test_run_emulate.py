@@ -259,6 +259,16 @@ start_s = 1.5
     assert up["time_ns"].min() >= 0 and up["time_ns"].max() <= 6e9, up["time_ns"].describe()
     meta = json.loads((out / "run.json").read_text())
     assert meta["run"]["emulated"] is True and "flows" in meta["tables"]
+    # Latency first: the kernel's srtt samples of the measurement window (from 1 s), exact buckets, and their
+    # percentiles in the summary (none below the 50 ms path; p50 <= p95 <= p99).
+    h = r.latency_histogram
+    assert set(h["metric"]) == {"srtt"} and set(h["flow_id"]) <= {0, 1, 2} and len(h), h
+    window = s[(s["time_ns"] >= 1e9) & (s["srtt_ns"] > 0)]
+    assert h["count"].sum() == len(window)
+    summary = r.summary()
+    p = [summary[f"srtt_p{q}_ms"] for q in (50, 95, 99)]
+    assert 50 <= p[0] <= p[1] <= p[2], p
+    assert set(r.latency_per_flow()["metric"]) == {"srtt"}
 
     _skip_if_the_machine_set_the_timing(r.run_info)
     # The handshake is one RTT, not a retransmitted SYN (1 s). Together the flows fill the link

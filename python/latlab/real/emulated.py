@@ -52,7 +52,7 @@ from typing import Any
 
 import pandas as pd
 
-from latlab import frames, schema
+from latlab import frames, latency, schema
 from latlab.results import Results
 from latlab.scenario import Scenario, as_scenario
 
@@ -324,6 +324,10 @@ def run_emulated(
         "flow_samples": flow_samples,
         "links": _links_table(emu_links, summary["elapsed_ns"] / 1e9),
         "link_samples": link_samples,
+        # The kernel's srtt every sample interval in the measurement window (see latlab.latency).
+        "latency_histogram": latency.exact_histogram(
+            flow_samples[flow_samples["time_ns"] >= summary["measure_from_ns"]], "srtt", "srtt_ns"
+        ),
     }
     run_info: dict[str, Any] = {
         "name": the_plan["scenario_name"],
