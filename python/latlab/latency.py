@@ -30,7 +30,11 @@ import numpy as np
 import pandas as pd
 
 PERCENTILES = (50, 95, 99)
-METRIC_LABELS = {"rtt": "RTT", "owd": "one-way delay", "srtt": "srtt (kernel, sampled)"}
+METRIC_LABELS = {
+    "rtt": "RTT",
+    "owd": "one-way delay",
+    "srtt": "smoothed RTT (kernel srtt, sampled)",
+}
 
 
 def exact_histogram(samples: pd.DataFrame, metric: str, value_column: str) -> pd.DataFrame:

@@ -267,7 +267,7 @@ def overview_figure(results: Results) -> Figure:
     draw_goodput(axes[1, 2], results)
     info = results.run_info
     fig.suptitle(
-        f"{info.get('name', 'scenario')} (seed {info.get('seed')}, {info.get('duration_s', 0):g} s simulated)"
+        f"{info.get('name', 'scenario')} (seed {info.get('seed')}, {info.get('duration_s', 0):g} s {'emulated' if info.get('emulated') else 'simulated'})"
     )
     return fig
 
