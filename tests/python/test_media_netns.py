@@ -252,7 +252,7 @@ def _free_udp_port() -> int:
 
 
 def _data_packet(session: int, seq: int, packet_bytes: int = 200) -> bytes:
-    """A well-formed TFRC data packet (wire version 1; see crates/net/src/wire.rs)."""
+    """A well-formed TFRC data packet (wire version 1; see crates/net/src/media/wire.rs)."""
     head = struct.pack(
         ">2sBBIQQQHBBB3xQQd", b"LM", 1, 1, session, seq, 0, 0, packet_bytes, 0, 0, 3, 0, 0, 0.0
     )

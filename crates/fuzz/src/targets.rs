@@ -4,7 +4,7 @@
 use crate::corpus::Seed;
 use crate::mutate::{self, input_rng};
 use latlab_link::trace::{TraceError, TraceSchedule, MAX_TIMESTAMP_MS, OPPORTUNITY_BYTES};
-use latlab_net::wire::{self, DataPacket, FeedbackPacket, Packet, ReceiverReport};
+use latlab_net::media::wire::{self, DataPacket, FeedbackPacket, Packet, ReceiverReport};
 use latlab_proto::tfrc::{DflowParams, TfrcConfig, TfrcData, TfrcFeedback, TfrcMode, MAX_NDUPACK};
 use latlab_sim::scenario::{Scenario, Topology};
 use rand::{Rng, RngCore, SeedableRng};

@@ -13,8 +13,8 @@ use latlab_proto::tfrc::{DflowParams, TfrcConfig, TfrcMode};
 use crate::arg_values::{non_negative_finite, positive_finite};
 use crate::media::receiver::RecvOptions;
 use crate::media::sender::SendOptions;
+use crate::media::wire::{DATA_HEADER_LEN, MAX_PACKET_BYTES};
 use crate::recv::RecvOptions as TcpRecvOptions;
-use crate::wire::{DATA_HEADER_LEN, MAX_PACKET_BYTES};
 
 #[derive(Debug, Parser)]
 #[command(

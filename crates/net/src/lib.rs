@@ -41,4 +41,3 @@ pub mod proxy;
 pub mod record;
 pub mod recv;
 mod sockaddr;
-pub mod wire;

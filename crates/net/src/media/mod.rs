@@ -16,11 +16,12 @@
 
 pub mod receiver;
 pub mod sender;
+pub mod wire;
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 
-use crate::wire::{MalformedCounts, MAX_PACKET_BYTES};
+use crate::media::wire::{MalformedCounts, MAX_PACKET_BYTES};
 
 /// The largest datagram read: anything longer is truncated by the kernel
 /// and then fails to parse with a length error.

@@ -26,8 +26,8 @@ use super::{
     bind, new_session_id, say, try_recv, RunError, SocketCounters, MAX_READS_PER_TURN, RECV_BUF_BYTES,
 };
 use crate::clock::{self, now_ns};
+use crate::media::wire::{self, DataPacket, Packet, ReceiverReport};
 use crate::record::{ns_to_ms, rate_bps, summary_path, write_summary, Distribution, Recorder, RowClock};
-use crate::wire::{self, DataPacket, Packet, ReceiverReport};
 
 /// Everything `media send` was asked to do (validated).
 #[derive(Clone, Debug)]
