@@ -131,10 +131,13 @@ def per_group(hist: pd.DataFrame, flows: pd.DataFrame) -> pd.DataFrame:
 
 
 def run_percentiles(hist: pd.DataFrame) -> dict[str, float | None]:
-    """The run's pooled percentiles: rtt_p50_ms ... rtt_p99_ms, owd_p50_ms ... owd_p99_ms."""
+    """The run's pooled percentiles: rtt_p50_ms ... rtt_p99_ms, owd_p50_ms ... owd_p99_ms (None without
+    samples), and srtt_p50_ms ... only for an emulated run, which has them instead of RTT samples."""
     out: dict[str, float | None] = {}
     for metric in METRIC_LABELS:
         rows = hist[hist["metric"] == metric] if len(hist) else hist
+        if metric == "srtt" and not len(rows):
+            continue
         p = percentiles_ms(rows)
         for q in PERCENTILES:
             out[f"{metric}_p{q}_ms"] = p[q]

@@ -42,7 +42,7 @@ def summary_table(results: Results, outdir: Path | None = None) -> Table:
     table.add_row("mean goodput", goodput)
     hist = results.latency_histogram
     for metric, label in latency.METRIC_LABELS.items():
-        p = [s[f"{metric}_p{q}_ms"] for q in latency.PERCENTILES]
+        p = [s.get(f"{metric}_p{q}_ms") for q in latency.PERCENTILES]
         if p[0] is not None:
             rows = hist[hist["metric"] == metric]
             table.add_row(
