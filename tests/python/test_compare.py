@@ -169,6 +169,8 @@ def test_competition_puts_one_cubic_flow_beside_one_scheme_flow():
         ("cubic", 1, "cubic"),
     ]
     assert vs["flows"][1]["first_index"] == 1  # the next dumbbell pair: the same core link
+    assert [g["start_s"] for g in vs["flows"]] == [0.0, 0.0]  # neither gets the buffer first
+    assert alone["flows"][0]["start_s"] == {"uniform": [0.0, 1.0]}
     assert vs["topology"]["core_queue"]["kind"] == "codel"
 
 

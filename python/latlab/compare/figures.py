@@ -17,6 +17,16 @@ from matplotlib.patches import Ellipse
 from latlab import _atomic
 
 X_COLUMN = "rtt_p95_ms"
+# Markers and line styles cycle apart from colours, so that schemes whose
+# numbers coincide (one flow through CoDel and through FQ-CoDel) both show.
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+LINESTYLES = ("-", "--", "-.", ":")
+
+
+def _wide(values: np.ndarray) -> bool:
+    """Whether positive values span more than a factor of ten (then a log axis shows them all)."""
+    values = values[np.isfinite(values)]
+    return bool(len(values) and values.min() > 0 and values.max() / values.min() > 10)
 
 
 def covariance_ellipse(
@@ -52,7 +62,8 @@ def plane_figure(seeds: pd.DataFrame, title: str) -> Figure:
         g = g.dropna(subset=[X_COLUMN, "goodput_bps"])
         x = g[X_COLUMN].to_numpy(dtype="float64")
         y = g["goodput_bps"].to_numpy(dtype="float64") / 1e6
-        ax.plot(x, y, "o", color=color, ms=5, label=f"{scheme} ({len(g)} seeds)")
+        marker = MARKERS[i % len(MARKERS)]
+        ax.plot(x, y, marker, color=color, ms=6, mfc="none", label=f"{scheme} ({len(g)} seeds)")
         shape = covariance_ellipse(x, y)
         if shape is not None:
             cx, cy, w, h, angle = shape
@@ -67,8 +78,12 @@ def plane_figure(seeds: pd.DataFrame, title: str) -> Figure:
         color="0.3",
         label="ellipse: 1σ covariance over seeds",
     )
+    log = _wide(seeds[X_COLUMN].to_numpy(dtype="float64"))
+    if log:
+        ax.set_xscale("log")
     ax.invert_xaxis()
-    ax.set_xlabel("p95 RTT (ms; axis reversed: lower delay to the right)")
+    scale = "log axis, " if log else ""
+    ax.set_xlabel(f"p95 RTT (ms; {scale}reversed: lower delay to the right)")
     ax.set_ylabel("goodput (Mbit/s, sum over the scheme's flows)")
     ax.set_title(title)
     ax.grid(alpha=0.3)
@@ -88,12 +103,11 @@ def rtt_figure(histograms: dict[str, pd.DataFrame], title: str) -> Figure:
         pooled = hist.groupby("high_ns", sort=True)["count"].sum()
         x_ms = pooled.index.to_numpy(dtype="float64") / 1e6
         y = np.cumsum(pooled.to_numpy(dtype="float64")) / pooled.sum()
-        ax.step(x_ms, y, where="post", lw=1.3, color=f"C{i % 10}", label=scheme)
+        style = LINESTYLES[i % len(LINESTYLES)]
+        ax.step(x_ms, y, where="post", lw=1.4, ls=style, color=f"C{i % 10}", label=scheme)
         lows.append(x_ms)
-    if lows:
-        every = np.concatenate(lows)
-        if every.min() > 0 and every.max() / every.min() > 10:
-            ax.set_xscale("log")
+    if lows and _wide(np.concatenate(lows)):
+        ax.set_xscale("log")
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("RTT (ms)")
     ax.set_ylabel("fraction of RTT samples")

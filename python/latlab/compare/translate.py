@@ -1,9 +1,10 @@
 """From a scheme to the scenarios that measure it: alone on the path, and against CUBIC.
 
-A scheme's run alone has one flow group, ``scheme``, of ``flows`` flows; its
-run against CUBIC has one ``scheme`` flow and one ``cubic`` flow (the
-competitor: CUBIC with the path's TCP settings, a fixed receive window, no
-ECN), both through the same bottleneck queue. The path's own flows are
+A scheme's run alone has one flow group, ``scheme``, of ``flows`` flows
+(starting in the first second); its run against CUBIC has one ``scheme``
+flow and one ``cubic`` flow (the competitor: CUBIC with the path's TCP
+settings, a fixed receive window, no ECN), both starting at 0 s through the
+same bottleneck queue. The path's own flows are
 dropped; its topology, TCP defaults and sampling are kept.
 
 What each scheme key becomes (the scenario keys of crates/scenario):
@@ -38,9 +39,13 @@ SCHEME_GROUP = "scheme"
 COMPETITOR_GROUP = "cubic"
 #: Queue kinds that mark ECT packets instead of dropping them when ``ecn = true``.
 ECN_QUEUES = frozenset({"red", "codel", "pie", "fq_codel"})
-#: Flows start at a uniform random time in the first second, so that several
-#: flows of a scheme do not start in lockstep.
+#: A scheme's flows alone start at a uniform random time in the first second,
+#: so that several of them do not start in lockstep.
 START_S = {"uniform": [0.0, 1.0]}
+#: Against CUBIC both flows start together: over a large buffer the flow that
+#: starts first can hold most of it for the whole run, so a random order
+#: would measure the order rather than the scheme.
+COMPETITION_START_S = 0.0
 LIMIT_KEYS = ("limit_bytes", "limit_packets")
 
 
@@ -71,14 +76,14 @@ def tcp_table(scheme: Scheme) -> dict[str, Any]:
     return tcp
 
 
-def scheme_group(scheme: Scheme, spec: CompareSpec, count: int) -> dict[str, Any]:
+def scheme_group(scheme: Scheme, spec: CompareSpec, count: int, start_s: Any) -> dict[str, Any]:
     group: dict[str, Any] = {
         "name": SCHEME_GROUP,
         "count": count,
         "src": spec.path.src,
         "dst": spec.path.dst,
         "cc": scheme.cc,
-        "start_s": dict(START_S),
+        "start_s": copy.deepcopy(start_s),
     }
     if scheme.cc_params:
         group["cc_params"] = dict(scheme.cc_params)
@@ -96,7 +101,7 @@ def competitor_group(spec: CompareSpec, first_index: int) -> dict[str, Any]:
         "src": spec.path.src,
         "dst": spec.path.dst,
         "cc": "cubic",
-        "start_s": dict(START_S),
+        "start_s": COMPETITION_START_S,
     }
 
 
@@ -120,9 +125,12 @@ def scenario_data(spec: CompareSpec, scheme: Scheme, seed: int, role: str) -> di
         dotpath.set_value(data, spec.path.bottleneck, queue)
         _drop_user_queues(data, spec.path.bottleneck)
     if role == ALONE:
-        data["flows"] = [scheme_group(scheme, spec, spec.flows)]
+        data["flows"] = [scheme_group(scheme, spec, spec.flows, START_S)]
     else:
-        data["flows"] = [scheme_group(scheme, spec, 1), competitor_group(spec, first_index=1)]
+        data["flows"] = [
+            scheme_group(scheme, spec, 1, COMPETITION_START_S),
+            competitor_group(spec, first_index=1),
+        ]
     return data
 
 
