@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from latlab import _atomic
+from latlab import _atomic, dotpath
 from latlab.compare import figures, metrics, translate
 from latlab.compare.spec import CompareSpec, Scheme, load, seed_list
 
@@ -28,12 +28,17 @@ class CompareFailed(RuntimeError):
     """Some runs failed; the finished ones are kept in the output folder."""
 
 
-def describe(scheme: Scheme) -> dict[str, Any]:
-    """A scheme's settings as table columns."""
+def describe(scheme: Scheme, spec: CompareSpec) -> dict[str, Any]:
+    """A scheme's settings as table columns ("(path's)" marks what the path decides)."""
+    queue = scheme.queue_kind
+    if queue is None:
+        path_queue = dotpath.get(spec.path.scenario, spec.path.bottleneck, None)
+        kind = path_queue.get("kind") if isinstance(path_queue, dict) else None
+        queue = f"{kind} (path's)" if kind else "(path's)"
     return {
         "cc": scheme.cc,
         "rwnd": scheme.rwnd,
-        "queue": scheme.queue_kind or "(path's)",
+        "queue": queue,
         "pacing": "(path's)" if scheme.pacing is None else ("on" if scheme.pacing else "off"),
         "ecn": "on" if scheme.ecn else "off",
     }
@@ -135,7 +140,7 @@ def _table(
     spec: CompareSpec, seed_rows: pd.DataFrame, histograms: dict[str, pd.DataFrame]
 ) -> pd.DataFrame:
     table = metrics.scheme_table(seed_rows, histograms)
-    settings = pd.DataFrame([{"scheme": s.name, **describe(s)} for s in spec.schemes])
+    settings = pd.DataFrame([{"scheme": s.name, **describe(s, spec)} for s in spec.schemes])
     return settings.merge(table, on="scheme", how="left")
 
 
