@@ -664,6 +664,12 @@ def latlab_raw(pt: Point, res, wall_s: float) -> dict:  # noqa: ANN001
     if pt.qdisc in AQM_QDISCS:
         raw.update(latlab_delays(pt, res, s))
         raw["early_drops_run_pkts"] = int(core["drops_early_pkts"])
+        # (s, queue packets, cumulative drops) every sample over the whole run, as ns3_twin.py's run_trace
+        raw["run_trace"] = [
+            (round(t / 1e9, 3), int(q), int(d))
+            for t, q, d in zip(s["time_ns"], s["queue_pkts"], s["drops_pkts"])
+            if t < t_end
+        ]
     return raw
 
 
@@ -802,7 +808,7 @@ def row(pt: Point, raw: dict, experiment: str, overrides: dict) -> dict:
     if pt.qdisc in AQM_QDISCS:
         # what the AQM section's notes are written from: the queue over time and the kinds of drops
         r["queue_samples_pkts"] = raw["queue_samples_pkts"]
-        for k in ("early_drops_run_pkts", "drop_reasons_run", "flow_queues_used"):
+        for k in ("early_drops_run_pkts", "drop_reasons_run", "flow_queues_used", "run_trace"):
             if k in raw:
                 r[k] = raw[k]
     return r
@@ -2585,6 +2591,20 @@ def aqm_trace_facts(lat: dict, ns: dict) -> str:
         f"RTOs {lat['timeouts']} / {ns['timeouts']}; retransmitted segments {lat['retransmitted_segments']} / "
         f"{ns['retransmitted_segments']}; per-flow goodput {spread(lat)} / {spread(ns)} Mb/s."
     )
+    if all(r.get("run_trace") for r in (lat, ns)):
+        t0 = lat["measure_from_s"]
+
+        def at(r: dict, t: float) -> int:  # cumulative drops at the last sample at or before t
+            return max((d for s, _, d in r["run_trace"] if s <= t + 1e-9), default=0)
+
+        def peak(r: dict) -> int:
+            return max((q for s, q, _ in r["run_trace"] if s < t0), default=0)
+
+        text += (
+            f" Whole-run trace: the queue peaks at {peak(lat)} / {peak(ns)} packets before the window, with "
+            f"{at(lat, t0)} / {at(ns, t0)} drops there; of the window's drops {at(lat, t0 + 5) - at(lat, t0)} / "
+            f"{at(ns, t0 + 5) - at(ns, t0)} fall in its first 5 s."
+        )
     if lat["qdisc"] == "pie" and "early_drops_run_pkts" in lat:
         text += f" Whole run: latlab's random (early) drops {lat['early_drops_run_pkts']};"
     if ns.get("drop_reasons_run"):

@@ -516,7 +516,23 @@ def build_and_run(p: dict) -> dict:
         if ns.Simulator.Now().GetNanoSeconds() + interval_ns < int(p["duration_s"] * 1e9):
             ns.Simulator.Schedule(ns.NanoSeconds(interval_ns), g.PyEvent(sample_cb))
 
-    mark_cb, sample_cb = mark, sample  # cppyy needs the callables alive
+    # AQM points: (s, queue packets, cumulative disc drops) every interval over the whole run, slow start included
+    run_trace = []
+
+    def trace():
+        run_trace.append(
+            (
+                round(ns.Simulator.Now().GetSeconds(), 3),
+                int(core_q.GetNPackets()) + int(fifo.GetNPackets()),
+                fifo_counts()[1],
+            )
+        )
+        if ns.Simulator.Now().GetNanoSeconds() + interval_ns < int(p["duration_s"] * 1e9):
+            ns.Simulator.Schedule(ns.NanoSeconds(interval_ns), g.PyEvent(trace_cb))
+
+    mark_cb, sample_cb, trace_cb = mark, sample, trace  # cppyy needs the callables alive
+    if aqm:
+        ns.Simulator.Schedule(ns.NanoSeconds(0), g.PyEvent(trace_cb))
     ns.Simulator.Schedule(ns.NanoSeconds(int(p["measure_from_s"] * 1e9)), g.PyEvent(mark_cb))
     ns.Simulator.Schedule(ns.NanoSeconds(int(p["measure_from_s"] * 1e9)), g.PyEvent(sample_cb))
     ns.Simulator.Stop(stop)
@@ -567,6 +583,7 @@ def build_and_run(p: dict) -> dict:
     if aqm:
         out.update(aqm_delays(g, srtt_samples))
         out["drop_reasons_run"] = str(g.DropReasons(fifo))
+        out["run_trace"] = run_trace
         if p["qdisc"] == "fq_codel":
             out["flow_queues_used"] = int(fifo.GetNQueueDiscClasses())
     out["flow0_samples"] = flow0_samples
