@@ -2560,11 +2560,22 @@ AQM_EXPERIMENTS = {
         "sack",
         "ns-3's flow queues with CoDelQueueDisc MinBytes 0, so that a flow holding one packet is not exempt from "
         "CoDel's drop: with ten flows sharing the link latlab's whole-discipline rule almost never exempts, ns-3's "
-        "per-flow rule (MinBytes 1500 against the flow's own bytes) exempts every flow down to one packet. Run by "
-        "the section's command with `--only ns-3 --qdisc fq_codel --experiment sack-ns3-fq-min-bytes-0 --ns3-set "
-        "fq_codel_min_bytes=0`.",
+        "per-flow rule (MinBytes 1500 against the flow's own bytes) exempts a flow holding one packet. Run by "
+        "`python benches/validation/ns3_grid.py --ns3-python .venv-ns3/bin/python --only ns-3 --cc cubic --flows 10 "
+        "--buffers 1bdp,4bdp --qdisc fq_codel --duration 40 --measure-from 10 --jobs 2 --experiment "
+        "sack-ns3-fq-min-bytes-0 --ns3-set sack=true --ns3-set fq_codel_min_bytes=0 --jsonl docs/validation/ns3.jsonl`.",
     ),
 }
+AQM_EXPERIMENTS["sack-ns3-cubic-all"] = (
+    "sack",
+    "latlab with ns-3's TCP rules, the grid's *sack-ns3-cubic-all* overrides (RFC 6298 timer at a fast "
+    "retransmit, ssthresh from the pipe, RTO backoff dropped at a new ACK, and TcpCubic's α, whole-segment "
+    "arithmetic, minimum-RTT target and W_max after a timeout), to separate the TCP's part of a gap from the "
+    "queue's. Run by the section's command with `--only latlab --experiment sack-ns3-cubic-all --latlab-set "
+    "tcp.rto_restart_on_fast_retransmit=false --latlab-set tcp.ssthresh_from_pipe=true --latlab-set "
+    "tcp.rto_backoff_reset_on_ack=true --latlab-set cubic.alpha_switch=0 --latlab-set cubic.whole_segments=1 "
+    "--latlab-set cubic.target_min_rtt=1 --latlab-set cubic.timeout_keeps_w_max=1` (and the seeds).",
+)
 # What the traces show at each AQM point outside the 10% rule: (flows, buffer, qdisc, experiment) -> text, written
 # from the rows' queue samples, drop kinds and counters (see aqm_trace_facts).
 AQM_NOTES: dict = {}
@@ -2616,6 +2627,40 @@ def aqm_trace_facts(lat: dict, ns: dict) -> str:
     return text
 
 
+def aqm_seed_means(pts: dict) -> list[str]:
+    """Where a point ran with several seeds: each metric's mean over the seeds on both sides and the difference of
+    the means (the per-seed rows are in the table above)."""
+    groups: dict = {}
+    for (k, exp), sides in pts.items():
+        if "latlab" in sides and "ns-3" in sides:
+            groups.setdefault((k[0], k[1], k[3], exp), []).append(sides)
+    multi = {g: v for g, v in groups.items() if len(v) > 1}
+    if not multi:
+        return []
+    out = [
+        "Means over seeds, latlab / ns-3 (Δ of the means):\n",
+        "| flows | buffer | queue | experiment | seeds | goodput Mb/s | srtt ms | sojourn ms | loss % | Jain |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (f, b, q, exp), v in sorted(
+        multi.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1], kv[0][3])
+    ):
+
+        def mean(side: str, key: str, v=v) -> float:
+            return sum(x[side][key] for x in v) / len(v)
+
+        cells = []
+        for _, key in AQM_METRICS:
+            a, n = mean("latlab", key), mean("ns-3", key)
+            scale = 100 if key == "loss_rate" else 1
+            cells.append(f"{scale * a:.3f} / {scale * n:.3f} ({fmt_pct(rel(a, n))})")
+        seeds = ", ".join(
+            str(x["latlab"]["seed"]) for x in sorted(v, key=lambda x: x["latlab"]["seed"])
+        )
+        out.append(f"| {f} | {b} | {q} | {exp} | {seeds} | " + " | ".join(cells) + " |")
+    return out + [""]
+
+
 def aqm_section(rows: list[dict]) -> list[str]:
     """The FQ-CoDel and PIE rows, latlab against ns-3's queue discs, by point and experiment."""
     pts: dict = {}
@@ -2632,16 +2677,22 @@ def aqm_section(rows: list[dict]) -> list[str]:
         f"Rows from latlab commit {', '.join(commits) or 'unknown'} and {', '.join(versions) or 'ns-3 (not run)'} on "
         f"a 2-core VM shared with other jobs, by `{AQM_COMMAND}` (ns-3 in its own virtualenv: `python -m venv "
         ".venv-ns3 && .venv-ns3/bin/pip install ns3==3.44.post0`; never a latlab dependency).\n",
-        "| flows | buffer (B pkts) | queue | cc, experiment | goodput Mb/s latlab / ns-3 (Δ) | srtt ms latlab / ns-3 "
+        "| flows | buffer (B pkts) | queue | cc, experiment | seed | goodput Mb/s latlab / ns-3 (Δ) | srtt ms latlab / ns-3 "
         "(Δ) | sojourn ms latlab / ns-3 (Δ) | queue mean pkts latlab / ns-3 | queue p95 latlab / ns-3 | drops latlab / "
         "ns-3 (loss Δ rel) | Jain latlab / ns-3 (Δ) | wall s latlab / ns-3 |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     agree = total = 0
     flagged = []
     for (k, exp), sides in sorted(
         pts.items(),
-        key=lambda kv: (kv[0][0][3], kv[0][0][0], float(kv[0][0][1].rstrip("bdp")), kv[0][1]),
+        key=lambda kv: (
+            kv[0][0][3],
+            kv[0][0][0],
+            float(kv[0][0][1].rstrip("bdp")),
+            kv[0][1],
+            kv[0][0][4],
+        ),
     ):
         lat, ns = sides.get("latlab"), sides.get("ns-3")
         # a one-side experiment is compared with the other side's row of the setting it changes (AQM_EXPERIMENTS)
@@ -2659,7 +2710,7 @@ def aqm_section(rows: list[dict]) -> list[str]:
             flagged.append((k, exp, g))
         label = f"{exp} ({'ns-3' if sides.get('ns-3') else 'latlab'} only)" if one_side else exp
         out.append(
-            f"| {k[0]} | {k[1]} ({lat['buffer_pkts']}) | {k[3]} | {k[2]}, {label} | {lat['goodput_mbps']:.3f} / "
+            f"| {k[0]} | {k[1]} ({lat['buffer_pkts']}) | {k[3]} | {k[2]}, {label} | {k[4]} | {lat['goodput_mbps']:.3f} / "
             f"{ns['goodput_mbps']:.3f} ({fmt_pct(g['goodput'])}) | {lat['srtt_mean_ms']:.1f} / "
             f"{ns['srtt_mean_ms']:.1f} ({fmt_pct(g['srtt'])}) | {lat['sojourn_mean_ms']:.2f} / "
             f"{ns['sojourn_mean_ms']:.2f} ({fmt_pct(g['sojourn'])}) | {lat['queue_mean_pkts']} / "
@@ -2671,6 +2722,7 @@ def aqm_section(rows: list[dict]) -> list[str]:
         "",
         f"All five within 10% at {agree} of {total} AQM points compared (both sides run).\n",
     ]
+    out += aqm_seed_means(pts)
     for exp, (against, what) in AQM_EXPERIMENTS.items():
         if any(e == exp for _, e in pts):
             out.append(f"*{exp}* (one side, against the other side's *{against}* row): {what}\n")
@@ -2680,7 +2732,7 @@ def aqm_section(rows: list[dict]) -> list[str]:
         lat, ns = sides.get("latlab") or other["latlab"], sides.get("ns-3") or other["ns-3"]
         note = AQM_NOTES.get((k[0], k[1], k[3], exp), "**Unexplained**: not yet traced further.")
         out.append(
-            f"* **{k[0]} flows, {k[1]}, {k[3]}, {exp}**: {what}. {aqm_trace_facts(lat, ns)} {note}"
+            f"* **{k[0]} flows, {k[1]}, {k[3]}, {exp}, seed {k[4]}**: {what}. {aqm_trace_facts(lat, ns)} {note}"
         )
     out.append("")
     return out
