@@ -537,11 +537,15 @@ def latlab_scenario_toml(pt: Point, latlab_overrides: dict | None = None) -> str
     }
     tcp.update(ov.pop("tcp", {}))
     core_pkts = pt.buffer_pkts() + int(ov.pop("core_extra_pkts", 0))
+    # AQM parameters changed for an experiment, e.g. aqm.max_burst_ms=0 (ns3_twin.py takes the same key)
+    aqm_ov = ov.pop("aqm", {})
+    if aqm_ov and pt.qdisc not in AQM_QDISCS:
+        raise ValueError(f"latlab overrides: 'aqm' needs --qdisc {' or '.join(AQM_QDISCS)}")
     # controller knobs, cc_params of the flows of that controller: e.g. cubic.alpha_switch=0, newreno.per_ack_increase=1
     cc_params = {cc: ov.pop(cc, {}) for cc in CCS}
     if ov:
         raise ValueError(
-            f"latlab overrides: unknown keys {sorted(ov)}; expected 'tcp', 'newreno', 'cubic', 'bbr' or "
+            f"latlab overrides: unknown keys {sorted(ov)}; expected 'tcp', 'newreno', 'cubic', 'bbr', 'aqm' or "
             "'core_extra_pkts'"
         )
     names = ["r1", "r2"] + [f"s{i}" for i in range(pt.flows)] + [f"d{i}" for i in range(pt.flows)]
@@ -551,7 +555,7 @@ def latlab_scenario_toml(pt: Point, latlab_overrides: dict | None = None) -> str
             "to": "r2",
             "rate_bps": CORE_RATE_BPS,
             "delay_ms": CORE_DELAY_MS,
-            "queue": core_queue(pt.qdisc, core_pkts),
+            "queue": {**core_queue(pt.qdisc, core_pkts), **aqm_ov},
             "duplex": False,
         },
         {
@@ -2491,7 +2495,7 @@ def bbr_section(rows: list[dict]) -> list[str]:
         if not (lat and ns):
             continue
         g = gaps(lat, ns)
-        if not one_side:
+        if exp == "sack":
             total += 1
             if over(g):
                 flagged.append((k, exp, g))
@@ -2575,6 +2579,13 @@ AQM_EXPERIMENTS["sack-ns3-cubic-all"] = (
     "tcp.rto_restart_on_fast_retransmit=false --latlab-set tcp.ssthresh_from_pipe=true --latlab-set "
     "tcp.rto_backoff_reset_on_ack=true --latlab-set cubic.alpha_switch=0 --latlab-set cubic.whole_segments=1 "
     "--latlab-set cubic.target_min_rtt=1 --latlab-set cubic.timeout_keeps_w_max=1` (and the seeds).",
+)
+AQM_EXPERIMENTS["sack-no-burst"] = (
+    None,
+    "both sides without PIE's burst allowance (latlab `max_burst_ms = 0`, ns-3 MaxBurstAllowance 0), the one "
+    "part of PIE whose rules differ between the two (matched-settings row *PIE: burst allowance*). Run by the "
+    "section's command with `--flows 1 --qdisc pie --experiment sack-no-burst --latlab-set aqm.max_burst_ms=0 "
+    "--ns3-set aqm.max_burst_ms=0`.",
 )
 # What the traces show at each AQM point outside the 10% rule: (flows, buffer, qdisc, experiment) -> text, written
 # from the rows' queue samples, drop kinds and counters (see aqm_trace_facts).
@@ -2696,14 +2707,14 @@ def aqm_section(rows: list[dict]) -> list[str]:
     ):
         lat, ns = sides.get("latlab"), sides.get("ns-3")
         # a one-side experiment is compared with the other side's row of the setting it changes (AQM_EXPERIMENTS)
-        one_side = not (lat and ns) and exp in AQM_EXPERIMENTS
+        one_side = not (lat and ns) and AQM_EXPERIMENTS.get(exp, (None,))[0] is not None
         if one_side:
             other = pts.get((k, AQM_EXPERIMENTS[exp][0]), {})
             lat, ns = lat or other.get("latlab"), ns or other.get("ns-3")
         if not (lat and ns):
             continue
         g = aqm_gaps(lat, ns)
-        if not one_side:
+        if exp == "sack":
             total += 1
             agree += not over(g, 10.0)
         if over(g, 10.0):
@@ -2720,12 +2731,15 @@ def aqm_section(rows: list[dict]) -> list[str]:
         )
     out += [
         "",
-        f"All five within 10% at {agree} of {total} AQM points compared (both sides run).\n",
+        f"All five within 10% at {agree} of {total} AQM points compared (*sack* rows, both sides run).\n",
     ]
     out += aqm_seed_means(pts)
     for exp, (against, what) in AQM_EXPERIMENTS.items():
         if any(e == exp for _, e in pts):
-            out.append(f"*{exp}* (one side, against the other side's *{against}* row): {what}\n")
+            against_text = (
+                f"one side, against the other side's *{against}* row" if against else "both sides"
+            )
+            out.append(f"*{exp}* ({against_text}): {what}\n")
     for k, exp, g in flagged:
         what = ", ".join(f"{m} {fmt_pct(g[m])}" for m in over(g, 10.0))
         sides, other = pts[(k, exp)], pts.get((k, AQM_EXPERIMENTS.get(exp, ("",))[0]), {})

@@ -38,6 +38,7 @@ OVERRIDES = {
     "fq_codel_min_bytes": "MinBytes of FqCoDelQueueDisc's per-flow CoDel discs (default: latlab's mtu_bytes; ns-3 "
     "checks it against the flow's own backlog, latlab against the whole discipline's, as Linux)",
     "fq_codel_drop_batch": "FqCoDelQueueDisc::DropBatchSize (default 1, latlab's one packet per overflow; ns-3's 64)",
+    "aqm": "latlab's AQM parameters changed for ns-3's disc too, e.g. max_burst_ms (as the grid's --latlab-set aqm.KEY)",
     "aqm_delay_shift": "subtract one data-packet serialisation from the FQ-CoDel Target / PIE QueueDelayReference "
     "(default true, see build)",
 }
@@ -210,7 +211,7 @@ def aqm_disc(p: dict, disc_pkts: int, shift_ns: int, ov: dict) -> tuple:
     has a switch (the matched-settings table of ns3_grid.py names what is left)."""
     from ns import ns
 
-    a = p["aqm"]
+    a = {**p["aqm"], **ov.get("aqm", {})}
     size = ns.QueueSizeValue(ns.QueueSize(f"{disc_pkts}p"))
     if p["qdisc"] == "fq_codel":
         # the per-flow CoDel discs take MinBytes from the CoDelQueueDisc default (FqCoDel sets only their size,
