@@ -2593,14 +2593,20 @@ AQM_EXPERIMENTS["sack-no-burst"] = (
 # What the traces show at each AQM point outside the 10% rule: (flows, buffer, qdisc, experiment) -> text, written
 # from the rows' queue samples, drop kinds and counters (see aqm_trace_facts).
 FQ_NOTE = (
-    "Explained, two differences each traced to a named setting. (1) Loss and timeouts are latlab's TCP, not the "
-    "queue: with ns-3's TCP rules in latlab (*sack-ns3-cubic-all*, same FQ-CoDel) the loss is within 5% of ns-3's "
-    "at every seed and buffer run (+4.6, −3.7, −0.2% at 1 BDP, seeds 1–3; +1.1% at 4 BDP). (2) Sojourn, queue "
-    "length and srtt are CoDel's one-MTU rule (matched-settings row *FQ-CoDel: CoDel's one-MTU rule*): ns-3's "
-    "per-flow CoDel does not drop while its flow has under 1500 B (one 1000-B packet) left behind the packet "
-    "dequeued, so each of the ten flows keeps about two packets waiting (queue 15–16.5 packets, sojourn 12–13 ms), "
-    "while latlab's rule counts the whole discipline's backlog, as Linux's fq_codel does, and almost never "
-    "exempts (8.6 packets, 6.7 ms). The TCP rules do not move this part (sojourn 5.7–6.0 ms with them). "
+    "Explained by one named setting, with the TCP sharing the loss. (1) Sojourn, queue length and srtt are CoDel's "
+    "one-MTU rule (matched-settings row *FQ-CoDel: CoDel's one-MTU rule*): ns-3's per-flow CoDel does not drop "
+    "while its flow has under 1500 B (one 1000-B packet) left behind the packet dequeued, so each of the ten flows "
+    "keeps about two packets waiting (15–16.5 packets in all, sojourn 12–13 ms), while latlab's rule counts the "
+    "whole discipline's backlog, as Linux's fq_codel does, and almost never exempts (8.6 packets, 6.7 ms). With "
+    "MinBytes 1 in ns-3's flow queues (*sack-ns3-fq-min-bytes-1*; MinBytes 0 aborts ns-3) its sojourn falls from "
+    "13.2 to 8.8 ms (1 BDP) and 13.2 to 8.7 ms (4 BDP) against latlab's 6.7 and 6.8, and srtt comes within 6%; the "
+    "rest (−22 to −24%) is **unexplained**: a candidate, not traced, is the exemption MinBytes 1 still leaves (a "
+    "flow's last packet), which latlab's rule does not give. latlab's TCP rules do not move this part (sojourn 5.7–6.0 ms "
+    "with ns-3's). (2) Loss and timeouts: two one-setting changes each bring the loss inside 10%: ns-3 with "
+    "MinBytes 1 drops as often as latlab (+1.9 / +7.8% at 1 / 4 BDP), and latlab with ns-3's TCP rules "
+    "(*sack-ns3-cubic-all*) drops as rarely as ns-3 with its default (+4.6, −3.7, −0.2% at 1 BDP, seeds 1–3; "
+    "+1.1% at 4 BDP; RTOs 35 against latlab's own 73 and ns-3's 15 at seed 1). The per-flow exemption saves ns-3's "
+    "flows drops, and latlab's TCP answers drops with more timeouts; how the two share the gap is not separated."
 )
 AQM_NOTES: dict = {
     (1, "1bdp", "pie", "sack"): (
@@ -2624,7 +2630,7 @@ AQM_NOTES: dict = {
     (10, "1bdp", "fq_codel", "sack"): FQ_NOTE,
     (10, "4bdp", "fq_codel", "sack"): FQ_NOTE,
     (10, "1bdp", "pie", "sack"): (
-        "Explained as the TCP's, not PIE's: the queue agrees (queue length and sojourn within 5% at seeds 1 and 3; "
+        "Bracketed by the TCP rules, not PIE's: the queue agrees (queue length and sojourn within 5% at seeds 1 and 3; "
         "at seed 2, +11.1% sojourn with latlab's TCP, −1.9% with ns-3's rules) and so do goodput, srtt and Jain; "
         "only the drop rate differs, and ns-3's lies between latlab's with its own TCP (+17.6, +14.7, +8.6% at "
         "seeds 1–3) and latlab's with ns-3's TCP rules (*sack-ns3-cubic-all*: −13.1, −13.6, −14.7%). At an equal "
@@ -2653,6 +2659,12 @@ AQM_NOTES: dict = {
         "pie",
         "sack-ns3-cubic-all",
     ): "ns-3's loss lies between the two latlab rows: see the *sack* note.",
+    (10, "1bdp", "fq_codel", "sack-ns3-fq-min-bytes-1"): (
+        "What is left of the sojourn gap with ns-3's one-MTU exemption narrowed: see the *sack* note."
+    ),
+    (10, "4bdp", "fq_codel", "sack-ns3-fq-min-bytes-1"): (
+        "What is left of the sojourn gap with ns-3's one-MTU exemption narrowed: see the *sack* note."
+    ),
     (1, "4bdp", "pie", "sack-ns3-cubic-all"): "Counting noise: 6 / 8 drops in the window.",
     (1, "4bdp", "pie", "sack-no-burst"): (
         "The rest of the *sack* row's start-up transient with the burst allowance gone (22 / 8 drops, 4 / 2 RTOs): "
