@@ -2767,7 +2767,9 @@ def aqm_section(rows: list[dict]) -> list[str]:
         "## FQ-CoDel and PIE against ns-3's queue discs\n",
         AQM_INTRO,
         f"Rows from latlab commit {', '.join(commits) or 'unknown'} and {', '.join(versions) or 'ns-3 (not run)'} on "
-        f"a 2-core VM shared with other jobs (load 12–20 during the runs, so ns-3's wall times are inflated), by "
+        "a 2-core VM shared with other jobs (load 12–20 during the runs, so ns-3's wall times are inflated; the "
+        "latlab commits differ from main's 526fc78 only in benches/validation and docs, so every row ran the same "
+        "simulator, and -dirty marks uncommitted edits to this page's text while a run went), by "
         f"`{AQM_COMMAND}`; seeds 2 and 3 at 10 flows, 1 BDP by the same with `--flows 10 --buffers 1bdp --seeds 2,3` "
         "(the 4-BDP seeds were not run, for time). ns-3 runs in its own virtualenv (`python -m venv .venv-ns3 && "
         ".venv-ns3/bin/pip install ns3==3.44.post0`), never as a latlab dependency. ECN points come later: "
