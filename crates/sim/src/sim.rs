@@ -17,6 +17,7 @@ use crate::routing::RouteTable;
 use crate::wire::{Hop, Wires};
 use latlab_link::Departure;
 use latlab_proto::mptcp::MptcpSender;
+use latlab_qdisc::Ecn;
 
 mod flow_events;
 mod links;
@@ -226,10 +227,10 @@ impl Simulation {
 
     /// Put a packet with `payload_bytes` of payload onto its first link.
     #[inline(always)]
-    fn send_sized(&mut self, flow: u32, forward: bool, payload: Payload, payload_bytes: u32) {
+    fn send_sized(&mut self, flow: u32, forward: bool, payload: Payload, payload_bytes: u32, ecn: Ecn) {
         let f = &self.flows[flow as usize];
         let route_pos = if forward { f.fwd_route } else { f.rev_route };
-        self.send_at(flow, forward, payload, payload_bytes, route_pos, 0);
+        self.send_at(flow, forward, payload, payload_bytes, route_pos, 0, ecn);
     }
 
     /// Put a packet onto the first link of the route at `route_pos`.
@@ -245,6 +246,7 @@ impl Simulation {
         payload_bytes: u32,
         route_pos: u32,
         subflow: u8,
+        ecn: Ecn,
     ) {
         let f = &self.flows[flow as usize];
         let first = self.routes.link_at(route_pos);
@@ -259,6 +261,7 @@ impl Simulation {
                 wire_bytes,
             },
             route_pos,
+            ecn,
         );
         self.link_enqueue(first, r);
     }
@@ -270,7 +273,7 @@ impl Simulation {
             self.queue.schedule(t, Event::Arrive { pkt, hop });
         }
         let mut r = popped.pkt;
-        r.route_pos += 1;
+        r.route = r.route.advance();
         let flow = match hop {
             Hop::Link(next) => {
                 self.link_enqueue(next, r);
@@ -290,7 +293,7 @@ impl Simulation {
         match (&mut f.transport, p.payload) {
             (Transport::Tcp(t), Payload::Tcp(seg)) => {
                 if forward {
-                    t.receiver.on_segment(now, &seg);
+                    t.receiver.on_segment_ecn(now, &seg, r.route.ecn());
                     self.poll_receiver(flow);
                 } else {
                     let samples_before = measured.then(|| t.sender.stats().rtt_samples);

@@ -6,6 +6,7 @@ use crate::engine::Event;
 use crate::flow::{MptcpEnd, MptcpFlow, ProxyEnd, Transport, UPSTREAM_SUBFLOW};
 use crate::packet::Payload;
 use latlab_proto::mptcp::ProxyOutput;
+use latlab_qdisc::Ecn;
 
 impl Simulation {
     pub(super) fn mptcp_mut(&mut self, flow: u32) -> &mut MptcpFlow {
@@ -103,6 +104,7 @@ impl Simulation {
             seg.payload_bytes,
             route_pos,
             UPSTREAM_SUBFLOW,
+            Ecn::NotEct,
         );
     }
 
@@ -133,6 +135,7 @@ impl Simulation {
             seg.payload_bytes,
             route_pos,
             i as u8,
+            Ecn::NotEct,
         );
     }
 }
