@@ -38,7 +38,6 @@ pub struct Packet {
 
 pub use latlab_link::PacketRef;
 use latlab_link::RouteEcn;
-use latlab_qdisc::Ecn;
 
 // The hot path copies packets into and out of the slab, and queues hold
 // `PacketRef`s: a field added to `Segment`, a TFRC header or `Packet` must
@@ -59,9 +58,8 @@ pub struct PacketSlab {
 }
 
 impl PacketSlab {
-    /// Store `pkt`; its handle starts at `route_pos` with IP ECN field `ecn`.
-    pub fn insert(&mut self, pkt: Packet, route_pos: u32, ecn: Ecn) -> PacketRef {
-        let route = RouteEcn::new(route_pos, ecn);
+    /// Store `pkt`; its handle starts at `route` (position and ECN field).
+    pub fn insert(&mut self, pkt: Packet, route: RouteEcn) -> PacketRef {
         let r = |idx| PacketRef {
             idx,
             wire_bytes: pkt.wire_bytes,

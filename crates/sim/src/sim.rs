@@ -15,7 +15,7 @@ use crate::network::{queue_view, Link, Node, Service, SharedMedium};
 use crate::packet::{Packet, PacketRef, PacketSlab, Payload};
 use crate::routing::RouteTable;
 use crate::wire::{Hop, Wires};
-use latlab_link::Departure;
+use latlab_link::{Departure, RouteEcn};
 use latlab_proto::mptcp::MptcpSender;
 use latlab_qdisc::Ecn;
 
@@ -230,10 +230,18 @@ impl Simulation {
     fn send_sized(&mut self, flow: u32, forward: bool, payload: Payload, payload_bytes: u32, ecn: Ecn) {
         let f = &self.flows[flow as usize];
         let route_pos = if forward { f.fwd_route } else { f.rev_route };
-        self.send_at(flow, forward, payload, payload_bytes, route_pos, 0, ecn);
+        self.send_at(
+            flow,
+            forward,
+            payload,
+            payload_bytes,
+            RouteEcn::new(route_pos, ecn),
+            0,
+        );
     }
 
-    /// Put a packet onto the first link of the route at `route_pos`.
+    /// Put a packet onto the first link of its route at `route.pos()`, its
+    /// IP ECN field `route.ecn()`.
     // Always inlined: every endpoint's send loop runs it once per packet,
     // and whether the compiler inlines it otherwise depends on how many
     // callers it has.
@@ -244,12 +252,11 @@ impl Simulation {
         forward: bool,
         payload: Payload,
         payload_bytes: u32,
-        route_pos: u32,
+        route: RouteEcn,
         subflow: u8,
-        ecn: Ecn,
     ) {
         let f = &self.flows[flow as usize];
-        let first = self.routes.link_at(route_pos);
+        let first = self.routes.link_at(route.pos());
         let wire_bytes = f.header_bytes + payload_bytes;
         let r = self.packets.insert(
             Packet {
@@ -260,8 +267,7 @@ impl Simulation {
                 subflow,
                 wire_bytes,
             },
-            route_pos,
-            ecn,
+            route,
         );
         self.link_enqueue(first, r);
     }

@@ -5,6 +5,7 @@ use super::Simulation;
 use crate::engine::Event;
 use crate::flow::{MptcpEnd, MptcpFlow, ProxyEnd, Transport, UPSTREAM_SUBFLOW};
 use crate::packet::Payload;
+use latlab_link::RouteEcn;
 use latlab_proto::mptcp::ProxyOutput;
 use latlab_qdisc::Ecn;
 
@@ -102,9 +103,8 @@ impl Simulation {
             forward,
             Payload::Tcp(seg),
             seg.payload_bytes,
-            route_pos,
+            RouteEcn::new(route_pos, Ecn::NotEct),
             UPSTREAM_SUBFLOW,
-            Ecn::NotEct,
         );
     }
 
@@ -133,9 +133,8 @@ impl Simulation {
             forward,
             Payload::Tcp(seg),
             seg.payload_bytes,
-            route_pos,
+            RouteEcn::new(route_pos, Ecn::NotEct),
             i as u8,
-            Ecn::NotEct,
         );
     }
 }
