@@ -6,7 +6,7 @@ use crate::mutate::{self, input_rng};
 use latlab_link::trace::{TraceError, TraceSchedule, MAX_TIMESTAMP_MS, OPPORTUNITY_BYTES};
 use latlab_net::media::wire::{self, DataPacket, FeedbackPacket, Packet, ReceiverReport};
 use latlab_proto::tfrc::{DflowParams, TfrcConfig, TfrcData, TfrcFeedback, TfrcMode, MAX_NDUPACK};
-use latlab_sim::scenario::{Scenario, Topology};
+use latlab_sim::scenario::{Scenario, Topology, UdpPatternKind};
 use rand::{Rng, RngCore, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use std::path::{Path, PathBuf};
@@ -114,7 +114,7 @@ fn too_large(sc: &Scenario) -> bool {
         .flows
         .iter()
         .filter_map(|g| {
-            let u = g.udp.as_ref().filter(|u| u.pattern == "lrd")?;
+            let u = g.udp.as_ref().filter(|u| u.pattern == UdpPatternKind::Lrd)?;
             Some(g.count as f64 * sc.duration_s / (u.slot_ms.unwrap_or(10.0) / 1e3))
         })
         .sum();

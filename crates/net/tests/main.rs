@@ -15,7 +15,6 @@ mod turn;
 mod emulate_netns;
 mod emulate_router_netns;
 mod flows_netns;
-mod link_differential;
 mod mptcp_netns;
 mod proxy_churn;
 mod proxy_limits;

@@ -6,7 +6,9 @@
 use crate::ctx::Ctx;
 use crate::queues::{make_link_queue, make_qdisc};
 use crate::rng::{stream, stream_seed, Stream};
-use crate::scenario::{ApBufferSpec, CellSpec, MarkovSpec, PerIntervalSpec, RateSpec, ScenarioError};
+use crate::scenario::{
+    ApBufferSpec, CellScheduler, CellSpec, MarkovSpec, PerIntervalSpec, RateSpec, ScenarioError,
+};
 use crate::topology::{LinkPlan, MediumPlan, NetPlan};
 use latlab_link::lte::{LteConfig, Scheduler};
 use latlab_link::wifi::WifiConfig;
@@ -280,17 +282,11 @@ fn link_service(
 }
 
 fn lte_config(cx: &Ctx, c: &CellSpec, path: &str) -> Result<LteConfig, ScenarioError> {
-    let scheduler = match c.scheduler.as_str() {
-        "pf" => Scheduler::ProportionalFair {
+    let scheduler = match c.scheduler {
+        CellScheduler::Pf => Scheduler::ProportionalFair {
             window_ttis: c.pf_window_ttis,
         },
-        "rr" => Scheduler::RoundRobin,
-        other => {
-            return Err(cx.err(
-                format!("{path}.cell.scheduler"),
-                format!("unknown scheduler {other:?}; expected \"pf\" or \"rr\""),
-            ))
-        }
+        CellScheduler::Rr => Scheduler::RoundRobin,
     };
     let cfg = LteConfig {
         tti_ns: cx.ms_to_ns(c.tti_ms, &format!("{path}.cell.tti_ms"))?,

@@ -5,6 +5,9 @@
 //! nodes, routable flows) happen in topology expansion ([`crate::topology`])
 //! and in the simulator's builder, which report errors in the same form.
 
+pub use crate::choice::{
+    CellScheduler, FlowKind, LossRecovery, MptcpScheduler, RwndController, TcpPreset, UdpPatternKind,
+};
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer};
 use std::fmt;
@@ -94,12 +97,12 @@ fn default_sample_interval_ms() -> f64 {
 pub struct TcpSpec {
     /// "ns2" (1000-byte data packets, 40-byte ACKs, one ACK per segment) or
     /// "linux" (MSS 1448 + 52 header bytes, delayed ACKs, SACK).
-    pub preset: Option<String>,
+    pub preset: Option<TcpPreset>,
     pub mss_bytes: Option<u32>,
     pub header_bytes: Option<u32>,
     pub initial_window_segments: Option<u32>,
     /// "newreno", "sack" (RFC 6675) or "fack" (forward acknowledgement).
-    pub recovery: Option<String>,
+    pub recovery: Option<LossRecovery>,
     pub sack: Option<bool>,
     pub timestamps: Option<bool>,
     pub min_rto_ms: Option<f64>,
@@ -112,7 +115,7 @@ pub struct TcpSpec {
     pub rwnd_bytes: Option<u64>,
     /// Receiver-window controller: "fixed" (default), "autotuning",
     /// "drwa" or "rtac" (docs/models/receiver-window.md).
-    pub rwnd_controller: Option<String>,
+    pub rwnd_controller: Option<RwndController>,
     /// Its constants, e.g. { theta = 1.38, link_rate_bps = 40e6 } for RTAC.
     pub rwnd_params: Option<std::collections::BTreeMap<String, f64>>,
     pub pacing: Option<bool>,
@@ -436,7 +439,7 @@ pub struct CellSpec {
     pub resource_blocks: u32,
     /// "pf" (proportional fair, default) or "rr" (round robin).
     #[serde(default = "default_scheduler")]
-    pub scheduler: String,
+    pub scheduler: CellScheduler,
     /// PF: time constant of the served-rate average, TTIs.
     #[serde(default = "default_pf_window")]
     pub pf_window_ttis: f64,
@@ -473,8 +476,8 @@ fn default_tti_ms() -> f64 {
 fn default_resource_blocks() -> u32 {
     50
 }
-fn default_scheduler() -> String {
-    "pf".to_string()
+fn default_scheduler() -> CellScheduler {
+    CellScheduler::Pf
 }
 fn default_pf_window() -> f64 {
     100.0
@@ -825,7 +828,7 @@ pub struct FlowGroup {
     /// "tcp" (default), "udp", "tfrc" (RFC 5348) or "dflow" (TFRC with
     /// delay-based congestion events).
     #[serde(default = "default_kind")]
-    pub kind: String,
+    pub kind: FlowKind,
     #[serde(default = "default_cc")]
     pub cc: String,
     /// Congestion-controller parameters, e.g. { target_ms = 50 } for LEDBAT.
@@ -853,8 +856,8 @@ fn default_group_name() -> String {
 fn one() -> u32 {
     1
 }
-fn default_kind() -> String {
-    "tcp".to_string()
+fn default_kind() -> FlowKind {
+    FlowKind::Tcp
 }
 fn default_cc() -> String {
     "newreno".to_string()
@@ -865,7 +868,7 @@ fn default_cc() -> String {
 #[serde(deny_unknown_fields)]
 pub struct UdpSpec {
     /// "cbr", "poisson" or "lrd" (fractional Gaussian noise, Norros model).
-    pub pattern: String,
+    pub pattern: UdpPatternKind,
     /// Mean rate of the source, bits per second (payload).
     pub rate_bps: f64,
     /// Payload size: a number, or [min, max] drawn uniformly per packet.
@@ -919,7 +922,7 @@ pub struct TfrcSpec {
 #[serde(deny_unknown_fields)]
 pub struct MptcpSpec {
     /// "minrtt" (default: lowest SRTT with room, Linux's default) or "roundrobin".
-    pub scheduler: Option<String>,
+    pub scheduler: Option<MptcpScheduler>,
     /// The shared data-level receive buffer, bytes (default: the TCP
     /// table's rwnd_bytes).
     pub recv_buffer_bytes: Option<u64>,

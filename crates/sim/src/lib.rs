@@ -16,7 +16,6 @@
 pub mod budget;
 pub mod build;
 pub mod engine;
-pub mod fgn;
 pub mod flow;
 pub mod measure;
 pub mod network;
@@ -25,11 +24,10 @@ pub mod pcap;
 mod prefetch;
 pub mod sim;
 pub mod tables;
-pub mod traffic;
 pub mod wire;
 
 // The scenario crate's modules, under their old paths.
-pub use latlab_scenario::{rng, routing, scenario, topology};
+pub use latlab_scenario::{fgn, rng, routing, scenario, topology, traffic};
 
 pub use scenario::{parse, Scenario, ScenarioError};
 pub use sim::{Conservation, Simulation};

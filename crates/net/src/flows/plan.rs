@@ -1,7 +1,8 @@
 //! Which real flows a scenario asks for, and whether one emulated path can
-//! carry them. The simulator's own parser and builder expand the flow groups
-//! (flow ids, start times drawn from the scenario seed, sizes, nodes), so
-//! that an emulated run starts the same flows at the same times as a
+//! carry them. The scenario crate's parser and flow expansion
+//! (`latlab_scenario::flows`, which the simulator's builder uses too) give
+//! the flow ids, start times drawn from the scenario seed, sizes and nodes,
+//! so that an emulated run starts the same flows at the same times as a
 //! simulated one.
 //!
 //! What fits: TCP flows (bulk or `size_bytes`) whose congestion controller
@@ -18,9 +19,15 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use latlab_sim::flow::Transport;
-use latlab_sim::scenario::{FlowGroup, Range, Scenario, TcpSpec, Topology};
-use latlab_sim::traffic::UdpSource;
+use latlab_link::PacketRef;
+use latlab_scenario::ctx::Ctx;
+use latlab_scenario::flows::{self, FlowEnds};
+use latlab_scenario::scenario::{
+    FlowGroup, FlowKind, Range, Scenario, TcpPreset, TcpSpec, Topology, UdpPatternKind,
+};
+use latlab_scenario::timing::Timing;
+use latlab_scenario::traffic::UdpSource;
+use latlab_scenario::{links, topology};
 use serde::Serialize;
 
 /// Bytes of the stamp every UDP datagram starts with: its sequence number
@@ -137,6 +144,12 @@ fn unsupported_tcp_keys(t: &TcpSpec, prefix: &str, out: &mut Vec<String>) {
             "Linux has no per-socket switch for delayed ACKs",
         );
     }
+    if t.ecn == Some(true) {
+        bad(
+            "ecn = true",
+            "Linux turns ECN on per network namespace (net.ipv4.tcp_ecn), not per socket; the flow engine does not set it yet",
+        );
+    }
     let fixed: [(&str, bool); 17] = [
         ("header_bytes", t.header_bytes.is_some()),
         ("initial_window_segments", t.initial_window_segments.is_some()),
@@ -186,119 +199,156 @@ fn unsupported_udp_keys(grp: &FlowGroup, prefix: &str, out: &mut Vec<String>) {
 /// As [`load`], from the file's text; `available` is the kernel's list of
 /// congestion controllers.
 pub fn from_text(text: &str, source: &str, available: &BTreeSet<String>) -> Result<FlowPlan, String> {
-    let mut sc: Scenario = latlab_sim::parse(text, source).map_err(|e| e.to_string())?;
-    sc.outputs.pcap.clear();
-    let mut unsupported = Vec::new();
+    let sc: Scenario = latlab_scenario::parse(text, source).map_err(|e| e.to_string())?;
     if sc.flows.is_empty() {
         return Err(format!("{source}: flows: the scenario has no flows to run"));
     }
-    unsupported_tcp_keys(&sc.tcp, "tcp", &mut unsupported);
-    for (g, grp) in sc.flows.iter().enumerate() {
-        let p = format!("flows[{g}]");
-        match grp.kind.as_str() {
-            "tcp" => {}
-            // The source's settings are checked by the simulator's builder
-            // below; here only what a real datagram cannot follow.
-            "udp" => {
-                unsupported_udp_keys(grp, &p, &mut unsupported);
-                continue;
-            }
-            "tfrc" | "dflow" => {
-                unsupported.push(format!(
-                    "{p}.kind = {:?} (TFRC and DFlow run over real UDP with `latlab media send|recv`, \
-                     not in an emulated scenario run)",
-                    grp.kind
-                ));
-                continue;
-            }
-            other => {
-                unsupported.push(format!(
-                    "{p}.kind = {other:?} (emulated runs carry tcp and udp flows)"
-                ));
-                continue;
-            }
-        }
-        if grp.closed_loop.is_some() {
-            unsupported.push(format!("{p}.closed_loop (closed-loop users)"));
-        }
-        if !grp.cc_params.is_empty() {
-            let keys: Vec<&str> = grp.cc_params.keys().map(String::as_str).collect();
-            unsupported.push(format!(
-                "{p}.cc_params ({}: the kernel's controllers take no per-socket parameters)",
-                keys.join(", ")
-            ));
-        }
-        match linux_cc_name(&grp.cc) {
-            Some(name) if available.contains(name) => {}
-            Some(name) => unsupported.push(format!(
-                "{p}.cc = {:?} (the kernel has no {name:?}; it has {})",
-                grp.cc,
-                available.iter().cloned().collect::<Vec<_>>().join(", ")
-            )),
-            None => unsupported.push(format!(
-                "{p}.cc = {:?} (not a Linux congestion control; emulated runs support newreno, reno, cubic, bbr)",
-                grp.cc
-            )),
-        }
-        unsupported_tcp_keys(&grp.tcp, &format!("{p}.tcp"), &mut unsupported);
-    }
+    let unsupported = unsupported_keys(&sc, available);
     if !unsupported.is_empty() {
         return Err(format!("{source}: cannot emulate: {}", unsupported.join("; ")));
     }
-
-    let sim = latlab_sim::build::build(&sc, source, None).map_err(|e| e.to_string())?;
-    let names: Vec<&str> = sim.nodes.iter().map(|n| n.name.as_str()).collect();
-    let flows: Vec<FlowSpec> = sim
-        .flows
-        .iter()
-        .enumerate()
-        .map(|(id, f)| {
-            let grp = &sc.flows[f.group as usize];
-            let tcp = sc.tcp.overlay(&grp.tcp);
-            let udp = match (&f.transport, &grp.udp) {
-                (Transport::Udp(u), Some(spec)) => {
-                    // As the simulator's builder rounds them (CBR sends the upper end).
-                    let max_bytes = spec.size_bytes.max().round() as u32;
-                    let min_bytes = if spec.pattern == "cbr" {
-                        max_bytes
-                    } else {
-                        spec.size_bytes.min().round() as u32
-                    };
-                    Some(UdpPlan {
-                        pattern: spec.pattern.clone(),
-                        rate_bps: spec.rate_bps,
-                        min_bytes,
-                        max_bytes,
-                        source: u.source.clone(),
-                    })
-                }
-                _ => None,
-            };
-            FlowSpec {
-                flow_id: id as u32,
-                group: grp.name.clone(),
-                kind: f.kind_name().to_string(),
-                src: names[f.src as usize].to_string(),
-                dst: names[f.dst as usize].to_string(),
-                cc: f.cc_name.clone(),
-                linux_cc: if udp.is_some() {
-                    String::new()
-                } else {
-                    linux_cc_name(&grp.cc).unwrap_or("reno").to_string()
-                },
-                start_ns: f.start_ns,
-                size_bytes: f.size_bytes,
-                mss_bytes: tcp.mss_bytes,
-                sampled: f.sampled,
-                udp,
-            }
-        })
+    let cx = Ctx { source };
+    let timing = Timing::of(&cx, &sc).map_err(|e| e.to_string())?;
+    let net = topology::expand(&sc.topology, sc.seed, source).map_err(|e| e.to_string())?;
+    // The links are built by the emulator; built here too, so that a bad
+    // link is reported before anything starts.
+    links::build::<PacketRef>(&cx, &net, sc.seed).map_err(|e| e.to_string())?;
+    let planned = flows::expand(&cx, &sc, &net).map_err(|e| e.to_string())?;
+    let flows: Vec<FlowSpec> = planned
+        .into_iter()
+        .map(|f| flow_spec(&sc, &net.nodes, f))
         .collect();
-    let mut notes = Vec::new();
-    let preset = sc.tcp.preset.as_deref().unwrap_or("ns2");
-    if preset != "linux" {
+    let mut notes = kernel_notes(&sc, &flows);
+    let first = &flows[0];
+    let pairs: BTreeSet<(&str, &str)> = flows.iter().map(|f| (f.src.as_str(), f.dst.as_str())).collect();
+    if pairs.len() > 1 {
+        dumbbell_fits(&sc, source, &flows, &pairs)?;
         notes.push(format!(
-            "tcp.preset = {preset:?} describes the simulator's TCP; emulated flows use the kernel's TCP"
+            "dumbbell: every flow crosses {} -> {}; the {} access links of each side are emulated as one \
+             shared link of the same rate, delay and queue",
+            first.src,
+            first.dst,
+            pairs.len()
+        ));
+    }
+    Ok(FlowPlan {
+        scenario_name: sc.name.clone(),
+        seed: sc.seed,
+        duration_ns: timing.duration_ns,
+        measure_from_ns: timing.measure_from_ns,
+        sample_interval_ns: timing.sample_interval_ns,
+        client_node: first.src.clone(),
+        server_node: first.dst.clone(),
+        notes,
+        flows,
+    })
+}
+
+/// Every key of `sc` an emulated run cannot follow, as `path (why)`.
+fn unsupported_keys(sc: &Scenario, available: &BTreeSet<String>) -> Vec<String> {
+    let mut unsupported = Vec::new();
+    unsupported_tcp_keys(&sc.tcp, "tcp", &mut unsupported);
+    for (g, grp) in sc.flows.iter().enumerate() {
+        let p = format!("flows[{g}]");
+        match grp.kind {
+            FlowKind::Tcp => unsupported_tcp_group_keys(grp, &p, available, &mut unsupported),
+            // The source's settings are checked by the flow expansion; here
+            // only what a real datagram cannot follow.
+            FlowKind::Udp => unsupported_udp_keys(grp, &p, &mut unsupported),
+            FlowKind::Tfrc | FlowKind::Dflow => unsupported.push(format!(
+                "{p}.kind = {:?} (TFRC and DFlow run over real UDP with `latlab media send|recv`, \
+                 not in an emulated scenario run)",
+                grp.kind.name()
+            )),
+            FlowKind::Mptcp => unsupported.push(format!(
+                "{p}.kind = {:?} (emulated runs carry tcp and udp flows)",
+                grp.kind.name()
+            )),
+        }
+    }
+    unsupported
+}
+
+/// A TCP group's keys the kernel cannot follow: closed-loop users,
+/// controller parameters, a controller the kernel lacks, `tcp` knobs.
+fn unsupported_tcp_group_keys(grp: &FlowGroup, p: &str, available: &BTreeSet<String>, out: &mut Vec<String>) {
+    if grp.closed_loop.is_some() {
+        out.push(format!("{p}.closed_loop (closed-loop users)"));
+    }
+    if !grp.cc_params.is_empty() {
+        let keys: Vec<&str> = grp.cc_params.keys().map(String::as_str).collect();
+        out.push(format!(
+            "{p}.cc_params ({}: the kernel's controllers take no per-socket parameters)",
+            keys.join(", ")
+        ));
+    }
+    match linux_cc_name(&grp.cc) {
+        Some(name) if available.contains(name) => {}
+        Some(name) => out.push(format!(
+            "{p}.cc = {:?} (the kernel has no {name:?}; it has {})",
+            grp.cc,
+            available.iter().cloned().collect::<Vec<_>>().join(", ")
+        )),
+        None => out.push(format!(
+            "{p}.cc = {:?} (not a Linux congestion control; emulated runs support newreno, reno, cubic, bbr)",
+            grp.cc
+        )),
+    }
+    unsupported_tcp_keys(&grp.tcp, &format!("{p}.tcp"), out);
+}
+
+/// One expanded flow, with its group's settings and the nodes' names.
+fn flow_spec(sc: &Scenario, nodes: &[String], f: FlowEnds) -> FlowSpec {
+    let grp = &sc.flows[f.group as usize];
+    let tcp = sc.tcp.overlay(&grp.tcp);
+    let udp = match (f.udp, &grp.udp) {
+        (Some(source), Some(spec)) => {
+            // As the flow expansion rounds them (CBR sends the upper end).
+            let max_bytes = spec.size_bytes.max().round() as u32;
+            let min_bytes = if spec.pattern == UdpPatternKind::Cbr {
+                max_bytes
+            } else {
+                spec.size_bytes.min().round() as u32
+            };
+            Some(UdpPlan {
+                pattern: spec.pattern.name().to_string(),
+                rate_bps: spec.rate_bps,
+                min_bytes,
+                max_bytes,
+                source,
+            })
+        }
+        _ => None,
+    };
+    FlowSpec {
+        flow_id: f.flow_id,
+        group: grp.name.clone(),
+        kind: grp.kind.name().to_string(),
+        src: nodes[f.src as usize].clone(),
+        dst: nodes[f.dst as usize].clone(),
+        cc: flows::cc_name(grp),
+        linux_cc: if udp.is_some() {
+            String::new()
+        } else {
+            linux_cc_name(&grp.cc).unwrap_or("reno").to_string()
+        },
+        start_ns: f.start_ns,
+        size_bytes: grp.size_bytes,
+        mss_bytes: tcp.mss_bytes,
+        sampled: f.sampled,
+        udp,
+    }
+}
+
+/// Where the kernel's flows differ from the simulator's: its own TCP, and
+/// UDP datagrams too short for the stamp.
+fn kernel_notes(sc: &Scenario, flows: &[FlowSpec]) -> Vec<String> {
+    let mut notes = Vec::new();
+    let preset = sc.tcp.preset.unwrap_or(TcpPreset::Ns2);
+    if preset != TcpPreset::Linux {
+        notes.push(format!(
+            "tcp.preset = {:?} describes the simulator's TCP; emulated flows use the kernel's TCP",
+            preset.name()
         ));
     }
     let unstamped: Vec<String> = flows
@@ -317,29 +367,7 @@ pub fn from_text(text: &str, source: &str, available: &BTreeSet<String>) -> Resu
             unstamped.join(", ")
         ));
     }
-    let first = &flows[0];
-    let pairs: BTreeSet<(&str, &str)> = flows.iter().map(|f| (f.src.as_str(), f.dst.as_str())).collect();
-    if pairs.len() > 1 {
-        dumbbell_fits(&sc, source, &flows, &pairs)?;
-        notes.push(format!(
-            "dumbbell: every flow crosses {} -> {}; the {} access links of each side are emulated as one \
-             shared link of the same rate, delay and queue",
-            first.src,
-            first.dst,
-            pairs.len()
-        ));
-    }
-    Ok(FlowPlan {
-        scenario_name: sc.name.clone(),
-        seed: sc.seed,
-        duration_ns: sim.duration_ns,
-        measure_from_ns: sim.measure_from_ns,
-        sample_interval_ns: sim.sample_interval_ns,
-        client_node: first.src.clone(),
-        server_node: first.dst.clone(),
-        notes,
-        flows,
-    })
+    notes
 }
 
 /// Flows between several node pairs fit one path only in a dumbbell whose

@@ -2,7 +2,6 @@
 //! user can get wrong and naming the key path in each error.
 
 use crate::budget::{self, MemoryLimit};
-use crate::fgn;
 use crate::flow::{ClosedLoop, Flow, TcpFlow, TfrcFlow, TimerSlot, Transport, UdpFlow};
 use crate::network::{AccessCounters, Link, LinkService, Node, SharedMedium};
 use crate::packet::PacketRef;
@@ -10,28 +9,21 @@ use crate::pcap::PcapWriter;
 use crate::rng::{stream, stream_seed, Stream};
 use crate::routing::{RouteTable, Router};
 use crate::scenario::FlowGroup;
-use crate::scenario::{Scenario, ScenarioError, StartDist, StartSpec, TcpSpec};
+use crate::scenario::{FlowKind, Scenario, ScenarioError, TcpSpec};
 use crate::sim::Simulation;
 use crate::topology::{self, LinkPlan};
-use crate::traffic::{FileSize, UdpPattern, UdpSource, UserDraws};
+use crate::traffic::{FileSize, UserDraws};
 use latlab_proto::cc::{CcSpec, CcSpecError};
 use latlab_proto::tcp::{
     DelayedAck, Pacing, Recovery, RwndSpec, RwndSpecError, TcpConfig, TcpReceiver, TcpSender,
 };
 use latlab_proto::tfrc::{DflowParams, TfrcConfig, TfrcMode, TfrcReceiver, TfrcSender};
 use latlab_scenario::ctx::Ctx;
-use rand::Rng;
-use rand_distr::{Distribution, Exp};
+use latlab_scenario::flows;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Most flows a scenario may have, over all groups: a guard against typos
-/// such as `count = 999999999`, which would otherwise exhaust memory while
-/// start times and flows are made. Not a memory estimate.
-pub const MAX_FLOWS: u64 = 1_000_000;
-
-/// Flows whose time series are kept when the scenario does not say.
-const DEFAULT_MAX_SAMPLED_FLOWS: u32 = 100;
+pub use latlab_scenario::flows::MAX_FLOWS;
 /// Topologies with at most this many links sample them all by default;
 /// larger ones sample only their key (core and edge) links.
 const SAMPLE_ALL_LINKS_UP_TO: usize = 64;
@@ -92,9 +84,7 @@ pub fn build_with_limit(
         sample_interval_ns,
         duration_ns,
         sampled_links: links.iter().filter(|l| l.sampled).count() as u64,
-        sampled_flows: footprint.flows.min(u64::from(
-            sc.outputs.max_sampled_flows.unwrap_or(DEFAULT_MAX_SAMPLED_FLOWS),
-        )),
+        sampled_flows: footprint.flows.min(u64::from(flows::max_sampled_flows(sc))),
     };
     budget::check_series(&series, footprint.bytes(), source, limit)?;
     for (i, pname) in sc.outputs.pcap.iter().enumerate() {
@@ -125,27 +115,13 @@ pub fn build_with_limit(
     let mut routes = RouteTable::default();
 
     // Flows.
-    let max_sampled = sc.outputs.max_sampled_flows.unwrap_or(DEFAULT_MAX_SAMPLED_FLOWS);
-    let mut flows = Vec::new();
+    let max_sampled = flows::max_sampled_flows(sc);
     let mut group_names = Vec::new();
-    // Checked over all groups before any group makes its flows.
-    let mut total_flows: u64 = 0;
-    for (g, grp) in sc.flows.iter().enumerate() {
-        total_flows += grp.count as u64;
-        if total_flows > MAX_FLOWS {
-            return Err(cx.err(
-                format!("flows[{g}].count"),
-                format!(
-                    "{total_flows} flows is too many; expected at most {MAX_FLOWS} flows over all groups"
-                ),
-            ));
-        }
-    }
+    flows::check_total_count(&cx, sc)?;
+    let mut flows = Vec::new();
     for (g, grp) in sc.flows.iter().enumerate() {
         let p = format!("flows[{g}]");
-        if grp.count == 0 {
-            return Err(cx.err(format!("{p}.count"), "expected at least 1 flow"));
-        }
+        flows::check_count(&cx, grp, &p)?;
         let tcp_spec = sc.tcp.overlay(&grp.tcp);
         let cfg = tcp_config(&cx, &tcp_spec, &format!("{p}.tcp"))?;
         let rwnd = rwnd_spec(&cx, &tcp_spec, &format!("{p}.tcp"))?;
@@ -154,13 +130,8 @@ pub fn build_with_limit(
             GroupKind::Mptcp { .. } => Some(mptcp::mptcp_group(&cx, grp, &p, &cfg)?),
             _ => None,
         };
-        if grp.size_bytes == Some(0) {
-            return Err(cx.err(
-                format!("{p}.size_bytes"),
-                "expected a positive size in bytes (omit it for a long-lived flow)",
-            ));
-        }
-        let starts = start_times(
+        flows::check_size(&cx, grp, &p)?;
+        let starts = flows::start_times(
             &cx,
             &grp.start_s,
             grp.count,
@@ -171,24 +142,10 @@ pub fn build_with_limit(
         group_names.push(grp.name.clone());
         for i in 0..grp.count {
             let index = grp.first_index as u64 + i as u64;
-            let resolve = |pattern: &str, key: &str| -> Result<u32, ScenarioError> {
-                let name = pattern.replace("{i}", &index.to_string());
-                node_index.get(name.as_str()).copied().ok_or_else(|| {
-                    let how = if pattern.contains("{i}") {
-                        format!(" (from {pattern:?} with i = {index})")
-                    } else {
-                        String::new()
-                    };
-                    cx.err(
-                        format!("{p}.{key}"),
-                        format!("unknown node {name:?}{how}; expected a node of the topology"),
-                    )
-                })
+            let resolve = |pattern: &str, key: &str| {
+                flows::resolve_node(&cx, &node_index, pattern, index, &format!("{p}.{key}"))
             };
-            let (src, dst) = (resolve(&grp.src, "src")?, resolve(&grp.dst, "dst")?);
-            if src == dst {
-                return Err(cx.err(format!("{p}.dst"), "source and destination are the same node"));
-            }
+            let (src, dst) = flows::flow_ends(&cx, &node_index, grp, &p, index)?;
             let unroutable = |a: u32, b: u32| {
                 cx.err(
                     p.clone(),
@@ -221,7 +178,7 @@ pub fn build_with_limit(
                     group: g as u32,
                     src,
                     dst,
-                    cc_name: grp.cc.clone(),
+                    cc_name: flows::cc_name(grp),
                     start_ns: starts[i as usize],
                     size_bytes: grp.size_bytes,
                     transport: Transport::Mptcp(m),
@@ -274,44 +231,16 @@ pub fn build_with_limit(
                     let rev = route(dst, src).ok_or_else(|| unroutable(dst, src))?;
                     (Transport::Tcp(tcp), cfg.header_bytes, rev)
                 }
-                GroupKind::Udp {
-                    pattern,
-                    lrd,
-                    header_bytes,
-                } => {
-                    let mut pattern = pattern.clone();
-                    if let (
-                        Some(l),
-                        UdpPattern::PerSlot {
-                            bytes_per_slot,
-                            slot_ns,
-                            ..
-                        },
-                    ) = (lrd, &mut pattern)
-                    {
-                        // Its own stream, so the slot draw never shifts the packet-size draws.
-                        let mut rng = stream(sc.seed, Stream::UdpSource, (1 << 32) | flow_id as u64);
-                        *bytes_per_slot = fgn::norros_bytes_per_slot(
-                            l.rate_bps,
-                            *slot_ns,
-                            l.hurst,
-                            l.variance_coef,
-                            l.n_slots,
-                            &mut rng,
-                        )
-                        .map_err(|e| cx.err(format!("{p}.udp"), e.to_string()))?;
-                    }
-                    let source =
-                        UdpSource::new(pattern, stream(sc.seed, Stream::UdpSource, flow_id as u64), 0);
+                GroupKind::Udp(udp_group) => {
                     let udp = UdpFlow {
-                        source,
+                        source: udp_group.source(&cx, &p, sc.seed, flow_id)?,
                         timer: TimerSlot::default(),
                         received_pkts: 0,
                         received_bytes: 0,
                         owd_sum_ns: 0,
                         owd_max_ns: 0,
                     };
-                    (Transport::Udp(udp), *header_bytes, Vec::new())
+                    (Transport::Udp(udp), udp_group.header_bytes, Vec::new())
                 }
                 GroupKind::Tfrc {
                     cfg,
@@ -336,12 +265,7 @@ pub fn build_with_limit(
                 group: g as u32,
                 src,
                 dst,
-                cc_name: match kind {
-                    GroupKind::Udp { .. } => "udp".to_string(),
-                    // "tfrc" or "dflow": the rate law is the kind.
-                    GroupKind::Tfrc { .. } => grp.kind.clone(),
-                    GroupKind::Tcp { .. } | GroupKind::Mptcp { .. } => grp.cc.clone(),
-                },
+                cc_name: flows::cc_name(grp),
                 start_ns: starts[i as usize],
                 size_bytes: grp.size_bytes,
                 transport,
@@ -411,5 +335,5 @@ mod groups;
 pub mod mptcp;
 mod tcp;
 
-use groups::{group_kind, start_times, GroupKind};
+use groups::{group_kind, GroupKind};
 use tcp::{rwnd_spec, tcp_config};

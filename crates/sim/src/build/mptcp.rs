@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::flow::{MptcpEnd, MptcpFlow, MptcpPath, ProxyEnd};
-use crate::scenario::{MptcpSpec, PathRef};
+use crate::scenario::{MptcpScheduler, MptcpSpec, PathRef};
 use latlab_proto::mptcp::{
     MptcpConfig, MptcpProxy, MptcpReceiver, MptcpSender, ProxyConfig, Scheduler, ThrottleConfig,
 };
@@ -71,8 +71,10 @@ pub(super) fn mptcp_group(
             "ECN is modelled for TCP flows only; an MPTCP group's subflows do not carry it (set ecn = false)",
         ));
     }
-    let scheduler = Scheduler::parse(spec.scheduler.as_deref().unwrap_or("minrtt"))
-        .map_err(|m| cx.err(format!("{mp}.scheduler"), m))?;
+    let scheduler = match spec.scheduler.unwrap_or(MptcpScheduler::MinRtt) {
+        MptcpScheduler::MinRtt => Scheduler::MinRtt,
+        MptcpScheduler::RoundRobin => Scheduler::RoundRobin,
+    };
     let recv_buffer_bytes = spec.recv_buffer_bytes.unwrap_or(tcp.rwnd_bytes);
     if recv_buffer_bytes < tcp.mss_bytes as u64 {
         return Err(cx.err(

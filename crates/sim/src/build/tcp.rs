@@ -2,18 +2,13 @@
 //! window controller.
 
 use super::*;
+use crate::scenario::{LossRecovery, RwndController, TcpPreset};
 
 /// TCP configuration: preset, then the fields the scenario sets.
 pub(super) fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig, ScenarioError> {
-    let mut c = match s.preset.as_deref() {
-        None | Some("ns2") => TcpConfig::ns2(),
-        Some("linux") => TcpConfig::linux(),
-        Some(other) => {
-            return Err(cx.err(
-                format!("{path}.preset"),
-                format!("unknown preset {other:?}; expected \"ns2\" or \"linux\""),
-            ))
-        }
+    let mut c = match s.preset.unwrap_or(TcpPreset::Ns2) {
+        TcpPreset::Ns2 => TcpConfig::ns2(),
+        TcpPreset::Linux => TcpConfig::linux(),
     };
     if let Some(v) = s.mss_bytes {
         c.mss_bytes = v;
@@ -24,22 +19,16 @@ pub(super) fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig,
     if let Some(v) = s.initial_window_segments {
         c.initial_window_segments = v;
     }
-    if let Some(r) = s.recovery.as_deref() {
+    if let Some(r) = s.recovery {
         c.recovery = match r {
-            "newreno" => Recovery::NewReno,
-            "sack" => {
+            LossRecovery::NewReno => Recovery::NewReno,
+            LossRecovery::Sack => {
                 c.sack = true;
                 Recovery::Sack
             }
-            "fack" => {
+            LossRecovery::Fack => {
                 c.sack = true;
                 Recovery::Fack
-            }
-            other => {
-                return Err(cx.err(
-                    format!("{path}.recovery"),
-                    format!("unknown recovery {other:?}; expected \"newreno\", \"sack\" or \"fack\""),
-                ))
             }
         };
     }
@@ -130,7 +119,7 @@ pub(super) fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig,
 /// The receiver-window controller a TCP table chooses (`rwnd_controller`,
 /// `rwnd_params`), checked once; "fixed" (the `rwnd_bytes` window) when unset.
 pub(super) fn rwnd_spec(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<RwndSpec, ScenarioError> {
-    let name = s.rwnd_controller.as_deref().unwrap_or("fixed");
+    let name = s.rwnd_controller.unwrap_or(RwndController::Fixed).name();
     let params: Vec<(String, f64)> = s
         .rwnd_params
         .iter()
@@ -151,4 +140,16 @@ pub(super) fn rwnd_spec(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<RwndSpec, S
         ));
     }
     Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The scenario's controller names are the proto's, so every name the
+    /// parser accepts builds a controller.
+    #[test]
+    fn every_rwnd_controller_name_is_the_protos() {
+        assert_eq!(RwndController::ACCEPTED, RwndSpec::NAMES);
+    }
 }
