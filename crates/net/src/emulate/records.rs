@@ -394,6 +394,30 @@ mod tests {
         ));
     }
 
+    /// A capture's bytes as the emulator wrote them before the pcap format
+    /// moved to `latlab_link::pcap`: they stay identical.
+    #[test]
+    fn pcap_bytes_are_unchanged() {
+        let path = std::env::temp_dir().join(format!("latlab-emu-pcap-pinned-{}.pcap", std::process::id()));
+        let mut p = RawPcap::create(&path).unwrap();
+        let packet: Vec<u8> = (0..60u8).collect();
+        p.write(1_764_000_000_123_456_789, &packet).unwrap();
+        p.write(1_764_000_001_000_000_000, &[0x60, 0, 0, 0, 0, 8, 17, 64])
+            .unwrap();
+        p.write(u64::MAX, &[]).unwrap();
+        p.finish().unwrap();
+        let b = std::fs::read(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+        assert_eq!(hex, PINNED_PCAP_HEX);
+    }
+
+    const PINNED_PCAP_HEX: &str = concat!(
+        "4d3cb2a1020004000000000000000000ffff0000650000000081246915cd5b073c0000003c0000000001020304050607",
+        "08090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f202122232425262728292a2b2c2d2e2f3031323334353637",
+        "38393a3b01812469000000000800000008000000600000000008114009fa824bffe54a2a0000000000000000",
+    );
+
     #[test]
     fn pcap_records_hold_the_bytes() {
         let path = std::env::temp_dir().join(format!("latlab-emu-pcap-{}.pcap", std::process::id()));
