@@ -3,12 +3,11 @@
 //!
 //! # File format
 //!
-//! Classic libpcap format with the nanosecond-resolution magic `0xa1b23c4d`
-//! (written little-endian), version 2.4, snaplen 65535 and link type
-//! `LINKTYPE_RAW` (101): every record starts directly with an IPv4 header.
-//! Frame timestamps are the simulation time (`time_ns`) split into seconds
-//! and nanoseconds; the seconds field is 32 bits, so times past ~136 years of
-//! virtual time wrap (no panic).
+//! The one the emulator writes too, [`latlab_link::pcap`]: classic libpcap with
+//! nanosecond timestamps and link type `LINKTYPE_RAW` (101), so every
+//! record starts directly with an IPv4 header. Frame timestamps are the
+//! simulation time (`time_ns`); times past ~136 years of virtual time wrap
+//! (no panic).
 //!
 //! # What a record contains
 //!
@@ -62,21 +61,17 @@
 //!   TCP checksums by default, and with validation on it reports them as
 //!   unverifiable because the payload was not captured.
 //!
-//! Writing a packet never allocates: the record is assembled in a scratch
-//! array inside the writer and handed to the `BufWriter` in one call.
+//! Writing a packet never allocates: the headers are assembled in a scratch
+//! array inside the writer and handed to the buffered file with the record's
+//! header.
 
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io;
 use std::path::Path;
 
+use latlab_link::pcap::PcapFile;
+pub use latlab_link::pcap::{LINKTYPE_RAW, PCAP_MAGIC_NS, SNAPLEN};
 use latlab_proto::{Segment, MAX_SACK_BLOCKS};
 
-/// pcap magic for nanosecond-resolution timestamps.
-pub const PCAP_MAGIC_NS: u32 = 0xa1b2_3c4d;
-/// `LINKTYPE_RAW`: each record is a raw IPv4 (or IPv6) packet.
-pub const LINKTYPE_RAW: u32 = 101;
-/// Snapshot length written in the global header.
-pub const SNAPLEN: u32 = 65535;
 /// Window-scale shift advertised on every SYN / SYN-ACK.
 pub const WINDOW_SHIFT: u8 = 7;
 /// MSS advertised on SYN / SYN-ACK unless changed with [`PcapWriter::set_mss`].
@@ -99,11 +94,10 @@ pub fn node_ipv4(node: u32) -> [u8; 4] {
     [10, (n >> 16) as u8, (n >> 8) as u8, n as u8]
 }
 
-const PCAP_RECORD_HEADER: usize = 16;
 const IPV4_HEADER: usize = 20;
 const TCP_BASE_HEADER: usize = 20;
 const TCP_MAX_OPTIONS: usize = 40;
-const SCRATCH_LEN: usize = PCAP_RECORD_HEADER + IPV4_HEADER + TCP_BASE_HEADER + TCP_MAX_OPTIONS;
+const SCRATCH_LEN: usize = IPV4_HEADER + TCP_BASE_HEADER + TCP_MAX_OPTIONS;
 
 #[allow(dead_code)] // only the test parser needs it; never written
 const OPT_EOL: u8 = 0;
@@ -117,8 +111,8 @@ const OPT_TIMESTAMP: u8 = 8;
 /// Writes simulated TCP segments to a pcap file (see the module docs for
 /// how the model's fields map onto header fields).
 pub struct PcapWriter {
-    out: BufWriter<File>,
-    /// One record (pcap record header + IPv4 + TCP header) is built here.
+    out: PcapFile,
+    /// One packet's captured bytes (IPv4 + TCP header) are built here.
     scratch: [u8; SCRATCH_LEN],
     ip_id: u16,
     mss: u16,
@@ -127,18 +121,8 @@ pub struct PcapWriter {
 impl PcapWriter {
     /// Creates (truncates) `path` and writes the pcap global header.
     pub fn create(path: &Path) -> io::Result<Self> {
-        let file = File::create(path)?;
-        let mut out = BufWriter::with_capacity(1 << 16, file);
-        let mut hdr = [0u8; 24];
-        hdr[0..4].copy_from_slice(&PCAP_MAGIC_NS.to_le_bytes());
-        hdr[4..6].copy_from_slice(&2u16.to_le_bytes()); // version major
-        hdr[6..8].copy_from_slice(&4u16.to_le_bytes()); // version minor
-                                                        // bytes 8..16: thiszone = 0, sigfigs = 0
-        hdr[16..20].copy_from_slice(&SNAPLEN.to_le_bytes());
-        hdr[20..24].copy_from_slice(&LINKTYPE_RAW.to_le_bytes());
-        out.write_all(&hdr)?;
         Ok(PcapWriter {
-            out,
+            out: latlab_link::pcap::create(path)?,
             scratch: [0u8; SCRATCH_LEN],
             ip_id: 0,
             mss: DEFAULT_MSS,
@@ -203,7 +187,7 @@ impl PcapWriter {
         let syn = seg.is_syn();
 
         let buf = &mut self.scratch;
-        let ip = PCAP_RECORD_HEADER;
+        let ip = 0; // the packet starts with its IPv4 header
         let tcp = ip + IPV4_HEADER;
         let opt_start = tcp + TCP_BASE_HEADER;
 
@@ -310,21 +294,13 @@ impl PcapWriter {
         let tcp_csum = fold(sum);
         buf[tcp + 16..tcp + 18].copy_from_slice(&tcp_csum.to_be_bytes());
 
-        // --- pcap record header -------------------------------------------
-        let secs = (time_ns / 1_000_000_000) as u32;
-        let nanos = (time_ns % 1_000_000_000) as u32;
         let orig_len = wire_bytes.max(ip_total as u32).max(captured);
-        buf[0..4].copy_from_slice(&secs.to_le_bytes());
-        buf[4..8].copy_from_slice(&nanos.to_le_bytes());
-        buf[8..12].copy_from_slice(&captured.to_le_bytes());
-        buf[12..16].copy_from_slice(&orig_len.to_le_bytes());
-
-        self.out.write_all(&buf[..end])
+        self.out.write_record(time_ns, &buf[ip..end], orig_len)
     }
 
     /// Flushes buffered records to the file.
-    pub fn finish(mut self) -> io::Result<()> {
-        self.out.flush()
+    pub fn finish(self) -> io::Result<()> {
+        self.out.finish().map(drop)
     }
 }
 

@@ -50,7 +50,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::record::{write_summary, Recorder};
 use args::EmulateOptions;
 use event_loop::{Direction, LoopConfig};
-use records::{link_row, pcap_file_name, RawPcap, Summary};
+use records::{create_pcap, link_row, RawPcap, Summary};
 
 /// The line printed on stdout once the namespaces are up (one JSON object).
 #[derive(serde::Serialize)]
@@ -288,11 +288,7 @@ fn open_pcaps(
     line.hops
         .iter()
         .map(|h| match &opts.out {
-            Some(d) if opts.pcap || pcap_links.contains(&h.name) => {
-                RawPcap::create(&d.join(pcap_file_name(&h.name)))
-                    .map(Some)
-                    .map_err(|e| e.to_string())
-            }
+            Some(d) if opts.pcap || pcap_links.contains(&h.name) => create_pcap(d, &h.name).map(Some),
             _ => Ok(None),
         })
         .collect()

@@ -146,7 +146,7 @@ fn open_pcaps(
             ));
         };
         let dir = outdir.unwrap_or(Path::new("."));
-        let file = dir.join(format!("{}.pcap", pname.replace("->", "_to_").replace('#', "_")));
+        let file = dir.join(latlab_link::pcap::file_name(pname));
         let writer = PcapWriter::create(&file).map_err(|e| {
             cx.err(
                 format!("outputs.pcap[{i}]"),
