@@ -7,6 +7,7 @@
 //! - [`transmitter`]: a single queue's transmitter over a trace or a rate.
 //! - [`lte`]: an LTE cell downlink (per-user queues, TTI scheduler, HARQ).
 //! - [`wifi`]: a Wi-Fi AP downlink (shared FIFO or per-station queues, per-station rate, retries).
+//! - [`pcap`]: the pcap capture files of links (format and file names).
 //! - [`service`]: one link's service rule (random loss, queue, transmitter,
 //!   delay), driven alike by the simulator and the emulator.
 //!
@@ -25,6 +26,7 @@
 
 pub mod lte;
 pub mod packet_ref;
+pub mod pcap;
 pub mod queue_view;
 pub mod rate;
 pub mod service;

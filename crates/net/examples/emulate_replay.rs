@@ -20,9 +20,10 @@
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
-use latlab_link::PacketRef;
+use latlab_link::{PacketRef, RouteEcn};
 use latlab_net::emulate::config;
 use latlab_net::emulate::line::{Line, Outcome};
+use latlab_qdisc::Ecn;
 
 #[derive(serde::Deserialize)]
 struct Row {
@@ -82,7 +83,8 @@ fn compare(name: &str, mut line: Line, rows: &[&Row]) -> bool {
             idx: k as u32,
             wire_bytes: rows[i].bytes,
             flow: 0,
-            route_pos: 0,
+            // The log keeps no ECN field: replayed as Not-ECT (a marking queue would drop them).
+            route: RouteEcn::new(0, Ecn::NotEct),
         };
         line.arrive(t, pkt, &mut out);
     }

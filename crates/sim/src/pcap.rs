@@ -3,12 +3,11 @@
 //!
 //! # File format
 //!
-//! Classic libpcap format with the nanosecond-resolution magic `0xa1b23c4d`
-//! (written little-endian), version 2.4, snaplen 65535 and link type
-//! `LINKTYPE_RAW` (101): every record starts directly with an IPv4 header.
-//! Frame timestamps are the simulation time (`time_ns`) split into seconds
-//! and nanoseconds; the seconds field is 32 bits, so times past ~136 years of
-//! virtual time wrap (no panic).
+//! The one the emulator writes too, [`latlab_link::pcap`]: classic libpcap with
+//! nanosecond timestamps and link type `LINKTYPE_RAW` (101), so every
+//! record starts directly with an IPv4 header. Frame timestamps are the
+//! simulation time (`time_ns`); times past ~136 years of virtual time wrap
+//! (no panic).
 //!
 //! # What a record contains
 //!
@@ -64,22 +63,18 @@
 //!   TCP checksums by default, and with validation on it reports them as
 //!   unverifiable because the payload was not captured.
 //!
-//! Writing a packet never allocates: the record is assembled in a scratch
-//! array inside the writer and handed to the `BufWriter` in one call.
+//! Writing a packet never allocates: the headers are assembled in a scratch
+//! array inside the writer and handed to the buffered file with the record's
+//! header.
 
 use latlab_qdisc::Ecn;
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io;
 use std::path::Path;
 
+use latlab_link::pcap::PcapFile;
+pub use latlab_link::pcap::{LINKTYPE_RAW, PCAP_MAGIC_NS, SNAPLEN};
 use latlab_proto::{Segment, MAX_SACK_BLOCKS};
 
-/// pcap magic for nanosecond-resolution timestamps.
-pub const PCAP_MAGIC_NS: u32 = 0xa1b2_3c4d;
-/// `LINKTYPE_RAW`: each record is a raw IPv4 (or IPv6) packet.
-pub const LINKTYPE_RAW: u32 = 101;
-/// Snapshot length written in the global header.
-pub const SNAPLEN: u32 = 65535;
 /// Window-scale shift advertised on every SYN / SYN-ACK.
 pub const WINDOW_SHIFT: u8 = 7;
 /// MSS advertised on SYN / SYN-ACK unless changed with [`PcapWriter::set_mss`].
@@ -102,11 +97,10 @@ pub fn node_ipv4(node: u32) -> [u8; 4] {
     [10, (n >> 16) as u8, (n >> 8) as u8, n as u8]
 }
 
-const PCAP_RECORD_HEADER: usize = 16;
 const IPV4_HEADER: usize = 20;
 const TCP_BASE_HEADER: usize = 20;
 const TCP_MAX_OPTIONS: usize = 40;
-const SCRATCH_LEN: usize = PCAP_RECORD_HEADER + IPV4_HEADER + TCP_BASE_HEADER + TCP_MAX_OPTIONS;
+const SCRATCH_LEN: usize = IPV4_HEADER + TCP_BASE_HEADER + TCP_MAX_OPTIONS;
 
 #[allow(dead_code)] // only the test parser needs it; never written
 const OPT_EOL: u8 = 0;
@@ -120,8 +114,8 @@ const OPT_TIMESTAMP: u8 = 8;
 /// Writes simulated TCP segments to a pcap file (see the module docs for
 /// how the model's fields map onto header fields).
 pub struct PcapWriter {
-    out: BufWriter<File>,
-    /// One record (pcap record header + IPv4 + TCP header) is built here.
+    out: PcapFile,
+    /// One packet's captured bytes (IPv4 + TCP header) are built here.
     scratch: [u8; SCRATCH_LEN],
     ip_id: u16,
     mss: u16,
@@ -130,18 +124,8 @@ pub struct PcapWriter {
 impl PcapWriter {
     /// Creates (truncates) `path` and writes the pcap global header.
     pub fn create(path: &Path) -> io::Result<Self> {
-        let file = File::create(path)?;
-        let mut out = BufWriter::with_capacity(1 << 16, file);
-        let mut hdr = [0u8; 24];
-        hdr[0..4].copy_from_slice(&PCAP_MAGIC_NS.to_le_bytes());
-        hdr[4..6].copy_from_slice(&2u16.to_le_bytes()); // version major
-        hdr[6..8].copy_from_slice(&4u16.to_le_bytes()); // version minor
-                                                        // bytes 8..16: thiszone = 0, sigfigs = 0
-        hdr[16..20].copy_from_slice(&SNAPLEN.to_le_bytes());
-        hdr[20..24].copy_from_slice(&LINKTYPE_RAW.to_le_bytes());
-        out.write_all(&hdr)?;
         Ok(PcapWriter {
-            out,
+            out: latlab_link::pcap::create(path)?,
             scratch: [0u8; SCRATCH_LEN],
             ip_id: 0,
             mss: DEFAULT_MSS,
@@ -210,7 +194,7 @@ impl PcapWriter {
         let syn = seg.is_syn();
 
         let buf = &mut self.scratch;
-        let ip = PCAP_RECORD_HEADER;
+        let ip = 0; // the packet starts with its IPv4 header
         let tcp = ip + IPV4_HEADER;
         let opt_start = tcp + TCP_BASE_HEADER;
 
@@ -317,21 +301,13 @@ impl PcapWriter {
         let tcp_csum = fold(sum);
         buf[tcp + 16..tcp + 18].copy_from_slice(&tcp_csum.to_be_bytes());
 
-        // --- pcap record header -------------------------------------------
-        let secs = (time_ns / 1_000_000_000) as u32;
-        let nanos = (time_ns % 1_000_000_000) as u32;
         let orig_len = wire_bytes.max(ip_total as u32).max(captured);
-        buf[0..4].copy_from_slice(&secs.to_le_bytes());
-        buf[4..8].copy_from_slice(&nanos.to_le_bytes());
-        buf[8..12].copy_from_slice(&captured.to_le_bytes());
-        buf[12..16].copy_from_slice(&orig_len.to_le_bytes());
-
-        self.out.write_all(&buf[..end])
+        self.out.write_record(time_ns, &buf[ip..end], orig_len)
     }
 
     /// Flushes buffered records to the file.
-    pub fn finish(mut self) -> io::Result<()> {
-        self.out.flush()
+    pub fn finish(self) -> io::Result<()> {
+        self.out.finish().map(drop)
     }
 }
 
@@ -492,6 +468,24 @@ mod tests {
             opts,
         }
     }
+
+    const SAMPLE_FILE_HEX: &str = concat!(
+        "4d3cb2a1020004000000000000000000ffff000065000000010000000065cd1d3c0000003c0000004500003c00004000",
+        "400626b80a0000010a000004271713890000000000000000a002faf0fa820000020405b40402080a000003e800000000",
+        "010303070100000080fb651e3c0000003c0000004500003c00014000400626b70a0000040a0000011389271700000000",
+        "00000001a012fe88ef090000020405b40402080a000007d0000003e801030307010000000092fe1e3400000034000000",
+        "4500003400024000400626be0a0000010a00000427171389000000010000000180105b8d72b100000101080a00005208",
+        "000007d0010000000092fe1e34000000dc050000450005dc00034000400621150a0000010a0000042717138900000001",
+        "0000000180105b8d6d0900000101080a00005208000007d001000000c066001f34000000dc050000450005dc00044000",
+        "400621140a0000010a00000427171389000005a90000000180105b8d676000000101080a00005209000007d001000000",
+        "803b021f34000000dc050000450005dc00054000400621130a0000010a0000042717138900000b510000000180105b8d",
+        "61b700000101080a0000520a000007d0010000004010041f34000000dc050000450005dc00064000400621120a000001",
+        "0a00000427171389000010f90000000180105b8d5c0e00000101080a0000520b000007d001000000c06aa61f48000000",
+        "480000004500004800074000400626a50a0000040a0000011389271700000001000005a9d010b71bed8000000101080a",
+        "00007918000052080101051200000b51000016a100001b5800001f400100000000adb51f28000000d0050000450005d0",
+        "000840004006211c0a0000010a00000427171389000005a90000000150105b8dfa5000000100000040efc41f28000000",
+        "280000004500002800094000400626c30a0000010a00000427171389000016a10000000150115b8deeff0000",
+    );
 
     fn seg(seq: u64, ack: u64, payload: u32, flags: Flags, rwnd: u64) -> Segment {
         Segment {
@@ -661,6 +655,20 @@ mod tests {
 
         tshark_check(&path);
         let _ = std::fs::remove_file(&path);
+    }
+
+    /// The bytes of [`write_sample`]'s file, as this writer wrote them before
+    /// the pcap format moved to `latlab_link::pcap`: the captures stay
+    /// byte-identical (SYN options, timestamps, SACK blocks, checksums, record
+    /// headers).
+    #[test]
+    fn sample_file_bytes_are_unchanged() {
+        let path = temp_path("pinned");
+        write_sample(&path);
+        let bytes = std::fs::read(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, SAMPLE_FILE_HEX);
     }
 
     #[test]

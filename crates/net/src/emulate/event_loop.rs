@@ -25,7 +25,9 @@ use latlab_link::PacketRef;
 
 use super::line::{DropCause, Line, Outcome};
 use super::packet::{check_ip, Pool, Reject};
-use super::records::{sample, DirectionSummary, InputCounters, PacketRow, RawPcap, TimingHistogram};
+use super::records::{
+    sample, write_packet, DirectionSummary, InputCounters, PacketRow, RawPcap, TimingHistogram,
+};
 use super::tun::Tun;
 use crate::clock;
 use crate::record::{Recorder, RowClock};
@@ -265,7 +267,7 @@ fn settle(
                     dir.stats.ce_marked_pkts += 1;
                 }
                 if let Some(p) = dir.pcaps[hop].as_mut() {
-                    p.write(cfg.unix_at_start_ns + leave_ns, pool.bytes(pkt.idx))?;
+                    write_packet(p, cfg.unix_at_start_ns + leave_ns, pool.bytes(pkt.idx))?;
                 }
             }
             Outcome::Dropped { hop, pkt, cause } => {

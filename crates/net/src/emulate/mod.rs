@@ -43,14 +43,14 @@ pub mod tun;
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::record::{write_summary, Recorder};
 use args::EmulateOptions;
 use event_loop::{Direction, LoopConfig};
-use records::{link_row, pcap_file_name, RawPcap, Summary};
+use records::{create_pcap, link_row, RawPcap, Summary};
 
 /// The line printed on stdout once the namespaces are up (one JSON object).
 #[derive(serde::Serialize)]
@@ -85,106 +85,93 @@ enum Ends {
     Router(router::RouterPath),
 }
 
-/// Run an emulation; the exit code to leave with (the command's, or 0).
-pub fn run(opts: &EmulateOptions) -> Result<i32, String> {
-    let plan = config::load(&opts.scenario, opts.client.as_deref(), opts.server.as_deref())?;
-    let pid = std::process::id();
-    let tun_err = |e: io::Error| format!("{e} (the emulator needs root and /dev/net/tun)");
-    // Host mode: the client's and the server's devices; router mode: the
-    // devices the uplink's and the downlink's packets are routed into.
-    let (client_tun, server_tun, ends) = match &opts.router {
-        None => {
-            for ns in netns::remove_stale()? {
-                if !opts.quiet {
-                    eprintln!("removed stale namespace {ns} (its emulator is gone)");
-                }
-            }
-            let client_tun = tun::Tun::create(&format!("llemu{pid}c")).map_err(tun_err)?;
-            let server_tun = tun::Tun::create(&format!("llemu{pid}s")).map_err(tun_err)?;
-            let hosts = netns::Hosts::create(pid, &client_tun, &server_tun, opts.mtu)?;
-            (client_tun, server_tun, Ends::Hosts(hosts))
-        }
-        Some(r) => {
-            let ns = r.netns.as_deref();
-            for rule in router::remove_stale_rules(ns)? {
-                if !opts.quiet {
-                    eprintln!("removed stale {rule} (its emulator is gone)");
-                }
-            }
-            let up_tun = tun::Tun::create(&format!("llemu{pid}u")).map_err(tun_err)?;
-            let down_tun = tun::Tun::create(&format!("llemu{pid}d")).map_err(tun_err)?;
-            let path =
-                router::RouterPath::create(pid, ns, &r.ingress, &r.egress, &up_tun, &down_tun, opts.mtu)?;
-            (up_tun, down_tun, Ends::Router(path))
-        }
-    };
+/// The TUN device each direction's packets are read from: the client's and
+/// the server's (host mode), or the devices the uplink's and the
+/// downlink's packets are routed into (router mode).
+struct Tuns {
+    client: tun::Tun,
+    server: tun::Tun,
+}
 
-    if let Some(dir) = &opts.out {
-        std::fs::create_dir_all(dir).map_err(|e| format!("--out {}: {e}", dir.display()))?;
-    }
-    let out_file = |name: &str| opts.out.as_ref().map(|d| d.join(name));
-    let mut samples = Recorder::create(
-        out_file("link_samples.csv")
-            .filter(|_| plan.sample_interval_ns > 0)
-            .as_deref(),
-    )
-    .map_err(|e| e.to_string())?;
-    let mut packets = match out_file("packets.csv").filter(|_| opts.packet_log) {
-        Some(p) => Some(csv::Writer::from_writer(BufWriter::new(
-            File::create(&p).map_err(|e| format!("{}: {e}", p.display()))?,
-        ))),
-        None => None,
-    };
-    let pcaps = |line: &line::Line| -> Result<Vec<Option<RawPcap>>, String> {
-        line.hops
-            .iter()
-            .map(|h| match &opts.out {
-                Some(d) if opts.pcap || plan.pcap_links.contains(&h.name) => {
-                    RawPcap::create(&d.join(pcap_file_name(&h.name)))
-                        .map(Some)
-                        .map_err(|e| e.to_string())
-                }
-                _ => Ok(None),
-            })
-            .collect()
-    };
-    let up_pcaps = pcaps(&plan.up)?;
-    let down_pcaps = pcaps(&plan.down)?;
-    let mut dirs = [
-        Direction::new("up", plan.up, up_pcaps),
-        Direction::new("down", plan.down, down_pcaps),
-    ];
+/// Where the summary says the ends were (empty in the mode that has none).
+struct Places {
+    client_ns: String,
+    server_ns: String,
+    client_addr: String,
+    server_addr: String,
+    router: Option<records::RouterSummary>,
+}
 
-    let ready = match &ends {
-        Ends::Hosts(hosts) => serde_json::to_string(&Ready {
-            event: "ready",
-            client_ns: &hosts.client_ns,
-            server_ns: &hosts.server_ns,
-            client_addr: netns::CLIENT_ADDR,
-            server_addr: netns::SERVER_ADDR,
-            client_dev: &hosts.client_dev,
-            server_dev: &hosts.server_dev,
-            pid,
-        }),
-        Ends::Router(path) => serde_json::to_string(&RouterReady {
-            event: "ready",
-            mode: "router",
-            router_ns: path.ns.as_deref(),
-            ingress: &path.ingress,
-            egress: &path.egress,
-            up_dev: &path.up_dev,
-            down_dev: &path.down_dev,
-            pid,
-        }),
+impl Ends {
+    /// Make the TUN devices and the namespaces (host mode) or the routing
+    /// rules (router mode) around them, first removing what a killed
+    /// emulator left.
+    fn create(opts: &EmulateOptions, pid: u32) -> Result<(Tuns, Ends), String> {
+        let tun_err = |e: io::Error| format!("{e} (the emulator needs root and /dev/net/tun)");
+        match &opts.router {
+            None => {
+                for ns in netns::remove_stale()? {
+                    if !opts.quiet {
+                        eprintln!("removed stale namespace {ns} (its emulator is gone)");
+                    }
+                }
+                let client = tun::Tun::create(&format!("llemu{pid}c")).map_err(tun_err)?;
+                let server = tun::Tun::create(&format!("llemu{pid}s")).map_err(tun_err)?;
+                let hosts = netns::Hosts::create(pid, &client, &server, opts.mtu)?;
+                Ok((Tuns { client, server }, Ends::Hosts(hosts)))
+            }
+            Some(r) => {
+                let ns = r.netns.as_deref();
+                for rule in router::remove_stale_rules(ns)? {
+                    if !opts.quiet {
+                        eprintln!("removed stale {rule} (its emulator is gone)");
+                    }
+                }
+                let up = tun::Tun::create(&format!("llemu{pid}u")).map_err(tun_err)?;
+                let down = tun::Tun::create(&format!("llemu{pid}d")).map_err(tun_err)?;
+                let path = router::RouterPath::create(pid, ns, &r.ingress, &r.egress, &up, &down, opts.mtu)?;
+                Ok((
+                    Tuns {
+                        client: up,
+                        server: down,
+                    },
+                    Ends::Router(path),
+                ))
+            }
+        }
     }
-    .expect("plain struct");
-    let mut stdout = io::stdout().lock();
-    let _ = writeln!(stdout, "{ready}");
-    let _ = stdout.flush();
-    drop(stdout);
-    if !opts.quiet {
-        match &ends {
-            Ends::Hosts(hosts) => eprintln!(
+
+    /// The JSON line printed on stdout once the ends are up.
+    fn ready_line(&self, pid: u32) -> String {
+        match self {
+            Ends::Hosts(hosts) => serde_json::to_string(&Ready {
+                event: "ready",
+                client_ns: &hosts.client_ns,
+                server_ns: &hosts.server_ns,
+                client_addr: netns::CLIENT_ADDR,
+                server_addr: netns::SERVER_ADDR,
+                client_dev: &hosts.client_dev,
+                server_dev: &hosts.server_dev,
+                pid,
+            }),
+            Ends::Router(path) => serde_json::to_string(&RouterReady {
+                event: "ready",
+                mode: "router",
+                router_ns: path.ns.as_deref(),
+                ingress: &path.ingress,
+                egress: &path.egress,
+                up_dev: &path.up_dev,
+                down_dev: &path.down_dev,
+                pid,
+            }),
+        }
+        .expect("plain struct")
+    }
+
+    /// What is emulated where, for a person reading stderr.
+    fn describe(&self, plan: &config::PathPlan) -> String {
+        match self {
+            Ends::Hosts(hosts) => format!(
                 "emulating {} <-> {} ({}): client {} in {}, server {} in {}",
                 plan.client_node,
                 plan.server_node,
@@ -194,7 +181,7 @@ pub fn run(opts: &EmulateOptions) -> Result<i32, String> {
                 netns::SERVER_ADDR,
                 hosts.server_ns
             ),
-            Ends::Router(path) => eprintln!(
+            Ends::Router(path) => format!(
                 "emulating {} <-> {} ({}) in router {}: {} -> uplink -> {}, {} -> downlink -> {}",
                 plan.client_node,
                 plan.server_node,
@@ -208,10 +195,179 @@ pub fn run(opts: &EmulateOptions) -> Result<i32, String> {
         }
     }
 
+    /// Host mode: `ip netns exec CLIENT_NS COMMAND...`, with the addresses
+    /// in its environment. Router mode: COMMAND where the emulator runs, with
+    /// the router's namespace and interfaces in its environment. Also where
+    /// it runs, for messages.
+    fn command(&self, command: &[String]) -> (Command, String) {
+        match self {
+            Ends::Hosts(hosts) => {
+                let mut cmd = Command::new("ip");
+                cmd.args(["netns", "exec", &hosts.client_ns])
+                    .args(command)
+                    .env("LATLAB_EMU_CLIENT_NS", &hosts.client_ns)
+                    .env("LATLAB_EMU_SERVER_NS", &hosts.server_ns)
+                    .env("LATLAB_EMU_CLIENT_ADDR", netns::CLIENT_ADDR)
+                    .env("LATLAB_EMU_SERVER_ADDR", netns::SERVER_ADDR);
+                (cmd, hosts.client_ns.clone())
+            }
+            Ends::Router(path) => {
+                let mut cmd = Command::new(&command[0]);
+                cmd.args(&command[1..])
+                    .env("LATLAB_EMU_ROUTER_NS", path.ns.as_deref().unwrap_or(""))
+                    .env("LATLAB_EMU_INGRESS", &path.ingress)
+                    .env("LATLAB_EMU_EGRESS", &path.egress);
+                (cmd, "this namespace".to_string())
+            }
+        }
+    }
+
+    fn places(&self) -> Places {
+        match self {
+            Ends::Hosts(h) => Places {
+                client_ns: h.client_ns.clone(),
+                server_ns: h.server_ns.clone(),
+                client_addr: netns::CLIENT_ADDR.into(),
+                server_addr: netns::SERVER_ADDR.into(),
+                router: None,
+            },
+            Ends::Router(p) => Places {
+                client_ns: String::new(),
+                server_ns: String::new(),
+                client_addr: String::new(),
+                server_addr: String::new(),
+                router: Some(records::RouterSummary {
+                    router_ns: p.ns.clone(),
+                    ingress: p.ingress.clone(),
+                    egress: p.egress.clone(),
+                }),
+            },
+        }
+    }
+}
+
+/// The run's CSV outputs in --out (none without it).
+struct Outputs {
+    samples: Recorder,
+    packets: Option<csv::Writer<BufWriter<File>>>,
+}
+
+/// `opts.out/name`, when --out is given.
+fn out_file(opts: &EmulateOptions, name: &str) -> Option<PathBuf> {
+    opts.out.as_ref().map(|d| d.join(name))
+}
+
+/// Create --out and open `link_samples.csv` (when the scenario samples) and
+/// `packets.csv` (with --packet-log).
+fn open_outputs(opts: &EmulateOptions, plan: &config::PathPlan) -> Result<Outputs, String> {
+    if let Some(dir) = &opts.out {
+        std::fs::create_dir_all(dir).map_err(|e| format!("--out {}: {e}", dir.display()))?;
+    }
+    let samples = Recorder::create(
+        out_file(opts, "link_samples.csv")
+            .filter(|_| plan.sample_interval_ns > 0)
+            .as_deref(),
+    )
+    .map_err(|e| e.to_string())?;
+    let packets = match out_file(opts, "packets.csv").filter(|_| opts.packet_log) {
+        Some(p) => Some(csv::Writer::from_writer(BufWriter::new(
+            File::create(&p).map_err(|e| format!("{}: {e}", p.display()))?,
+        ))),
+        None => None,
+    };
+    Ok(Outputs { samples, packets })
+}
+
+/// A capture per hop of `line`: every hop's with --pcap, else those
+/// `outputs.pcap` names; none without --out.
+fn open_pcaps(
+    opts: &EmulateOptions,
+    pcap_links: &[String],
+    line: &line::Line,
+) -> Result<Vec<Option<RawPcap>>, String> {
+    line.hops
+        .iter()
+        .map(|h| match &opts.out {
+            Some(d) if opts.pcap || pcap_links.contains(&h.name) => create_pcap(d, &h.name).map(Some),
+            _ => Ok(None),
+        })
+        .collect()
+}
+
+/// Run an emulation; the exit code to leave with (the command's, or 0).
+pub fn run(opts: &EmulateOptions) -> Result<i32, String> {
+    let plan = config::load(&opts.scenario, opts.client.as_deref(), opts.server.as_deref())?;
+    let pid = std::process::id();
+    let (tuns, ends) = Ends::create(opts, pid)?;
+    let mut outputs = open_outputs(opts, &plan)?;
+    let up_pcaps = open_pcaps(opts, &plan.pcap_links, &plan.up)?;
+    let down_pcaps = open_pcaps(opts, &plan.pcap_links, &plan.down)?;
+    let mut stdout = io::stdout().lock();
+    let _ = writeln!(stdout, "{}", ends.ready_line(pid));
+    let _ = stdout.flush();
+    drop(stdout);
+    if !opts.quiet {
+        eprintln!("{}", ends.describe(&plan));
+    }
+    let mut dirs = [
+        Direction::new("up", plan.up, up_pcaps),
+        Direction::new("down", plan.down, down_pcaps),
+    ];
+    let (report, exit) = emulate(
+        opts,
+        &ends,
+        &tuns,
+        &mut dirs,
+        plan.sample_interval_ns,
+        &mut outputs,
+    )?;
+    let links = finish_outputs(opts, &mut dirs, outputs.packets)?;
+    let command_exit_code = exit.map(|s| {
+        use std::os::unix::process::ExitStatusExt;
+        s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
+    });
+    let [up, down] = dirs;
+    let places = ends.places();
+    let summary = Summary {
+        scenario: plan.scenario_name,
+        seed: plan.seed,
+        client_node: plan.client_node,
+        server_node: plan.server_node,
+        client_ns: places.client_ns,
+        server_ns: places.server_ns,
+        client_addr: places.client_addr,
+        server_addr: places.server_addr,
+        router: places.router,
+        elapsed_s: report.elapsed_ns as f64 / 1e9,
+        up: up.stats,
+        down: down.stats,
+        input: report.input,
+        links,
+        max_buffered_pkts: report.max_buffered_pkts,
+        command_exit_code,
+    };
+    report_summary(opts, &summary)?;
+    // Rules and namespaces first, then the devices they point at.
+    drop(ends);
+    drop(tuns);
+    Ok(command_exit_code.unwrap_or(0))
+}
+
+/// Start the command (if any), run the event loop until the command ends or
+/// the duration is up, and end the command if it is still running. The
+/// loop's report and the command's exit status.
+fn emulate(
+    opts: &EmulateOptions,
+    ends: &Ends,
+    tuns: &Tuns,
+    dirs: &mut [Direction; 2],
+    sample_interval_ns: u64,
+    outputs: &mut Outputs,
+) -> Result<(event_loop::LoopReport, Option<ExitStatus>), String> {
     let mut child = if opts.command.is_empty() {
         None
     } else {
-        Some(spawn_command(&ends, &opts.command, opts.out.as_deref())?)
+        Some(spawn_command(ends, &opts.command, opts.out.as_deref())?)
     };
     let mut exit: Option<ExitStatus> = None;
     let unix_at_start_ns = SystemTime::now()
@@ -221,7 +377,7 @@ pub fn run(opts: &EmulateOptions) -> Result<i32, String> {
     let mut pool = packet::Pool::new(opts.max_packet_bytes as usize, opts.max_buffered_packets as usize);
     let cfg = LoopConfig {
         max_packet_bytes: opts.max_packet_bytes as usize,
-        sample_interval_ns: plan.sample_interval_ns,
+        sample_interval_ns,
         unix_at_start_ns,
         spin_ns: opts.spin_ns,
     };
@@ -238,13 +394,13 @@ pub fn run(opts: &EmulateOptions) -> Result<i32, String> {
         opts.duration_ns.is_some_and(|d| elapsed_ns >= d)
     };
     let report = event_loop::run(
-        &client_tun,
-        &server_tun,
-        &mut dirs,
+        &tuns.client,
+        &tuns.server,
+        dirs,
         &mut pool,
         &cfg,
-        &mut samples,
-        packets.as_mut(),
+        &mut outputs.samples,
+        outputs.packets.as_mut(),
         &mut stop,
     );
     if exit.is_none() {
@@ -253,7 +409,15 @@ pub fn run(opts: &EmulateOptions) -> Result<i32, String> {
         }
     }
     let report = report.map_err(|e| format!("emulator I/O: {e}"))?;
+    Ok((report, exit))
+}
 
+/// Close the captures and `packets.csv`, and write `links.csv`; the link rows.
+fn finish_outputs(
+    opts: &EmulateOptions,
+    dirs: &mut [Direction; 2],
+    packets: Option<csv::Writer<BufWriter<File>>>,
+) -> Result<Vec<records::LinkRow>, String> {
     for d in dirs.iter_mut() {
         d.finish();
         for p in d.pcaps.iter_mut().filter_map(Option::take) {
@@ -267,93 +431,29 @@ pub fn run(opts: &EmulateOptions) -> Result<i32, String> {
         .iter()
         .flat_map(|d| d.line.hops.iter().map(move |h| link_row(h, d.name)))
         .collect();
-    if let Some(p) = out_file("links.csv") {
+    if let Some(p) = out_file(opts, "links.csv") {
         let mut r = Recorder::create(Some(&p)).map_err(|e| e.to_string())?;
         for row in &links {
             r.row(row).map_err(|e| e.to_string())?;
         }
     }
-    let command_exit_code = exit.map(|s| {
-        use std::os::unix::process::ExitStatusExt;
-        s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
-    });
-    let [up, down] = dirs;
-    let summary = Summary {
-        scenario: plan.scenario_name,
-        seed: plan.seed,
-        client_node: plan.client_node,
-        server_node: plan.server_node,
-        client_ns: match &ends {
-            Ends::Hosts(h) => h.client_ns.clone(),
-            Ends::Router(_) => String::new(),
-        },
-        server_ns: match &ends {
-            Ends::Hosts(h) => h.server_ns.clone(),
-            Ends::Router(_) => String::new(),
-        },
-        client_addr: match &ends {
-            Ends::Hosts(_) => netns::CLIENT_ADDR.into(),
-            Ends::Router(_) => String::new(),
-        },
-        server_addr: match &ends {
-            Ends::Hosts(_) => netns::SERVER_ADDR.into(),
-            Ends::Router(_) => String::new(),
-        },
-        router: match &ends {
-            Ends::Hosts(_) => None,
-            Ends::Router(p) => Some(records::RouterSummary {
-                router_ns: p.ns.clone(),
-                ingress: p.ingress.clone(),
-                egress: p.egress.clone(),
-            }),
-        },
-        elapsed_s: report.elapsed_ns as f64 / 1e9,
-        up: up.stats,
-        down: down.stats,
-        input: report.input,
-        links,
-        max_buffered_pkts: report.max_buffered_pkts,
-        command_exit_code,
-    };
-    if let Some(p) = out_file("summary.json") {
-        write_summary(&p, &summary).map_err(|e| e.to_string())?;
-    }
-    if !opts.quiet {
-        eprintln!(
-            "{}",
-            serde_json::to_string_pretty(&summary).expect("plain struct")
-        );
-    }
-    // Rules and namespaces first, then the devices they point at.
-    drop(ends);
-    drop((client_tun, server_tun));
-    Ok(command_exit_code.unwrap_or(0))
+    Ok(links)
 }
 
-/// Host mode: `ip netns exec CLIENT_NS COMMAND...`, with the addresses
-/// in its environment. Router mode: COMMAND where the emulator runs, with
-/// the router's namespace and interfaces in its environment.
+/// `summary.json` in --out, and the summary on stderr unless --quiet.
+fn report_summary(opts: &EmulateOptions, summary: &Summary) -> Result<(), String> {
+    if let Some(p) = out_file(opts, "summary.json") {
+        write_summary(&p, summary).map_err(|e| e.to_string())?;
+    }
+    if !opts.quiet {
+        eprintln!("{}", serde_json::to_string_pretty(summary).expect("plain struct"));
+    }
+    Ok(())
+}
+
+/// Start the command after `--` where [`Ends::command`] says.
 fn spawn_command(ends: &Ends, command: &[String], out: Option<&Path>) -> Result<Child, String> {
-    let (mut cmd, place) = match ends {
-        Ends::Hosts(hosts) => {
-            let mut cmd = Command::new("ip");
-            cmd.args(["netns", "exec", &hosts.client_ns])
-                .args(command)
-                .env("LATLAB_EMU_CLIENT_NS", &hosts.client_ns)
-                .env("LATLAB_EMU_SERVER_NS", &hosts.server_ns)
-                .env("LATLAB_EMU_CLIENT_ADDR", netns::CLIENT_ADDR)
-                .env("LATLAB_EMU_SERVER_ADDR", netns::SERVER_ADDR);
-            (cmd, hosts.client_ns.clone())
-        }
-        Ends::Router(path) => {
-            let mut cmd = Command::new(&command[0]);
-            cmd.args(&command[1..])
-                .env("LATLAB_EMU_ROUTER_NS", path.ns.as_deref().unwrap_or(""))
-                .env("LATLAB_EMU_INGRESS", &path.ingress)
-                .env("LATLAB_EMU_EGRESS", &path.egress);
-            (cmd, "this namespace".to_string())
-        }
-    };
+    let (mut cmd, place) = ends.command(command);
     if let Some(dir) = out {
         cmd.env("LATLAB_EMU_OUT", dir);
     }

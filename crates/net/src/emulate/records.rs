@@ -15,8 +15,7 @@
 //!   timestamps on the wall clock).
 //! - `summary.json`: counters and the timing-error percentiles.
 
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io;
 use std::path::Path;
 
 use serde::Serialize;
@@ -205,52 +204,21 @@ impl TimingHistogram {
     }
 }
 
-/// A pcap file of raw IP packets (LINKTYPE_RAW = 101), nanosecond
-/// timestamps (magic 0xa1b23c4d), as the simulator's writer
-/// (crates/sim/src/pcap.rs) but with real packets' bytes.
-pub struct RawPcap {
-    out: BufWriter<File>,
+/// A link's capture: the simulator's file format and name
+/// ([`latlab_link::pcap`]), with the real packets' bytes.
+pub type RawPcap = latlab_link::pcap::PcapFile;
+
+/// Creates link `link_name`'s capture in `dir`, named as the simulator
+/// names it; an error names the file.
+pub fn create_pcap(dir: &Path, link_name: &str) -> Result<RawPcap, String> {
+    let path = dir.join(latlab_link::pcap::file_name(link_name));
+    latlab_link::pcap::create(&path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-const PCAP_MAGIC_NS: u32 = 0xa1b2_3c4d;
-const LINKTYPE_RAW: u32 = 101;
-const SNAPLEN: u32 = 65_535;
-
-impl RawPcap {
-    pub fn create(path: &Path) -> io::Result<RawPcap> {
-        let file =
-            File::create(path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
-        let mut out = BufWriter::with_capacity(1 << 16, file);
-        let mut hdr = [0u8; 24];
-        hdr[0..4].copy_from_slice(&PCAP_MAGIC_NS.to_le_bytes());
-        hdr[4..6].copy_from_slice(&2u16.to_le_bytes());
-        hdr[6..8].copy_from_slice(&4u16.to_le_bytes());
-        hdr[16..20].copy_from_slice(&SNAPLEN.to_le_bytes());
-        hdr[20..24].copy_from_slice(&LINKTYPE_RAW.to_le_bytes());
-        out.write_all(&hdr)?;
-        Ok(RawPcap { out })
-    }
-
-    /// One packet at `unix_ns` (ns since the Unix epoch).
-    pub fn write(&mut self, unix_ns: u64, packet: &[u8]) -> io::Result<()> {
-        let caplen = packet.len().min(SNAPLEN as usize);
-        let mut rec = [0u8; 16];
-        rec[0..4].copy_from_slice(&((unix_ns / 1_000_000_000) as u32).to_le_bytes());
-        rec[4..8].copy_from_slice(&((unix_ns % 1_000_000_000) as u32).to_le_bytes());
-        rec[8..12].copy_from_slice(&(caplen as u32).to_le_bytes());
-        rec[12..16].copy_from_slice(&(packet.len() as u32).to_le_bytes());
-        self.out.write_all(&rec)?;
-        self.out.write_all(&packet[..caplen])
-    }
-
-    pub fn finish(mut self) -> io::Result<()> {
-        self.out.flush()
-    }
-}
-
-/// The file name for a link's capture, as the simulator names it.
-pub fn pcap_file_name(link_name: &str) -> String {
-    format!("{}.pcap", link_name.replace("->", "_to_").replace('#', "_"))
+/// Appends a packet that left a link at `unix_ns` (ns since the Unix
+/// epoch), all its bytes captured.
+pub fn write_packet(pcap: &mut RawPcap, unix_ns: u64, packet: &[u8]) -> io::Result<()> {
+    pcap.write_record(unix_ns, packet, packet.len() as u32)
 }
 
 /// Per direction, in the summary.
@@ -399,19 +367,43 @@ mod tests {
         ));
     }
 
+    /// A capture's bytes as the emulator wrote them before the pcap format
+    /// moved to `latlab_link::pcap`: they stay identical.
+    #[test]
+    fn pcap_bytes_are_unchanged() {
+        let dir = std::env::temp_dir().join(format!("latlab-emu-pcap-pinned-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut p = create_pcap(&dir, "c->s").unwrap();
+        let packet: Vec<u8> = (0..60u8).collect();
+        write_packet(&mut p, 1_764_000_000_123_456_789, &packet).unwrap();
+        write_packet(&mut p, 1_764_000_001_000_000_000, &[0x60, 0, 0, 0, 0, 8, 17, 64]).unwrap();
+        write_packet(&mut p, u64::MAX, &[]).unwrap();
+        p.finish().unwrap();
+        let b = std::fs::read(dir.join("c_to_s.pcap")).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+        assert_eq!(hex, PINNED_PCAP_HEX);
+    }
+
+    const PINNED_PCAP_HEX: &str = concat!(
+        "4d3cb2a1020004000000000000000000ffff0000650000000081246915cd5b073c0000003c0000000001020304050607",
+        "08090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f202122232425262728292a2b2c2d2e2f3031323334353637",
+        "38393a3b01812469000000000800000008000000600000000008114009fa824bffe54a2a0000000000000000",
+    );
+
     #[test]
     fn pcap_records_hold_the_bytes() {
-        let path = std::env::temp_dir().join(format!("latlab-emu-pcap-{}.pcap", std::process::id()));
-        let mut p = RawPcap::create(&path).unwrap();
-        p.write(1_500_000_000_123, &[0x45, 0, 0, 20]).unwrap();
+        let dir = std::env::temp_dir().join(format!("latlab-emu-pcap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut p = create_pcap(&dir, "a->b#2").unwrap();
+        write_packet(&mut p, 1_500_000_000_123, &[0x45, 0, 0, 20]).unwrap();
         p.finish().unwrap();
-        let b = std::fs::read(&path).unwrap();
-        std::fs::remove_file(&path).unwrap();
+        let b = std::fs::read(dir.join("a_to_b_2.pcap")).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(b.len(), 24 + 16 + 4);
         assert_eq!(u32::from_le_bytes(b[20..24].try_into().unwrap()), 101);
         assert_eq!(u32::from_le_bytes(b[24..28].try_into().unwrap()), 1500);
         assert_eq!(u32::from_le_bytes(b[28..32].try_into().unwrap()), 123);
         assert_eq!(&b[40..], &[0x45, 0, 0, 20]);
-        assert_eq!(pcap_file_name("a->b#2"), "a_to_b_2.pcap");
     }
 }

@@ -44,6 +44,7 @@ use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
@@ -529,10 +530,93 @@ enum Listener {
     Udp(UdpSocket),
 }
 
+/// What the main thread and the flow threads read during a run.
+struct Run<'a> {
+    plan: &'a FlowPlan,
+    shared: &'a [Shared],
+    client_ns: &'a File,
+    stop: &'a AtomicBool,
+    /// The run's time 0 (`now_ns()`).
+    t0: u64,
+}
+
+/// A sender thread: its socket (kept open until the end) and its error.
+type SenderThread<'scope> = ScopedJoinHandle<'scope, (Option<OwnedFd>, Option<String>)>;
+/// A sink thread: its connection and its error.
+type SinkThread<'scope> = ScopedJoinHandle<'scope, (Option<TcpStream>, Option<String>)>;
+
+/// What the main thread measured.
+struct Measured {
+    /// Per flow, at the start of the measurement window and at the end.
+    window_start: Vec<Snapshot>,
+    end: Vec<Snapshot>,
+    /// When the run ended, ns since t0.
+    end_ns: u64,
+    /// The senders' last TCP_INFO (None for UDP or a sender not connected).
+    infos: Vec<Option<TcpInfo>>,
+    stopped_early: bool,
+}
+
 /// Run the plan's flows; Err on setup failure, Ok(false) if a flow failed.
 pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
     let plan: FlowPlan = plan::load(&opts.scenario)?;
-    let (client_ns_name, server_ns_name) = match (&opts.client_ns, &opts.server_ns) {
+    let (client_ns_name, server_ns_name) = check_options(opts, &plan)?;
+    let client_ns = open_ns(client_ns_name)?;
+    let server_ns = open_ns(server_ns_name)?;
+    std::fs::create_dir_all(&opts.out).map_err(|e| format!("--out {}: {e}", opts.out.display()))?;
+    let listeners = open_listeners(opts, &plan, &server_ns, server_ns_name)?;
+    let shared: Vec<Shared> = plan.flows.iter().map(|_| Shared::new()).collect();
+    let stop = AtomicBool::new(false);
+    let mut samples =
+        Recorder::create(Some(&opts.out.join("flow_samples.csv"))).map_err(|e| e.to_string())?;
+    let device_drops_before = udp::device_tx_drops(&client_ns)?;
+    let t0_unix_ns = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let run = Run {
+        plan: &plan,
+        shared: &shared,
+        client_ns: &client_ns,
+        stop: &stop,
+        t0: now_ns(),
+    };
+    let (measured, errors) = std::thread::scope(|scope| -> Result<_, String> {
+        let (senders, sinks) = spawn_flows(scope, opts, &run, &listeners);
+        let measured = keep_clock(&run, &mut samples)?;
+        stop.store(true, Ordering::SeqCst);
+        Ok((measured, join_flows(senders, sinks)))
+    })?;
+    write_flow_rows(opts, &run, &measured)?;
+    let client_device_drops = udp::device_tx_drops(&client_ns)?.saturating_sub(device_drops_before);
+    let ok = errors.is_empty();
+    let summary = RunSummary {
+        scenario: &plan.scenario_name,
+        seed: plan.seed,
+        t0_unix_ns,
+        elapsed_ns: measured.end_ns,
+        duration_ns: plan.duration_ns,
+        measure_from_ns: plan.measure_from_ns,
+        stopped_early: measured.stopped_early,
+        client_device_drops,
+        kernel: kernel_release(),
+        client_ns: client_ns_name,
+        server_ns: server_ns_name,
+        notes: &plan.notes,
+        errors,
+    };
+    write_summary(&opts.out.join("flows_summary.json"), &summary).map_err(|e| e.to_string())?;
+    if !opts.quiet {
+        for e in &summary.errors {
+            eprintln!("error: {e}");
+        }
+    }
+    Ok(ok)
+}
+
+/// The two namespaces' names, and a port for every flow above --base-port.
+fn check_options<'a>(opts: &'a FlowsOptions, plan: &FlowPlan) -> Result<(&'a str, &'a str), String> {
+    let names = match (&opts.client_ns, &opts.server_ns) {
         (Some(c), Some(s)) => (c.as_str(), s.as_str()),
         _ => return Err("--client-ns and --server-ns are required to run flows".into()),
     };
@@ -543,14 +627,19 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
             plan.flows.len()
         ));
     }
-    let client_ns = open_ns(client_ns_name)?;
-    let server_ns = open_ns(server_ns_name)?;
-    std::fs::create_dir_all(&opts.out).map_err(|e| format!("--out {}: {e}", opts.out.display()))?;
+    Ok(names)
+}
 
-    // Listeners (UDP: bound sockets) in the server namespace, then back to our own.
+/// Listeners (UDP: bound sockets) in the server namespace, then back to our own.
+fn open_listeners(
+    opts: &FlowsOptions,
+    plan: &FlowPlan,
+    server_ns: &File,
+    server_ns_name: &str,
+) -> Result<Vec<Listener>, String> {
     let home =
         File::open("/proc/thread-self/ns/net").map_err(|e| format!("/proc/thread-self/ns/net: {e}"))?;
-    enter(&server_ns)?;
+    enter(server_ns)?;
     let listeners: Result<Vec<Listener>, String> = plan
         .flows
         .iter()
@@ -569,225 +658,234 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
         })
         .collect();
     enter(&home)?;
-    let listeners = listeners?;
+    listeners
+}
 
-    let shared: Vec<Shared> = plan.flows.iter().map(|_| Shared::new()).collect();
-    let stop = AtomicBool::new(false);
-    let mut samples =
-        Recorder::create(Some(&opts.out.join("flow_samples.csv"))).map_err(|e| e.to_string())?;
-    let device_drops_before = udp::device_tx_drops(&client_ns)?;
-    let t0_unix_ns = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let t0 = now_ns();
-    let mut errors = Vec::new();
+/// A sender and a sink thread per flow.
+fn spawn_flows<'scope, 'env>(
+    scope: &'scope Scope<'scope, 'env>,
+    opts: &'env FlowsOptions,
+    run: &'env Run<'env>,
+    listeners: &'env [Listener],
+) -> (Vec<SenderThread<'scope>>, Vec<SinkThread<'scope>>) {
+    let (t0, duration_ns) = (run.t0, run.plan.duration_ns);
+    let mut senders = Vec::new();
+    let mut sinks = Vec::new();
+    for ((flow, listener), sh) in run.plan.flows.iter().zip(listeners).zip(run.shared) {
+        let to = SocketAddrV4::new(opts.server_addr, opts.base_port + flow.flow_id as u16);
+        let (client_ns, stop) = (run.client_ns, run.stop);
+        match listener {
+            Listener::Tcp(l) => {
+                senders.push(scope.spawn(move || sender(flow, to, client_ns, t0, sh, stop)));
+                sinks.push(scope.spawn(move || sink(flow, l, t0, sh, stop)));
+            }
+            Listener::Udp(s) => {
+                senders.push(scope.spawn(move || {
+                    (
+                        None,
+                        udp::sender(flow, to, client_ns, t0, duration_ns, &sh.udp, stop),
+                    )
+                }));
+                sinks.push(scope.spawn(move || (None, udp::sink(flow, s, t0, &sh.udp, stop))));
+            }
+        }
+    }
+    (senders, sinks)
+}
+
+/// The main thread: samples, the measurement window, the end (the
+/// duration, or a stop signal); then the counters at the end.
+fn keep_clock(run: &Run, samples: &mut Recorder) -> Result<Measured, String> {
+    let (plan, t0) = (run.plan, run.t0);
+    let interval = plan.sample_interval_ns;
+    let mut next_sample = if interval > 0 { interval } else { NOT_YET };
+    let mut window_start: Option<Vec<Snapshot>> =
+        (plan.measure_from_ns == 0).then(|| snapshot(run.shared, &plan.flows, t0));
+    let mut end_ns = plan.duration_ns;
     let mut stopped_early = false;
-    let duration_ns = plan.duration_ns;
-    let (window_start, end, end_ns, infos) = std::thread::scope(|scope| -> Result<_, String> {
-        let mut senders = Vec::new();
-        let mut sinks = Vec::new();
-        for ((flow, listener), sh) in plan.flows.iter().zip(&listeners).zip(&shared) {
-            let to = SocketAddrV4::new(opts.server_addr, opts.base_port + flow.flow_id as u16);
-            let (client_ns, stop) = (&client_ns, &stop);
-            match listener {
-                Listener::Tcp(l) => {
-                    senders.push(scope.spawn(move || sender(flow, to, client_ns, t0, sh, stop)));
-                    sinks.push(scope.spawn(move || sink(flow, l, t0, sh, stop)));
-                }
-                Listener::Udp(s) => {
-                    senders.push(scope.spawn(move || {
-                        (
-                            None,
-                            udp::sender(flow, to, client_ns, t0, duration_ns, &sh.udp, stop),
-                        )
-                    }));
-                    sinks.push(scope.spawn(move || (None, udp::sink(flow, s, t0, &sh.udp, stop))));
-                }
-            }
+    loop {
+        let now = now_ns() - t0;
+        if stop_requested() {
+            stopped_early = true;
+            end_ns = now;
+            break;
         }
-        // The main thread: samples, the measurement window, the end.
-        let interval = plan.sample_interval_ns;
-        let mut next_sample = if interval > 0 { interval } else { NOT_YET };
-        let mut window_start: Option<Vec<Snapshot>> =
-            (plan.measure_from_ns == 0).then(|| snapshot(&shared, &plan.flows, t0));
-        let mut end_ns = plan.duration_ns;
-        loop {
-            let now = now_ns() - t0;
-            if stop_requested() {
-                stopped_early = true;
-                end_ns = now;
-                break;
-            }
-            if window_start.is_none() && now >= plan.measure_from_ns {
-                window_start = Some(snapshot(&shared, &plan.flows, t0));
-            }
-            if now >= plan.duration_ns {
-                break;
-            }
-            if now >= next_sample {
-                for (flow, sh) in plan.flows.iter().zip(&shared).filter(|(f, _)| f.sampled) {
-                    let fd = sh.fd.load(Ordering::SeqCst);
-                    if fd < 0 {
-                        continue;
-                    }
-                    let Ok(i) = TcpInfo::of(fd) else { continue };
-                    samples
-                        .row(&FlowSampleRow {
-                            time_ns: next_sample,
-                            flow_id: flow.flow_id,
-                            cwnd_bytes: i.cwnd_bytes(),
-                            ssthresh_bytes: i.ssthresh_bytes(),
-                            srtt_ns: i.srtt_ns(),
-                            rwnd_bytes: u64::from(i.snd_wnd),
-                            flight_bytes: i.flight_bytes(),
-                            bytes_acked: payload_acked(&i, flow.size_bytes),
-                            bytes_delivered: delivered_now(sh, flow.size_bytes),
-                            retransmitted_segments: u64::from(i.total_retrans),
-                        })
-                        .map_err(|e| e.to_string())?;
-                }
-                next_sample += interval;
-            }
-            let wake = next_sample.min(plan.duration_ns).min(if window_start.is_none() {
-                plan.measure_from_ns
-            } else {
-                NOT_YET
-            });
-            let now = now_ns() - t0;
-            if wake > now {
-                std::thread::sleep(Duration::from_nanos((wake - now).min(POLL_MS as u64 * 1_000_000)));
-            }
+        if window_start.is_none() && now >= plan.measure_from_ns {
+            window_start = Some(snapshot(run.shared, &plan.flows, t0));
         }
-        let end = snapshot(&shared, &plan.flows, t0);
-        let infos: Vec<Option<TcpInfo>> = shared
-            .iter()
-            .map(|s| {
-                let fd = s.fd.load(Ordering::SeqCst);
-                (fd >= 0).then(|| TcpInfo::of(fd).ok()).flatten()
-            })
-            .collect();
-        stop.store(true, Ordering::SeqCst);
-        let mut sockets = Vec::new();
-        for h in senders {
-            match h.join() {
-                Ok((fd, err)) => {
-                    sockets.push(fd);
-                    errors.extend(err);
-                }
-                Err(_) => errors.push("a sender thread panicked".into()),
-            }
+        if now >= plan.duration_ns {
+            break;
         }
-        let mut conns = Vec::new();
-        for h in sinks {
-            match h.join() {
-                Ok((conn, err)) => {
-                    conns.push(conn);
-                    errors.extend(err);
-                }
-                Err(_) => errors.push("a sink thread panicked".into()),
-            }
+        if now >= next_sample {
+            sample_flows(run, samples, next_sample)?;
+            next_sample += interval;
         }
-        drop(conns);
-        // Abort rather than drain: a bulk sender's buffer would otherwise
-        // keep the path busy after the run (SO_LINGER 0 sends RST on close).
-        for fd in sockets.into_iter().flatten() {
-            let linger = libc::linger {
-                l_onoff: 1,
-                l_linger: 0,
-            };
-            let _ = set_opt(
-                fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_LINGER,
-                &linger,
-                "SO_LINGER",
-            );
-        }
-        let window_start = window_start.unwrap_or_else(|| end.clone());
-        Ok((window_start, end, end_ns, infos))
-    })?;
-
-    let mut rows = Recorder::create(Some(&opts.out.join("flows.csv"))).map_err(|e| e.to_string())?;
-    for (i, flow) in plan.flows.iter().enumerate() {
-        let sh = &shared[i];
-        let info = infos[i].unwrap_or_default();
-        let done = sh.done_ns.load(Ordering::SeqCst);
-        let connect = sh.connect_ns.load(Ordering::SeqCst);
-        let handshake = sh.handshake_ns.load(Ordering::SeqCst);
-        let completed = done != NOT_YET;
-        let window_ns = end[i].at_ns.saturating_sub(window_start[i].at_ns).max(1);
-        let rate = |bytes: u64| bytes as f64 * 8.0 / (window_ns as f64 / 1e9);
-        let (tcp, udp) = if flow.is_udp() {
-            (None, Some(&sh.udp))
+        let wake = next_sample.min(plan.duration_ns).min(if window_start.is_none() {
+            plan.measure_from_ns
         } else {
-            (Some(info), None)
-        };
-        // Only datagrams that carry the whole stamp give delays and gaps.
-        let stamped = udp.filter(|_| {
-            flow.udp
-                .as_ref()
-                .is_some_and(|u| u.min_bytes as usize >= plan::STAMP_BYTES)
+            NOT_YET
         });
-        rows.row(&FlowRow {
-            flow_id: flow.flow_id,
-            group: flow.group.clone(),
-            kind: flow.kind.clone(),
-            src: flow.src.clone(),
-            dst: flow.dst.clone(),
-            cc: flow.cc.clone(),
-            start_ns: flow.start_ns,
-            size_bytes: flow.size_bytes,
-            completed,
-            fct_ns: completed.then(|| done.saturating_sub(connect)),
-            bytes_acked: tcp.map(|i| payload_acked(&i, flow.size_bytes)),
-            bytes_delivered: end[i].delivered,
-            goodput_bps: rate(end[i].delivered.saturating_sub(window_start[i].delivered)),
-            throughput_bps: rate(end[i].bytes_sent.saturating_sub(window_start[i].bytes_sent)),
-            segments_sent: match udp {
-                Some(u) => u.sent_pkts.load(Ordering::SeqCst),
-                None => u64::from(info.data_segs_out),
-            },
-            retransmitted_segments: tcp.map(|i| u64::from(i.total_retrans)),
-            timeouts: tcp.map(|i| u64::from(i.total_rto)),
-            cwnd_bytes: tcp.map(|i| i.cwnd_bytes()),
-            srtt_ns: tcp.map(|i| i.srtt_ns()),
-            packets_received: udp.map(|u| u.received_pkts.load(Ordering::SeqCst)),
-            owd_mean_ns: stamped.map(UdpCounters::owd_mean_ns),
-            owd_max_ns: stamped.map(|u| u.owd_max_ns.load(Ordering::SeqCst)),
-            handshake_ns: (handshake != NOT_YET).then_some(handshake),
-            min_rtt_ns: tcp.map(|i| u64::from(i.min_rtt_us) * 1000),
-            linux_cc: flow.linux_cc.clone(),
-            local_drops: udp.map(|u| u.local_drops.load(Ordering::SeqCst)),
-            lost_pkts: stamped.map(UdpCounters::lost_pkts),
-            sink_drops: udp.map(|u| u.sink_drops.load(Ordering::SeqCst)),
-        })
-        .map_err(|e| e.to_string())?;
-    }
-    let client_device_drops = udp::device_tx_drops(&client_ns)?.saturating_sub(device_drops_before);
-    let ok = errors.is_empty();
-    let summary = RunSummary {
-        scenario: &plan.scenario_name,
-        seed: plan.seed,
-        t0_unix_ns,
-        elapsed_ns: end_ns,
-        duration_ns: plan.duration_ns,
-        measure_from_ns: plan.measure_from_ns,
-        stopped_early,
-        client_device_drops,
-        kernel: kernel_release(),
-        client_ns: client_ns_name,
-        server_ns: server_ns_name,
-        notes: &plan.notes,
-        errors,
-    };
-    write_summary(&opts.out.join("flows_summary.json"), &summary).map_err(|e| e.to_string())?;
-    if !opts.quiet {
-        for e in &summary.errors {
-            eprintln!("error: {e}");
+        let now = now_ns() - t0;
+        if wake > now {
+            std::thread::sleep(Duration::from_nanos((wake - now).min(POLL_MS as u64 * 1_000_000)));
         }
     }
-    Ok(ok)
+    let end = snapshot(run.shared, &plan.flows, t0);
+    let infos: Vec<Option<TcpInfo>> = run
+        .shared
+        .iter()
+        .map(|s| {
+            let fd = s.fd.load(Ordering::SeqCst);
+            (fd >= 0).then(|| TcpInfo::of(fd).ok()).flatten()
+        })
+        .collect();
+    Ok(Measured {
+        window_start: window_start.unwrap_or_else(|| end.clone()),
+        end,
+        end_ns,
+        infos,
+        stopped_early,
+    })
+}
+
+/// A `flow_samples` row at `time_ns` for each sampled flow whose sender is connected.
+fn sample_flows(run: &Run, samples: &mut Recorder, time_ns: u64) -> Result<(), String> {
+    for (flow, sh) in run.plan.flows.iter().zip(run.shared).filter(|(f, _)| f.sampled) {
+        let fd = sh.fd.load(Ordering::SeqCst);
+        if fd < 0 {
+            continue;
+        }
+        let Ok(i) = TcpInfo::of(fd) else { continue };
+        samples
+            .row(&FlowSampleRow {
+                time_ns,
+                flow_id: flow.flow_id,
+                cwnd_bytes: i.cwnd_bytes(),
+                ssthresh_bytes: i.ssthresh_bytes(),
+                srtt_ns: i.srtt_ns(),
+                rwnd_bytes: u64::from(i.snd_wnd),
+                flight_bytes: i.flight_bytes(),
+                bytes_acked: payload_acked(&i, flow.size_bytes),
+                bytes_delivered: delivered_now(sh, flow.size_bytes),
+                retransmitted_segments: u64::from(i.total_retrans),
+            })
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Join the flow threads (once told to stop), then abort the senders'
+/// connections; the threads' errors.
+fn join_flows(senders: Vec<SenderThread>, sinks: Vec<SinkThread>) -> Vec<String> {
+    let mut errors = Vec::new();
+    let mut sockets = Vec::new();
+    for h in senders {
+        match h.join() {
+            Ok((fd, err)) => {
+                sockets.push(fd);
+                errors.extend(err);
+            }
+            Err(_) => errors.push("a sender thread panicked".into()),
+        }
+    }
+    let mut conns = Vec::new();
+    for h in sinks {
+        match h.join() {
+            Ok((conn, err)) => {
+                conns.push(conn);
+                errors.extend(err);
+            }
+            Err(_) => errors.push("a sink thread panicked".into()),
+        }
+    }
+    drop(conns);
+    // Abort rather than drain: a bulk sender's buffer would otherwise
+    // keep the path busy after the run (SO_LINGER 0 sends RST on close).
+    for fd in sockets.into_iter().flatten() {
+        let linger = libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
+        let _ = set_opt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            &linger,
+            "SO_LINGER",
+        );
+    }
+    errors
+}
+
+/// `flows.csv`: a row per flow.
+fn write_flow_rows(opts: &FlowsOptions, run: &Run, m: &Measured) -> Result<(), String> {
+    let mut rows = Recorder::create(Some(&opts.out.join("flows.csv"))).map_err(|e| e.to_string())?;
+    for (i, flow) in run.plan.flows.iter().enumerate() {
+        let row = flow_row(flow, &run.shared[i], m.infos[i], &m.window_start[i], &m.end[i]);
+        rows.row(&row).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// A flow's row: its counters over the window from `start` to `end`.
+fn flow_row(
+    flow: &FlowSpec,
+    sh: &Shared,
+    info: Option<TcpInfo>,
+    start: &Snapshot,
+    end: &Snapshot,
+) -> FlowRow {
+    let info = info.unwrap_or_default();
+    let done = sh.done_ns.load(Ordering::SeqCst);
+    let connect = sh.connect_ns.load(Ordering::SeqCst);
+    let handshake = sh.handshake_ns.load(Ordering::SeqCst);
+    let completed = done != NOT_YET;
+    let window_ns = end.at_ns.saturating_sub(start.at_ns).max(1);
+    let rate = |bytes: u64| bytes as f64 * 8.0 / (window_ns as f64 / 1e9);
+    let (tcp, udp) = if flow.is_udp() {
+        (None, Some(&sh.udp))
+    } else {
+        (Some(info), None)
+    };
+    // Only datagrams that carry the whole stamp give delays and gaps.
+    let stamped = udp.filter(|_| {
+        flow.udp
+            .as_ref()
+            .is_some_and(|u| u.min_bytes as usize >= plan::STAMP_BYTES)
+    });
+    FlowRow {
+        flow_id: flow.flow_id,
+        group: flow.group.clone(),
+        kind: flow.kind.clone(),
+        src: flow.src.clone(),
+        dst: flow.dst.clone(),
+        cc: flow.cc.clone(),
+        start_ns: flow.start_ns,
+        size_bytes: flow.size_bytes,
+        completed,
+        fct_ns: completed.then(|| done.saturating_sub(connect)),
+        bytes_acked: tcp.map(|i| payload_acked(&i, flow.size_bytes)),
+        bytes_delivered: end.delivered,
+        goodput_bps: rate(end.delivered.saturating_sub(start.delivered)),
+        throughput_bps: rate(end.bytes_sent.saturating_sub(start.bytes_sent)),
+        segments_sent: match udp {
+            Some(u) => u.sent_pkts.load(Ordering::SeqCst),
+            None => u64::from(info.data_segs_out),
+        },
+        retransmitted_segments: tcp.map(|i| u64::from(i.total_retrans)),
+        timeouts: tcp.map(|i| u64::from(i.total_rto)),
+        cwnd_bytes: tcp.map(|i| i.cwnd_bytes()),
+        srtt_ns: tcp.map(|i| i.srtt_ns()),
+        packets_received: udp.map(|u| u.received_pkts.load(Ordering::SeqCst)),
+        owd_mean_ns: stamped.map(UdpCounters::owd_mean_ns),
+        owd_max_ns: stamped.map(|u| u.owd_max_ns.load(Ordering::SeqCst)),
+        handshake_ns: (handshake != NOT_YET).then_some(handshake),
+        min_rtt_ns: tcp.map(|i| u64::from(i.min_rtt_us) * 1000),
+        linux_cc: flow.linux_cc.clone(),
+        local_drops: udp.map(|u| u.local_drops.load(Ordering::SeqCst)),
+        lost_pkts: stamped.map(UdpCounters::lost_pkts),
+        sink_drops: udp.map(|u| u.sink_drops.load(Ordering::SeqCst)),
+    }
 }
 
 /// `Ipv4Addr` of the emulator's server end (crate::emulate::netns).

@@ -3,7 +3,7 @@
 //! `latlab_scenario::flows`, which the real-flow planner shares.
 
 use super::*;
-use crate::scenario::ClosedLoopSpec;
+use crate::scenario::{ClosedLoopSpec, FlowKind};
 use latlab_scenario::flows::UdpGroup;
 
 /// What a flow group is, resolved and validated.
