@@ -76,6 +76,16 @@ def test_the_scheme_filter_keeps_and_leaves_out():
         cases.specs("vegas,,bbr")
 
 
+def test_an_invalid_scheme_stops_the_study_before_any_run(core, tmp_path, monkeypatch):
+    source = tmp_path / "study.toml"
+    source.write_text(SMALL.replace('cc = "vegas"', 'cc = "nosuch"'))
+    monkeypatch.setattr(cases, "STUDY_TOML", source)
+    res = CliRunner().invoke(cli, ["reproduce", "countermeasures", "-o", str(tmp_path / "out")])
+    assert res.exit_code == 2, res.output
+    assert "schemes[1].cc" in res.output and "--schemes" in res.output
+    assert not (tmp_path / "out" / "tiny").exists()
+
+
 @pytest.mark.parametrize(
     "args, expected",
     [

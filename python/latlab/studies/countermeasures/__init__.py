@@ -48,6 +48,7 @@ def reproduce(
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     paths = cases.specs(schemes)
+    _check(paths)
     started = time.monotonic()
     for k, case in enumerate(paths, 1):
         spec = case.spec
@@ -65,3 +66,17 @@ def reproduce(
     path = outdir / "report.md"
     write_text(path, report.render(data, quick=quick, schemes=schemes, wall_s=wall_s))
     return path
+
+
+def _check(paths: list) -> None:
+    """Every path's schemes checked by the core before anything runs (compare's own check)."""
+    from latlab.compare import CompareError, translate
+
+    for case in paths:
+        try:
+            translate.check(case.spec)
+        except CompareError as e:
+            raise type(e)(
+                f"{e}; the study runs no scheme until every one is valid: leave schemes out "
+                "with --schemes (e.g. --schemes '~*+ecn' without the ECN schemes)"
+            ) from None

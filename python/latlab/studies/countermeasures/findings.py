@@ -15,7 +15,8 @@ do (tests/python/test_report_claims.py checks that it does):
   max), p95 RTT and drops are the baseline's exactly never changed what the
   sender did in these runs (the simulator is deterministic);
 * **surprises** (:func:`surprises`): a queue discipline at the bottleneck that
-  costs more than :data:`KEEP` of the baseline's goodput, an ECN scheme more
+  costs more than :data:`KEEP` of the baseline's goodput, a queue discipline or
+  receiver that raises it by more than :data:`KEEP`, an ECN scheme more
   than :data:`KEEP` away from the same queue dropping, and a scheme with a
   p95 RTT more than :data:`RISE` above the baseline's (an edge pacer's rise
   within its own holding time, :data:`EDGE_CROSSINGS` × d, is explained by it). Each is explained from the traces when they
@@ -257,6 +258,12 @@ def surprises(t: pd.DataFrame) -> list[str]:
                     f"{name} costs {pct(1 - g / g0)} of the baseline's goodput "
                     f"({mbps(g)} against {mbps(g0)}).",
                 )
+            )
+        if r["role"] in ("queue", "receiver") and g > (1 + KEEP) * g0:
+            out.append(
+                f"{name} raises goodput by {pct(g / g0 - 1)} over the baseline's ({mbps(g)} "
+                f"against {mbps(g0)}). {UNEXPLAINED}: {name}: {_trace_words(r)}; {BASELINE}: "
+                f"{_trace_words(base)}."
             )
         plain = by_name.get(name.removesuffix("+ecn"))
         if name.endswith("+ecn") and plain is not None:

@@ -66,7 +66,6 @@ def path_table(t: pd.DataFrame) -> str:
 
 def _header(data: StudyData, quick: bool, schemes: str | None, wall_s: float) -> str:
     runs = 2 * len(data.seeds)
-    first = next(iter(data.paths.values()))
     kind = "**Quick run**" if quick else "**Full run**"
     cmd = "latlab reproduce countermeasures" + (" --quick" if quick else "")
     if schemes:
@@ -80,7 +79,8 @@ def _header(data: StudyData, quick: bool, schemes: str | None, wall_s: float) ->
         )
         + f". {runs} runs (each scheme alone and against CUBIC, at every seed); wall time "
         f"{wall_s / 60:.1f} min (a re-run reuses finished runs, so this is the time of the run "
-        "that wrote the report)."
+        "that wrote the report; the runs themselves span "
+        f"{num(data.runs_span_s / 60, '{:.1f}')} min from the first start to the last finish)."
     )
     if quick:
         out += (
@@ -92,7 +92,6 @@ def _header(data: StudyData, quick: bool, schemes: str | None, wall_s: float) ->
             f" **Scheme filter** `{schemes}`: only the schemes it keeps ran; the others are "
             "missing from the tables below, not judged."
         )
-    del first
     return out + "\n"
 
 
