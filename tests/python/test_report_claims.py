@@ -581,6 +581,7 @@ def _countermeasures_row(path: str, scheme: str, role: str, world: str) -> dict[
         "queue_kb": 100.0,
         "bottleneck_drops": 10.0,
         "cwnd_kb": cwnd,
+        "recoveries": 20.0,
     }
 
 

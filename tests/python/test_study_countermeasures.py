@@ -135,6 +135,7 @@ def test_the_table_holds_the_runs_numbers(core, small_study):
         core_link = alone.links[alone.links["name"] == "c0->c1"].iloc[0]
         assert r["util"] == pytest.approx(core_link["utilization"])
         assert r["bottleneck_drops"] == core_link["drops_pkts"]
+        assert r["recoveries"] == flows["fast_recoveries"].sum() + flows["timeouts"].sum()
     for _, r in results.iterrows():
         mine = seeds[seeds["scheme"] == r["scheme"]]
         assert r["goodput_mean_bps"] == pytest.approx(mine["goodput_bps"].mean())

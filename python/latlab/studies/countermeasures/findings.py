@@ -157,7 +157,8 @@ def _trace_words(r: pd.Series) -> str:
     return (
         f"bottleneck utilisation {pct(r['util'])}, queue empty in {pct(r['queue_empty'])} of the "
         f"samples, mean queue {r['queue_kb']:.0f} KB, mean cwnd {r['cwnd_kb']:.0f} KB, "
-        f"{r['bottleneck_drops']:.0f} drops at the bottleneck"
+        f"{r['bottleneck_drops']:.0f} drops at the bottleneck, {r.get('recoveries', math.nan):.0f} "
+        "window cuts (fast recoveries and timeouts) per run"
     )
 
 

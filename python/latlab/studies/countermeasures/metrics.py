@@ -9,7 +9,9 @@ window (:func:`trace_row`):
 * ``queue_empty``: the share of 100 ms samples in which its queue held no packet;
 * ``queue_kb``: its mean queue (KB);
 * ``bottleneck_drops``: packets it dropped (whole run);
-* ``cwnd_kb``: the mean congestion window of the scheme's flows (KB, sampled).
+* ``cwnd_kb``: the mean congestion window of the scheme's flows (KB, sampled);
+* ``recoveries``: the scheme's flows' fast recoveries and timeouts (whole run): how
+  often their windows were cut.
 
 ``edge_delay_ms`` is the delay bound d of a scheme's edge pacer (NaN without one).
 
@@ -28,7 +30,7 @@ from latlab.compare import translate
 from latlab.compare.runner import SEEDS_CSV, TABLE_CSV
 from latlab.studies.countermeasures.cases import PathCase
 
-TRACE_COLUMNS = ("util", "queue_empty", "queue_kb", "bottleneck_drops", "cwnd_kb")
+TRACE_COLUMNS = ("util", "queue_empty", "queue_kb", "bottleneck_drops", "cwnd_kb", "recoveries")
 RESULTS_CSV = "results.csv"
 SEEDS_ALL_CSV = "seeds.csv"
 
@@ -60,7 +62,8 @@ def trace_row(results: Any, link: str, measure_from_ns: int) -> dict[str, float]
     ls = ls[(ls["link_id"].astype(int) == link_id) & (ls["time_ns"] >= measure_from_ns)]
     fs = results.flow_samples
     flows = results.flows
-    ids = set(flows[flows["group"].astype(str) == translate.SCHEME_GROUP]["flow_id"].astype(int))
+    own = flows[flows["group"].astype(str) == translate.SCHEME_GROUP]
+    ids = set(own["flow_id"].astype(int))
     fs = fs[fs["flow_id"].astype(int).isin(ids) & (fs["time_ns"] >= measure_from_ns)]
     cwnd = pd.to_numeric(fs["cwnd_bytes"], errors="coerce").dropna()
     return {
@@ -69,6 +72,10 @@ def trace_row(results: Any, link: str, measure_from_ns: int) -> dict[str, float]
         "queue_kb": float(ls["queue_bytes"].mean() / 1e3) if len(ls) else float("nan"),
         "bottleneck_drops": float(row["drops_pkts"].iloc[0]),
         "cwnd_kb": float(cwnd.mean() / 1e3) if len(cwnd) else float("nan"),
+        "recoveries": float(
+            pd.to_numeric(own["fast_recoveries"], errors="coerce").fillna(0).sum()
+            + pd.to_numeric(own["timeouts"], errors="coerce").fillna(0).sum()
+        ),
     }
 
 

@@ -40,6 +40,7 @@ def path_table(t: pd.DataFrame) -> str:
             num(100 * r["queue_empty"], "{:.0f}"),
             num(r["queue_kb"], "{:.0f}"),
             num(r["cwnd_kb"], "{:.0f}"),
+            num(r.get("recoveries"), "{:.0f}"),
         ]
         for _, r in t.iterrows()
     ]
@@ -59,6 +60,7 @@ def path_table(t: pd.DataFrame) -> str:
             "queue empty %",
             "queue KB",
             "cwnd KB",
+            "window cuts",
         ],
         rows,
     )
@@ -104,10 +106,10 @@ def _setup(data: StudyData) -> str:
         "at 0 s. Goodput is the sum over the scheme's flows alone, mean and range over seeds; the "
         "RTT percentiles pool every RTT sample of every seed; the share is the scheme's flow's "
         "goodput over both flows' in the run against CUBIC. A queue discipline named without a "
-        "limit keeps the path's buffer size. The last four columns are read from the runs alone at "
+        "limit keeps the path's buffer size. The last five columns are read from the runs alone at "
         "the bottleneck link over the measurement window (means over seeds): its utilisation, the "
-        "share of 100 ms samples with an empty queue, its mean queue, and the scheme's mean "
-        "congestion window. Utilisation is the bits sent over the link's nominal rate: on the LTE "
+        "share of 100 ms samples with an empty queue, its mean queue, the scheme's mean "
+        "congestion window, and its fast recoveries and timeouts per run (whole run). Utilisation is the bits sent over the link's nominal rate: on the LTE "
         "user's trace-driven downlink the rate varies around it, so it can exceed 100 %."
     )
     lines.append("")
