@@ -149,6 +149,101 @@ SETTINGS = [
         "that time",
     ),
     (
+        "core FQ-CoDel (--qdisc fq_codel)",
+        "fq_codel, limit_packets B, flows 1024, quantum_bytes 1514, target 5 ms, interval 100 ms, mtu_bytes 1500",
+        "FqCoDelQueueDisc MaxSize (B − 1)p over a 1p device queue, Flows 1024, SetQuantum(1514) (no attribute; "
+        f"default the device MTU, 1500), Target 5 ms − {WIRE_DATA_BYTES * 8 / CORE_RATE_BPS * 1e3:.4f} ms, Interval "
+        "100ms, per-flow CoDelQueueDisc MinBytes 1500, DropBatchSize 1 (default 64), UseEcn false (default true); "
+        "defaults kept: Perturbation 0, EnableSetAssociativeHash false, UseL4s false, CeThreshold off",
+        "*fq_codel* rows only. B packets waiting on both; Target less one serialisation as for CoDel",
+    ),
+    (
+        "FQ-CoDel: flow hash",
+        "SplitMix64 finaliser of the flow id keyed from the seed, scaled onto the 1024 queues",
+        "the 5-tuple hash (Perturbation 0) modulo 1024, a queue created at its first packet",
+        "not matched: collisions can differ (the ns-3 rows' `flow_queues_used` says how many queues the flows took)",
+    ),
+    (
+        "FQ-CoDel: overflow",
+        "the head packet of the fattest queue (bytes), one per overflow",
+        "FqCoDelDrop: the fattest queue's head packets, up to DropBatchSize or half its backlog",
+        "matched with DropBatchSize 1 (Linux and ns-3 drop batches of up to 64)",
+    ),
+    (
+        "FQ-CoDel: packet size in the quantum",
+        f"{WIRE_DATA_BYTES} B per data packet (header_bytes includes PPP)",
+        "1000 B per data packet (the disc sees the IP packet, not the PPP header)",
+        "not matchable; 2 B per packet against a 1514-B quantum",
+    ),
+    (
+        "FQ-CoDel: CoDel's one-MTU rule",
+        "no drop while the whole discipline holds ≤ mtu_bytes (as Linux's fq_codel; crates/qdisc/src/fq_codel.rs)",
+        "no drop while the flow's own CoDelQueueDisc holds < MinBytes (CoDelQueueDisc::OkToDrop)",
+        "not matchable in ns-3; ns-3 experiment *sack-ns3-fq-min-bytes-1* (MinBytes 1 in the flow queues) brackets it",
+    ),
+    (
+        "FQ-CoDel: memory limit",
+        "none (the limit is in packets)",
+        "none (MaxSize in packets; ns-3 has no memory_limit)",
+        "Linux's 32 MB memory_limit is in neither; it never binds at B ≤ 4 BDP",
+    ),
+    (
+        "core PIE (--qdisc pie)",
+        "pie, limit_packets B, target 15 ms, t_update 15 ms, alpha 0.125, beta 1.25, max_burst 150 ms, "
+        "mean_pkt_size_bytes 1500",
+        "PieQueueDisc MaxSize (B − 1)p over a 1p device queue, QueueDelayReference 15 ms − "
+        f"{WIRE_DATA_BYTES * 8 / CORE_RATE_BPS * 1e3:.4f} ms, Tupdate 15 ms, A 0.125, B 1.25, MaxBurstAllowance "
+        "150 ms, MeanPktSize 1500, UseDequeueRateEstimator false, UseCapDropAdjustment true, UseDerandomization "
+        "false, UseEcn false; defaults kept: ActiveThreshold off (Time::Max: always active), Supdate 0, UseL4s false",
+        "*pie* rows only. B packets waiting on both; the reference less one serialisation as CoDel's target (the "
+        "delay sample is the disc's sojourn)",
+    ),
+    (
+        "PIE: delay sample",
+        "the last dequeued packet's sojourn, 0 once the queue is empty (RFC 8033 §4.3, timestamp variant)",
+        "the same in the disc (UseDequeueRateEstimator false)",
+        "matched",
+    ),
+    (
+        "PIE: update rule",
+        "p += α(d − ref) + β(d − d_old), RFC 8033 §4.2 scaling table, 2 % cap from p ≥ 10 %, ×0.98 when d = d_old "
+        "= 0, clamped to [0, 1]",
+        "the same (CalculateP, UseCapDropAdjustment)",
+        "matched",
+    ),
+    (
+        "PIE: work-conserving rule",
+        "no drop with d_old < ref/2 and p < 20 %, or ≤ 2 × 1500 B queued (2 packets here)",
+        "no drop with d_old < ref/2 and p < 20 %, or ≤ 2 packets queued (MeanPktSize counts only in byte mode)",
+        "matched at these packet sizes",
+    ),
+    (
+        "PIE: burst allowance",
+        "150 ms from the start; p keeps updating during it (only the drop test is skipped); restored at an arrival "
+        "once p = 0 and both delays < ref/2",
+        "0 until the first drop test arms 150 ms; CalculateP holds p at 0 while any is left; armed again only after "
+        "1.5 s (BURST_RESET_TIMEOUT) of updates with p = 0 and both delays < ref/2 (ns-2's pie.cc)",
+        "not matchable by attribute",
+    ),
+    (
+        "PIE: update timer",
+        "every T_UPDATE from the first arrival",
+        "every Tupdate from t = 0 (Supdate 0)",
+        "phases differ by under 15 ms",
+    ),
+    (
+        "PIE: random drop draw",
+        "PCG stream from the run's seed, one draw per arrival that reaches the test",
+        "UniformRandomVariable (RngSeedManager seed)",
+        "different streams, as every random choice between the two",
+    ),
+    (
+        "PIE: rate estimator, derandomisation, active/inactive",
+        "not implemented (RFC 8033 §5.2, §5.4, §5.3 are optional)",
+        "off: UseDequeueRateEstimator false, UseDerandomization false, ActiveThreshold Time::Max",
+        "matched (all off)",
+    ),
+    (
         "other queues",
         "latlab's default (deep)",
         "100000p device queues, no queue disc",
@@ -351,6 +446,7 @@ class Point:
             "draws": self.draws(),
             "qdisc": self.qdisc,
             "red": red_params(self.buffer_pkts()),
+            "aqm": aqm_params(self.qdisc) if self.qdisc in AQM_QDISCS else {},
             "ns3_overrides": ns3_overrides or {},
         }
 
@@ -373,8 +469,40 @@ def red_params(limit_packets: int) -> dict:
     }
 
 
+# Flow-queueing and PIE AQMs, compared in their own section (aqm_section). Their points also record the flows'
+# mean srtt and the core queue's mean sojourn.
+AQM_QDISCS = ("fq_codel", "pie")
+QDISCS = ("droptail", "red", "codel") + AQM_QDISCS
+
+
+def aqm_params(qdisc: str) -> dict:
+    """latlab's AQM parameters at the core (the RFC defaults, written out): the one source for both sides, since
+    ns3_twin.py sets its queue disc from this dict (`aqm` in the point). ECN, when the grid gets it, is one more key
+    here (latlab's queue `ecn = true`, ns-3's UseEcn) beside `tcp.ecn` on both sides."""
+    if qdisc == "fq_codel":  # RFC 8290 §5.2 / Linux defaults
+        return {
+            "flows": 1024,
+            "quantum_bytes": 1514,
+            "target_ms": 5.0,
+            "interval_ms": 100.0,
+            "mtu_bytes": 1500,
+        }
+    if qdisc == "pie":  # RFC 8033 §4 / §5
+        return {
+            "target_ms": 15.0,
+            "t_update_ms": 15.0,
+            "alpha": 0.125,
+            "beta": 1.25,
+            "max_burst_ms": 150.0,
+            "mean_pkt_size_bytes": 1500,
+        }
+    raise ValueError(f"qdisc {qdisc!r}: expected one of {', '.join(AQM_QDISCS)}")
+
+
 def core_queue(qdisc: str, limit_packets: int) -> dict:
     """latlab's core queue; ns3_twin.py builds the same one (CoDel: RFC 8289 defaults, limit B packets)."""
+    if qdisc in AQM_QDISCS:
+        return {"kind": qdisc, "limit_packets": limit_packets, **aqm_params(qdisc)}
     if qdisc == "droptail":
         return {"kind": "droptail", "limit_packets": limit_packets}
     if qdisc == "red":
@@ -387,7 +515,7 @@ def core_queue(qdisc: str, limit_packets: int) -> dict:
             "mtu_bytes": 1500,
             "limit_packets": limit_packets,
         }
-    raise ValueError(f"qdisc {qdisc!r}: expected droptail, red or codel")
+    raise ValueError(f"qdisc {qdisc!r}: expected one of {', '.join(QDISCS)}")
 
 
 def latlab_scenario_toml(pt: Point, latlab_overrides: dict | None = None) -> str:
@@ -409,11 +537,15 @@ def latlab_scenario_toml(pt: Point, latlab_overrides: dict | None = None) -> str
     }
     tcp.update(ov.pop("tcp", {}))
     core_pkts = pt.buffer_pkts() + int(ov.pop("core_extra_pkts", 0))
+    # AQM parameters changed for an experiment, e.g. aqm.max_burst_ms=0 (ns3_twin.py takes the same key)
+    aqm_ov = ov.pop("aqm", {})
+    if aqm_ov and pt.qdisc not in AQM_QDISCS:
+        raise ValueError(f"latlab overrides: 'aqm' needs --qdisc {' or '.join(AQM_QDISCS)}")
     # controller knobs, cc_params of the flows of that controller: e.g. cubic.alpha_switch=0, newreno.per_ack_increase=1
     cc_params = {cc: ov.pop(cc, {}) for cc in CCS}
     if ov:
         raise ValueError(
-            f"latlab overrides: unknown keys {sorted(ov)}; expected 'tcp', 'newreno', 'cubic', 'bbr' or "
+            f"latlab overrides: unknown keys {sorted(ov)}; expected 'tcp', 'newreno', 'cubic', 'bbr', 'aqm' or "
             "'core_extra_pkts'"
         )
     names = ["r1", "r2"] + [f"s{i}" for i in range(pt.flows)] + [f"d{i}" for i in range(pt.flows)]
@@ -423,7 +555,7 @@ def latlab_scenario_toml(pt: Point, latlab_overrides: dict | None = None) -> str
             "to": "r2",
             "rate_bps": CORE_RATE_BPS,
             "delay_ms": CORE_DELAY_MS,
-            "queue": core_queue(pt.qdisc, core_pkts),
+            "queue": {**core_queue(pt.qdisc, core_pkts), **aqm_ov},
             "duplex": False,
         },
         {
@@ -454,8 +586,11 @@ def latlab_scenario_toml(pt: Point, latlab_overrides: dict | None = None) -> str
         "tcp": tcp,
         "topology": {"kind": "custom", "nodes": [{"name": n} for n in names], "links": links},
         "flows": flows,
-        # BBR points keep flow 0's samples for the trace comparison (sampling does not change the run)
-        "outputs": {"max_sampled_flows": 1 if pt.cc == "bbr" else 0},
+        # BBR points keep flow 0's samples for the trace comparison, AQM points every flow's (for the mean srtt);
+        # sampling does not change the run
+        "outputs": {
+            "max_sampled_flows": pt.flows if pt.qdisc in AQM_QDISCS else 1 if pt.cc == "bbr" else 0
+        },
     }
     return Scenario.from_dict(sc).to_toml()
 
@@ -530,7 +665,32 @@ def latlab_raw(pt: Point, res, wall_s: float) -> dict:  # noqa: ANN001
     }
     if pt.cc == "bbr":
         raw["flow0_samples"] = latlab_flow0_samples(pt, res)
+    if pt.qdisc in AQM_QDISCS:
+        raw.update(latlab_delays(pt, res, s))
+        raw["early_drops_run_pkts"] = int(core["drops_early_pkts"])
+        # (s, queue packets, cumulative drops) every sample over the whole run, as ns3_twin.py's run_trace
+        raw["run_trace"] = [
+            (round(t / 1e9, 3), int(q), int(d))
+            for t, q, d in zip(s["time_ns"], s["queue_pkts"], s["drops_pkts"])
+            if t < t_end
+        ]
     return raw
+
+
+def latlab_delays(pt: Point, res, s) -> dict:  # noqa: ANN001
+    """The flows' mean srtt (every flow's samples in the window) and the core queue's mean sojourn (enqueue to the
+    start of transmission) over the packets that left it in the window: each sample's mean covers the interval
+    before it, weighted by the bytes that left in it."""
+    t_from, t_end = int(pt.measure_from_s * 1e9), int(pt.duration_s * 1e9)
+    fs = res.flow_samples
+    fs = fs[(fs["time_ns"] >= t_from) & (fs["time_ns"] < t_end) & (fs["srtt_ns"] > 0)]
+    dep = s["departures_bytes"].diff()
+    inside = (s["time_ns"] > t_from) & (s["time_ns"] <= t_end)
+    w, soj = dep[inside], s["sojourn_mean_ns"][inside]
+    return {
+        "srtt_mean_ms": round(float(fs["srtt_ns"].mean()) / 1e6, 3),
+        "sojourn_mean_ms": round(float((w * soj).sum() / w.sum()) / 1e6, 3),
+    }
 
 
 def latlab_flow0_samples(pt: Point, res) -> list:  # noqa: ANN001
@@ -624,6 +784,8 @@ def reduce(raw: dict) -> dict:
         "queue_mean_pkts": round(sum(q) / len(q), 2) if q else float("nan"),
         "queue_p95_pkts": p95(q),
         "wall_s": raw["wall_s"],
+        # AQM points only: the flows' mean srtt and the core queue's mean sojourn in the window (ms)
+        **{k: raw[k] for k in ("srtt_mean_ms", "sojourn_mean_ms") if k in raw},
     }
 
 
@@ -647,6 +809,12 @@ def row(pt: Point, raw: dict, experiment: str, overrides: dict) -> dict:
     r["per_flow_goodput_bps"] = raw["per_flow_goodput_bps"]
     if "flow0_samples" in raw and pt.cc == "bbr":
         r["flow0_samples"] = raw["flow0_samples"]
+    if pt.qdisc in AQM_QDISCS:
+        # what the AQM section's notes are written from: the queue over time and the kinds of drops
+        r["queue_samples_pkts"] = raw["queue_samples_pkts"]
+        for k in ("early_drops_run_pkts", "drop_reasons_run", "flow_queues_used", "run_trace"):
+            if k in raw:
+                r[k] = raw[k]
     return r
 
 
@@ -1813,6 +1981,8 @@ def sack_section(
 
 
 def render(rows: list[dict], command: str) -> str:
+    aqm_rows = [r for r in rows if r["qdisc"] in AQM_QDISCS]
+    rows = [r for r in rows if r["qdisc"] not in AQM_QDISCS]
     bbr_rows = [r for r in rows if r["cc"] == "bbr"]
     rows = [r for r in rows if r["cc"] != "bbr"]
     base = {}
@@ -2143,6 +2313,7 @@ def render(rows: list[dict], command: str) -> str:
             "on in latlab in the sections above; the statuses above name the experiment for each point."
         )
     out += [""] + bbr_section(bbr_rows)
+    out += aqm_section(aqm_rows)
     out += ["## Coverage\n"]
     have = {(k[0], k[2], k[3]) for k, b in base.items() if "ns-3" in b}
     flows_run = sorted({k[0] for k in have})
@@ -2324,7 +2495,7 @@ def bbr_section(rows: list[dict]) -> list[str]:
         if not (lat and ns):
             continue
         g = gaps(lat, ns)
-        if not one_side:
+        if exp == "sack":
             total += 1
             if over(g):
                 flagged.append((k, exp, g))
@@ -2360,6 +2531,314 @@ def bbr_section(rows: list[dict]) -> list[str]:
     return out
 
 
+AQM_INTRO = (
+    "latlab's FQ-CoDel (crates/qdisc/src/fq_codel.rs, RFC 8290) and PIE (crates/qdisc/src/pie.rs, RFC 8033) at the "
+    "core against ns-3's FqCoDelQueueDisc and PieQueueDisc, on the grid's dumbbell with CUBIC: 1 and 10 flows × "
+    "1 and 4 BDP buffers (B packets in all, the limit of latlab's queue; in ns-3 B − 1 in the disc over a "
+    "1-packet device queue, as the CoDel rows). ECN is off on both sides (not in latlab yet). As the BBR rows, "
+    'these run with SACK on both sides (latlab `sack = true`, `recovery = "sack"`; ns-3 `Sack` true with '
+    "TcpClassicRecovery): that is where the grid's DropTail CUBIC points at 1 and 10 flows agree (the *sack* rows "
+    "above), so what differs here is the queue. The AQM settings that differ are the *FQ-CoDel* and *PIE* rows "
+    "of the matched-settings table. Columns: goodput; the flows' mean srtt (every flow sampled every "
+    f"{SAMPLE_INTERVAL_MS} ms in the window; ns-3's traced m_srtt); the core queue's mean sojourn over the "
+    "packets that left it in the window, from arrival to the start of transmission (latlab: the link's sojourn; "
+    "ns-3: the disc's SojournTime plus the wait in the device queue); queue length (packets, sampled); drops in "
+    "the window and loss (drops / arrivals); Jain's index over the flows' goodputs. Rule: a difference over 10% "
+    "in goodput, srtt, sojourn, loss or Jain is explained from the runs' traces below or marked unexplained.\n"
+)
+AQM_COMMAND = (
+    "python benches/validation/ns3_grid.py --ns3-python .venv-ns3/bin/python --cc cubic --flows 1,10 "
+    "--buffers 1bdp,4bdp --qdisc fq_codel,pie --duration 40 --measure-from 10 --jobs 2 --experiment sack "
+    "--latlab-set tcp.sack=true --latlab-set tcp.recovery=sack --ns3-set sack=true --jsonl docs/validation/ns3.jsonl"
+)
+AQM_METRICS = (
+    ("goodput", "goodput_mbps"),
+    ("srtt", "srtt_mean_ms"),
+    ("sojourn", "sojourn_mean_ms"),
+    ("loss", "loss_rate"),
+    ("Jain", "jain"),
+)
+# One-side AQM experiments: name -> (the experiment whose other-side row they are compared with, what changes).
+AQM_EXPERIMENTS = {
+    "sack-ns3-fq-min-bytes-1": (
+        "sack",
+        "ns-3's flow queues with CoDelQueueDisc MinBytes 1, so that CoDel may drop while the flow has packets "
+        "left: with ten flows sharing the link latlab's whole-discipline rule (≤ 1500 B in all) almost never "
+        "exempts a packet, ns-3's per-flow rule (< 1500 B left in the flow's own queue) exempts every flow down to "
+        "one packet left behind the one dequeued. MinBytes 0 would be the closest but ns-3 3.44 aborts with it "
+        "(NS_ASSERT 'Attempted to dereference zero pointer' at 0.85 s of the 10-flow run, a drop emptying the "
+        "flow queue). Run by "
+        "`python benches/validation/ns3_grid.py --ns3-python .venv-ns3/bin/python --only ns-3 --cc cubic --flows 10 "
+        "--buffers 1bdp,4bdp --qdisc fq_codel --duration 40 --measure-from 10 --jobs 2 --experiment "
+        "sack-ns3-fq-min-bytes-1 --ns3-set sack=true --ns3-set fq_codel_min_bytes=1 --jsonl docs/validation/ns3.jsonl`.",
+    ),
+}
+AQM_EXPERIMENTS["sack-ns3-cubic-all"] = (
+    "sack",
+    "latlab with ns-3's TCP rules, the grid's *sack-ns3-cubic-all* overrides (RFC 6298 timer at a fast "
+    "retransmit, ssthresh from the pipe, RTO backoff dropped at a new ACK, and TcpCubic's α, whole-segment "
+    "arithmetic, minimum-RTT target and W_max after a timeout), to separate the TCP's part of a gap from the "
+    "queue's. Run by the section's command with `--only latlab --experiment sack-ns3-cubic-all --latlab-set "
+    "tcp.rto_restart_on_fast_retransmit=false --latlab-set tcp.ssthresh_from_pipe=true --latlab-set "
+    "tcp.rto_backoff_reset_on_ack=true --latlab-set cubic.alpha_switch=0 --latlab-set cubic.whole_segments=1 "
+    "--latlab-set cubic.target_min_rtt=1 --latlab-set cubic.timeout_keeps_w_max=1` (and the seeds).",
+)
+AQM_EXPERIMENTS["sack-no-burst"] = (
+    None,
+    "both sides without PIE's burst allowance (latlab `max_burst_ms = 0`, ns-3 MaxBurstAllowance 0), the one "
+    "part of PIE whose rules differ between the two (matched-settings row *PIE: burst allowance*). Run by the "
+    "section's command with `--flows 1 --qdisc pie --experiment sack-no-burst --latlab-set aqm.max_burst_ms=0 "
+    "--ns3-set aqm.max_burst_ms=0`.",
+)
+# What the traces show at each AQM point outside the 10% rule: (flows, buffer, qdisc, experiment) -> text, written
+# from the rows' queue samples, drop kinds and counters (see aqm_trace_facts).
+FQ_NOTE = (
+    "Explained by one named setting, with the TCP sharing the loss. (1) Sojourn, queue length and srtt are CoDel's "
+    "one-MTU rule (matched-settings row *FQ-CoDel: CoDel's one-MTU rule*): ns-3's per-flow CoDel does not drop "
+    "while its flow has under 1500 B (one 1000-B packet) left behind the packet dequeued, so each of the ten flows "
+    "keeps about two packets waiting (15–16.5 packets in all, sojourn 12–13 ms), while latlab's rule counts the "
+    "whole discipline's backlog, as Linux's fq_codel does, and almost never exempts (8.6 packets, 6.7 ms). With "
+    "MinBytes 1 in ns-3's flow queues (*sack-ns3-fq-min-bytes-1*; MinBytes 0 aborts ns-3) its sojourn falls from "
+    "13.2 to 8.8 ms (1 BDP) and 13.2 to 8.7 ms (4 BDP) against latlab's 6.7 and 6.8, and srtt comes within 6%; the "
+    "rest (−22 to −24%) is **unexplained**: a candidate, not traced, is the exemption MinBytes 1 still leaves (a "
+    "flow's last packet), which latlab's rule does not give. latlab's TCP rules do not move this part (sojourn 5.7–6.0 ms "
+    "with ns-3's). (2) Loss and timeouts: two one-setting changes each bring the loss inside 10%: ns-3 with "
+    "MinBytes 1 drops as often as latlab (+1.9 / +7.8% at 1 / 4 BDP), and latlab with ns-3's TCP rules "
+    "(*sack-ns3-cubic-all*) drops as rarely as ns-3 with its default (+4.6, −3.7, −0.2% at 1 BDP, seeds 1–3; "
+    "+1.1% at 4 BDP; RTOs 35 against latlab's own 73 and ns-3's 15 at seed 1). The per-flow exemption saves ns-3's "
+    "flows drops, and latlab's TCP answers drops with more timeouts; how the two share the gap is not separated."
+)
+AQM_NOTES: dict = {
+    (1, "1bdp", "pie", "sack"): (
+        "Counting noise, not a queue difference: 8 / 9 drops in the 30-s window (one drop apart) and the other "
+        "four metrics within 9%; with ns-3's TCP rules in latlab 9 / 9."
+    ),
+    (1, "4bdp", "pie", "sack"): (
+        "Explained: a start-up transient, made of PIE's burst-allowance rule and latlab's TCP. 238 of latlab's 245 "
+        "drops in the window fall in its first 5 s; in its last 25 s both drop 7 packets. Before the window slow "
+        "start overshoots further in latlab (the queue peaks at 368 / 261 packets, 596 / 75 drops, 5 / 2 RTOs), and "
+        "each burst of drops ends in a timeout and a new slow start (latlab's flow samples: cwnd 385 → 5 → 278 → 4 → "
+        "198 → 1 segments between 3 and 10 s). (1) The overshoot is the burst allowance (matched-settings row *PIE: "
+        "burst allowance*): latlab restores it whenever p = 0 and the delay is low, so it is full when slow start "
+        "builds the queue and lets 150 ms more of it in; ns-3 arms it at the first packet and re-arms it only after "
+        "1.5 s of calm, so it has run out by then. Without it on both sides (*sack-no-burst*) latlab's peak comes "
+        "to ns-3's (264 / 261 packets) and its window drops fall from 245 to 22 (ns-3: 8), while ns-3's row is the "
+        "same as its *sack* row to the last digit. (2) The timeouts that follow are latlab's TCP: with ns-3's TCP "
+        "rules in latlab (*sack-ns3-cubic-all*, the burst allowance kept) the point is inside: goodput 9.474 / "
+        "9.500 Mb/s, 6 / 8 drops in the window. Which of the TCP rules matters is not isolated."
+    ),
+    (10, "1bdp", "fq_codel", "sack"): FQ_NOTE,
+    (10, "4bdp", "fq_codel", "sack"): FQ_NOTE,
+    (10, "1bdp", "pie", "sack"): (
+        "Bracketed by the TCP rules, not PIE's: the queue agrees (queue length and sojourn within 5% at seeds 1 and 3; "
+        "at seed 2, +11.1% sojourn with latlab's TCP, −1.9% with ns-3's rules) and so do goodput, srtt and Jain; "
+        "only the drop rate differs, and ns-3's lies between latlab's with its own TCP (+17.6, +14.7, +8.6% at "
+        "seeds 1–3) and latlab's with ns-3's TCP rules (*sack-ns3-cubic-all*: −13.1, −13.6, −14.7%). At an equal "
+        "queue delay PIE's drop rate is set by how the flows answer a drop, which those rules change; which rule "
+        "accounts for which part is not isolated."
+    ),
+    (10, "4bdp", "pie", "sack"): (
+        "As at 1 BDP (one seed): queue, sojourn, srtt, goodput and Jain within 3%; loss +17.3% with latlab's TCP, "
+        "−11.0% with ns-3's TCP rules in latlab (*sack-ns3-cubic-all*). The TCP's, not PIE's."
+    ),
+    (10, "1bdp", "fq_codel", "sack-ns3-cubic-all"): (
+        "The sojourn gap of the *sack* rows, with the loss gap gone: see the note above."
+    ),
+    (10, "4bdp", "fq_codel", "sack-ns3-cubic-all"): (
+        "The sojourn gap of the *sack* rows, with the loss gap gone: see the note above."
+    ),
+    (
+        10,
+        "1bdp",
+        "pie",
+        "sack-ns3-cubic-all",
+    ): "ns-3's loss lies between the two latlab rows: see the *sack* note.",
+    (
+        10,
+        "4bdp",
+        "pie",
+        "sack-ns3-cubic-all",
+    ): "ns-3's loss lies between the two latlab rows: see the *sack* note.",
+    (10, "1bdp", "fq_codel", "sack-ns3-fq-min-bytes-1"): (
+        "What is left of the sojourn gap with ns-3's one-MTU exemption narrowed: see the *sack* note."
+    ),
+    (10, "4bdp", "fq_codel", "sack-ns3-fq-min-bytes-1"): (
+        "What is left of the sojourn gap with ns-3's one-MTU exemption narrowed: see the *sack* note."
+    ),
+    (1, "4bdp", "pie", "sack-ns3-cubic-all"): "Counting noise: 6 / 8 drops in the window.",
+    (1, "4bdp", "pie", "sack-no-burst"): (
+        "The rest of the *sack* row's start-up transient with the burst allowance gone (22 / 8 drops, 4 / 2 RTOs): "
+        "latlab's TCP, see the note on that row."
+    ),
+}
+
+
+def aqm_gaps(lat: dict, ns: dict) -> dict:
+    return {name: rel(lat[k], ns[k]) for name, k in AQM_METRICS}
+
+
+def aqm_trace_facts(lat: dict, ns: dict) -> str:
+    """What the rows' queue samples and drop counters say at an AQM point, latlab / ns-3."""
+    b = lat["buffer_pkts"]
+
+    def full(r: dict) -> str:
+        q = r.get("queue_samples_pkts", [])
+        return f"{100 * sum(1 for x in q if x >= b - 1) / len(q):.0f}%" if q else "–"
+
+    def spread(r: dict) -> str:
+        g = r["per_flow_goodput_bps"]
+        return f"{min(g) / 1e6:.2f}–{max(g) / 1e6:.2f}"
+
+    text = (
+        f"Traces, latlab / ns-3: queue at its limit ({b - 1}+ packets) in {full(lat)} / {full(ns)} of the samples; "
+        f"RTOs {lat['timeouts']} / {ns['timeouts']}; retransmitted segments {lat['retransmitted_segments']} / "
+        f"{ns['retransmitted_segments']}; per-flow goodput {spread(lat)} / {spread(ns)} Mb/s."
+    )
+    if all(r.get("run_trace") for r in (lat, ns)):
+        t0 = lat["measure_from_s"]
+
+        def at(r: dict, t: float) -> int:  # cumulative drops at the last sample at or before t
+            return max((d for s, _, d in r["run_trace"] if s <= t + 1e-9), default=0)
+
+        def peak(r: dict) -> int:
+            return max((q for s, q, _ in r["run_trace"] if s < t0), default=0)
+
+        text += (
+            f" Whole-run trace: the queue peaks at {peak(lat)} / {peak(ns)} packets before the window, with "
+            f"{at(lat, t0)} / {at(ns, t0)} drops there; of the window's drops {at(lat, t0 + 5) - at(lat, t0)} / "
+            f"{at(ns, t0 + 5) - at(ns, t0)} fall in its first 5 s."
+        )
+    if lat["qdisc"] == "pie" and "early_drops_run_pkts" in lat:
+        text += f" Whole run: latlab's random (early) drops {lat['early_drops_run_pkts']};"
+    if ns.get("drop_reasons_run"):
+        text += (
+            f" ns-3's disc drops by reason {ns['drop_reasons_run'].rstrip(';').replace(';', ', ')}."
+        )
+    if ns.get("flow_queues_used"):
+        text += f" ns-3 hashed the flows into {ns['flow_queues_used']} flow queues."
+    return text
+
+
+def aqm_seed_means(pts: dict) -> list[str]:
+    """Where a point ran with several seeds: each metric's mean over the seeds on both sides and the difference of
+    the means (the per-seed rows are in the table above)."""
+    groups: dict = {}
+    for (k, exp), sides in pts.items():
+        if "latlab" in sides and "ns-3" in sides:
+            groups.setdefault((k[0], k[1], k[3], exp), []).append(sides)
+    multi = {g: v for g, v in groups.items() if len(v) > 1}
+    if not multi:
+        return []
+    out = [
+        "Means over seeds, latlab / ns-3 (Δ of the means):\n",
+        "| flows | buffer | queue | experiment | seeds | goodput Mb/s | srtt ms | sojourn ms | loss % | Jain |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (f, b, q, exp), v in sorted(
+        multi.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1], kv[0][3])
+    ):
+
+        def mean(side: str, key: str, v=v) -> float:
+            return sum(x[side][key] for x in v) / len(v)
+
+        cells = []
+        for _, key in AQM_METRICS:
+            a, n = mean("latlab", key), mean("ns-3", key)
+            scale = 100 if key == "loss_rate" else 1
+            cells.append(f"{scale * a:.3f} / {scale * n:.3f} ({fmt_pct(rel(a, n))})")
+        seeds = ", ".join(
+            str(x["latlab"]["seed"]) for x in sorted(v, key=lambda x: x["latlab"]["seed"])
+        )
+        out.append(f"| {f} | {b} | {q} | {exp} | {seeds} | " + " | ".join(cells) + " |")
+    return out + [""]
+
+
+def aqm_section(rows: list[dict]) -> list[str]:
+    """The FQ-CoDel and PIE rows, latlab against ns-3's queue discs, by point and experiment."""
+    pts: dict = {}
+    for r in rows:
+        pt = Point(**{f.name: r[f.name] for f in dataclasses.fields(Point)})
+        pts.setdefault((pt.key(), r["experiment"]), {})[r["simulator"]] = r
+    if not pts:
+        return []
+    commits = sorted({r["commit"] for r in rows if r["simulator"] == "latlab" and r.get("commit")})
+    versions = sorted({r["version"] for r in rows if r["simulator"] == "ns-3" and r.get("version")})
+    out = [
+        "## FQ-CoDel and PIE against ns-3's queue discs\n",
+        AQM_INTRO,
+        f"Rows from latlab commit {', '.join(commits) or 'unknown'} and {', '.join(versions) or 'ns-3 (not run)'} on "
+        "a 2-core VM shared with other jobs (load 12–20 during the runs, so ns-3's wall times are inflated; the "
+        "latlab commits differ from main's 526fc78 only in benches/validation and docs, so every row ran the same "
+        "simulator, and -dirty marks uncommitted edits to this page's text while a run went), by "
+        f"`{AQM_COMMAND}`; seeds 2 and 3 at 10 flows, 1 BDP by the same with `--flows 10 --buffers 1bdp --seeds 2,3` "
+        "(the 4-BDP seeds were not run, for time). ns-3 runs in its own virtualenv (`python -m venv .venv-ns3 && "
+        ".venv-ns3/bin/pip install ns3==3.44.post0`), never as a latlab dependency. ECN points come later: "
+        "`aqm_params` in ns3_grid.py is the one place both sides read the queue's parameters, so an `--ecn` option "
+        "adds the queue's `ecn` key there and `tcp.ecn` / ns-3's UseEcn on both sides.\n",
+        "| flows | buffer (B pkts) | queue | cc, experiment | seed | goodput Mb/s latlab / ns-3 (Δ) | srtt ms latlab / ns-3 "
+        "(Δ) | sojourn ms latlab / ns-3 (Δ) | queue mean pkts latlab / ns-3 | queue p95 latlab / ns-3 | drops latlab / "
+        "ns-3 (loss Δ rel) | Jain latlab / ns-3 (Δ) | wall s latlab / ns-3 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    agree = total = 0
+    flagged = []
+    for (k, exp), sides in sorted(
+        pts.items(),
+        key=lambda kv: (
+            kv[0][0][3],
+            kv[0][0][0],
+            float(kv[0][0][1].rstrip("bdp")),
+            kv[0][1],
+            kv[0][0][4],
+        ),
+    ):
+        lat, ns = sides.get("latlab"), sides.get("ns-3")
+        # a one-side experiment is compared with the other side's row of the setting it changes (AQM_EXPERIMENTS)
+        one_side = not (lat and ns) and AQM_EXPERIMENTS.get(exp, (None,))[0] is not None
+        if one_side:
+            other = pts.get((k, AQM_EXPERIMENTS[exp][0]), {})
+            lat, ns = lat or other.get("latlab"), ns or other.get("ns-3")
+        if not (lat and ns):
+            continue
+        g = aqm_gaps(lat, ns)
+        if exp == "sack":
+            total += 1
+            agree += not over(g, 10.0)
+        if over(g, 10.0):
+            flagged.append((k, exp, g))
+        label = f"{exp} ({'ns-3' if sides.get('ns-3') else 'latlab'} only)" if one_side else exp
+        out.append(
+            f"| {k[0]} | {k[1]} ({lat['buffer_pkts']}) | {k[3]} | {k[2]}, {label} | {k[4]} | {lat['goodput_mbps']:.3f} / "
+            f"{ns['goodput_mbps']:.3f} ({fmt_pct(g['goodput'])}) | {lat['srtt_mean_ms']:.1f} / "
+            f"{ns['srtt_mean_ms']:.1f} ({fmt_pct(g['srtt'])}) | {lat['sojourn_mean_ms']:.2f} / "
+            f"{ns['sojourn_mean_ms']:.2f} ({fmt_pct(g['sojourn'])}) | {lat['queue_mean_pkts']} / "
+            f"{ns['queue_mean_pkts']} | {lat['queue_p95_pkts']} / {ns['queue_p95_pkts']} | "
+            f"{lat['core_drops_pkts']} / {ns['core_drops_pkts']} ({fmt_pct(g['loss'])}) | {lat['jain']:.3f} / "
+            f"{ns['jain']:.3f} ({fmt_pct(g['Jain'])}) | {lat['wall_s']:.2f} / {ns['wall_s']:.2f} |"
+        )
+    out += [
+        "",
+        f"All five within 10% at {agree} of {total} AQM points compared (*sack* rows, both sides run).\n",
+    ]
+    out += aqm_seed_means(pts)
+    for exp, (against, what) in AQM_EXPERIMENTS.items():
+        if any(e == exp for _, e in pts):
+            against_text = (
+                f"one side, against the other side's *{against}* row" if against else "both sides"
+            )
+            out.append(f"*{exp}* ({against_text}): {what}\n")
+    for k, exp, g in flagged:
+        what = ", ".join(f"{m} {fmt_pct(g[m])}" for m in over(g, 10.0))
+        sides, other = pts[(k, exp)], pts.get((k, AQM_EXPERIMENTS.get(exp, ("",))[0]), {})
+        lat, ns = sides.get("latlab") or other["latlab"], sides.get("ns-3") or other["ns-3"]
+        note = AQM_NOTES.get((k[0], k[1], k[3], exp), "**Unexplained**: not yet traced further.")
+        out.append(
+            f"* **{k[0]} flows, {k[1]}, {k[3]}, {exp}, seed {k[4]}**: {what}. {aqm_trace_facts(lat, ns)} {note}"
+        )
+    out.append("")
+    return out
+
+
 # ----- driver ----------------------------------------------------------------------------------------------
 
 
@@ -2390,7 +2869,9 @@ def parse_args(argv=None):
     p.add_argument("--cc", default="newreno,cubic")
     p.add_argument("--seeds", default="1")
     p.add_argument(
-        "--qdisc", default="droptail", help="core queue: droptail, red, codel (comma-separated)"
+        "--qdisc",
+        default="droptail",
+        help="core queue: droptail, red, codel, fq_codel, pie (comma-separated)",
     )
     p.add_argument("--duration", type=float, default=45.0, help="simulated seconds (45)")
     p.add_argument("--measure-from", type=float, default=15.0, help="window start, s (15)")
@@ -2466,8 +2947,8 @@ def points(args) -> list[Point]:
     ]
     for pt in pts:
         pt.buffer_pkts()  # a bad buffer is a usage error before anything runs
-        if pt.qdisc not in ("droptail", "red", "codel"):
-            raise SystemExit(f"--qdisc: {pt.qdisc!r}; expected droptail, red or codel")
+        if pt.qdisc not in QDISCS:
+            raise SystemExit(f"--qdisc: {pt.qdisc!r}; expected one of {', '.join(QDISCS)}")
         if pt.cc not in CCS:
             raise SystemExit(f"--cc: {pt.cc!r}; expected one of {', '.join(CCS)}")
     return pts

@@ -35,11 +35,19 @@ OVERRIDES = {
     "red_threshold_shift": "subtract this from latlab's RED thresholds (default 1: the device queue's packet)",
     "data_retries": "TcpSocket::DataRetries (ns-3's default 6: the connection is dropped at the 7th timeout in a row)",
     "min_rto_ms": "TcpSocketBase::MinRto in ms (default: the harness's, matched with latlab's min_rto_ms)",
+    "fq_codel_min_bytes": "MinBytes of FqCoDelQueueDisc's per-flow CoDel discs (default: latlab's mtu_bytes; ns-3 "
+    "checks it against the flow's own backlog, latlab against the whole discipline's, as Linux)",
+    "fq_codel_drop_batch": "FqCoDelQueueDisc::DropBatchSize (default 1, latlab's one packet per overflow; ns-3's 64)",
+    "aqm": "latlab's AQM parameters changed for ns-3's disc too, e.g. max_burst_ms (as the grid's --latlab-set aqm.KEY)",
+    "aqm_delay_shift": "subtract one data-packet serialisation from the FQ-CoDel Target / PIE QueueDelayReference "
+    "(default true, see build)",
 }
 
 # Counting in C++: a Python callback per packet would dominate the run time.
 CPP = r"""
+#include <deque>
 #include <map>
+#include <string>
 #include <vector>
 namespace latlab_grid {
 using namespace ns3;
@@ -147,9 +155,125 @@ void HookTc(Ptr<Node> router) {
     bool ok = router->GetObject<TrafficControlLayer>()->TraceConnectWithoutContext("TcDrop", MakeCallback(&OnTcDrop));
     NS_ABORT_MSG_IF(!ok, "TrafficControlLayer has no TcDrop trace source with this signature");
 }
+// AQM points: every flow's srtt (the "RTT" trace source is TcpSocketBase::m_srtt) and the core queue's sojourn,
+// queue disc (SojournTime: enqueue to dequeue from the disc) plus the 1-packet device queue (FIFO, so a deque of
+// arrival times), summed over the packets that leave in the window (ResetDelays at the window start).
+std::vector<uint64_t> g_srtt_ns;
+void OnSrtt(uint32_t i, Time, Time now_srtt) { g_srtt_ns[i] = now_srtt.GetNanoSeconds(); }
+void HookSrtt(Ptr<Application> app, uint32_t i) {
+    Ptr<Socket> s = DynamicCast<BulkSendApplication>(app)->GetSocket();
+    s->TraceConnectWithoutContext("RTT", MakeBoundCallback(&OnSrtt, i));
+}
+void HookSrttAfter(Ptr<Application> app, double start_s, uint32_t i) {
+    if (g_srtt_ns.size() <= i) g_srtt_ns.resize(i + 1, 0);
+    Simulator::Schedule(Seconds(start_s) + NanoSeconds(1), &HookSrtt, app, i);
+}
+double SrttMeanNs() {
+    double sum = 0; uint32_t n = 0;
+    for (uint64_t v : g_srtt_ns) if (v > 0) { sum += v; n++; }
+    return n ? sum / n : 0.0;
+}
+uint64_t g_disc_sojourn_sum_ns = 0, g_disc_sojourn_n = 0;
+uint64_t g_dev_wait_sum_ns = 0, g_dev_wait_n = 0;
+std::deque<int64_t> g_dev_arrivals;
+void OnDiscSojourn(Time t) { g_disc_sojourn_sum_ns += t.GetNanoSeconds(); g_disc_sojourn_n++; }
+void OnDevEnqueue(Ptr<const Packet>) { g_dev_arrivals.push_back(Simulator::Now().GetNanoSeconds()); }
+void OnDevDequeue(Ptr<const Packet>) {
+    if (g_dev_arrivals.empty()) return;
+    g_dev_wait_sum_ns += Simulator::Now().GetNanoSeconds() - g_dev_arrivals.front();
+    g_dev_wait_n++;
+    g_dev_arrivals.pop_front();
+}
+void HookDelays(Ptr<QueueDisc> disc, Ptr<Queue<Packet>> devq) {
+    bool ok = disc->TraceConnectWithoutContext("SojournTime", MakeCallback(&OnDiscSojourn));
+    ok = ok && devq->TraceConnectWithoutContext("Enqueue", MakeCallback(&OnDevEnqueue));
+    ok = ok && devq->TraceConnectWithoutContext("Dequeue", MakeCallback(&OnDevDequeue));
+    NS_ABORT_MSG_IF(!ok, "queue disc or device queue lacks a SojournTime/Enqueue/Dequeue trace source");
+}
+void SetFqQuantum(Ptr<QueueDisc> q, uint32_t bytes) { DynamicCast<FqCoDelQueueDisc>(q)->SetQuantum(bytes); }
+void ResetDelays() { g_disc_sojourn_sum_ns = g_disc_sojourn_n = g_dev_wait_sum_ns = g_dev_wait_n = 0; }
+// The disc's drops by reason over the whole run, "reason=count;...".
+std::string DropReasons(Ptr<QueueDisc> q) {
+    const QueueDisc::Stats& st = q->GetStats();
+    std::string out;
+    for (auto& kv : st.nDroppedPacketsBeforeEnqueue) out += kv.first + "=" + std::to_string(kv.second) + ";";
+    for (auto& kv : st.nDroppedPacketsAfterDequeue) out += kv.first + "=" + std::to_string(kv.second) + ";";
+    return out;
+}
 EventImpl* PyEvent(void (*f)()) { return MakeEvent(f); }
 }
 """
+
+
+def aqm_disc(p: dict, disc_pkts: int, shift_ns: int, ov: dict) -> tuple:
+    """SetRootQueueDisc arguments for FQ-CoDel or PIE at the core, from latlab's parameters (`aqm` in the point).
+    Every attribute that latlab's queue has is set from it; ns-3's extras are set to latlab's behaviour where ns-3
+    has a switch (the matched-settings table of ns3_grid.py names what is left)."""
+    from ns import ns
+
+    a = {**p["aqm"], **ov.get("aqm", {})}
+    size = ns.QueueSizeValue(ns.QueueSize(f"{disc_pkts}p"))
+    if p["qdisc"] == "fq_codel":
+        # the per-flow CoDel discs take MinBytes from the CoDelQueueDisc default (FqCoDel sets only their size,
+        # Interval, Target, UseEcn, CeThreshold, UseL4s)
+        ns.Config.SetDefault(
+            "ns3::CoDelQueueDisc::MinBytes",
+            ns.UintegerValue(int(ov.get("fq_codel_min_bytes", a["mtu_bytes"]))),
+        )
+        return (
+            "ns3::FqCoDelQueueDisc",
+            "MaxSize",
+            size,
+            "Flows",
+            ns.UintegerValue(a["flows"]),
+            # string attributes in FqCoDelQueueDisc, passed on to each flow's CoDelQueueDisc
+            "Target",
+            ns.StringValue(f"{round(a['target_ms'] * 1e6) - shift_ns}ns"),
+            "Interval",
+            ns.StringValue(f"{round(a['interval_ms'] * 1e6)}ns"),
+            "DropBatchSize",
+            ns.UintegerValue(int(ov.get("fq_codel_drop_batch", 1))),
+            "UseEcn",
+            ns.BooleanValue(False),
+        )
+    return (
+        "ns3::PieQueueDisc",
+        "MaxSize",
+        size,
+        "A",
+        ns.DoubleValue(a["alpha"]),
+        "B",
+        ns.DoubleValue(a["beta"]),
+        "Tupdate",
+        ns.TimeValue(ns.NanoSeconds(round(a["t_update_ms"] * 1e6))),
+        "QueueDelayReference",
+        ns.TimeValue(ns.NanoSeconds(round(a["target_ms"] * 1e6) - shift_ns)),
+        "MaxBurstAllowance",
+        ns.TimeValue(ns.NanoSeconds(round(a["max_burst_ms"] * 1e6))),
+        "MeanPktSize",
+        ns.UintegerValue(a["mean_pkt_size_bytes"]),
+        "UseDequeueRateEstimator",
+        ns.BooleanValue(False),
+        "UseCapDropAdjustment",
+        ns.BooleanValue(True),
+        "UseDerandomization",
+        ns.BooleanValue(False),
+        "UseEcn",
+        ns.BooleanValue(False),
+    )
+
+
+def aqm_delays(g, srtt_samples: list) -> dict:  # noqa: ANN001
+    """The flows' mean srtt over the window's samples and the core queue's mean sojourn (disc + device queue) over
+    the packets that left it in the window, ms; the disc's and device's parts also apart."""
+    disc = g.g_disc_sojourn_sum_ns / max(1, int(g.g_disc_sojourn_n)) / 1e6
+    dev = g.g_dev_wait_sum_ns / max(1, int(g.g_dev_wait_n)) / 1e6
+    return {
+        "srtt_mean_ms": round(sum(srtt_samples) / max(1, len(srtt_samples)) / 1e6, 3),
+        "sojourn_mean_ms": round(disc + dev, 3),
+        "sojourn_disc_ms": round(disc, 3),
+        "sojourn_device_ms": round(dev, 3),
+    }
 
 
 def build_and_run(p: dict) -> dict:
@@ -170,6 +294,7 @@ def build_and_run(p: dict) -> dict:
             f"ns3_overrides: unknown keys {sorted(unknown)}; expected some of {sorted(OVERRIDES)}"
         )
     ns.RngSeedManager.SetSeed(max(1, int(p["seed"])))
+    aqm = p.get("qdisc") in ("fq_codel", "pie")
 
     cfg = ns.Config.SetDefault
     cc = {"newreno": ns.TcpNewReno, "cubic": ns.TcpCubic, "bbr": ns.TcpBbr}[p["cc"]]
@@ -295,8 +420,18 @@ def build_and_run(p: dict) -> dict:
             ns.BooleanValue(True),
         )
         fifo = red_tch.Install(core_devs.Get(0)).Get(0)
+    elif p.get("qdisc", "droptail") in ("fq_codel", "pie"):
+        core_q.SetMaxSize(ns.QueueSize("1p"))
+        # the disc's delay ends one serialisation before latlab's, as for CoDel above
+        shift_ns = ser_ns if ov.get("aqm_delay_shift", True) else 0
+        aqm_tch = ns.TrafficControlHelper()
+        aqm_tch.SetRootQueueDisc(*aqm_disc(p, disc_pkts, shift_ns, ov))
+        fifo = aqm_tch.Install(core_devs.Get(0)).Get(0)
+        if p["qdisc"] == "fq_codel":
+            # no attribute for it: the quantum is set by method before the disc is initialised (else the MTU)
+            g.SetFqQuantum(fifo, int(p["aqm"]["quantum_bytes"]))
     elif p.get("qdisc", "droptail") != "droptail":
-        raise SystemExit(f"qdisc {p['qdisc']!r}: expected droptail, red or codel")
+        raise SystemExit(f"qdisc {p['qdisc']!r}: expected droptail, red, codel, fq_codel or pie")
     if ov.get("core_fifo_qdisc"):
         core_q.SetMaxSize(ns.QueueSize("1p"))
         # the device queue holds one waiting packet, so the queue disc holds the rest of the B
@@ -335,10 +470,15 @@ def build_and_run(p: dict) -> dict:
         g.HookAfter(app, float(round(start_s * 1e9)) / 1e9)
         if i == 0:
             g.HookFlow0After(app, float(round(start_s * 1e9)) / 1e9)
+        if aqm:
+            g.HookSrttAfter(app, float(round(start_s * 1e9)) / 1e9, i)
 
+    if aqm:
+        g.HookDelays(fifo, core_q)
     # Measurement: per-sink bytes and core queue counters at the window start; queue length every interval.
     marks = {}
     samples = []
+    srtt_samples = []  # AQM points: the flows' mean srtt (ns) at each sample
     cwnd_samples = []  # segments, one flow only (trace_states)
     flow0_samples = []  # (s, cwnd segments, pacing Mb/s, srtt ms) of flow 0 in the window
 
@@ -354,6 +494,7 @@ def build_and_run(p: dict) -> dict:
         marks["drop"] = int(core_q.GetTotalDroppedPackets()) + int(g.g_tc_drops)
         marks["fifo"] = fifo_counts()
         marks["timeouts"] = int(g.g_loss_entries)
+        g.ResetDelays()
 
     interval_ns = int(p["sample_interval_ms"] * 1e6)
 
@@ -363,6 +504,8 @@ def build_and_run(p: dict) -> dict:
         )
         if n == 1:
             cwnd_samples.append(int(g.g_cwnd) // p["mss_bytes"])
+        if aqm:
+            srtt_samples.append(float(g.SrttMeanNs()))
         flow0_samples.append(
             (
                 round(ns.Simulator.Now().GetSeconds(), 3),
@@ -374,7 +517,23 @@ def build_and_run(p: dict) -> dict:
         if ns.Simulator.Now().GetNanoSeconds() + interval_ns < int(p["duration_s"] * 1e9):
             ns.Simulator.Schedule(ns.NanoSeconds(interval_ns), g.PyEvent(sample_cb))
 
-    mark_cb, sample_cb = mark, sample  # cppyy needs the callables alive
+    # AQM points: (s, queue packets, cumulative disc drops) every interval over the whole run, slow start included
+    run_trace = []
+
+    def trace():
+        run_trace.append(
+            (
+                round(ns.Simulator.Now().GetSeconds(), 3),
+                int(core_q.GetNPackets()) + int(fifo.GetNPackets()),
+                fifo_counts()[1],
+            )
+        )
+        if ns.Simulator.Now().GetNanoSeconds() + interval_ns < int(p["duration_s"] * 1e9):
+            ns.Simulator.Schedule(ns.NanoSeconds(interval_ns), g.PyEvent(trace_cb))
+
+    mark_cb, sample_cb, trace_cb = mark, sample, trace  # cppyy needs the callables alive
+    if aqm:
+        ns.Simulator.Schedule(ns.NanoSeconds(0), g.PyEvent(trace_cb))
     ns.Simulator.Schedule(ns.NanoSeconds(int(p["measure_from_s"] * 1e9)), g.PyEvent(mark_cb))
     ns.Simulator.Schedule(ns.NanoSeconds(int(p["measure_from_s"] * 1e9)), g.PyEvent(sample_cb))
     ns.Simulator.Stop(stop)
@@ -422,6 +581,12 @@ def build_and_run(p: dict) -> dict:
         ]
     if cwnd_samples:
         out["cwnd_samples_segments"] = cwnd_samples
+    if aqm:
+        out.update(aqm_delays(g, srtt_samples))
+        out["drop_reasons_run"] = str(g.DropReasons(fifo))
+        out["run_trace"] = run_trace
+        if p["qdisc"] == "fq_codel":
+            out["flow_queues_used"] = int(fifo.GetNQueueDiscClasses())
     out["flow0_samples"] = flow0_samples
     ns.Simulator.Destroy()
     return out

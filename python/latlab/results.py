@@ -188,6 +188,8 @@ class Results:
             "drops_pkts": _plain(links["drops_pkts"].sum())
             if "drops_pkts" in links and len(links)
             else 0,
+            # ECN marks (RFC 3168); None when no queue marks (no column).
+            "marks_pkts": _plain(links["marks_pkts"].sum()) if "marks_pkts" in links else None,
             "events": self.run_info.get("events"),
             "wall_s": self.run_info.get("wall_s"),
             "events_per_s": self.run_info.get("events_per_s"),

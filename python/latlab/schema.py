@@ -60,6 +60,7 @@ LINKS = (
     "drops_pkts",
     "drops_bytes",
     "drops_early_pkts",
+    # "marks_pkts" (ECN marks) follows here when some queue has ecn = true.
     "lost_pkts",
     "queued_pkts",
     "utilization",

@@ -56,6 +56,8 @@ def summary_table(results: Results, outdir: Path | None = None) -> Table:
         util_text = "-" if util is None else f"{100 * util:.1f} %"
         table.add_row("busiest link", f"{s['busiest_link']}: utilisation {util_text}")
     table.add_row("drops", f"{count(s['drops_pkts'])} packets")
+    if s.get("marks_pkts") is not None:
+        table.add_row("ECN marks", f"{count(s['marks_pkts'])} packets")
     table.add_row("events", count(s["events"]))
     table.add_row("wall time", "-" if s["wall_s"] is None else f"{s['wall_s']:.2f} s")
     table.add_row("events/s", si(s["events_per_s"]))

@@ -33,7 +33,7 @@ pub mod transmitter;
 pub mod wifi;
 
 pub use lte::{LteCell, LteConfig, Scheduler};
-pub use packet_ref::PacketRef;
+pub use packet_ref::{PacketRef, RouteEcn};
 pub use queue_view::{member_queue_view, QueueView};
 pub use rate::{RateDist, RateSource};
 pub use service::{

@@ -13,6 +13,8 @@ pub struct QueueView {
     /// Packets taken from the queue but not on the wire yet (a cell user's
     /// packet whose bytes are partly sent).
     pub in_service_pkts: u64,
+    /// The discipline marks ECT packets CE (`stats.marks_pkts` counts them).
+    pub ecn_marking: bool,
 }
 
 impl QueueView {
@@ -25,6 +27,7 @@ impl QueueView {
             len_pkts: q.len_pkts() as u64,
             len_bytes: q.len_bytes(),
             in_service_pkts,
+            ecn_marking: q.ecn_marking(),
         }
     }
 }
@@ -41,6 +44,7 @@ pub fn member_queue_view<P: LinkPacket>(kind: &MediumKind<P>, member: u32) -> Qu
                 len_pkts: st.queued_pkts,
                 len_bytes: st.queued_bytes,
                 in_service_pkts: 0,
+                ecn_marking: ap.ecn_marking(),
             }
         }
     }

@@ -95,6 +95,12 @@ impl<P: QueuedPacket> QueuedPacket for Tagged<P> {
     fn flow_id(&self) -> u32 {
         self.pkt.flow_id()
     }
+    fn ecn(&self) -> latlab_qdisc::Ecn {
+        self.pkt.ecn()
+    }
+    fn set_ce(&mut self) {
+        self.pkt.set_ce();
+    }
 }
 
 /// A station's share of the AP's queue (or its own queue), in the shape of
@@ -208,6 +214,14 @@ impl<P: QueuedPacket> WifiAp<P> {
             Queues::Shared(q) => q.name(),
             // Every station's queue is of one discipline.
             Queues::PerStation { queues, .. } => queues.first().map_or("none", |q| q.name()),
+        }
+    }
+
+    /// The AP's discipline marks ECT packets (see [`Qdisc::ecn_marking`]).
+    pub fn ecn_marking(&self) -> bool {
+        match &self.queues {
+            Queues::Shared(q) => q.ecn_marking(),
+            Queues::PerStation { queues, .. } => queues.first().is_some_and(|q| q.ecn_marking()),
         }
     }
 

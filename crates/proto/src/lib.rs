@@ -26,6 +26,8 @@ pub mod segment;
 pub mod tcp;
 pub mod tfrc;
 
+/// The IP header's ECN field (RFC 3168 §5), as the queues read and mark it.
+pub use latlab_qdisc::Ecn;
 pub use segment::{Dss, DssPresent, Flags, SackBlock, Segment, MAX_SACK_BLOCKS, MAX_SACK_BLOCKS_WITH_DSS};
 
 /// Nanoseconds since an arbitrary epoch. The engine never uses floating-point time.

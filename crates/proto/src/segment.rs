@@ -25,6 +25,10 @@ impl Flags {
     pub const ACK: Flags = Flags(0x10);
     pub const FIN: Flags = Flags(0x01);
     pub const SYN_ACK: Flags = Flags(0x12);
+    /// ECN-Echo (RFC 3168 §6.1): the receiver saw Congestion Experienced.
+    pub const ECE: Flags = Flags(0x40);
+    /// Congestion Window Reduced (RFC 3168 §6.1): the sender has reduced.
+    pub const CWR: Flags = Flags(0x80);
 
     pub fn contains(self, other: Flags) -> bool {
         self.0 & other.0 == other.0

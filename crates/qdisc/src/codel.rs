@@ -6,6 +6,12 @@
 //! than one MTU is queued), CoDel enters the dropping state, drops, and
 //! schedules further drops at `drop_next += INTERVAL/√count` until the
 //! sojourn falls below TARGET (the control law, RFC 8289 §3.3 and §5.5).
+//!
+//! ECN (`ecn`): where the control law drops an ECT packet, CoDel marks it
+//! CE and sends it instead (RFC 8289 §5: "packets are dropped (or ECN
+//! marked)"), counting the mark as the drop in `count` and `drop_next`,
+//! and stops there for this dequeue, as Linux's `codel_dequeue` does
+//! (include/net/codel_impl.h, `params->ecn`). A full buffer still drops.
 
 use crate::droptail::{Fifo, Limit};
 use crate::{Dequeue, Enqueue, Qdisc, QdiscStats, QueuedPacket, TimeNs};
@@ -24,6 +30,8 @@ pub struct CoDelParams {
     /// Physical buffer size; an arrival that does not fit is tail-dropped
     /// (RFC 8289 §5.2, enqueue).
     pub limit: Limit,
+    /// Mark ECT packets CE instead of dropping them (RFC 3168 §7).
+    pub ecn: bool,
 }
 
 impl Default for CoDelParams {
@@ -35,6 +43,7 @@ impl Default for CoDelParams {
             interval_ns: 100_000_000,
             mtu_bytes: 1500,
             limit: Limit::Packets(1000),
+            ecn: false,
         }
     }
 }
@@ -164,8 +173,13 @@ impl<P: QueuedPacket> CoDel<P> {
             // drop shortens the gap to the next (INTERVAL/√count), which is
             // what makes the drop rate rise until the queue is controlled.
             while self.dropping && now >= self.drop_next_ns {
-                self.fifo.drop_dequeued(r.pkt, dropped);
                 self.count = self.count.saturating_add(1);
+                if self.mark(&mut r.pkt) {
+                    // A mark stands for the drop and ends this dequeue.
+                    self.drop_next_ns = self.control_law(self.drop_next_ns, self.count);
+                    break;
+                }
+                self.fifo.drop_dequeued(r.pkt, dropped);
                 match self.dodequeue(now, beside_bytes) {
                     None => {
                         self.dropping = false;
@@ -183,9 +197,14 @@ impl<P: QueuedPacket> CoDel<P> {
             }
         } else if r.ok_to_drop {
             // Sojourn has been above TARGET for INTERVAL: enter the dropping
-            // state with one drop.
-            self.fifo.drop_dequeued(r.pkt, dropped);
-            let next = self.dodequeue(now, beside_bytes);
+            // state with one drop (or mark).
+            let marked = self.mark(&mut r.pkt);
+            let next = if marked {
+                None
+            } else {
+                self.fifo.drop_dequeued(r.pkt, dropped);
+                self.dodequeue(now, beside_bytes)
+            };
             self.dropping = true;
             // If we were dropping recently (drop_next is at most INTERVAL
             // after the last drop, so now − drop_next approximates the time
@@ -199,11 +218,21 @@ impl<P: QueuedPacket> CoDel<P> {
             self.drop_next_ns = self.control_law(now, self.count);
             self.lastcount = self.count;
             match next {
+                _ if marked => {}
                 None => return Dequeue::Empty,
                 Some(n) => r = n,
             }
         }
         self.fifo.depart(now, r.pkt, r.enq_ns)
+    }
+
+    /// Mark `pkt` CE instead of dropping it, if ECN is on and it is ECT.
+    fn mark(&mut self, pkt: &mut P) -> bool {
+        let marked = crate::try_mark(self.params.ecn, pkt);
+        if marked {
+            self.fifo.count_mark();
+        }
+        marked
     }
 
     /// RFC 8289 §5.5 `control_law`: `t + INTERVAL/√count`. The square root
@@ -278,6 +307,10 @@ impl<P: QueuedPacket + Send> Qdisc<P> for CoDel<P> {
 
     fn stats(&self) -> &QdiscStats {
         self.fifo.stats()
+    }
+
+    fn ecn_marking(&self) -> bool {
+        self.params.ecn
     }
 }
 
@@ -645,6 +678,7 @@ mod tests {
                 interval_ns: 2,
                 mtu_bytes: 1,
                 limit: Limit::Bytes(30_000),
+                ecn: true,
             };
             let mut q = CoDel::new(p);
             random_invariant_run(&mut q, seed, 20_000);
@@ -689,12 +723,14 @@ mod tests {
                 interval_ns: 0,
                 mtu_bytes: 0,
                 limit: Limit::Packets(50),
+                ecn: false,
             },
             CoDelParams {
                 target_ns: u64::MAX,
                 interval_ns: u64::MAX,
                 mtu_bytes: u32::MAX,
                 limit: Limit::Bytes(u64::MAX),
+                ecn: true,
             },
             CoDelParams {
                 interval_ns: u64::MAX,

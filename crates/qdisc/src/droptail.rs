@@ -149,6 +149,11 @@ impl<P: QueuedPacket> Fifo<P> {
         self.stats.drops_early_pkts = self.stats.drops_early_pkts.saturating_add(1);
     }
 
+    /// Count an ECN mark (the packet was queued or departs with CE set).
+    pub(crate) fn count_mark(&mut self) {
+        self.stats.marks_pkts = self.stats.marks_pkts.saturating_add(1);
+    }
+
     pub(crate) fn drop_dequeued(&mut self, pkt: P, dropped: &mut Vec<P>) {
         self.stats.drops_dequeue_pkts = self.stats.drops_dequeue_pkts.saturating_add(1);
         self.stats.drops_bytes = self.stats.drops_bytes.saturating_add(u64::from(pkt.size_bytes()));
@@ -224,20 +229,34 @@ impl<P: QueuedPacket + Send> Qdisc<P> for DropTail<P> {
 
 #[cfg(test)]
 pub(crate) mod test_util {
-    use crate::{Dequeue, Enqueue, Qdisc, QdiscStats, QueuedPacket};
+    use crate::{Dequeue, Ecn, Enqueue, Qdisc, QdiscStats, QueuedPacket};
     use rand::{Rng, SeedableRng};
     use rand_pcg::Pcg64Mcg;
 
-    /// A test packet: a sequence number (to check FIFO order) and a size.
+    /// A test packet: a sequence number (to check FIFO order), a size and
+    /// an ECN field.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct TestPkt {
         pub seq: u64,
         pub size: u32,
+        pub ecn: Ecn,
     }
 
     impl TestPkt {
         pub fn new(seq: u64, size: u32) -> Self {
-            TestPkt { seq, size }
+            TestPkt {
+                seq,
+                size,
+                ecn: Ecn::NotEct,
+            }
+        }
+
+        /// An ECN-capable packet, ECT(0).
+        pub fn ect(seq: u64, size: u32) -> Self {
+            TestPkt {
+                ecn: Ecn::Ect0,
+                ..Self::new(seq, size)
+            }
         }
     }
 
@@ -247,6 +266,12 @@ pub(crate) mod test_util {
         }
         fn flow_id(&self) -> u32 {
             0
+        }
+        fn ecn(&self) -> Ecn {
+            self.ecn
+        }
+        fn set_ce(&mut self) {
+            self.ecn = Ecn::Ce;
         }
     }
 

@@ -24,6 +24,11 @@
 //! or two packets, each waiting well above TARGET, and that is a standing
 //! queue when the link is busy. With the per-queue rule, ten CUBIC flows
 //! on a 10 Mbit/s link sat at 20.7 ms mean sojourn instead of near 5 ms.
+//!
+//! ECN (`ecn`, RFC 8290 §4.2 and §5.2.7, on by default in Linux's
+//! fq_codel): each queue's CoDel marks ECT packets CE where it would drop
+//! them (see [`CoDel`]); the overflow drop from the fattest queue is always
+//! a drop, ECT or not.
 
 use std::collections::VecDeque;
 
@@ -49,6 +54,8 @@ pub struct FqCoDelParams {
     pub target_ns: u64,
     pub interval_ns: u64,
     pub mtu_bytes: u32,
+    /// Mark ECT packets CE instead of dropping them at dequeue.
+    pub ecn: bool,
 }
 
 /// The largest number of queues: flow indices are kept as `u32` and a
@@ -65,6 +72,7 @@ impl Default for FqCoDelParams {
             target_ns: codel.target_ns,
             interval_ns: codel.interval_ns,
             mtu_bytes: codel.mtu_bytes,
+            ecn: false,
         }
     }
 }
@@ -93,6 +101,7 @@ impl FqCoDelParams {
             interval_ns: self.interval_ns,
             mtu_bytes: self.mtu_bytes,
             limit: Limit::Packets(u64::MAX),
+            ecn: self.ecn,
         }
     }
 }
@@ -321,9 +330,12 @@ impl<P: QueuedPacket + Send> Qdisc<P> for FqCoDel<P> {
                 continue;
             }
             let before = dropped.len();
+            let marks_before = self.queues[q].codel.stats().marks_pkts;
             let beside = self.len_bytes - self.queues[q].codel.len_bytes();
             let r = self.queues[q].codel.dequeue_beside(now_ns, dropped, beside);
             self.count_codel_drops(dropped, before);
+            let marks = self.queues[q].codel.stats().marks_pkts - marks_before;
+            self.stats.marks_pkts = self.stats.marks_pkts.saturating_add(marks);
             match r {
                 Dequeue::Packet { pkt, sojourn_ns } => {
                     let size = pkt.size_bytes();
@@ -350,6 +362,10 @@ impl<P: QueuedPacket + Send> Qdisc<P> for FqCoDel<P> {
 
     fn stats(&self) -> &QdiscStats {
         &self.stats
+    }
+
+    fn ecn_marking(&self) -> bool {
+        self.params.ecn
     }
 }
 

@@ -25,6 +25,9 @@ mod pie;
 mod red;
 mod token_bucket;
 
+#[cfg(test)]
+mod ecn_tests;
+
 pub use codel::{CoDel, CoDelParams};
 pub use droptail::{DropTail, Limit};
 pub use edge_pacer::{EdgePacer, EdgePacerParams};
@@ -36,12 +39,69 @@ pub use token_bucket::{TokenBucket, TokenBucketParams};
 /// Nanoseconds on the caller's clock.
 pub type TimeNs = u64;
 
+/// The ECN field of the IP header (RFC 3168 §5): two bits, the values
+/// as on the wire.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Ecn {
+    /// Not ECN-Capable Transport (00): a queue drops it.
+    #[default]
+    NotEct = 0b00,
+    /// ECT(1) (01).
+    Ect1 = 0b01,
+    /// ECT(0) (10), what an RFC 3168 sender sets on its data.
+    Ect0 = 0b10,
+    /// Congestion Experienced (11), set by a queue instead of a drop.
+    Ce = 0b11,
+}
+
+impl Ecn {
+    /// The codepoint from the two low bits of `bits` (e.g. the IP TOS byte).
+    pub fn from_bits(bits: u8) -> Ecn {
+        match bits & 0b11 {
+            0b00 => Ecn::NotEct,
+            0b01 => Ecn::Ect1,
+            0b10 => Ecn::Ect0,
+            _ => Ecn::Ce,
+        }
+    }
+
+    pub const fn bits(self) -> u8 {
+        self as u8
+    }
+
+    /// ECT(0) or ECT(1): a queue may mark it instead of dropping it.
+    pub fn is_ect(self) -> bool {
+        matches!(self, Ecn::Ect0 | Ecn::Ect1)
+    }
+}
+
 /// What a discipline needs to know about a packet.
 pub trait QueuedPacket: Copy {
     /// Size on the wire, bytes.
     fn size_bytes(&self) -> u32;
     /// Flow identifier, for disciplines that classify (per-flow queues).
     fn flow_id(&self) -> u32;
+    /// The packet's ECN codepoint (RFC 3168 §5). Handles that do not carry
+    /// one are Not-ECT: a marking queue drops them as before.
+    fn ecn(&self) -> Ecn {
+        Ecn::NotEct
+    }
+    /// Set Congestion Experienced. Called only on a packet whose `ecn()`
+    /// is ECT, by a queue that marks it instead of dropping it.
+    fn set_ce(&mut self) {}
+}
+
+/// Mark `pkt` CE if it is ECN-capable and the discipline marks
+/// (RFC 3168 §7: "instead of dropping the packet, the router MAY instead
+/// set the CE codepoint"). Returns whether it was marked.
+pub(crate) fn try_mark<P: QueuedPacket>(ecn_on: bool, pkt: &mut P) -> bool {
+    if ecn_on && pkt.ecn().is_ect() {
+        pkt.set_ce();
+        true
+    } else {
+        false
+    }
 }
 
 /// Result of an enqueue.
@@ -54,12 +114,14 @@ pub enum Enqueue<P> {
 }
 
 /// An active queue manager's decision about one packet, taken at one
-/// place per discipline (PIE's `verdict`), so that a congestion signal
-/// other than a drop (an ECN mark) is one more variant there.
+/// place per discipline (PIE's `verdict`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     Enqueue,
     Drop,
+    /// Enqueue with CE set: the congestion signal of an ECT packet where a
+    /// Not-ECT one would be dropped (RFC 3168 §7).
+    Mark,
 }
 
 /// Result of a dequeue.
@@ -92,6 +154,10 @@ pub struct QdiscStats {
     /// Dropped at dequeue (CoDel).
     pub drops_dequeue_pkts: u64,
     pub drops_bytes: u64,
+    /// ECT packets marked CE where a Not-ECT packet would have been
+    /// dropped (RFC 3168 §7). A marked packet stays a departure (or is
+    /// still queued): marks are not part of the conservation sum.
+    pub marks_pkts: u64,
 }
 
 impl QdiscStats {
@@ -119,4 +185,10 @@ pub trait Qdisc<P: QueuedPacket>: Send {
     fn len_bytes(&self) -> u64;
 
     fn stats(&self) -> &QdiscStats;
+
+    /// The discipline marks ECT packets instead of dropping them (its
+    /// `ecn` parameter): its marks are worth a column in the results.
+    fn ecn_marking(&self) -> bool {
+        false
+    }
 }

@@ -17,6 +17,11 @@
 //! implemented, nor the optional de-randomization (§5.4) and the
 //! active/inactive switch (§5.3).
 //!
+//! ECN (`ecn`, RFC 8033 §5.1): a random drop of an ECT packet becomes a
+//! CE mark while the drop probability is at most 10 %; above that ECT
+//! packets are dropped too, so that unresponsive ECN traffic cannot fill
+//! the queue. A full buffer always drops.
+//!
 //! There is no timer in a sans-IO queue: the updates due at T_UPDATE, 2
 //! T_UPDATE, … after the first arrival are run, in order, by the first
 //! enqueue or dequeue at or after each, which is what a periodic timer
@@ -26,7 +31,7 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
 use crate::droptail::{Fifo, Limit};
-use crate::{Dequeue, Enqueue, Qdisc, QdiscStats, QueuedPacket, TimeNs, Verdict};
+use crate::{Dequeue, Ecn, Enqueue, Qdisc, QdiscStats, QueuedPacket, TimeNs, Verdict};
 
 /// PIE parameters (RFC 8033 §4, the recommended values).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -45,6 +50,9 @@ pub struct PieParams {
     pub mean_pkt_size_bytes: u32,
     /// Physical buffer; an arrival that does not fit is tail-dropped.
     pub limit: Limit,
+    /// Mark ECT packets CE instead of dropping them while the drop
+    /// probability is at most 10 % (§5.1).
+    pub ecn: bool,
 }
 
 impl Default for PieParams {
@@ -58,6 +66,7 @@ impl Default for PieParams {
             max_burst_ns: 150_000_000,
             mean_pkt_size_bytes: 1500,
             limit: Limit::Packets(1000),
+            ecn: false,
         }
     }
 }
@@ -103,6 +112,9 @@ const MAX_STEP: f64 = 0.02;
 const IDLE_DECAY: f64 = 0.98;
 /// Below this probability (and delay below half the target) no early drop (§4.1).
 const SAFE_PROB: f64 = 0.2;
+/// Up to this drop probability an ECT packet is marked instead (§5.1: "if
+/// the drop probability is below 10 %, ... mark").
+const MARK_ECN_TH: f64 = 0.1;
 
 /// PIE queue.
 #[derive(Debug, Clone)]
@@ -217,10 +229,10 @@ impl<P: QueuedPacket> Pie<P> {
     }
 
     /// The drop decision for an arrival (RFC 8033 Appendix A `enque` and
-    /// `drop_early`, §4.1 and §4.4). The one place a congestion signal is
-    /// chosen: marking ECT packets instead of dropping them (§5.1) belongs
-    /// here.
-    fn verdict(&mut self) -> Verdict {
+    /// `drop_early`, §4.1 and §4.4), and the one place a congestion signal
+    /// is chosen: an ECT packet is marked instead of dropped while the
+    /// probability is at most MARK_ECN_TH (§5.1).
+    fn verdict(&mut self, ecn: Ecn) -> Verdict {
         let half = self.params.target_ns / 2;
         // §4.4: the burst allowance is restored once the queue is calm.
         if self.drop_prob == 0.0 && self.qdelay_ns < half && self.qdelay_old_ns < half {
@@ -235,10 +247,12 @@ impl<P: QueuedPacket> Pie<P> {
             return Verdict::Enqueue;
         }
         let u: f64 = self.rng.random();
-        if u < self.drop_prob {
-            Verdict::Drop
-        } else {
+        if u >= self.drop_prob {
             Verdict::Enqueue
+        } else if self.params.ecn && ecn.is_ect() && self.drop_prob <= MARK_ECN_TH {
+            Verdict::Mark
+        } else {
+            Verdict::Drop
         }
     }
 }
@@ -248,7 +262,7 @@ impl<P: QueuedPacket + Send> Qdisc<P> for Pie<P> {
         "pie"
     }
 
-    fn enqueue(&mut self, now_ns: TimeNs, pkt: P) -> Enqueue<P> {
+    fn enqueue(&mut self, now_ns: TimeNs, mut pkt: P) -> Enqueue<P> {
         self.catch_up(now_ns);
         let fits = self
             .params
@@ -257,8 +271,13 @@ impl<P: QueuedPacket + Send> Qdisc<P> for Pie<P> {
         if !fits {
             return self.fifo.arrive_and_drop(pkt);
         }
-        match self.verdict() {
+        match self.verdict(pkt.ecn()) {
             Verdict::Enqueue => self.fifo.arrive_and_queue(now_ns, pkt),
+            Verdict::Mark => {
+                pkt.set_ce();
+                self.fifo.count_mark();
+                self.fifo.arrive_and_queue(now_ns, pkt)
+            }
             Verdict::Drop => {
                 let r = self.fifo.arrive_and_drop(pkt);
                 self.fifo.count_early_drop();
@@ -294,6 +313,10 @@ impl<P: QueuedPacket + Send> Qdisc<P> for Pie<P> {
 
     fn stats(&self) -> &QdiscStats {
         self.fifo.stats()
+    }
+
+    fn ecn_marking(&self) -> bool {
+        self.params.ecn
     }
 }
 
@@ -448,12 +471,12 @@ mod tests {
     fn the_burst_allowance_is_restored_when_the_queue_is_calm() {
         let mut q = pie_with(0.0, 5, 3);
         q.burst_allowance_ns = 0;
-        assert_eq!(q.verdict(), Verdict::Enqueue);
+        assert_eq!(q.verdict(Ecn::NotEct), Verdict::Enqueue);
         assert_eq!(q.burst_allowance_ns(), 150 * MS);
         // Not while the probability is positive.
         let mut q = pie_with(0.01, 5, 3);
         q.burst_allowance_ns = 0;
-        q.verdict();
+        q.verdict(Ecn::NotEct);
         assert_eq!(q.burst_allowance_ns(), 0);
     }
 
@@ -468,7 +491,9 @@ mod tests {
     }
 
     fn drop_fraction(q: &mut Pie<TestPkt>, trials: u32) -> f64 {
-        let drops = (0..trials).filter(|_| q.verdict() == Verdict::Drop).count();
+        let drops = (0..trials)
+            .filter(|_| q.verdict(Ecn::NotEct) == Verdict::Drop)
+            .count();
         drops as f64 / f64::from(trials)
     }
 

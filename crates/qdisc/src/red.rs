@@ -18,6 +18,14 @@
 //! 6. Any drop resets `count` (and `count_bytes`) to 0.
 //!
 //! The arriving packet is always the victim (red.cc's default `drop_tail_`).
+//!
+//! ECN (`ecn`): an early drop of an ECT packet with the average below
+//! `max_th` marks it CE and queues it instead (RFC 3168 §7: mark where the
+//! router would drop to signal incipient congestion; red.cc `setbit_`).
+//! Above `max_th` (the gentle region included) and on a full buffer an ECT
+//! packet is dropped like any other, as Linux's `sch_red` with `harddrop`
+//! does: when the average is that high, marks alone have not slowed the
+//! senders, and a full buffer has no room for the packet.
 
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -63,6 +71,9 @@ pub struct RedParams {
     /// ns-2's `wait_` (default true): wait at least ~1/p_b packets between
     /// drops. False gives the paper's p_a = p_b / (1 − count·p_b).
     pub wait: bool,
+    /// Mark ECT packets CE instead of dropping them early (see the module
+    /// documentation for where RED still drops).
+    pub ecn: bool,
 }
 
 impl RedParams {
@@ -169,6 +180,14 @@ enum Verdict {
     Admit,
     EarlyDrop,
     ForcedDrop,
+}
+
+impl<P: QueuedPacket> Red<P> {
+    /// An early drop of `pkt` becomes a mark: ECN on, the packet ECT, and
+    /// the average still below `max_th` (see the module documentation).
+    fn mark_instead(&self, pkt: &mut P) -> bool {
+        self.avg < self.params.max_th && crate::try_mark(self.params.ecn, pkt)
+    }
 }
 
 /// RED queue. See the module documentation for the per-arrival steps.
@@ -299,7 +318,7 @@ impl<P: QueuedPacket + Send> Qdisc<P> for Red<P> {
         "red"
     }
 
-    fn enqueue(&mut self, now_ns: TimeNs, pkt: P) -> Enqueue<P> {
+    fn enqueue(&mut self, now_ns: TimeNs, mut pkt: P) -> Enqueue<P> {
         let size = pkt.size_bytes();
         let w_q = self.params.w_q;
 
@@ -352,6 +371,11 @@ impl<P: QueuedPacket + Send> Qdisc<P> for Red<P> {
 
         match verdict {
             Verdict::Admit => self.fifo.arrive_and_queue(now_ns, pkt),
+            // red.cc has reset count for the mark as for a drop.
+            Verdict::EarlyDrop if self.mark_instead(&mut pkt) => {
+                self.fifo.count_mark();
+                self.fifo.arrive_and_queue(now_ns, pkt)
+            }
             Verdict::EarlyDrop => {
                 self.early_drops = self.early_drops.saturating_add(1);
                 let out = self.fifo.arrive_and_drop(pkt);
@@ -400,6 +424,10 @@ impl<P: QueuedPacket + Send> Qdisc<P> for Red<P> {
     fn stats(&self) -> &QdiscStats {
         self.fifo.stats()
     }
+
+    fn ecn_marking(&self) -> bool {
+        self.params.ecn
+    }
 }
 
 #[cfg(test)]
@@ -423,6 +451,7 @@ mod tests {
             mean_pkt_size_bytes: 1000,
             link_rate_bps: 8_000_000,
             wait: true,
+            ecn: false,
         }
     }
 
@@ -449,6 +478,7 @@ mod tests {
             mean_pkt_size_bytes: 1000,
             link_rate_bps: 100_000_000,
             wait,
+            ecn: false,
         }
     }
 

@@ -90,6 +90,7 @@ pub fn make_qdisc<P: QueuedPacket + Send + 'static>(
             byte_mode,
             mean_pkt_size_bytes,
             wait,
+            ecn,
         }) => {
             let params = RedParams {
                 limit: limit(cx, path, *limit_bytes, *limit_packets, None)?,
@@ -102,6 +103,7 @@ pub fn make_qdisc<P: QueuedPacket + Send + 'static>(
                 mean_pkt_size_bytes: *mean_pkt_size_bytes,
                 link_rate_bps,
                 wait: *wait,
+                ecn: *ecn,
             };
             params.validate().map_err(|m| cx.err(path, m))?;
             Box::new(Red::new(params, seed))
@@ -125,12 +127,14 @@ pub fn make_qdisc<P: QueuedPacket + Send + 'static>(
             target_ms,
             interval_ms,
             mtu_bytes,
+            ecn,
         }) => {
             let params = CoDelParams {
                 target_ns: cx.ms_to_ns(*target_ms, &format!("{path}.target_ms"))?,
                 interval_ns: cx.ms_to_ns(*interval_ms, &format!("{path}.interval_ms"))?,
                 mtu_bytes: *mtu_bytes,
                 limit: limit(cx, path, *limit_bytes, *limit_packets, Some(Limit::Packets(1000)))?,
+                ecn: *ecn,
             };
             params.validate().map_err(|m| cx.err(path, m))?;
             Box::new(CoDel::new(params))
@@ -171,6 +175,7 @@ fn fq_codel<P: QueuedPacket + Send>(
         target_ns: cx.ms_to_ns(spec.target_ms, &format!("{path}.target_ms"))?,
         interval_ns: cx.ms_to_ns(spec.interval_ms, &format!("{path}.interval_ms"))?,
         mtu_bytes: spec.mtu_bytes,
+        ecn: spec.ecn,
     };
     params.validate().map_err(|m| cx.err(path, m))?;
     Ok(FqCoDel::new(params, seed))
@@ -212,6 +217,7 @@ fn pie<P: QueuedPacket + Send>(
             spec.limit_packets,
             Some(Limit::Packets(1000)),
         )?,
+        ecn: spec.ecn,
     };
     params.validate().map_err(|m| cx.err(path, m))?;
     Ok(Pie::new(params, seed))

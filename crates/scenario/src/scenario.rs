@@ -132,6 +132,8 @@ pub struct TcpSpec {
     /// Check the window against the RFC 6675 pipe outside SACK recovery too
     /// (default false: RFC 5681 FlightSize; true as ns-3 3.44).
     pub window_from_pipe: Option<bool>,
+    /// ECN (RFC 3168) at both ends: ECT(0) data, ECE/CWR (default false).
+    pub ecn: Option<bool>,
 }
 
 impl TcpSpec {
@@ -164,7 +166,8 @@ impl TcpSpec {
             rto_restart_on_fast_retransmit,
             ssthresh_from_pipe,
             rto_backoff_reset_on_ack,
-            window_from_pipe
+            window_from_pipe,
+            ecn
         )
     }
 }
@@ -218,6 +221,9 @@ pub struct RedSpec {
     /// ns-2's `wait_` (spread drops after the last one).
     #[serde(default = "yes")]
     pub wait: bool,
+    /// Mark ECT packets CE instead of dropping them early (RFC 3168).
+    #[serde(default)]
+    pub ecn: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -231,6 +237,9 @@ pub struct CoDelSpec {
     pub interval_ms: f64,
     #[serde(default = "default_mtu")]
     pub mtu_bytes: u32,
+    /// Mark ECT packets CE instead of dropping them (RFC 3168).
+    #[serde(default)]
+    pub ecn: bool,
 }
 
 /// FQ-CoDel; defaults are Linux's (`tc qdisc add ... fq_codel`).
@@ -252,6 +261,10 @@ pub struct FqCoDelSpec {
     pub interval_ms: f64,
     #[serde(default = "default_mtu")]
     pub mtu_bytes: u32,
+    /// Mark ECT packets CE instead of dropping them (RFC 8290 §5.2.7;
+    /// default false here, unlike Linux, so that results stay comparable).
+    #[serde(default)]
+    pub ecn: bool,
 }
 
 /// PIE; defaults are RFC 8033's (and Linux's 1000-packet limit).
@@ -276,6 +289,10 @@ pub struct PieSpec {
     /// MEAN_PKTSIZE (default 1500).
     #[serde(default = "default_mtu")]
     pub mean_pkt_size_bytes: u32,
+    /// Mark ECT packets CE instead of dropping them while the drop
+    /// probability is at most 10 % (RFC 8033 §5.1).
+    #[serde(default)]
+    pub ecn: bool,
 }
 
 impl<'de> Deserialize<'de> for QueueSpec {

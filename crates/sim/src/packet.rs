@@ -37,6 +37,7 @@ pub struct Packet {
 }
 
 pub use latlab_link::PacketRef;
+use latlab_link::RouteEcn;
 
 // The hot path copies packets into and out of the slab, and queues hold
 // `PacketRef`s: a field added to `Segment`, a TFRC header or `Packet` must
@@ -57,13 +58,13 @@ pub struct PacketSlab {
 }
 
 impl PacketSlab {
-    /// Store `pkt`; its handle starts at `route_pos`.
-    pub fn insert(&mut self, pkt: Packet, route_pos: u32) -> PacketRef {
+    /// Store `pkt`; its handle starts at `route` (position and ECN field).
+    pub fn insert(&mut self, pkt: Packet, route: RouteEcn) -> PacketRef {
         let r = |idx| PacketRef {
             idx,
             wire_bytes: pkt.wire_bytes,
             flow: pkt.flow,
-            route_pos,
+            route,
         };
         match self.free.pop() {
             Some(idx) => {

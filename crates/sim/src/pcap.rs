@@ -39,7 +39,8 @@
 //!   64-bit numbers (the model's ISN is 0, so tshark's relative numbers equal
 //!   the model's byte offsets modulo 2^32). The acknowledgement field is 0
 //!   when the ACK flag is clear.
-//! * Flags: `seg.flags.0` verbatim (same bit values as the TCP header).
+//! * Flags: `seg.flags.0` verbatim (same bit values as the TCP header,
+//!   ECE 0x40 and CWR 0x80 included, RFC 3168 §6.1).
 //! * Window: every SYN / SYN-ACK advertises window scaling with a fixed shift
 //!   of [`WINDOW_SHIFT`] (7, i.e. ×128). On SYNs the window field is
 //!   `min(rwnd_bytes, 65535)` (RFC 7323 §2.2: SYN windows are never scaled);
@@ -53,7 +54,8 @@
 //! * Timestamp values: `TSval = ts_val_ns / 1000` and
 //!   `TSecr = ts_ecr_ns / 1000` (0 when absent), truncated to 32 bits, i.e.
 //!   microsecond ticks of the endpoint's clock.
-//! * IPv4: version 4, IHL 5, DSCP/ECN 0, identification from a per-writer
+//! * IPv4: version 4, IHL 5, DSCP 0 and the packet's ECN field (RFC 3168
+//!   §5: Not-ECT 00, ECT(1) 01, ECT(0) 10, CE 11) in the TOS byte's low bits, identification from a per-writer
 //!   counter (wrapping), DF set, TTL 64, protocol 6, valid header checksum.
 //! * TCP checksum: computed over the pseudo-header (with the TCP length
 //!   implied by the IPv4 total length) and the header. Since absent payload
@@ -65,6 +67,7 @@
 //! Writing a packet never allocates: the record is assembled in a scratch
 //! array inside the writer and handed to the `BufWriter` in one call.
 
+use latlab_qdisc::Ecn;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
@@ -153,7 +156,8 @@ impl PcapWriter {
     /// Appends one record for `seg`, transmitted at `time_ns` from node
     /// `src_node` to node `dst_node`. `from_sender` is true when the segment
     /// travels from the flow's sender to its receiver. `wire_bytes` is the
-    /// packet size the simulator charged on the link.
+    /// packet size the simulator charged on the link. The IP header is
+    /// Not-ECT (see [`Self::write_tcp_subflow`] for the ECN field).
     #[allow(clippy::too_many_arguments)]
     pub fn write_tcp(
         &mut self,
@@ -174,12 +178,14 @@ impl PcapWriter {
             from_sender,
             seg,
             wire_bytes,
+            Ecn::NotEct,
         )
     }
 
     /// [`Self::write_tcp`] for subflow `subflow` of an MPTCP connection: its
     /// receiver port is `RECEIVER_PORT + subflow`, so each subflow is a TCP
     /// connection of its own in Wireshark (the DSS option is not written).
+    /// `ecn` is the packet's IP ECN field as it left the link.
     #[allow(clippy::too_many_arguments)]
     pub fn write_tcp_subflow(
         &mut self,
@@ -191,6 +197,7 @@ impl PcapWriter {
         from_sender: bool,
         seg: &Segment,
         wire_bytes: u32,
+        ecn: Ecn,
     ) -> io::Result<()> {
         let src_ip = node_ipv4(src_node);
         let dst_ip = node_ipv4(dst_node);
@@ -289,7 +296,7 @@ impl PcapWriter {
         let id = self.ip_id;
         self.ip_id = self.ip_id.wrapping_add(1);
         buf[ip] = 0x45; // version 4, IHL 5
-        buf[ip + 1] = 0; // DSCP / ECN
+        buf[ip + 1] = ecn.bits(); // DSCP 0, ECN (RFC 3168 §5)
         buf[ip + 2..ip + 4].copy_from_slice(&ip_total.to_be_bytes());
         buf[ip + 4..ip + 6].copy_from_slice(&id.to_be_bytes());
         buf[ip + 6..ip + 8].copy_from_slice(&0x4000u16.to_be_bytes()); // DF

@@ -15,8 +15,9 @@ use crate::network::{queue_view, Link, Node, Service, SharedMedium};
 use crate::packet::{Packet, PacketRef, PacketSlab, Payload};
 use crate::routing::RouteTable;
 use crate::wire::{Hop, Wires};
-use latlab_link::Departure;
+use latlab_link::{Departure, RouteEcn};
 use latlab_proto::mptcp::MptcpSender;
+use latlab_qdisc::Ecn;
 
 mod flow_events;
 mod links;
@@ -226,13 +227,21 @@ impl Simulation {
 
     /// Put a packet with `payload_bytes` of payload onto its first link.
     #[inline(always)]
-    fn send_sized(&mut self, flow: u32, forward: bool, payload: Payload, payload_bytes: u32) {
+    fn send_sized(&mut self, flow: u32, forward: bool, payload: Payload, payload_bytes: u32, ecn: Ecn) {
         let f = &self.flows[flow as usize];
         let route_pos = if forward { f.fwd_route } else { f.rev_route };
-        self.send_at(flow, forward, payload, payload_bytes, route_pos, 0);
+        self.send_at(
+            flow,
+            forward,
+            payload,
+            payload_bytes,
+            RouteEcn::new(route_pos, ecn),
+            0,
+        );
     }
 
-    /// Put a packet onto the first link of the route at `route_pos`.
+    /// Put a packet onto the first link of its route at `route.pos()`, its
+    /// IP ECN field `route.ecn()`.
     // Always inlined: every endpoint's send loop runs it once per packet,
     // and whether the compiler inlines it otherwise depends on how many
     // callers it has.
@@ -243,11 +252,11 @@ impl Simulation {
         forward: bool,
         payload: Payload,
         payload_bytes: u32,
-        route_pos: u32,
+        route: RouteEcn,
         subflow: u8,
     ) {
         let f = &self.flows[flow as usize];
-        let first = self.routes.link_at(route_pos);
+        let first = self.routes.link_at(route.pos());
         let wire_bytes = f.header_bytes + payload_bytes;
         let r = self.packets.insert(
             Packet {
@@ -258,7 +267,7 @@ impl Simulation {
                 subflow,
                 wire_bytes,
             },
-            route_pos,
+            route,
         );
         self.link_enqueue(first, r);
     }
@@ -270,7 +279,7 @@ impl Simulation {
             self.queue.schedule(t, Event::Arrive { pkt, hop });
         }
         let mut r = popped.pkt;
-        r.route_pos += 1;
+        r.route = r.route.advance();
         let flow = match hop {
             Hop::Link(next) => {
                 self.link_enqueue(next, r);
@@ -290,7 +299,7 @@ impl Simulation {
         match (&mut f.transport, p.payload) {
             (Transport::Tcp(t), Payload::Tcp(seg)) => {
                 if forward {
-                    t.receiver.on_segment(now, &seg);
+                    t.receiver.on_segment_ecn(now, &seg, r.route.ecn());
                     self.poll_receiver(flow);
                 } else {
                     let samples_before = measured.then(|| t.sender.stats().rtt_samples);

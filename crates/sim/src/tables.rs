@@ -204,7 +204,7 @@ impl Simulation {
         let cons = self.conservation();
         let node = |n: u32| self.nodes[n as usize].name.as_str();
         let views: Vec<QueueView> = l.iter().map(|x| queue_view(x, &self.media)).collect();
-        batch(vec![
+        let mut columns = vec![
             ("link_id", u32s(0..l.len() as u32)),
             ("name", strs(l.iter().map(|x| x.name.as_str()))),
             ("src", strs(l.iter().map(|x| node(x.src)))),
@@ -244,7 +244,17 @@ impl Simulation {
                 })),
             ),
             ("conservation_ok", bools(cons.iter().map(|c| c.ok))),
-        ])
+        ];
+        // ECN marks beside the drops, only where a queue marks: a scenario
+        // without ECN keeps the table (and its golden digest) as it was.
+        if views.iter().any(|v| v.ecn_marking) {
+            let at = columns
+                .iter()
+                .position(|(name, _)| *name == "drops_early_pkts")
+                .map_or(0, |i| i + 1);
+            columns.insert(at, ("marks_pkts", u64s(views.iter().map(|v| v.stats.marks_pkts))));
+        }
+        batch(columns)
     }
 
     pub fn flow_samples_table(&self) -> RecordBatch {

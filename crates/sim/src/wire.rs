@@ -20,6 +20,7 @@
 
 use crate::packet::PacketRef;
 use crate::routing::RouteTable;
+use latlab_link::RouteEcn;
 
 /// No packet: an empty wire's tail, a wire's last packet's successor.
 const NONE: u32 = u32::MAX;
@@ -42,7 +43,7 @@ impl Hop {
     /// Where `pkt`, leaving the link at its route position, goes next.
     #[inline]
     pub fn after(routes: &RouteTable, pkt: PacketRef) -> Hop {
-        match routes.link_at(pkt.route_pos + 1) {
+        match routes.link_at(pkt.route_pos() + 1) {
             RouteTable::END => Hop::Deliver { flow: pkt.flow },
             link => Hop::Link(link),
         }
@@ -98,7 +99,8 @@ struct Slot {
     next_arrival_ns: u64,
     wire_bytes: u32,
     flow: u32,
-    route_pos: u32,
+    /// The route position and the ECN field, as the handle has them.
+    route: RouteEcn,
     link: u32,
     next: u32,
     /// `next`'s hop, as [`Hop::to_bits`].
@@ -109,7 +111,7 @@ const EMPTY: Slot = Slot {
     next_arrival_ns: 0,
     wire_bytes: 0,
     flow: 0,
-    route_pos: 0,
+    route: RouteEcn::new(0, latlab_qdisc::Ecn::NotEct),
     link: NONE,
     next: NONE,
     next_hop: 0,
@@ -172,7 +174,7 @@ impl Wires {
             next_arrival_ns: 0,
             wire_bytes: pkt.wire_bytes,
             flow: pkt.flow,
-            route_pos: pkt.route_pos,
+            route: pkt.route,
             link,
             next: NONE,
             next_hop: 0,
@@ -208,7 +210,7 @@ impl Wires {
                 idx: pkt,
                 wire_bytes: s.wire_bytes,
                 flow: s.flow,
-                route_pos: s.route_pos,
+                route: s.route,
             },
             following,
         }
@@ -224,7 +226,7 @@ mod tests {
             idx,
             wire_bytes: 100 + idx,
             flow: 7,
-            route_pos: idx * 2,
+            route: RouteEcn::new(idx * 2, latlab_qdisc::Ecn::from_bits(idx as u8)),
         }
     }
 

@@ -7,6 +7,7 @@ mod common;
 mod aqm;
 mod bbr;
 mod controllers;
+mod ecn;
 mod errors;
 mod fuzz_regressions;
 mod golden;

@@ -253,7 +253,7 @@ mod tests {
                     idx: i,
                     wire_bytes: 1500,
                     flow: 0,
-                    route_pos: 0,
+                    route: Default::default(),
                 };
                 p.down.arrive(t, pkt, &mut out);
             }

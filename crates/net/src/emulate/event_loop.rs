@@ -16,6 +16,7 @@
 //! does not delay the next packet's scheduled departure (see line.rs), and
 //! |written − due| is recorded for every delivered packet.
 
+use latlab_qdisc::Ecn;
 use std::fs::File;
 use std::io::{self, BufWriter};
 use std::os::fd::{AsRawFd, RawFd};
@@ -258,6 +259,11 @@ fn settle(
             Outcome::Left {
                 hop, pkt, leave_ns, ..
             } => {
+                // The hop's queue marked the packet: the real header says so
+                // from here on (the next hop, the pcap and the receiver).
+                if pkt.route.ecn() == Ecn::Ce && pool.set_ce(pkt.idx) {
+                    dir.stats.ce_marked_pkts += 1;
+                }
                 if let Some(p) = dir.pcaps[hop].as_mut() {
                     p.write(cfg.unix_at_start_ns + leave_ns, pool.bytes(pkt.idx))?;
                 }

@@ -343,7 +343,7 @@ mod tests {
             idx,
             wire_bytes: bytes,
             flow: 0,
-            route_pos: 0,
+            route: Default::default(),
         }
     }
 

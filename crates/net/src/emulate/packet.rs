@@ -8,7 +8,8 @@
 //! finds the pool full anyway is dropped and counted (`no_buffer`), never
 //! stored.
 
-use latlab_link::PacketRef;
+use latlab_link::{PacketRef, RouteEcn};
+use latlab_qdisc::Ecn;
 
 /// Why a packet read from a TUN device is not forwarded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +82,43 @@ pub fn flow_hash(bytes: &[u8]) -> u32 {
     h
 }
 
+/// The ECN field of an IP packet (RFC 3168 §5): the low two bits of the
+/// IPv4 TOS byte or of the IPv6 Traffic Class. Only called on packets
+/// [`check_ip`] accepted.
+pub fn ip_ecn(bytes: &[u8]) -> Ecn {
+    match bytes[0] >> 4 {
+        4 => Ecn::from_bits(bytes[1]),
+        // Traffic Class: the low nibble of byte 0 and the high nibble of byte 1.
+        _ => Ecn::from_bits(bytes[1] >> 4),
+    }
+}
+
+/// Set Congestion Experienced in the IP header of an ECT packet (RFC 3168
+/// §5), as a router that marks does; for IPv4 the header checksum is
+/// updated incrementally (RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m')). A
+/// Not-ECT packet or one already CE is left alone. Returns whether the
+/// header changed.
+pub fn set_ip_ce(bytes: &mut [u8]) -> bool {
+    if !ip_ecn(bytes).is_ect() {
+        return false;
+    }
+    match bytes[0] >> 4 {
+        4 => {
+            let old_word = u16::from_be_bytes([bytes[0], bytes[1]]);
+            bytes[1] |= Ecn::Ce.bits();
+            let new_word = u16::from_be_bytes([bytes[0], bytes[1]]);
+            let hc = u16::from_be_bytes([bytes[10], bytes[11]]);
+            let mut sum = u32::from(!hc) + u32::from(!old_word) + u32::from(new_word);
+            while sum > 0xffff {
+                sum = (sum & 0xffff) + (sum >> 16);
+            }
+            bytes[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+        }
+        _ => bytes[1] |= Ecn::Ce.bits() << 4,
+    }
+    true
+}
+
 /// Fixed-size buffers for packets in flight, addressed by index (the `idx`
 /// of the [`PacketRef`] the queues hold). Grows on demand up to
 /// `max_packets`, never beyond.
@@ -133,8 +171,9 @@ impl Pool {
             wire_bytes: bytes.len() as u32,
             flow: flow_hash(bytes),
             // The emulator forwards along its own line of hops; the
-            // simulator's route table is not used.
-            route_pos: 0,
+            // simulator's route table is not used. The queues read (and
+            // mark) the packet's own ECN field.
+            route: RouteEcn::new(0, ip_ecn(bytes)),
         })
     }
 
@@ -142,6 +181,14 @@ impl Pool {
         let i = idx as usize;
         let start = i * self.slot_bytes;
         &self.data[start..start + self.len[i] as usize]
+    }
+
+    /// A queue marked the packet (its handle says CE): write CE into its
+    /// IP header. Returns whether the header changed.
+    pub fn set_ce(&mut self, idx: u32) -> bool {
+        let i = idx as usize;
+        let start = i * self.slot_bytes;
+        set_ip_ce(&mut self.data[start..start + self.len[i] as usize])
     }
 
     pub fn read_ns(&self, idx: u32) -> u64 {
@@ -170,6 +217,59 @@ mod tests {
         p[12..16].copy_from_slice(&[10, 0, 0, 1]);
         p[16..20].copy_from_slice(&[10, 0, 0, 2]);
         p
+    }
+
+    /// The IPv4 header checksum from scratch (RFC 791): 0 over a header
+    /// whose checksum field is right.
+    fn header_sum(h: &[u8]) -> u16 {
+        let mut sum: u32 = h
+            .chunks(2)
+            .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+            .sum();
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        !(sum as u16)
+    }
+
+    #[test]
+    fn a_mark_sets_ce_and_keeps_the_ipv4_checksum_valid() {
+        for tos in [0x02u8, 0x01, 0xb8 | 0x02, 0xfd] {
+            let mut p = ipv4(40, 5);
+            p[1] = tos;
+            p[8] = 64;
+            let c = header_sum(&p[..20]);
+            p[10..12].copy_from_slice(&c.to_be_bytes());
+            assert_eq!(header_sum(&p[..20]), 0);
+            assert!(ip_ecn(&p).is_ect());
+            assert!(set_ip_ce(&mut p));
+            assert_eq!((ip_ecn(&p), p[1] & !0b11), (Ecn::Ce, tos & !0b11), "tos {tos:#x}");
+            assert_eq!(header_sum(&p[..20]), 0, "checksum after marking tos {tos:#x}");
+            // Already CE: nothing to change.
+            assert!(!set_ip_ce(&mut p));
+        }
+        // Not-ECT is never marked.
+        let mut p = ipv4(40, 5);
+        assert!(!set_ip_ce(&mut p));
+        assert_eq!(ip_ecn(&p), Ecn::NotEct);
+        // IPv6: the ECN bits of the Traffic Class (byte 1's high nibble).
+        let mut v6 = vec![0u8; 48];
+        v6[0] = 0x60;
+        v6[1] = 0x20; // ECT(0)
+        assert_eq!(ip_ecn(&v6), Ecn::Ect0);
+        assert!(set_ip_ce(&mut v6));
+        assert_eq!((v6[0], v6[1], ip_ecn(&v6)), (0x60, 0x30, Ecn::Ce));
+    }
+
+    #[test]
+    fn the_pool_hands_the_queues_the_packets_ecn_field() {
+        let mut pool = Pool::new(100, 4);
+        let mut p = ipv4(40, 5);
+        p[1] = 0x02;
+        let r = pool.insert(&p, 0).unwrap();
+        assert_eq!(r.route.ecn(), Ecn::Ect0);
+        assert!(pool.set_ce(r.idx));
+        assert_eq!(ip_ecn(pool.bytes(r.idx)), Ecn::Ce);
     }
 
     #[test]

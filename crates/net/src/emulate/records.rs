@@ -74,6 +74,8 @@ pub struct LinkRow {
     pub departures_pkts: u64,
     pub departures_bytes: u64,
     pub drops_pkts: u64,
+    /// ECN marks: ECT packets the queue set CE on instead of dropping.
+    pub marks_pkts: u64,
     pub lost_pkts: u64,
     /// Queued, or (a cell) taken from the queue but not yet delivered.
     pub queued_pkts: u64,
@@ -100,6 +102,7 @@ pub fn link_row(hop: &Hop, direction: &'static str) -> LinkRow {
         departures_pkts: c.departures_pkts,
         departures_bytes: c.departures_bytes,
         drops_pkts: q.drops_pkts(),
+        marks_pkts: q.marks_pkts,
         lost_pkts: c.lost_pkts,
         queued_pkts: queued,
         on_wire_pkts: hop.on_wire_pkts() as u64,
@@ -259,6 +262,8 @@ pub struct DirectionSummary {
     pub delivered_pkts: u64,
     pub delivered_bytes: u64,
     pub queue_drops_pkts: u64,
+    /// Packets whose IP header a queue's ECN mark turned CE (RFC 3168).
+    pub ce_marked_pkts: u64,
     pub lost_pkts: u64,
     /// Still queued or propagating when the emulator stopped.
     pub in_flight_pkts: u64,
@@ -359,7 +364,7 @@ mod tests {
                     idx: i,
                     wire_bytes: 1500,
                     flow: 0,
-                    route_pos: 0,
+                    route: Default::default(),
                 },
                 &mut out,
             );

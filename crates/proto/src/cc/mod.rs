@@ -188,6 +188,9 @@ pub enum CongestionEvent {
     FastRetransmit,
     /// The retransmission timer expired; cwnd falls to one segment.
     Timeout,
+    /// An ACK carried ECN-Echo (RFC 3168 §6.1.2): the same reduction as
+    /// a loss, with nothing to retransmit; cwnd falls to the new ssthresh.
+    Ecn,
 }
 
 /// A pluggable congestion controller.

@@ -121,6 +121,10 @@ pub struct TcpConfig {
     /// the retransmissions while SACKed data lies above a hole. Needs a SACK
     /// recovery.
     pub window_from_pipe: bool,
+    /// Explicit Congestion Notification (RFC 3168): offer it in the SYN
+    /// (the receiver: accept it), send data ECT(0), echo CE marks with ECE
+    /// and take an ECE as a congestion event once per window.
+    pub ecn: bool,
 }
 
 /// A receive window that does not limit anything in practice (1 GiB).
@@ -152,6 +156,7 @@ impl TcpConfig {
             ssthresh_from_pipe: false,
             rto_backoff_reset_on_ack: false,
             window_from_pipe: false,
+            ecn: false,
         }
     }
 
@@ -185,6 +190,7 @@ impl TcpConfig {
             ssthresh_from_pipe: false,
             rto_backoff_reset_on_ack: false,
             window_from_pipe: false,
+            ecn: false,
         }
     }
 

@@ -38,6 +38,8 @@ mod sender;
 #[cfg(test)]
 mod dialogue_tests;
 #[cfg(test)]
+mod ecn_dialogue_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod testutil;

@@ -24,6 +24,7 @@ use std::collections::VecDeque;
 use super::config::TcpConfig;
 use super::rwnd::{RwndController, SegmentArrival};
 use crate::segment::{Flags, SackBlock, Segment, MAX_SACK_BLOCKS};
+use crate::Ecn;
 
 #[cfg(doc)]
 use super::rwnd::FixedRwnd;
@@ -45,6 +46,8 @@ pub struct ReceiverStats {
     pub syn_acks_sent: u64,
     /// ACKs sent because the delayed-ACK timer expired.
     pub delayed_ack_timeouts: u64,
+    /// Data segments that arrived with Congestion Experienced (RFC 3168).
+    pub ce_segments: u64,
 }
 
 /// Bound on stored out-of-order ranges; a segment that would need more is
@@ -88,6 +91,11 @@ pub struct TcpReceiver {
     adv_right_edge: u64,
     /// ACKs sent only because a read opened the window.
     window_updates: u64,
+    /// ECN agreed in the handshake (RFC 3168 §6.1.1).
+    ecn_on: bool,
+    /// Set ECE on every ACK: a CE segment arrived and no CWR since
+    /// (RFC 3168 §6.1.3).
+    ece_due: bool,
 }
 
 impl TcpReceiver {
@@ -113,6 +121,8 @@ impl TcpReceiver {
             unread_bytes: 0,
             adv_right_edge: 0,
             window_updates: 0,
+            ecn_on: false,
+            ece_due: false,
         }
     }
 
@@ -204,6 +214,31 @@ impl TcpReceiver {
         &self.ooo
     }
 
+    /// A segment arrived whose IP header had ECN field `ecn`.
+    ///
+    /// RFC 3168 §6.1.3: after a CE data segment every ACK carries ECE
+    /// until a segment with CWR arrives; a CWR segment that is itself CE
+    /// keeps ECE on.
+    pub fn on_segment_ecn(&mut self, now_ns: u64, seg: &Segment, ecn: Ecn) {
+        if self.ecn_on && self.state == State::Established && seg.payload_bytes > 0 && !seg.is_syn() {
+            if seg.flags.contains(Flags::CWR) {
+                self.ece_due = false;
+            }
+            if ecn == Ecn::Ce {
+                self.ece_due = true;
+                self.stats.ce_segments += 1;
+            }
+        }
+        self.on_segment(now_ns, seg);
+    }
+
+    /// ECN was agreed in the handshake.
+    pub fn ecn_on(&self) -> bool {
+        self.ecn_on
+    }
+
+    /// A segment arrived (its IP header Not-ECT, or a driver that does not
+    /// read the ECN field: see [`Self::on_segment_ecn`]).
     pub fn on_segment(&mut self, now_ns: u64, seg: &Segment) {
         if seg.is_syn() {
             self.on_syn(now_ns, seg);
@@ -312,11 +347,19 @@ impl TcpReceiver {
             }
         }
         let ts = self.cfg.timestamps;
+        // RFC 3168 §6.1.1: an ECN-setup SYN has ECE and CWR; the ECN-setup
+        // SYN-ACK answers with ECE alone.
+        let ecn_setup = Flags::ECE | Flags::CWR;
+        self.ecn_on = self.cfg.ecn && seg.flags.contains(ecn_setup);
         let synack = Segment {
             seq: 0,
             ack: self.irs.saturating_add(1),
             payload_bytes: 0,
-            flags: Flags::SYN_ACK,
+            flags: if self.ecn_on {
+                Flags::SYN_ACK | Flags::ECE
+            } else {
+                Flags::SYN_ACK
+            },
             rwnd_bytes: self.rwnd.rwnd_bytes(),
             ts_val_ns: if ts { Some(now_ns) } else { None },
             ts_ecr_ns: if ts { self.ts_recent } else { None },
@@ -409,7 +452,11 @@ impl TcpReceiver {
             seq: 1,
             ack: self.rcv_nxt,
             payload_bytes: 0,
-            flags: Flags::ACK,
+            flags: if self.ece_due {
+                Flags::ACK | Flags::ECE
+            } else {
+                Flags::ACK
+            },
             rwnd_bytes: self.rwnd.rwnd_bytes(),
             ts_val_ns: if ts { Some(now_ns) } else { None },
             ts_ecr_ns: if ts { self.ts_recent } else { None },

@@ -65,6 +65,12 @@ pub(super) fn mptcp_group(
             "an MPTCP group takes no udp, tfrc or closed_loop table",
         ));
     }
+    if tcp.ecn {
+        return Err(cx.err(
+            format!("{p}.tcp.ecn"),
+            "ECN is modelled for TCP flows only; an MPTCP group's subflows do not carry it (set ecn = false)",
+        ));
+    }
     let scheduler = Scheduler::parse(spec.scheduler.as_deref().unwrap_or("minrtt"))
         .map_err(|m| cx.err(format!("{mp}.scheduler"), m))?;
     let recv_buffer_bytes = spec.recv_buffer_bytes.unwrap_or(tcp.rwnd_bytes);

@@ -116,6 +116,9 @@ pub(super) fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig,
     if let Some(v) = s.window_from_pipe {
         c.window_from_pipe = v;
     }
+    if let Some(v) = s.ecn {
+        c.ecn = v;
+    }
     c.validate().map_err(|m| cx.err(path, m))?;
     if c.recovery.uses_sack() && !c.sack {
         let msg = format!("recovery = \"{}\" needs sack = true", c.recovery.name());

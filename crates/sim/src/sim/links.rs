@@ -194,6 +194,7 @@ impl Record<'_> {
                 p.forward,
                 &seg,
                 p.wire_bytes,
+                r.route.ecn(),
             );
             if let Err(e) = res {
                 self.pcap_error

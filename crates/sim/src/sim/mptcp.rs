@@ -5,7 +5,9 @@ use super::Simulation;
 use crate::engine::Event;
 use crate::flow::{MptcpEnd, MptcpFlow, ProxyEnd, Transport, UPSTREAM_SUBFLOW};
 use crate::packet::Payload;
+use latlab_link::RouteEcn;
 use latlab_proto::mptcp::ProxyOutput;
+use latlab_qdisc::Ecn;
 
 impl Simulation {
     pub(super) fn mptcp_mut(&mut self, flow: u32) -> &mut MptcpFlow {
@@ -101,7 +103,7 @@ impl Simulation {
             forward,
             Payload::Tcp(seg),
             seg.payload_bytes,
-            route_pos,
+            RouteEcn::new(route_pos, Ecn::NotEct),
             UPSTREAM_SUBFLOW,
         );
     }
@@ -131,7 +133,7 @@ impl Simulation {
             forward,
             Payload::Tcp(seg),
             seg.payload_bytes,
-            route_pos,
+            RouteEcn::new(route_pos, Ecn::NotEct),
             i as u8,
         );
     }

@@ -6,6 +6,7 @@ use crate::engine::Event;
 use crate::flow::{TcpFlow, TimerSlot, Transfer, Transport};
 use crate::packet::Payload;
 use latlab_proto::tcp::{TcpReceiver, TcpSender};
+use latlab_qdisc::Ecn;
 
 impl Simulation {
     pub(super) fn tcp_mut(&mut self, flow: u32) -> &mut TcpFlow {
@@ -19,7 +20,8 @@ impl Simulation {
     pub(super) fn poll_sender(&mut self, flow: u32) {
         let now = self.now_ns;
         while let Some(seg) = self.tcp_mut(flow).sender.poll_transmit(now) {
-            self.send(flow, true, Payload::Tcp(seg));
+            let ecn = self.tcp_mut(flow).sender.ecn_codepoint(&seg);
+            self.send(flow, true, Payload::Tcp(seg), ecn);
         }
         let t = self.tcp_mut(flow);
         let deadline = t.sender.next_timeout().map(|d| d.max(now));
@@ -36,7 +38,8 @@ impl Simulation {
     pub(super) fn poll_receiver(&mut self, flow: u32) {
         let now = self.now_ns;
         while let Some(seg) = self.tcp_mut(flow).receiver.poll_transmit(now) {
-            self.send(flow, false, Payload::Tcp(seg));
+            // RFC 3168 §6.1.4: pure ACKs are Not-ECT.
+            self.send(flow, false, Payload::Tcp(seg), Ecn::NotEct);
         }
         let t = self.tcp_mut(flow);
         let deadline = t.receiver.next_timeout().map(|d| d.max(now));
@@ -99,8 +102,8 @@ impl Simulation {
     /// Put a TCP segment from an endpoint onto the first link of its path.
     // Always inlined, as `send_at` (see there).
     #[inline(always)]
-    pub(super) fn send(&mut self, flow: u32, forward: bool, payload: Payload) {
+    pub(super) fn send(&mut self, flow: u32, forward: bool, payload: Payload, ecn: Ecn) {
         let Payload::Tcp(seg) = payload else { return };
-        self.send_sized(flow, forward, payload, seg.payload_bytes);
+        self.send_sized(flow, forward, payload, seg.payload_bytes, ecn);
     }
 }

@@ -5,6 +5,7 @@ use super::Simulation;
 use crate::engine::Event;
 use crate::flow::{TfrcFlow, Transport};
 use crate::packet::Payload;
+use latlab_qdisc::Ecn;
 
 impl Simulation {
     pub(super) fn tfrc_mut(&mut self, flow: u32) -> &mut TfrcFlow {
@@ -19,7 +20,7 @@ impl Simulation {
     pub(super) fn poll_tfrc_sender(&mut self, flow: u32) {
         let now = self.now_ns;
         while let Some(d) = self.tfrc_mut(flow).sender.poll_transmit(now) {
-            self.send_sized(flow, true, Payload::TfrcData(d), d.payload_bytes);
+            self.send_sized(flow, true, Payload::TfrcData(d), d.payload_bytes, Ecn::NotEct);
         }
         let t = self.tfrc_mut(flow);
         let deadline = t.sender.next_timeout().map(|d| d.max(now));
@@ -40,7 +41,7 @@ impl Simulation {
             };
             // Feedback carries no payload: its fields fit in the header
             // bytes every TFRC packet has (see build.rs).
-            self.send_sized(flow, false, Payload::TfrcFeedback(fb), 0);
+            self.send_sized(flow, false, Payload::TfrcFeedback(fb), 0, Ecn::NotEct);
         }
         let t = self.tfrc_mut(flow);
         let offset = t.receiver_clock_offset_ns;

@@ -4,6 +4,7 @@ use super::Simulation;
 use crate::engine::Event;
 use crate::flow::Transport;
 use crate::packet::Payload;
+use latlab_qdisc::Ecn;
 
 impl Simulation {
     /// Emit the UDP packets due now and arm the source's timer.
@@ -15,7 +16,7 @@ impl Simulation {
             };
             let Some(size) = u.source.poll(now) else { break };
             let seq = u.source.seq;
-            self.send_sized(flow, true, Payload::Udp { seq, sent_ns: now }, size);
+            self.send_sized(flow, true, Payload::Udp { seq, sent_ns: now }, size, Ecn::NotEct);
         }
         let Transport::Udp(u) = &mut self.flows[flow as usize].transport else {
             return;

@@ -45,6 +45,7 @@ impl TcpSender {
         self.snd_max = 1;
         self.recover = 0; // RFC 6582: recover = ISS
         self.peer_rwnd = seg.rwnd_bytes;
+        self.ecn_on_syn_ack(seg);
         self.timers.stop(Timer::Rto);
         self.handshake_rtt_ns = Some(now_ns.saturating_sub(syn_sent_ns));
         if self.cfg.timestamps {
@@ -107,6 +108,8 @@ impl TcpSender {
             }
             _ => self.detect_loss(now_ns, acked, is_dupack),
         };
+        // RFC 3168 §6.1.2: no window growth on an ECN-Echo ACK.
+        let grow = !self.on_ecn_echo(now_ns, seg) && grow;
         self.notify_controller(now_ns, seg, acked, prior_flight, rtt_sample, grow);
         self.check_complete(now_ns);
     }

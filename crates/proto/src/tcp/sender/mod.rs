@@ -36,6 +36,7 @@
 //! ACK in steps, `timeout` handles expiry.
 
 mod ack;
+mod ecn;
 mod pacer;
 mod rate;
 mod state;
@@ -109,6 +110,7 @@ pub struct TcpSender {
     /// connection gives a subflow one segment at a time): an idle window
     /// is then not application-limited. False for a plain TCP flow.
     app_has_more: bool,
+    ecn: ecn::EcnSender,
     stats: SenderStats,
 }
 
@@ -159,6 +161,7 @@ impl TcpSender {
             ts_recent: None,
             completed_at_ns: None,
             app_has_more: false,
+            ecn: ecn::EcnSender::default(),
             stats: SenderStats::default(),
             cfg,
         }

@@ -33,6 +33,10 @@ pub struct SenderStats {
     pub window_probes: u64,
     /// Idle restarts (RFC 5681 §4.1).
     pub idle_restarts: u64,
+    /// ACKs carrying ECN-Echo (RFC 3168 §6.1.2).
+    pub ece_acks_received: u64,
+    /// Window reductions in answer to ECN-Echo, at most one per window.
+    pub ecn_reductions: u64,
 }
 
 impl SenderStats {
@@ -55,6 +59,8 @@ impl SenderStats {
             rtt_samples,
             window_probes,
             idle_restarts,
+            ece_acks_received,
+            ecn_reductions,
         } = *o;
         self.segments_sent += segments_sent;
         self.bytes_sent += bytes_sent;
@@ -72,5 +78,7 @@ impl SenderStats {
         self.rtt_samples += rtt_samples;
         self.window_probes += window_probes;
         self.idle_restarts += idle_restarts;
+        self.ece_acks_received += ece_acks_received;
+        self.ecn_reductions += ecn_reductions;
     }
 }

@@ -417,7 +417,7 @@ impl TcpSender {
         }
         self.stats.syns_sent += 1;
         seg.seq = 0;
-        seg.flags = Flags::SYN;
+        seg.flags = self.ecn_syn_flags();
         seg.ts_ecr_ns = if self.cfg.timestamps { Some(0) } else { None };
         seg.is_retransmit = retransmitted;
         self.snd_max = 1;
@@ -476,6 +476,7 @@ impl TcpSender {
     }
 
     fn commit_new(&mut self, len: u32, probe: bool, now_ns: u64, seg: &mut Segment) {
+        self.ecn_mark_cwr(seg);
         seg.seq = self.snd_max;
         seg.payload_bytes = len;
         self.sb.push(self.snd_max, len);
