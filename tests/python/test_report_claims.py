@@ -582,6 +582,7 @@ def _countermeasures_row(path: str, scheme: str, role: str, world: str) -> dict[
         "bottleneck_drops": 10.0,
         "cwnd_kb": cwnd,
         "recoveries": 20.0,
+        "bottleneck_marks": 30.0 if ecn else 0.0,
     }
 
 

@@ -39,6 +39,13 @@ role = "sender"
 cc = "vegas"
 
 [[schemes]]
+name = "cubic+red+ecn"
+role = "queue"
+cc = "cubic"
+queue = { kind = "red", limit_packets = 20, min_th = 2, max_th = 10, max_p = 0.2, w_q = 0.02 }
+ecn = true
+
+[[schemes]]
 name = "cubic+edge-pacer"
 role = "edge"
 cc = "cubic"
@@ -122,7 +129,13 @@ def test_the_table_holds_the_runs_numbers(core, small_study):
     out, report = small_study
     results = pd.read_csv(out / "results.csv")
     seeds = pd.read_csv(out / "seeds.csv")
-    assert list(results["scheme"]) == ["cubic+droptail", "vegas", "cubic+edge-pacer"]
+    assert list(results["scheme"]) == [
+        "cubic+droptail",
+        "vegas",
+        "cubic+red+ecn",
+        "cubic+edge-pacer",
+    ]
+    assert results.set_index("scheme").loc["cubic+red+ecn", "bottleneck_marks"] > 0
     for _, r in seeds.iterrows():
         alone = load_run(out / "tiny", r["alone_run"])
         vs = load_run(out / "tiny", r["vs_cubic_run"])
@@ -135,6 +148,8 @@ def test_the_table_holds_the_runs_numbers(core, small_study):
         core_link = alone.links[alone.links["name"] == "c0->c1"].iloc[0]
         assert r["util"] == pytest.approx(core_link["utilization"])
         assert r["bottleneck_drops"] == core_link["drops_pkts"]
+        # the links table has marks only where a queue marks (ECN)
+        assert r["bottleneck_marks"] == core_link.get("marks_pkts", 0)
         assert r["recoveries"] == flows["fast_recoveries"].sum() + flows["timeouts"].sum()
     for _, r in results.iterrows():
         mine = seeds[seeds["scheme"] == r["scheme"]]

@@ -157,8 +157,8 @@ def _trace_words(r: pd.Series) -> str:
     return (
         f"bottleneck utilisation {pct(r['util'])}, queue empty in {pct(r['queue_empty'])} of the "
         f"samples, mean queue {r['queue_kb']:.0f} KB, mean cwnd {r['cwnd_kb']:.0f} KB, "
-        f"{r['bottleneck_drops']:.0f} drops at the bottleneck, {r.get('recoveries', math.nan):.0f} "
-        "window cuts (fast recoveries and timeouts) per run"
+        f"{r['bottleneck_drops']:.0f} drops and {r.get('bottleneck_marks', 0):.0f} ECN marks at the "
+        f"bottleneck, {r.get('recoveries', math.nan):.0f} loss recoveries per run"
     )
 
 
@@ -213,6 +213,23 @@ def same_sentence(t: pd.DataFrame) -> str:
         "exactly (goodput at every seed, p95 RTT, drops): in these runs "
         f"{'it' if len(same) == 1 else 'each'} never changed what the sender did."
     )
+
+
+def ecn_sentence(t: pd.DataFrame) -> str:
+    """Each marking queue with ECN beside the same queue dropping: goodput and p95 RTT."""
+    by_name = {r["scheme"]: r for _, r in t.iterrows()}
+    parts = []
+    for name, r in by_name.items():
+        plain = by_name.get(name.removesuffix("+ecn")) if name.endswith("+ecn") else None
+        if plain is None or not plain["goodput_mean_bps"]:
+            continue
+        dg = r["goodput_mean_bps"] / plain["goodput_mean_bps"] - 1
+        parts.append(
+            f"{plain['scheme']} {100 * dg:+.0f} % goodput, p95 RTT {ms(plain['rtt_p95_ms'])} → "
+            f"{ms(r['rtt_p95_ms'])}, {r['drops_mean_pkts']:.0f} drops against "
+            f"{plain['drops_mean_pkts']:.0f} (mean per run)"
+        )
+    return "With ECN against the same queue dropping: " + "; ".join(parts) + "." if parts else ""
 
 
 def baseline_share_sentence(t: pd.DataFrame) -> str:

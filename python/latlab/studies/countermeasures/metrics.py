@@ -9,9 +9,10 @@ window (:func:`trace_row`):
 * ``queue_empty``: the share of 100 ms samples in which its queue held no packet;
 * ``queue_kb``: its mean queue (KB);
 * ``bottleneck_drops``: packets it dropped (whole run);
+* ``bottleneck_marks``: packets it marked CE (ECN, whole run);
 * ``cwnd_kb``: the mean congestion window of the scheme's flows (KB, sampled);
-* ``recoveries``: the scheme's flows' fast recoveries and timeouts (whole run): how
-  often their windows were cut.
+* ``recoveries``: the scheme's flows' loss recoveries, fast recoveries and timeouts
+  (whole run); a window cut in answer to an ECN echo is not one (see the marks).
 
 ``edge_delay_ms`` is the delay bound d of a scheme's edge pacer (NaN without one).
 
@@ -30,7 +31,15 @@ from latlab.compare import translate
 from latlab.compare.runner import SEEDS_CSV, TABLE_CSV
 from latlab.studies.countermeasures.cases import PathCase
 
-TRACE_COLUMNS = ("util", "queue_empty", "queue_kb", "bottleneck_drops", "cwnd_kb", "recoveries")
+TRACE_COLUMNS = (
+    "util",
+    "queue_empty",
+    "queue_kb",
+    "bottleneck_drops",
+    "bottleneck_marks",
+    "cwnd_kb",
+    "recoveries",
+)
 RESULTS_CSV = "results.csv"
 SEEDS_ALL_CSV = "seeds.csv"
 
@@ -71,6 +80,7 @@ def trace_row(results: Any, link: str, measure_from_ns: int) -> dict[str, float]
         "queue_empty": float((ls["queue_pkts"] == 0).mean()) if len(ls) else float("nan"),
         "queue_kb": float(ls["queue_bytes"].mean() / 1e3) if len(ls) else float("nan"),
         "bottleneck_drops": float(row["drops_pkts"].iloc[0]),
+        "bottleneck_marks": float(row["marks_pkts"].iloc[0]) if "marks_pkts" in row else 0.0,
         "cwnd_kb": float(cwnd.mean() / 1e3) if len(cwnd) else float("nan"),
         "recoveries": float(
             pd.to_numeric(own["fast_recoveries"], errors="coerce").fillna(0).sum()

@@ -40,6 +40,7 @@ def path_table(t: pd.DataFrame) -> str:
             num(100 * r["queue_empty"], "{:.0f}"),
             num(r["queue_kb"], "{:.0f}"),
             num(r["cwnd_kb"], "{:.0f}"),
+            num(r.get("bottleneck_marks"), "{:.0f}"),
             num(r.get("recoveries"), "{:.0f}"),
         ]
         for _, r in t.iterrows()
@@ -60,7 +61,8 @@ def path_table(t: pd.DataFrame) -> str:
             "queue empty %",
             "queue KB",
             "cwnd KB",
-            "window cuts",
+            "ECN marks",
+            "loss recoveries",
         ],
         rows,
     )
@@ -106,10 +108,12 @@ def _setup(data: StudyData) -> str:
         "at 0 s. Goodput is the sum over the scheme's flows alone, mean and range over seeds; the "
         "RTT percentiles pool every RTT sample of every seed; the share is the scheme's flow's "
         "goodput over both flows' in the run against CUBIC. A queue discipline named without a "
-        "limit keeps the path's buffer size. The last five columns are read from the runs alone at "
+        "limit keeps the path's buffer size. The last six columns are read from the runs alone at "
         "the bottleneck link over the measurement window (means over seeds): its utilisation, the "
         "share of 100 ms samples with an empty queue, its mean queue, the scheme's mean "
-        "congestion window, and its fast recoveries and timeouts per run (whole run). Utilisation is the bits sent over the link's nominal rate: on the LTE "
+        "congestion window, the bottleneck's CE marks (whole run), and the scheme's loss "
+        "recoveries (fast recoveries and timeouts; a window cut in answer to ECN is not one) "
+        "per run. Utilisation is the bits sent over the link's nominal rate: on the LTE "
         "user's trace-driven downlink the rate varies around it, so it can exceed 100 %."
     )
     lines.append("")
@@ -142,7 +146,11 @@ def _path_section(name: str, info: dict, t: pd.DataFrame) -> str:
     if sens:
         parts.append("* " + sens)
     parts.append("* " + findings.share_sentence(t))
-    for extra in (findings.baseline_share_sentence(t), findings.same_sentence(t)):
+    for extra in (
+        findings.ecn_sentence(t),
+        findings.baseline_share_sentence(t),
+        findings.same_sentence(t),
+    ):
         if extra:
             parts.append("* " + extra)
     for s in findings.surprises(t):
