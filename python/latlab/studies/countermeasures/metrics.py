@@ -52,9 +52,6 @@ class StudyData:
     seeds: pd.DataFrame
     #: Per path: title, about, seeds, flows, duration_s, measure_from_s (as run).
     paths: dict[str, dict[str, Any]]
-    #: Seconds from the first run's start to the last run's finish, over every path's catalog
-    #: (the runs' own span: a re-run that reuses them does not change it); NaN if unknown.
-    runs_span_s: float = float("nan")
 
 
 def trace_row(results: Any, link: str, measure_from_ns: int) -> dict[str, float]:
@@ -141,25 +138,7 @@ def gather(paths: list[PathCase], outdir: Path, quick: bool) -> StudyData:
         pd.concat(tables, ignore_index=True),
         pd.concat(seeds, ignore_index=True),
         info,
-        runs_span(Path(outdir), list(info), pd.concat(seeds, ignore_index=True)),
     )
-
-
-def runs_span(outdir: Path, paths: list[str], seeds: pd.DataFrame) -> float:
-    """From the first start to the last finish of the runs behind ``seeds`` (catalog times)."""
-    ids = set(seeds["alone_run"]) | set(seeds["vs_cubic_run"])
-    parts = []
-    for path in paths:
-        catalog = outdir / path / "catalog.parquet"
-        if catalog.is_file():
-            c = pd.read_parquet(catalog, columns=["run_id", "wall_s", "finished_at"])
-            parts.append(c[c["run_id"].isin(ids)])
-    if not parts:
-        return float("nan")
-    c = pd.concat(parts)
-    finish = pd.to_datetime(c["finished_at"], utc=True)
-    start = finish - pd.to_timedelta(c["wall_s"].astype(float), unit="s")
-    return float((finish.max() - start.min()).total_seconds())
 
 
 def write(data: StudyData, outdir: Path) -> None:

@@ -83,8 +83,7 @@ def _header(data: StudyData, quick: bool, schemes: str | None, wall_s: float) ->
         )
         + f". {runs} runs (each scheme alone and against CUBIC, at every seed); wall time "
         f"{wall_s / 60:.1f} min (a re-run reuses finished runs, so this is the time of the run "
-        "that wrote the report; the runs themselves span "
-        f"{num(data.runs_span_s / 60, '{:.1f}')} min from the first start to the last finish)."
+        "that wrote the report)."
     )
     if quick:
         out += (
