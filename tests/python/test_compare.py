@@ -194,6 +194,57 @@ def test_ecn_sets_the_tcp_and_queue_keys_in_the_generated_text():
     assert "ecn" not in droptail["topology"]["core_queue"]  # DropTail has nothing to mark with
 
 
+EDGE_PATH = """\
+seeds = 1
+duration_s = 3
+[path]
+topology = { kind = "edge-dumbbell", edges = 1, hosts_per_edge = 2, access_rate_bps = 100e6, access_delay_ms = 1, edge_rate_bps = 100e6, edge_delay_ms = 2, core_rate_bps = 10e6, core_delay_ms = 5, core_queue = { kind = "droptail", limit_bytes = 20000 } }
+[[schemes]]
+name = "cubic"
+cc = "cubic"
+[[schemes]]
+name = "cubic+pacer"
+cc = "cubic"
+edge_queue = { kind = "edge-pacer", delay_ms = 10, limit_packets = 1000 }
+"""
+
+
+def test_edge_queue_goes_to_the_path_edge_in_both_runs(core):
+    spec = spec_of(EDGE_PATH)
+    assert spec.path.edge == ("topology.edge_queue",)  # the edge-dumbbell's default
+    pacer = {"kind": "edge-pacer", "delay_ms": 10, "limit_packets": 1000}
+    for role in translate.ROLES:
+        data = translate.scenario_data(spec, spec.schemes[1], seed=1, role=role)
+        assert data["topology"]["edge_queue"] == pacer
+        assert data["topology"]["core_queue"]["kind"] == "droptail"  # the bottleneck stays
+        plain = translate.scenario_data(spec, spec.schemes[0], seed=1, role=role)
+        assert "edge_queue" not in plain["topology"]
+    translate.check(spec)  # the core takes both schemes' scenarios
+    assert compare_runner.describe(spec.schemes[1], spec)["edge"] == "edge-pacer"
+    assert compare_runner.describe(spec.schemes[0], spec)["edge"] == "(path's)"
+
+
+def test_edge_queue_on_a_named_edge_and_a_bad_one_blamed_on_the_scheme(core):
+    text = EDGE_PATH.replace("[path]", '[path]\nedge = ["topology.access_queue"]')
+    spec = spec_of(text)
+    data = translate.scenario_data(spec, spec.schemes[1], seed=1, role=translate.ALONE)
+    assert data["topology"]["access_queue"]["kind"] == "edge-pacer"
+    assert "edge_queue" not in data["topology"]
+    bad = spec_of(EDGE_PATH.replace("delay_ms = 10,", "delay_ms = -1,"))
+    with pytest.raises(CompareError, match=r"schemes\[1\]\.edge_queue: .*delay_ms"):
+        translate.check(bad)
+
+
+def test_edge_queue_needs_a_path_edge(tmp_path):
+    text = SMALL.replace('queue = "codel"', 'queue = "codel"\nedge_queue = "edge-pacer"')
+    path = write(tmp_path, text)
+    res = CliRunner().invoke(cli, ["compare", str(path), "-o", str(tmp_path / "out")])
+    assert res.exit_code == 2, res.output
+    assert "schemes[1].edge_queue: the path has no edge queue to set" in res.output
+    with pytest.raises(CompareError, match="path.edge: expected a dotted path"):
+        spec_of(SMALL.replace('src = "s{i}"', 'edge = 3\nsrc = "s{i}"'))
+
+
 def test_a_cellular_path_puts_the_scheme_queue_at_every_user():
     text = (
         'seeds = 1\n[path]\nscenario = "fq-codel-lte.toml"\n'

@@ -33,6 +33,13 @@ def register(cli: click.Group) -> None:
         help="Also run the study's real-network experiments (real Linux TCP over emulated paths; root). "
         "Studies with a real part: rtac, mptcp.",
     )
+    @click.option(
+        "--schemes",
+        metavar="PATTERNS",
+        help="Only the schemes whose names match these comma-separated patterns; a leading ~ "
+        "leaves the matching ones out (e.g. '~*+ecn'). Studies that compare schemes: "
+        "countermeasures.",
+    )
     def reproduce(
         name: str | None,
         list_only: bool,
@@ -40,6 +47,7 @@ def register(cli: click.Group) -> None:
         outdir: Path | None,
         jobs: int | None,
         real: bool,
+        schemes: str | None,
     ) -> None:
         """Reproduce a published study: data (Parquet), figures (PNG) and a Markdown report.
 
@@ -71,6 +79,12 @@ def register(cli: click.Group) -> None:
                 f"--real: the {name} study has no real-network part; studies with one: "
                 + (", ".join(with_real) or "(none)")
             )
+        if schemes is not None and not getattr(module, "SUPPORTS_SCHEMES", False):
+            with_schemes = [k for k, m in found.items() if getattr(m, "SUPPORTS_SCHEMES", False)]
+            raise UserError(
+                f"--schemes: the {name} study has no schemes to choose; studies with them: "
+                + (", ".join(with_schemes) or "(none)")
+            )
         out = outdir or Path("out") / "reproduce" / name
         out.mkdir(parents=True, exist_ok=True)
         if real:
@@ -80,6 +94,26 @@ def register(cli: click.Group) -> None:
                 report = module.reproduce(out, quick=quick, jobs=jobs, real=True)
             except EmulationUnavailable as e:
                 raise UserError(f"--real: {e}") from None
+        elif getattr(module, "SUPPORTS_SCHEMES", False):
+            report = _with_schemes(module, out, quick, jobs, schemes)
         else:
             report = module.reproduce(out, quick=quick, jobs=jobs)
         click.echo(f"report: {report}")
+
+
+def _with_schemes(
+    module: object, out: Path, quick: bool, jobs: int | None, schemes: str | None
+) -> Path:
+    """A study run with a scheme filter: a bad filter or scheme is a usage error (exit 2), a
+    failed run exits 1 (the finished runs are kept)."""
+    from latlab.compare import CompareError, CompareFailed
+    from latlab.errors import error_line
+
+    try:
+        return module.reproduce(out, quick=quick, jobs=jobs, schemes=schemes)  # type: ignore[attr-defined]
+    except CompareError as e:
+        raise UserError(str(e)) from None
+    except CompareFailed as e:
+        error_line(str(e))
+        click.get_current_context().exit(1)
+        raise AssertionError("unreachable") from None

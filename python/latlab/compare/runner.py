@@ -41,6 +41,7 @@ def describe(scheme: Scheme, spec: CompareSpec) -> dict[str, Any]:
         "queue": queue,
         "pacing": "(path's)" if scheme.pacing is None else ("on" if scheme.pacing else "off"),
         "ecn": "on" if scheme.ecn else "off",
+        "edge": scheme.edge_kind or ("(path's)" if spec.path.edge else "-"),
     }
 
 

@@ -14,6 +14,8 @@ A scheme file is TOML::
     src = "server"                # optional: default per topology kind
     dst = "ue0"
     bottleneck = "topology.queue" # optional: the dotted path of the queue a scheme sets
+    edge = "topology.edge_queue"  # optional: where a scheme's edge_queue goes (a dotted
+                                  # path or a list of them; default per topology kind)
 
     [[schemes]]
     name = "cubic+codel"
@@ -25,6 +27,9 @@ A scheme file is TOML::
                                   # default: the path's own queue
     pacing = true                 # optional: host pacing on/off (default: the path's)
     ecn = false                   # ECN at the ends and in the queue (default false)
+    edge_queue = { kind = "edge-pacer", delay_ms = 10 }
+                                  # optional: the queue at the path's edge (path.edge),
+                                  # e.g. the edge pacer; default: the path's
 
 Only the shape is checked here (keys, types, counts); whether a controller, a
 receiver controller or a queue kind exists, and whether its constants are
@@ -51,8 +56,27 @@ TOP_KEYS = (
     "path",
     "schemes",
 )
-PATH_KEYS = ("scenario", "topology", "tcp", "sample_interval_ms", "src", "dst", "bottleneck")
-SCHEME_KEYS = ("name", "cc", "cc_params", "rwnd", "rwnd_params", "queue", "pacing", "ecn")
+PATH_KEYS = (
+    "scenario",
+    "topology",
+    "tcp",
+    "sample_interval_ms",
+    "src",
+    "dst",
+    "bottleneck",
+    "edge",
+)
+SCHEME_KEYS = (
+    "name",
+    "cc",
+    "cc_params",
+    "rwnd",
+    "rwnd_params",
+    "queue",
+    "pacing",
+    "ecn",
+    "edge_queue",
+)
 DEFAULT_RWND = "fixed"
 
 
@@ -75,10 +99,17 @@ class Scheme:
     #: Host pacing; None keeps the path's TCP setting.
     pacing: bool | None = None
     ecn: bool = False
+    #: The queue table put at the path's edge (:attr:`PathSpec.edge`), e.g. the edge
+    #: pacer; None keeps the path's.
+    edge_queue: dict[str, Any] | None = None
 
     @property
     def queue_kind(self) -> str | None:
         return None if self.queue is None else str(self.queue["kind"])
+
+    @property
+    def edge_kind(self) -> str | None:
+        return None if self.edge_queue is None else str(self.edge_queue["kind"])
 
 
 @dataclass(frozen=True)
@@ -93,6 +124,9 @@ class PathSpec:
     dst: str
     #: Dotted path of the bottleneck queue a scheme's ``queue`` replaces.
     bottleneck: str
+    #: Dotted paths of the edge queues a scheme's ``edge_queue`` replaces (none: the
+    #: path has no edge a scheme may set).
+    edge: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -118,6 +152,8 @@ PATH_DEFAULTS: dict[str, tuple[str, str, str]] = {
     "dumbbell": ("s{i}", "d{i}", "topology.core_queue"),
     "edge-dumbbell": ("s{i}", "d{i}", "topology.core_queue"),
 }
+#: Where a scheme's ``edge_queue`` goes, per topology kind, when the path does not say.
+EDGE_DEFAULTS: dict[str, tuple[str, ...]] = {"edge-dumbbell": ("topology.edge_queue",)}
 
 
 def load(path: str | Path) -> CompareSpec:
@@ -161,6 +197,13 @@ def from_dict(
     if not isinstance(schemes_data, list) or not schemes_data:
         raise CompareError(f"{source}: schemes: expected one or more [[schemes]] tables")
     schemes = tuple(_scheme(s, i, source) for i, s in enumerate(schemes_data))
+    for i, scheme in enumerate(schemes):
+        if scheme.edge_queue is not None and not path.edge:
+            raise CompareError(
+                f"{source}: schemes[{i}].edge_queue: the path has no edge queue to set; name "
+                'it with path.edge (e.g. edge = "topology.edge_queue" on an edge-dumbbell, '
+                'or "topology.links.2.queue" on a custom topology)'
+            )
     names = [s.name for s in schemes]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -251,7 +294,7 @@ def _flag(data: Mapping[str, Any], key: str, source: str, where: str) -> bool | 
     return value
 
 
-def _queue(value: Any, source: str, where: str) -> dict[str, Any] | None:
+def _queue(value: Any, source: str, where: str, key: str = "queue") -> dict[str, Any] | None:
     if value is None:
         return None
     if isinstance(value, str) and value:
@@ -259,9 +302,22 @@ def _queue(value: Any, source: str, where: str) -> dict[str, Any] | None:
     if isinstance(value, Mapping) and isinstance(value.get("kind"), str):
         return dict(value)
     raise CompareError(
-        f'{source}: {where}queue: expected a queue kind such as "codel" or a table with a '
+        f'{source}: {where}{key}: expected a queue kind such as "codel" or a table with a '
         f'kind, such as {{ kind = "fq_codel", target_ms = 5 }}, got {value!r}'
     )
+
+
+def _edge(data: Mapping[str, Any], kind: Any, source: str) -> tuple[str, ...]:
+    """path.edge: one dotted path or a list of them (default per topology kind)."""
+    value = data.get("edge", EDGE_DEFAULTS.get(str(kind), ()))
+    if isinstance(value, str):
+        value = (value,)
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v for v in value):
+        raise CompareError(
+            f"{source}: path.edge: expected a dotted path to a queue, or a list of them, "
+            f'such as "topology.edge_queue", got {value!r}'
+        )
+    return tuple(value)
 
 
 def _scheme(data: Any, i: int, source: str) -> Scheme:
@@ -279,6 +335,7 @@ def _scheme(data: Any, i: int, source: str) -> Scheme:
         queue=_queue(data.get("queue"), source, where),
         pacing=_flag(data, "pacing", source, where),
         ecn=bool(_flag(data, "ecn", source, where)),
+        edge_queue=_queue(data.get("edge_queue"), source, where, "edge_queue"),
     )
 
 
@@ -327,4 +384,5 @@ def _path(data: Any, source: str, base_dir: Path) -> PathSpec:
         src=_string(data, "src", source, src or "", "path."),
         dst=_string(data, "dst", source, dst or "", "path."),
         bottleneck=_string(data, "bottleneck", source, bottleneck or "", "path."),
+        edge=_edge(data, kind, source),
     )

@@ -17,6 +17,9 @@ What each scheme key becomes (the scenario keys of crates/scenario):
   of a cellular path, every user's queue); a queue that names no
   ``limit_bytes``/``limit_packets`` keeps the path's buffer size, so schemes
   differ in discipline, not in buffer;
+* ``edge_queue``: the table at each of the path's ``edge`` paths (e.g. the
+  edge pacer at ``topology.edge_queue`` of an edge-dumbbell), for the scheme's
+  run alone and its run against CUBIC alike;
 * ``ecn = true``: ``tcp.ecn = true`` on the scheme's group, and ``ecn = true``
   in the bottleneck queue when it is one that marks (RED, CoDel, PIE,
   FQ-CoDel; RFC 3168 §5), whether the scheme set it or the path did.
@@ -124,6 +127,9 @@ def scenario_data(spec: CompareSpec, scheme: Scheme, seed: int, role: str) -> di
     if queue is not None:
         dotpath.set_value(data, spec.path.bottleneck, queue)
         _drop_user_queues(data, spec.path.bottleneck)
+    if scheme.edge_queue is not None:
+        for where in spec.path.edge:
+            dotpath.set_value(data, where, copy.deepcopy(scheme.edge_queue))
     if role == ALONE:
         data["flows"] = [scheme_group(scheme, spec, spec.flows, START_S)]
     else:
@@ -153,7 +159,8 @@ def scenario(spec: CompareSpec, scheme: Scheme, seed: int, role: str) -> Scenari
 
 # Where a scenario key of a scheme's run came from, longest prefix first.
 def _origins(spec: CompareSpec) -> list[tuple[str, str]]:
-    return [
+    edges = [(dotpath_display(e), "edge_queue") for e in spec.path.edge]
+    return edges + [
         ("flows[0].tcp.rwnd_controller", "rwnd"),
         ("flows[0].tcp.rwnd_params", "rwnd_params"),
         ("flows[0].tcp.pacing", "pacing"),
