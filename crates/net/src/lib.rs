@@ -14,7 +14,7 @@
 //! `latlab-sim`; this crate never depends on it. The other tools (flows,
 //! proxy) drive the kernel's TCP and MPTCP and record what it reports.
 //!
-//! - [`wire`]: the versioned packet format and its parser.
+//! - [`media::wire`]: the media packet format (versioned) and its parser.
 //! - [`clock`]: the real-time clock and the precise wait the loops sleep in.
 //! - [`media`]: the sender and receiver loops.
 //! - [`emulate`]: the TUN link emulator.
