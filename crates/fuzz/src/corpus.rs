@@ -40,9 +40,10 @@ fn toml_files_under(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Load the corpus from `root`: `scenarios/**/*.toml`,
-/// `python/latlab/scenarios/**/*.toml`, then the random scenarios. Sorted by
-/// path, so input `i` is the same on every machine.
+/// Load the corpus from `root`: `scenarios/**/*.toml` (scheme files of
+/// `latlab compare` aside), `python/latlab/scenarios/**/*.toml`, then the
+/// random scenarios. Sorted by path, so input `i` is the same on every
+/// machine.
 pub fn load(root: &Path) -> Result<Vec<Seed>, String> {
     let mut files = Vec::new();
     toml_files_under(&root.join("scenarios"), &mut files);
@@ -52,7 +53,12 @@ pub fn load(root: &Path) -> Result<Vec<Seed>, String> {
     for f in files {
         let text = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
         let name = f.strip_prefix(root).unwrap_or(&f).display().to_string();
-        seeds.push(seed(name, text)?);
+        let s = seed(name, text)?;
+        // A `latlab compare` scheme file (scenarios/compare/) names a path
+        // and schemes; it is not a scenario, and its path file is in the corpus.
+        if !s.tree.contains_key("schemes") {
+            seeds.push(s);
+        }
     }
     if seeds.is_empty() {
         return Err(format!("no scenarios under {}", root.display()));
