@@ -683,6 +683,28 @@ def _shares(rows: list[dict], mode: str, receiver: str) -> list[float]:
     return out
 
 
+def _control_band_text(rows: list[dict], comp: list[str], control: list[float]) -> str:
+    """Which competition shares two equal receivers could have produced: the control's shares, taken either way
+    round, span a band; a receiver whose every run lies outside it is told apart from an auto-tuning receiver."""
+    lo = min(min(v, 1 / v) for v in control)
+    hi = max(max(v, 1 / v) for v in control)
+    outside, inside = [], []
+    for rc in comp:
+        shares = _shares(rows, "real", rc)
+        (outside if shares and all(v < lo or v > hi for v in shares) else inside).append(label(rc))
+    text = f"Equal receivers kept within {lo:.0%}–{hi:.0%} of each other (either way round) in every run"
+    if outside:
+        verb = "lies" if len(outside) == 1 else "lie"
+        text += f"; {', '.join(outside)} {verb} outside that band in every run, so their shares are the receivers' doing"
+    if inside:
+        verb = "lies" if len(inside) == 1 else "lie"
+        text += (
+            f"; {', '.join(inside)} {verb} inside it in at least one run, so those shares cannot be told from what "
+            "two equal receivers show"
+        )
+    return text + "."
+
+
 def _share(rows: list[dict], mode: str, receiver: str) -> float:
     """The mean over runs of :func:`_shares`."""
     v = _shares(rows, mode, receiver)
@@ -889,8 +911,7 @@ def _path_tables(rows: list[dict], buffer_packets: int) -> list[str]:
                 f"{_share_text(rows, 'real', 'autotuning')} of the second's goodput (simulated: "
                 f"{_share(rows, 'sim', 'autotuning'):.0%}). "
                 + (
-                    "Equal receivers split the buffer evenly over runs this long, so the shares above are the "
-                    "receivers' doing."
+                    _control_band_text(rows, comp, control)
                     if even
                     else "Equal receivers split the buffer this unevenly, so a share between these bounds says nothing "
                     "about the receiver."
