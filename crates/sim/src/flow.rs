@@ -281,6 +281,10 @@ pub enum Transport {
     Mptcp(MptcpFlow),
 }
 
+// Cache-line aligned, as the packet slab (see `Packet`): the flows' buffer
+// is otherwise only 16-byte aligned, and an event that reads a flow's
+// first fields and its transport would touch one line more.
+#[repr(align(64))]
 pub struct Flow {
     pub group: u32,
     pub src: u32,

@@ -93,7 +93,11 @@ impl Default for Wire {
 /// its link, and the packet behind it on the same wire with that packet's
 /// arrival time and next hop (so the follower's `Arrive` is scheduled
 /// without reading the follower's slot).
+// Aligned to its size: a `Vec`'s buffer is only 16-byte aligned (glibc
+// puts a large one 16 bytes past a page), and unaligned, every other slot
+// would straddle two cache lines.
 #[derive(Debug, Clone, Copy)]
+#[repr(align(32))]
 struct Slot {
     /// When `next` reaches the far node (set when `next` is pushed).
     next_arrival_ns: u64,

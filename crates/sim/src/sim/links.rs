@@ -63,7 +63,10 @@ pub(super) struct LinkCx<'a> {
 struct Record<'a> {
     pcap: &'a mut Option<Box<PcapWriter>>,
     trace: &'a mut Option<Box<LinkTrace>>,
-    name: &'a str,
+    /// A reference to the link's name, not the name itself: making a
+    /// `&str` would read the `String` (a line no hop otherwise touches)
+    /// on every link event; the name is read only to report an error.
+    name: &'a String,
     flows: &'a [Flow],
     pcap_error: &'a mut Option<String>,
 }
