@@ -19,6 +19,12 @@
   its rate, each row with its own kind's columns (the other kind's empty);
   datagrams the path would fragment or headers other than IPv4 + UDP's are
   refused with exit code 2.
+- The tcp table: a bad ``mss_bytes`` is refused by the simulator's rule (and one TCP_MAXSEG
+  cannot take by the kernel's range) with exit code 2, naming the key and the range.
+- ECN (issue 31 point 4): one CUBIC flow with ``net.ipv4.tcp_ecn = 1`` through an emulated
+  FQ-CoDel queue with ``ecn = true``: the queue marks, drops nothing, and the kernel's sender
+  counts the echoed marks (tcpi_delivered_ce); with ECN off the queue drops instead and
+  nothing is marked. TCP groups that disagree on ``tcp.ecn`` are refused, naming both.
 """
 
 from __future__ import annotations
@@ -165,6 +171,58 @@ dst = "d{i}"
     res = _latlab("run", str(path), "--emulate", "--no-plot")
     assert res.returncode == 2, res.stderr
     assert "access_rate_bps" in res.stderr and "per-flow access links" in res.stderr, res.stderr
+
+
+def test_a_bad_tcp_table_exits_2_naming_the_key_and_range(tmp_path: Path) -> None:
+    """The simulator's rule for the tcp table holds under --emulate, and so does the kernel's.
+
+    ``latlab run`` checks the file with the simulator first; the real-flow planner applies the
+    same rule itself, so run_emulated (the studies' entry point) refuses it too, before any
+    namespace exists. A value inside the simulator's range but outside TCP_MAXSEG's is the
+    kernel's to refuse, and the planner says so instead of the kernel's EINVAL.
+    """
+    from latlab.errors import ScenarioError
+    from latlab.real.emulated import run_emulated
+
+    flows = '[[flows]]\nsrc = "client"\ndst = "server"\ncc = "cubic"\n'
+    zero = _path_scenario(tmp_path, flows, 3, 50, extra="[tcp]\nmss_bytes = 0")
+    res = _latlab("run", str(zero), "--emulate", "-o", str(tmp_path / "out"), "--no-plot")
+    assert res.returncode == 2, res.stderr
+    assert "flows[0].tcp: mss_bytes must be between 1 and 1048576, got 0" in res.stderr, res.stderr
+    with pytest.raises(
+        ScenarioError, match=r"flows\[0\]\.tcp: mss_bytes must be between 1 and 1048576"
+    ):
+        run_emulated(zero, tmp_path / "api", quiet=True, binary=BIN)
+    plan = subprocess.run([str(BIN), "flows", str(zero), "--plan"], capture_output=True, text=True)
+    assert plan.returncode == 2 and "mss_bytes must be between 1 and 1048576" in plan.stderr, plan
+    big = _path_scenario(tmp_path, flows, 3, 50, extra="[tcp]\nmss_bytes = 40000")
+    res = _latlab("run", str(big), "--emulate", "-o", str(tmp_path / "out"), "--no-plot")
+    assert res.returncode == 2, res.stderr
+    assert "tcp.mss_bytes = 40000 (the kernel's TCP_MAXSEG takes 88 to 32767 bytes)" in res.stderr
+    assert not (tmp_path / "out" / "run.json").exists()
+    assert not (tmp_path / "api" / "emulation" / "flows.csv").exists()
+
+
+def test_tcp_groups_that_disagree_on_ecn_exit_2_naming_both(tmp_path: Path) -> None:
+    flows = """
+[[flows]]
+name = "marked"
+src = "client"
+dst = "server"
+cc = "cubic"
+tcp = { ecn = true }
+[[flows]]
+name = "plain"
+src = "client"
+dst = "server"
+cc = "cubic"
+"""
+    res = _latlab(
+        "run", str(_path_scenario(tmp_path, flows, 3, 50)), "--emulate", "-o", str(tmp_path / "o")
+    )
+    assert res.returncode == 2, res.stderr
+    assert 'flows[0] ("marked") has tcp.ecn = true but flows[1] ("plain") has ECN off' in res.stderr
+    assert "net.ipv4.tcp_ecn" in res.stderr, res.stderr
 
 
 def _namespaces() -> set[str]:
@@ -502,3 +560,58 @@ cc = "cubic"
         "goodput_bps"
     ]
     assert r.run_info["client_device_drops"] == 0, r.run_info
+
+
+def _ecn_run(tmp_path: Path, ecn: bool):
+    """One CUBIC flow for 8 s through a 20 Mbit/s FQ-CoDel queue that marks ECT packets."""
+    from latlab.real.emulated import run_emulated
+
+    flows = '[[flows]]\nname = "bulk"\nsrc = "client"\ndst = "server"\ncc = "cubic"\n'
+    path = _path_scenario(
+        tmp_path,
+        flows,
+        8,
+        100,
+        extra=f'measure_from_s = 1\ntcp = {{ preset = "linux", ecn = {str(ecn).lower()} }}',
+    )
+    text = path.read_text().replace(
+        'queue = { kind = "droptail", limit_packets = 100 }',
+        'queue = { kind = "fq_codel", ecn = true }',
+    )
+    path.write_text(text)
+    label = "on" if ecn else "off"
+    return run_emulated(path, tmp_path / label, quiet=True, binary=BIN, realtime=REALTIME_PRIORITY)
+
+
+@pytest.mark.real_network
+@needs_testbed
+def test_ecn_marks_reach_the_kernels_cubic_through_fq_codel(tmp_path: Path) -> None:
+    """Issue 31 point 4: real Linux CUBIC, net.ipv4.tcp_ecn = 1, an emulated FQ-CoDel queue.
+
+    With tcp.ecn on, the connection negotiates ECN, the emulated queue marks CE instead of
+    dropping (its ECT data packets are never dropped, so nothing is retransmitted), and the
+    kernel's sender counts the echoed marks (tcpi_delivered_ce > 0). With it off, the same queue
+    sees Not-ECT packets: no marks, CoDel drops instead, and the kernel counts no CE.
+    """
+    before = _namespaces()
+    try:
+        on = _ecn_run(tmp_path, ecn=True)
+        off = _ecn_run(tmp_path, ecn=False)
+    finally:
+        assert _namespaces() <= before, "the emulator left namespaces behind"
+    for r, value in ((on, 1), (off, 0)):
+        assert r.run_info["tcp_ecn"] == value, r.run_info
+        assert r.links["conservation_ok"].all(), r.links
+    up = lambda r: r.links.set_index("name").loc["client->server"]  # noqa: E731
+    flow = lambda r: r.flows.iloc[0]  # noqa: E731
+
+    assert bool(flow(on)["ecn"]) and bool(flow(on)["ecn_seen"]), flow(on)
+    assert up(on)["marks_pkts"] > 0 and up(on)["drops_pkts"] == 0, up(on)
+    assert flow(on)["delivered_ce"] > 0, flow(on)
+    assert flow(on)["retransmitted_segments"] == 0, flow(on)
+    samples = on.flow_samples.sort_values("time_ns")["delivered_ce"]
+    assert samples.is_monotonic_increasing and samples.iloc[-1] > 0, samples.describe()
+
+    assert not bool(flow(off)["ecn"]) and not bool(flow(off)["ecn_seen"]), flow(off)
+    assert up(off)["marks_pkts"] == 0 and up(off)["drops_pkts"] > 0, up(off)
+    assert flow(off)["delivered_ce"] == 0 and flow(off)["retransmitted_segments"] > 0, flow(off)
