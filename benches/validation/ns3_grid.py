@@ -430,7 +430,7 @@ class Point:
         )
 
     @classmethod
-    def of_row(cls, r: dict) -> "Point":
+    def of_row(cls, r: dict) -> Point:
         """The point a stored row ran (rows from before a field existed take its default)."""
         return cls(
             **{
@@ -840,7 +840,9 @@ def reduce(raw: dict) -> dict:
         **(
             {
                 "core_marks_run_pkts": raw["core_marks_run_pkts"],
-                "mark_rate_run": round(raw["core_marks_run_pkts"] / raw["core_arrivals_run_pkts"], 6)
+                "mark_rate_run": round(
+                    raw["core_marks_run_pkts"] / raw["core_arrivals_run_pkts"], 6
+                )
                 if raw["core_arrivals_run_pkts"]
                 else 0.0,
             }
@@ -2933,7 +2935,9 @@ ECN_NOTES: dict = {}
 def ecn_effect(pts: dict) -> list[str]:
     """Each side's own change from ECN off to on at the points run both ways: what ECN does in each simulator."""
     out = []
-    for (k, exp), sides in sorted(pts.items(), key=lambda kv: (kv[0][0][3], kv[0][0][2], kv[0][0][1])):
+    for (k, exp), sides in sorted(
+        pts.items(), key=lambda kv: (kv[0][0][3], kv[0][0][2], kv[0][0][1])
+    ):
         if not k[7]:
             continue
         off = pts.get((k[:7] + (False,), exp), {})
@@ -2948,7 +2952,9 @@ def ecn_effect(pts: dict) -> list[str]:
                 f"{on_r['sojourn_mean_ms']:.2f} | {off_r['core_drops_pkts']} → {on_r['core_drops_pkts']}"
             )
         if cells:
-            out.append(f"| {k[0]} | {k[1]} | {k[3]} | {k[2]} | {k[4]} | " + " | ".join(cells) + " |")
+            out.append(
+                f"| {k[0]} | {k[1]} | {k[3]} | {k[2]} | {k[4]} | " + " | ".join(cells) + " |"
+            )
     if not out:
         return []
     return [
@@ -2985,7 +2991,9 @@ def ecn_section(rows: list[dict]) -> list[str]:
     commits = sorted(
         {r["commit"] for sides in on.values() for r in sides.values() if r["simulator"] == "latlab"}
     )
-    versions = sorted({r["version"] for sides in on.values() for r in sides.values() if r.get("version")})
+    versions = sorted(
+        {r["version"] for sides in on.values() for r in sides.values() if r.get("version")}
+    )
     out = [
         "## FQ-CoDel and PIE with ECN against ns-3\n",
         ECN_INTRO,
@@ -2999,17 +3007,26 @@ def ecn_section(rows: list[dict]) -> list[str]:
     ]
     agree = total = 0
     flagged = []
-    for (k, exp), sides in sorted(on.items(), key=lambda kv: (kv[0][0][3], kv[0][0][2], kv[0][0][1], kv[0][0][4])):
+    for (k, exp), sides in sorted(
+        on.items(), key=lambda kv: (kv[0][0][3], kv[0][0][2], kv[0][0][1], kv[0][0][4])
+    ):
         lat, ns = sides.get("latlab"), sides.get("ns-3")
+        # a one-side experiment is compared with the other side's row of the setting it changes (AQM_EXPERIMENTS)
+        one_side = not (lat and ns) and AQM_EXPERIMENTS.get(exp, (None,))[0] is not None
+        if one_side:
+            other = on.get((k, AQM_EXPERIMENTS[exp][0]), {})
+            lat, ns = lat or other.get("latlab"), ns or other.get("ns-3")
         if not (lat and ns):
             continue
         g = {name: rel(lat[key], ns[key]) for name, key in ECN_METRICS}
-        total += 1
-        agree += not over(g, 10.0)
+        if not one_side:
+            total += 1
+            agree += not over(g, 10.0)
         if over(g, 10.0):
             flagged.append((k, exp, g, lat, ns))
+        label = f"{exp} ({'ns-3' if sides.get('ns-3') else 'latlab'} only)" if one_side else exp
         out.append(
-            f"| {k[0]} | {k[1]} ({lat['buffer_pkts']}) | {k[3]} | {k[2]}, {exp} | {k[4]} | {lat['goodput_mbps']:.3f} / "
+            f"| {k[0]} | {k[1]} ({lat['buffer_pkts']}) | {k[3]} | {k[2]}, {label} | {k[4]} | {lat['goodput_mbps']:.3f} / "
             f"{ns['goodput_mbps']:.3f} ({fmt_pct(g['goodput'])}) | {lat['srtt_mean_ms']:.1f} / "
             f"{ns['srtt_mean_ms']:.1f} ({fmt_pct(g['srtt'])}) | {lat['sojourn_mean_ms']:.2f} / "
             f"{ns['sojourn_mean_ms']:.2f} ({fmt_pct(g['sojourn'])}) | {lat['queue_mean_pkts']} / "
@@ -3019,10 +3036,15 @@ def ecn_section(rows: list[dict]) -> list[str]:
             f"{ns['jain']:.3f} ({fmt_pct(g['Jain'])}) | {lat['wall_s']:.2f} / {ns['wall_s']:.2f} |"
         )
     out += ["", f"All six within 10% at {agree} of {total} ECN points compared (both sides run).\n"]
+    for exp, (against, what) in AQM_EXPERIMENTS.items():
+        if any(e == exp for _, e in on):
+            out.append(f"*{exp}* (one side, against the other side's *{against}* row): {what}\n")
     out += ecn_effect(pts)
     for k, exp, g, lat, ns in flagged:
         what = ", ".join(f"{m} {fmt_pct(g[m])}" for m in over(g, 10.0))
-        note = ECN_NOTES.get((k[0], k[1], k[3], k[2], exp), "**Unexplained**: not yet traced further.")
+        note = ECN_NOTES.get(
+            (k[0], k[1], k[3], k[2], exp), "**Unexplained**: not yet traced further."
+        )
         out.append(
             f"* **{k[0]} flows, {k[1]}, {k[3]}, {k[2]}, {exp}, seed {k[4]}**: {what}. {ecn_trace_facts(lat, ns)} "
             f"{note}"
@@ -3174,11 +3196,7 @@ def main(argv=None) -> int:
         if args.write_reference:
             # the stored rows of the chosen points, with both commands: the one that simulated, this one
             keys = {pt.key() for pt in points(args)}
-            chosen = [
-                r
-                for r in rows
-                if Point.of_row(r).key() in keys
-            ]
+            chosen = [r for r in rows if Point.of_row(r).key() in keys]
             write_reference(
                 args.write_reference, chosen, command_of(args.from_jsonl, "?") + "; then " + command
             )
