@@ -192,6 +192,14 @@ void HookDelays(Ptr<QueueDisc> disc, Ptr<Queue<Packet>> devq) {
 }
 void SetFqQuantum(Ptr<QueueDisc> q, uint32_t bytes) { DynamicCast<FqCoDelQueueDisc>(q)->SetQuantum(bytes); }
 void ResetDelays() { g_disc_sojourn_sum_ns = g_disc_sojourn_n = g_dev_wait_sum_ns = g_dev_wait_n = 0; }
+// The disc's CE marks by reason over the whole run, "reason=count;..." (a child disc's marks are counted by the
+// parent too, under "(Marked by child queue disc) ...").
+std::string MarkReasons(Ptr<QueueDisc> q) {
+    std::string out;
+    for (auto& kv : q->GetStats().nMarkedPackets) out += kv.first + "=" + std::to_string(kv.second) + ";";
+    return out;
+}
+uint64_t TotalMarks(Ptr<QueueDisc> q) { return q->GetStats().nTotalMarkedPackets; }
 // The disc's drops by reason over the whole run, "reason=count;...".
 std::string DropReasons(Ptr<QueueDisc> q) {
     const QueueDisc::Stats& st = q->GetStats();
@@ -233,8 +241,9 @@ def aqm_disc(p: dict, disc_pkts: int, shift_ns: int, ov: dict) -> tuple:
             ns.StringValue(f"{round(a['interval_ms'] * 1e6)}ns"),
             "DropBatchSize",
             ns.UintegerValue(int(ov.get("fq_codel_drop_batch", 1))),
+            # ECN: mark where CoDel would drop; CeThreshold left unset (Time::Max: no L4S-style shallow marks)
             "UseEcn",
-            ns.BooleanValue(False),
+            ns.BooleanValue(bool(a.get("ecn", False))),
         )
     return (
         "ns3::PieQueueDisc",
@@ -258,8 +267,9 @@ def aqm_disc(p: dict, disc_pkts: int, shift_ns: int, ov: dict) -> tuple:
         ns.BooleanValue(True),
         "UseDerandomization",
         ns.BooleanValue(False),
+        # ECN: mark instead of drop while p < MarkEcnThreshold (default 0.1, RFC 8033 §5.1's 10 %)
         "UseEcn",
-        ns.BooleanValue(False),
+        ns.BooleanValue(bool(a.get("ecn", False))),
     )
 
 
@@ -327,6 +337,9 @@ def build_and_run(p: dict) -> dict:
     cfg("ns3::TcpCubic::Beta", ns.DoubleValue(0.7))
     cfg("ns3::TcpCubic::C", ns.DoubleValue(0.4))
     cfg("ns3::Ipv4::StrongEndSystemModel", ns.BooleanValue(True))
+    if p.get("ecn"):
+        # RFC 3168 at both ends: ECN-setup SYN, ECT(0) data, ECE until CWR (TcpSocketState::UseEcn_t On)
+        cfg("ns3::TcpSocketBase::UseEcn", ns.StringValue("On"))
 
     n = p["flows"]
     senders, receivers, routers = ns.NodeContainer(), ns.NodeContainer(), ns.NodeContainer()
@@ -584,6 +597,12 @@ def build_and_run(p: dict) -> dict:
     if aqm:
         out.update(aqm_delays(g, srtt_samples))
         out["drop_reasons_run"] = str(g.DropReasons(fifo))
+        if p.get("ecn"):
+            out["core_marks_run_pkts"] = int(g.TotalMarks(fifo))
+            out["mark_reasons_run"] = str(g.MarkReasons(fifo))
+            received, dropped = fifo_counts()
+            out["core_drops_run_pkts"] = dropped
+            out["core_arrivals_run_pkts"] = received
         out["run_trace"] = run_trace
         if p["qdisc"] == "fq_codel":
             out["flow_queues_used"] = int(fifo.GetNQueueDiscClasses())

@@ -126,6 +126,13 @@ struct Station {
     stats: StationStats,
 }
 
+/// Charge the marks a dequeue made to the station of the packet it
+/// returned: CoDel and FQ-CoDel mark the packet they dequeue (RFC 8289
+/// §5.5), so a mark is counted beside the drops of the station it was for.
+fn count_marks<P>(stations: &mut [Station], t: &Tagged<P>, marked: u64) {
+    stations[t.station as usize].stats.queue.marks_pkts += marked;
+}
+
 /// A Wi-Fi AP's downlink.
 pub struct WifiAp<P> {
     cfg: WifiConfig,
@@ -249,7 +256,11 @@ impl<P: QueuedPacket> WifiAp<P> {
             Queues::Shared(q) => q,
             Queues::PerStation { queues, .. } => &mut queues[s as usize],
         };
-        match queue.enqueue(now_ns, Tagged { pkt, station: s }) {
+        let marks_before = queue.stats().marks_pkts;
+        let result = queue.enqueue(now_ns, Tagged { pkt, station: s });
+        // A discipline that marks on arrival (RED, PIE) marks the arrival.
+        st.queue.marks_pkts += queue.stats().marks_pkts - marks_before;
+        match result {
             Enqueue::Queued => Enqueue::Queued,
             Enqueue::Dropped(t) => {
                 // The dropped frame may be another one than the arrival,
@@ -286,14 +297,20 @@ impl<P: QueuedPacket> WifiAp<P> {
         self.held_until_ns = None;
         let (queues, next) = match &mut self.queues {
             Queues::Shared(q) => {
-                return match q.dequeue(now_ns, &mut self.scratch) {
-                    Dequeue::Packet { pkt, sojourn_ns } => Some((pkt, sojourn_ns)),
+                let marks_before = q.stats().marks_pkts;
+                let deq = q.dequeue(now_ns, &mut self.scratch);
+                let marked = q.stats().marks_pkts - marks_before;
+                return match deq {
+                    Dequeue::Packet { pkt, sojourn_ns } => {
+                        count_marks(&mut self.stations, &pkt, marked);
+                        Some((pkt, sojourn_ns))
+                    }
                     Dequeue::Empty => None,
                     Dequeue::Wait(release_ns) => {
                         self.held_until_ns = Some(release_ns);
                         None
                     }
-                }
+                };
             }
             Queues::PerStation { queues, next } => (queues, next),
         };
@@ -304,8 +321,12 @@ impl<P: QueuedPacket> WifiAp<P> {
             if queues[s].len_pkts() == 0 {
                 continue;
             }
-            match queues[s].dequeue(now_ns, &mut self.scratch) {
+            let marks_before = queues[s].stats().marks_pkts;
+            let deq = queues[s].dequeue(now_ns, &mut self.scratch);
+            let marked = queues[s].stats().marks_pkts - marks_before;
+            match deq {
                 Dequeue::Packet { pkt, sojourn_ns } => {
+                    count_marks(&mut self.stations, &pkt, marked);
                     *next = (s + 1) % n;
                     return Some((pkt, sojourn_ns));
                 }
@@ -562,6 +583,106 @@ mod tests {
         let mean_attempts = 1.0 + st.retries as f64 / 4000.0;
         assert!((mean_attempts - 1.98).abs() < 0.06, "{mean_attempts}");
         assert!(st.lost_frames > 10 && st.lost_frames < 60, "{}", st.lost_frames);
+    }
+
+    /// An ECT(0) frame for a station (its flow id is the station).
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    struct EctPkt {
+        station: u32,
+        ecn: latlab_qdisc::Ecn,
+    }
+    impl QueuedPacket for EctPkt {
+        fn size_bytes(&self) -> u32 {
+            1500
+        }
+        fn flow_id(&self) -> u32 {
+            self.station
+        }
+        fn ecn(&self) -> latlab_qdisc::Ecn {
+            self.ecn
+        }
+        fn set_ce(&mut self) {
+            self.ecn = latlab_qdisc::Ecn::Ce;
+        }
+    }
+
+    /// Two stations at 10 Mbit/s behind one shared marking queue, each
+    /// offered 0.6 ECT(0) frames per ms for 3 s (1.4 times the air the two
+    /// share), then the AP drained. Returns, per station, the marks the AP
+    /// counted and the CE frames that came out of it (delivered or dropped).
+    fn marks_by_station(queue: Box<dyn Qdisc<Tagged<EctPkt>>>) -> [(u64, u64); 2] {
+        let mut ap = WifiAp::new(WifiConfig::default(), queue, 9);
+        for _ in 0..2 {
+            let tx = Transmitter::rate(RateSource::Constant { rate_bps: 10_000_000 }, 0);
+            ap.add_station(tx, 0.0, None).unwrap();
+        }
+        let (mut out, mut dropped) = (Vec::new(), Vec::new());
+        let mut ce_frames = [0u64; 2];
+        let mut count_ce = |pkt: &EctPkt| {
+            ce_frames[pkt.station as usize] += u64::from(pkt.ecn == latlab_qdisc::Ecn::Ce);
+        };
+        let mut now = 0;
+        for k in 0..3000u64 {
+            now = k * 1_000_000;
+            for s in 0..2 {
+                if k % 5 < 3 {
+                    let pkt = EctPkt {
+                        station: s,
+                        ecn: latlab_qdisc::Ecn::Ect0,
+                    };
+                    if let Enqueue::Dropped(p) = ap.enqueue(now, s, pkt) {
+                        count_ce(&p);
+                    }
+                }
+            }
+            while let Some(t) = ap.next_wakeup_ns(now).filter(|&t| t <= now) {
+                ap.poll(t, &mut out, &mut dropped);
+            }
+        }
+        while let Some(t) = ap.next_wakeup_ns(now) {
+            now = t;
+            ap.poll(t, &mut out, &mut dropped);
+        }
+        out.iter().for_each(|d| count_ce(&d.pkt));
+        dropped.iter().for_each(|(_, p)| count_ce(p));
+        [0, 1].map(|s| (ap.station_stats(s).queue.marks_pkts, ce_frames[s as usize]))
+    }
+
+    /// Marks are counted per station beside the drops, whether the
+    /// discipline marks at dequeue (CoDel) or at arrival (RED).
+    #[test]
+    fn a_shared_marking_queue_counts_each_stations_marks() {
+        use latlab_qdisc::{CoDel, CoDelParams, Red, RedParams};
+        let codel = CoDel::new(CoDelParams {
+            ecn: true,
+            ..CoDelParams::default()
+        });
+        // Early marks while the average queue is between 5 and 900 frames.
+        let red = Red::new(
+            RedParams {
+                limit: Limit::Packets(1000),
+                min_th: 5.0,
+                max_th: 900.0,
+                max_p: 1.0,
+                w_q: 0.02,
+                gentle: false,
+                byte_mode: false,
+                mean_pkt_size_bytes: 1500,
+                link_rate_bps: 10_000_000,
+                wait: true,
+                ecn: true,
+            },
+            3,
+        );
+        for (name, marks) in [
+            ("codel", marks_by_station(Box::new(codel))),
+            ("red", marks_by_station(Box::new(red))),
+        ] {
+            for (s, (counted, ce)) in marks.into_iter().enumerate() {
+                assert!(ce > 20, "{name}: station {s} got {ce} CE frames");
+                assert_eq!(counted, ce, "{name}: station {s}'s marks");
+            }
+        }
     }
 
     /// An AP whose queue is the edge pacer: a lone frame is held until its

@@ -9,7 +9,7 @@
 
 use super::testutil::TestReno;
 use super::*;
-use crate::segment::{Flags, Segment};
+use crate::segment::{Flags, SackBlock, Segment};
 use crate::{Ecn, NS_PER_MS};
 
 const MSS: u64 = 1000;
@@ -270,4 +270,211 @@ fn the_ce_ece_cwr_loop_end_to_end() {
     r.on_segment_ecn(now, &after[0], Ecn::Ect0);
     let a = r.poll_transmit(now).expect("ACK");
     assert!(!a.flags.contains(Flags::ECE));
+}
+
+/// An ECN-agreed sender (`recovery`, SACK on with SACK recovery) that has
+/// sent S0..S9 at 100 ms and taken the ECE ACK of S0 at 200 ms: one
+/// reduction, ssthresh = cwnd = 4500 (FlightSize 9000 / 2), CWR due.
+fn reduced_by_ece(recovery: Recovery) -> TcpSender {
+    let mut c = cfg(true);
+    c.recovery = recovery;
+    c.sack = recovery.uses_sack();
+    reduced_by_ece_with(c)
+}
+
+fn reduced_by_ece_with(c: TcpConfig) -> TcpSender {
+    let mut s = TcpSender::new(c.clone(), Box::new(TestReno), None);
+    let mut r = TcpReceiver::new(c.clone(), Box::new(FixedRwnd(c.rwnd_bytes)));
+    s.connect(0);
+    let syn = s.poll_transmit(0).expect("SYN");
+    r.on_segment_ecn(50 * NS_PER_MS, &syn, Ecn::NotEct);
+    s.on_segment(
+        100 * NS_PER_MS,
+        &r.poll_transmit(50 * NS_PER_MS).expect("SYN-ACK"),
+    );
+    assert!(s.ecn_on());
+    let now = 100 * NS_PER_MS;
+    let sent = std::iter::from_fn(|| s.poll_transmit(now)).count();
+    assert_eq!(sent, 10);
+    s.on_segment(200 * NS_PER_MS, &ack(1 + MSS, Flags::ECE));
+    assert_eq!((s.ssthresh_bytes(), s.cwnd_bytes()), (4500, 4500));
+    assert_eq!(s.stats().ecn_reductions, 1);
+    s
+}
+
+/// RFC 3168 §6.1.2: "the TCP sender's congestion window should be reduced
+/// only once in response to a series of dropped and/or CE packets from a
+/// single window of data". After the ECE reduction, S5 (sent before it) is
+/// lost: three duplicate ACKs start a fast retransmit of S5, Not-ECT and
+/// without CWR, but ssthresh stays at the ECN reduction's 4500 (a second
+/// reduction would give FlightSize 5000 / 2 = 2500), as Linux's
+/// `tcp_enter_recovery` leaves ssthresh alone in TCP_CA_CWR.
+#[test]
+fn a_loss_in_the_window_of_an_ecn_reduction_does_not_reduce_again() {
+    for recovery in [Recovery::NewReno, Recovery::Sack] {
+        let mut s = reduced_by_ece(recovery);
+        let now = 210 * NS_PER_MS;
+        // S1..S4 acked, each ACK still ECE (no CWR has reached the
+        // receiver): no growth, flight 5000 > cwnd 4500, nothing sent.
+        for k in 2..=5 {
+            s.on_segment(now, &ack(1 + k * MSS, Flags::ECE));
+            assert!(s.poll_transmit(now).is_none());
+        }
+        // S5 lost: S6, S7, S8 arrive, three duplicate ACKs of S5.
+        for k in 6..=8 {
+            let mut a = ack(1 + 5 * MSS, Flags::ECE);
+            if recovery.uses_sack() {
+                a.sack[0] = SackBlock {
+                    start: 1 + 6 * MSS,
+                    end: 1 + (k + 1) * MSS,
+                };
+                a.sack_len = 1;
+            }
+            s.on_segment(now, &a);
+        }
+        assert_eq!(s.stats().fast_retransmits, 1, "{recovery:?}");
+        assert_eq!(
+            s.ssthresh_bytes(),
+            4500,
+            "{recovery:?}: one reduction for the window"
+        );
+        assert_eq!(s.stats().ecn_reductions, 1);
+        let rx = s.poll_transmit(now).expect("fast retransmit of S5");
+        assert_eq!((rx.seq, rx.is_retransmit), (1 + 5 * MSS, true), "{recovery:?}");
+        assert_eq!(s.ecn_codepoint(&rx), Ecn::NotEct, "§6.1.5");
+        assert!(
+            !rx.flags.contains(Flags::CWR),
+            "§6.1.5: no CWR on a retransmission"
+        );
+    }
+}
+
+/// The window of the ECN reduction ends when the data outstanding at it is
+/// acknowledged; a loss after that is a new congestion event and reduces.
+#[test]
+fn a_loss_after_the_ecn_window_reduces_again() {
+    let mut s = reduced_by_ece(Recovery::NewReno);
+    let mut now = 210 * NS_PER_MS;
+    // S1..S9 acked without ECE: the window of the reduction is over; the
+    // new data sent on the way (S10.., the first with CWR) is in flight.
+    let mut sent = Vec::new();
+    for k in 2..=10 {
+        s.on_segment(now, &ack(1 + k * MSS, Flags::default()));
+        sent.extend(std::iter::from_fn(|| s.poll_transmit(now)));
+    }
+    assert!(sent[0].flags.contains(Flags::CWR) && sent[0].seq == 1 + 10 * MSS);
+    let flight = s.snd_max() - s.snd_una();
+    // The first of them is lost: three duplicate ACKs.
+    now += 10 * NS_PER_MS;
+    for _ in 0..3 {
+        s.on_segment(now, &ack(1 + 10 * MSS, Flags::default()));
+    }
+    assert_eq!(s.stats().fast_retransmits, 1);
+    assert_eq!(s.ssthresh_bytes(), (flight / 2).max(2 * MSS));
+}
+
+/// RFC 3168 §6.1.2 for a timeout in the window of an ECN reduction: the
+/// window falls to one segment (RFC 5681 §3.1) and the window is
+/// resent, but ssthresh, "decreased within the last round trip time", is
+/// held (Linux's `tcp_enter_loss` in TCP_CA_CWR).
+#[test]
+fn a_timeout_in_the_window_of_an_ecn_reduction_holds_ssthresh() {
+    let mut s = reduced_by_ece(Recovery::NewReno);
+    // S1..S4 acked (ECE still echoed), then nothing: FlightSize 5000, so a
+    // second reduction would give 2500.
+    let now = 210 * NS_PER_MS;
+    for k in 2..=5 {
+        s.on_segment(now, &ack(1 + k * MSS, Flags::ECE));
+        assert!(s.poll_transmit(now).is_none());
+    }
+    let due = s.next_timeout().expect("RTO armed");
+    s.on_timeout(due);
+    assert_eq!(s.stats().timeouts, 1);
+    assert_eq!((s.cwnd_bytes(), s.ssthresh_bytes()), (MSS, 4500));
+    let rx = s.poll_transmit(due).expect("go-back-N from S5");
+    assert_eq!((rx.seq, rx.is_retransmit), (1 + 5 * MSS, true));
+    assert_eq!(s.ecn_codepoint(&rx), Ecn::NotEct);
+}
+
+/// RFC 3168 §6.1.6: "the TCP data sender MUST NOT set either an ECT
+/// codepoint or the CWR bit on window probe packets". The window closes
+/// right after an ECE reduction: the zero-window probe is new data but
+/// Not-ECT and without CWR; CWR and ECT(0) go on the first new segment
+/// sent within the window once it opens.
+#[test]
+fn a_zero_window_probe_is_not_ect_and_leaves_cwr_to_the_next_segment() {
+    let mut s = reduced_by_ece(Recovery::NewReno);
+    let mut now = 210 * NS_PER_MS;
+    // Everything acked, the window closed.
+    let mut closed = ack(1 + 10 * MSS, Flags::ECE);
+    closed.rwnd_bytes = 0;
+    s.on_segment(now, &closed);
+    assert!(s.poll_transmit(now).is_none(), "window closed");
+    // The persist timer fires: one full segment goes regardless.
+    now = s.next_timeout().expect("persist timer");
+    s.on_timeout(now);
+    let probe = s.poll_transmit(now).expect("window probe");
+    assert_eq!((probe.seq, probe.is_retransmit), (1 + 10 * MSS, false));
+    assert_eq!(s.stats().window_probes, 1);
+    assert_eq!(s.ecn_codepoint(&probe), Ecn::NotEct, "§6.1.6: probes are Not-ECT");
+    assert!(!probe.flags.contains(Flags::CWR), "§6.1.6: no CWR on a probe");
+    // The probe is acked and the window opens: the next new segment
+    // carries the CWR still due, ECT(0).
+    now += 100 * NS_PER_MS;
+    s.on_segment(now, &ack(1 + 11 * MSS, Flags::default()));
+    let next = s.poll_transmit(now).expect("new data in the open window");
+    assert_eq!((next.seq, next.is_retransmit), (1 + 11 * MSS, false));
+    assert!(
+        next.flags.contains(Flags::CWR),
+        "§6.1.2: CWR on the next new data"
+    );
+    assert_eq!(s.ecn_codepoint(&next), Ecn::Ect0);
+    // The probe's own codepoint stays Not-ECT when asked again.
+    assert_eq!(s.ecn_codepoint(&probe), Ecn::NotEct);
+}
+
+/// The recovery that a loss in the window of an ECN reduction starts ends
+/// with that window (Linux keeps CWR's `high_seq` as the recovery point):
+/// a hole in the data sent after the reduction is a new congestion event,
+/// with its own fast retransmit and reduction. DupThresh 2 fits the case in
+/// one initial window: S9 and S11 lost, S10..S12 sent after the reduction.
+#[test]
+fn a_loss_recovery_in_the_ecn_window_ends_with_that_window() {
+    let mut c = cfg(true);
+    c.dupthresh = 2;
+    let mut s = reduced_by_ece_with(c);
+    let now = 210 * NS_PER_MS;
+    let mut sent = Vec::new();
+    for k in 2..=9 {
+        s.on_segment(now, &ack(1 + k * MSS, Flags::ECE));
+        sent.extend(std::iter::from_fn(|| s.poll_transmit(now)));
+    }
+    let seqs: Vec<u64> = sent.iter().map(|g| (g.seq - 1) / MSS).collect();
+    assert_eq!(seqs, [10, 11, 12], "new data within cwnd 4500");
+    // S10 and S12 arrive (S10 carried CWR: no more ECE), two duplicate
+    // ACKs of S9: fast retransmit, ssthresh kept.
+    for _ in 0..2 {
+        s.on_segment(now, &ack(1 + 9 * MSS, Flags::default()));
+    }
+    assert_eq!((s.stats().fast_retransmits, s.ssthresh_bytes()), (1, 4500));
+    let rx: Vec<Segment> = std::iter::from_fn(|| s.poll_transmit(now)).collect();
+    assert_eq!((rx[0].seq, rx[0].is_retransmit), (1 + 9 * MSS, true));
+    // The retransmitted S9 arrives: the ACK of S10 covers the reduction's
+    // window, a full ACK for this recovery (not a partial one up to the
+    // data sent later).
+    s.on_segment(now, &ack(1 + 11 * MSS, Flags::default()));
+    assert!(
+        !s.in_recovery(),
+        "the episode ends with the window of the reduction"
+    );
+    // S11's hole: two duplicate ACKs, a new fast retransmit and a new
+    // reduction (FlightSize / 2).
+    let flight = s.snd_max() - s.snd_una();
+    for _ in 0..2 {
+        s.on_segment(now, &ack(1 + 11 * MSS, Flags::default()));
+    }
+    assert_eq!(s.stats().fast_retransmits, 2);
+    assert_eq!(s.ssthresh_bytes(), (flight / 2).max(2 * MSS));
+    let rx = s.poll_transmit(now).expect("fast retransmit of S11");
+    assert_eq!((rx.seq, rx.is_retransmit), (1 + 11 * MSS, true));
 }

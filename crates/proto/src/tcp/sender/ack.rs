@@ -321,15 +321,24 @@ impl TcpSender {
         self.cc.on_recovery_exit(&mut self.ccs, now_ns);
     }
 
-    /// RFC 6582 §3.2 steps 1-2 / RFC 5681 §3.2 steps 2-3.
+    /// RFC 6582 §3.2 steps 1-2 / RFC 5681 §3.2 steps 2-3. Within the window
+    /// of an ECN reduction (`in_ecn_cwr`) the loss is retransmitted and
+    /// recovered from, but ssthresh stays where the ECN-Echo put it and the
+    /// episode ends with that window: RFC 3168 §6.1.2 reduces the window once
+    /// per window of data for drops and CE marks together (Linux
+    /// `tcp_enter_recovery`: no new ssthresh, and CWR's `high_seq` kept,
+    /// while `tcp_in_cwnd_reduction`).
     fn enter_newreno_recovery(&mut self, now_ns: u64) {
-        self.recover = self.snd_max;
-        self.ccs.ssthresh_bytes = self.cc.ssthresh_on_loss(
-            &self.ccs,
-            CongestionEvent::FastRetransmit,
-            self.flight_size(),
-            now_ns,
-        );
+        let in_ecn_cwr = self.in_ecn_cwr();
+        self.recover = self.loss_recovery_point();
+        if !in_ecn_cwr {
+            self.ccs.ssthresh_bytes = self.cc.ssthresh_on_loss(
+                &self.ccs,
+                CongestionEvent::FastRetransmit,
+                self.flight_size(),
+                now_ns,
+            );
+        }
         if !self.cc_sets_cwnd() {
             self.ccs.cwnd_bytes = self
                 .ccs
@@ -346,10 +355,12 @@ impl TcpSender {
         self.stats.fast_retransmits += 1;
     }
 
-    /// RFC 6675 §5 step (4).
+    /// RFC 6675 §5 step (4). ssthresh as in `enter_newreno_recovery`.
     fn enter_sack_recovery(&mut self, now_ns: u64) {
-        // (4.1) RecoveryPoint = HighData.
-        self.recover = self.snd_max;
+        // (4.1) RecoveryPoint = HighData (the ECN reduction's window end
+        // within it, see `loss_recovery_point`).
+        let in_ecn_cwr = self.in_ecn_cwr();
+        self.recover = self.loss_recovery_point();
         // (4.2) ssthresh = cwnd = the controller's reduction of FlightSize;
         // with `ssthresh_from_pipe`, of the pipe with HighACK + 1 counted
         // lost (ns-3's EnterRecovery marks the head lost, then reads
@@ -363,9 +374,11 @@ impl TcpSender {
         } else {
             self.flight_size()
         };
-        self.ccs.ssthresh_bytes =
-            self.cc
-                .ssthresh_on_loss(&self.ccs, CongestionEvent::FastRetransmit, flight, now_ns);
+        if !in_ecn_cwr {
+            self.ccs.ssthresh_bytes =
+                self.cc
+                    .ssthresh_on_loss(&self.ccs, CongestionEvent::FastRetransmit, flight, now_ns);
+        }
         if !self.cc_sets_cwnd() {
             self.ccs.cwnd_bytes = self.ccs.ssthresh_bytes.max(self.mss);
         }

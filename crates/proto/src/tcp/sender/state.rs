@@ -20,7 +20,8 @@ pub(super) enum Handshake {
 
 /// Where the sender is in loss detection and recovery. The names are
 /// Linux's `icsk_ca_state` (TCP_CA_Open, _Disorder, _Recovery, _Loss; CWR
-/// is not modelled: ECN is not). RFC 6582 `recover` / RFC 6675
+/// is not a state here: an ECN reduction's window is `TcpSender::in_ecn_cwr`,
+/// which overlaps Open and Disorder). RFC 6582 `recover` / RFC 6675
 /// RecoveryPoint outlives an episode (it gates the next fast retransmit),
 /// so it is a field of the sender, not of this state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -48,10 +48,16 @@ impl TcpSender {
         // overshoots again and the flow cycles through loss and timeout.
         // With `ssthresh_from_pipe` (ns-3's ReTxTimeout) it is recomputed
         // there, from the pipe, which in recovery is about cwnd.
+        // Held as well within the window of an ECN reduction (RFC 3168
+        // §6.1.2: "should not decrease the slow-start threshold, ssthresh, if
+        // it has been decreased within the last round trip time"; Linux's
+        // tcp_enter_loss in TCP_CA_CWR before high_seq is acked).
         let hold_ssthresh = match self.ca {
             CongestionState::Recovery(_) => !self.cfg.ssthresh_from_pipe,
             CongestionState::Loss { una_at_rto } => una_at_rto == self.snd_una,
-            CongestionState::Open | CongestionState::Disorder { .. } => false,
+            CongestionState::Open | CongestionState::Disorder { .. } => {
+                self.in_ecn_cwr() && !self.cfg.ssthresh_from_pipe
+            }
         };
         if let Some(rate) = self.rate.as_deref_mut() {
             rate.mark_all_lost();

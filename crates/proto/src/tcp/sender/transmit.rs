@@ -476,9 +476,9 @@ impl TcpSender {
     }
 
     fn commit_new(&mut self, len: u32, probe: bool, now_ns: u64, seg: &mut Segment) {
-        self.ecn_mark_cwr(seg);
         seg.seq = self.snd_max;
         seg.payload_bytes = len;
+        self.ecn_mark_new_data(seg, probe);
         self.sb.push(self.snd_max, len);
         self.snd_max += len as u64;
         self.snd_nxt = self.snd_max;
