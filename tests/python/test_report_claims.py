@@ -667,6 +667,7 @@ def _countermeasures_real_rows(world: str) -> list[dict[str, Any]]:
                     "load_start_1m": 2.0,
                     "load_max_1m": 3.5,
                     "wall_s": 27.0,
+                    **({"ecn_negotiated": True, "delivered_ce": 25.0} if s.ecn else {}),
                 }
             )
     return rows

@@ -186,6 +186,17 @@ def _bottleneck(results: Any, link: str, measure_from_ns: int) -> dict[str, floa
     }
 
 
+def _kernel_ecn(own: pd.DataFrame) -> dict[str, Any]:
+    """What a real flow's kernel did with ECN (``run --emulate`` records it): negotiated, and the
+    segments acknowledged with ECE (tcpi_delivered_ce). Nothing for a simulated flow."""
+    out: dict[str, Any] = {}
+    if "ecn" in own:
+        out["ecn_negotiated"] = bool(own["ecn"].astype("boolean").fillna(False).all())
+    if "delivered_ce" in own:
+        out["delivered_ce"] = float(own["delivered_ce"].astype("Float64").fillna(0).sum())
+    return out
+
+
 def measure(results: Any, case: RealCase) -> dict[str, Any]:
     """A run's numbers: the scheme's goodput and sampled srtt percentiles, the bottleneck's counters."""
     from latlab import latency
@@ -200,6 +211,7 @@ def measure(results: Any, case: RealCase) -> dict[str, Any]:
     p = latency.percentiles_ms(hist)
     retrans = own["retransmitted_segments"].astype("Float64").fillna(0).sum()
     return {
+        **_kernel_ecn(own),
         "goodput_mbps": float(own["goodput_bps"].astype(float).sum()) / 1e6,
         **{f"rtt_p{q}_ms": p[q] for q in latency.PERCENTILES},
         "rtt_samples": int(hist["count"].sum()) if len(hist) else 0,

@@ -227,6 +227,17 @@ def aqm_sentence(ps: Sequence[dict[str, Any]], cc: str) -> str:
     return f"{cc}'s p95 RTT through each AQM against DropTail's: " + "; ".join(parts) + "."
 
 
+def _kernel_words(r: dict[str, Any]) -> str:
+    """What the real sender's kernel recorded of ECN, when the run has it."""
+    if "ecn_negotiated" not in r:
+        return ""
+    said = "negotiated" if r["ecn_negotiated"] else "did not negotiate"
+    return (
+        f"; the kernel {said} ECN and counted {num(r.get('delivered_ce'), '{:.0f}')} segments "
+        "acknowledged with ECE"
+    )
+
+
 def ecn_sentence(ps: Sequence[dict[str, Any]]) -> str:
     """Each real ECN case beside the same queue dropping: marks, drops, goodput, p95."""
     by = {(p["cc"], p["queue"], p["ecn"]): p for p in ps}
@@ -246,6 +257,7 @@ def ecn_sentence(ps: Sequence[dict[str, Any]]) -> str:
             f"bottleneck (without ECN {num(r0['drops'], '{:.0f}')} drops), "
             f"{num(r['goodput_mbps'], '{:.2f}')} Mbit/s against {num(r0['goodput_mbps'], '{:.2f}')}, "
             f"p95 {num(r['rtt_p95_ms'], '{:.0f}')} ms against {num(r0['rtt_p95_ms'], '{:.0f}')}"
+            + _kernel_words(r)
         )
     out = ""
     if parts:
