@@ -6,8 +6,9 @@
 //! computes shortest paths over it; [`links`] builds the plan's link
 //! services and shared media (crates/link) for a driver; [`flows`] expands
 //! the flow groups into numbered flows with their start times and UDP
-//! sources ([`traffic`], [`fgn`]); [`choice`] holds the keys with a fixed
-//! set of values; [`rng`] derives each component's random
+//! sources ([`traffic`], [`fgn`]); [`tcp`] turns a `tcp` table into the
+//! proto crate's checked TCP configuration; [`choice`] holds the keys with
+//! a fixed set of values; [`rng`] derives each component's random
 //! stream from the scenario seed. No engine and no I/O: the simulator
 //! (`latlab-sim`) and the emulator (`latlab-net`) both build from this.
 
@@ -20,6 +21,7 @@ mod queues;
 pub mod rng;
 pub mod routing;
 pub mod scenario;
+pub mod tcp;
 pub mod timing;
 pub mod topology;
 pub mod traffic;

@@ -36,6 +36,15 @@ are empty for a source whose datagrams can be shorter than the stamp.
 ``run_info["client_device_drops"]`` counts packets of any flow that the
 client namespace's TUN device dropped before the emulator read them (it fell
 behind); they are in no link's drops, and a non-zero count adds a note.
+
+ECN: ``tcp.ecn = true`` (for every TCP group alike: Linux's switch is per
+namespace) has the flow engine set ``net.ipv4.tcp_ecn = 1`` in both
+namespaces, else 0; ``run_info["tcp_ecn"]`` is the value it set. TCP rows
+say what the kernel did: ``ecn`` (the connection negotiated ECN),
+``ecn_seen`` (the sink received ECT or CE data) and ``delivered_ce`` (the
+sender's tcpi_delivered_ce: segments acknowledged with ECE), which
+``flow_samples`` has per sample too; the queue's marks are the ``links``
+table's ``marks_pkts``.
 """
 
 from __future__ import annotations
@@ -304,8 +313,10 @@ def run_emulated(
     for col in ("fast_recoveries",):  # the kernel does not count these per socket
         flows[col] = pd.NA
     flows = flows[[*schema.FLOWS, *[c for c in flows.columns if c not in schema.FLOWS]]]
-    for col in schema.NULLABLE_INT_COLUMNS & set(flows.columns):
+    for col in (schema.NULLABLE_INT_COLUMNS | {"delivered_ce"}) & set(flows.columns):
         flows[col] = flows[col].astype("Int64")
+    for col in {"ecn", "ecn_seen"} & set(flows.columns):  # empty for UDP flows
+        flows[col] = flows[col].astype("boolean")
     flow_samples = _read_csv(work / "flow_samples.csv", schema.FLOW_SAMPLES)
     if "ssthresh_bytes" in flow_samples:
         flow_samples["ssthresh_bytes"] = flow_samples["ssthresh_bytes"].astype("Int64")
@@ -340,6 +351,7 @@ def run_emulated(
         "emulated_path": f"{the_plan['client_node']} -> {the_plan['server_node']}",
         "emulation_notes": _notes(the_plan, summary),
         "client_device_drops": summary.get("client_device_drops"),
+        "tcp_ecn": summary.get("tcp_ecn"),
         "emulator_timing_p99_us": _emulator_timing_p99_us(work),
         "stopped_early": summary.get("stopped_early", False),
         "wall_s": wall_s,

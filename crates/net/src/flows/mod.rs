@@ -17,9 +17,18 @@
 //! listeners inside the server namespace.
 //!
 //! Output (`--out DIR`): `flows.csv` (the simulator's `flows` columns plus
-//! `handshake_ns`, `min_rtt_ns`, `linux_cc`), `flow_samples.csv` (the
-//! `flow_samples` columns) and `flows_summary.json` (the start of the run on
-//! the wall clock, to align with the emulator's `link_samples`).
+//! `handshake_ns`, `min_rtt_ns`, `linux_cc` and the ECN columns below),
+//! `flow_samples.csv` (the `flow_samples` columns plus `delivered_ce`) and
+//! `flows_summary.json` (the start of the run on the wall clock, to align
+//! with the emulator's `link_samples`, and the `tcp_ecn` value set).
+//!
+//! ECN: the scenario's `tcp.ecn` sets `net.ipv4.tcp_ecn` in both namespaces
+//! for the run ([`ecn`]). What the kernel did is read back from TCP_INFO:
+//! `ecn` (the sender's connection negotiated ECN, TCPI_OPT_ECN), `ecn_seen`
+//! (the sink received ECT or CE data, TCPI_OPT_ECN_SEEN) and `delivered_ce`
+//! (tcpi_delivered_ce: segments the sender saw acknowledged by ACKs
+//! carrying ECE, i.e. the echo of the path's CE marks; cumulative, also in
+//! every sample).
 //!
 //! UDP flows (`kind = "udp"`) send on the simulator's own source schedule
 //! and are measured at the sink: packets, bytes, one-way delay and losses
@@ -32,9 +41,11 @@
 //! shorter than the 16-byte stamp.
 //!
 //! Modules: [`plan`] (scenario → flows, what fits), [`tcp_info`]
-//! (TCP_INFO), [`udp`] (UDP sources and sinks), [`args`] (command line).
+//! (TCP_INFO), [`ecn`] (the namespaces' ECN switch), [`udp`] (UDP sources
+//! and sinks), [`args`] (command line).
 
 pub mod args;
+pub mod ecn;
 pub mod plan;
 pub mod tcp_info;
 pub mod udp;
@@ -132,6 +143,12 @@ pub struct FlowRow {
     pub lost_pkts: Option<u64>,
     /// UDP: datagrams the sink's socket dropped (a full receive buffer).
     pub sink_drops: Option<u64>,
+    /// TCP: the connection negotiated ECN (the sender's TCPI_OPT_ECN).
+    pub ecn: Option<bool>,
+    /// TCP: the sink received ECT or CE data (its TCPI_OPT_ECN_SEEN).
+    pub ecn_seen: Option<bool>,
+    /// TCP: segments acknowledged by ACKs with ECE (tcpi_delivered_ce).
+    pub delivered_ce: Option<u64>,
 }
 
 /// A `flow_samples.csv` row: the simulator's columns.
@@ -147,6 +164,8 @@ pub struct FlowSampleRow {
     pub bytes_acked: u64,
     pub bytes_delivered: u64,
     pub retransmitted_segments: u64,
+    /// tcpi_delivered_ce so far: the sender's count of ECE-acknowledged segments.
+    pub delivered_ce: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -163,6 +182,8 @@ struct RunSummary<'a> {
     /// the emulator read them (the TUN ring overflowed: see [`udp`]); any
     /// flow's, not counted in any link's drops.
     client_device_drops: u64,
+    /// `net.ipv4.tcp_ecn` in both namespaces during the run (1: ECN, 0: none).
+    tcp_ecn: u8,
     kernel: String,
     client_ns: &'a str,
     server_ns: &'a str,
@@ -554,6 +575,8 @@ struct Measured {
     end_ns: u64,
     /// The senders' last TCP_INFO (None for UDP or a sender not connected).
     infos: Vec<Option<TcpInfo>>,
+    /// The sinks' last TCP_INFO (None for UDP or a flow not accepted).
+    sink_infos: Vec<Option<TcpInfo>>,
     stopped_early: bool,
 }
 
@@ -563,6 +586,8 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
     let (client_ns_name, server_ns_name) = check_options(opts, &plan)?;
     let client_ns = open_ns(client_ns_name)?;
     let server_ns = open_ns(server_ns_name)?;
+    // Before any socket: a SYN reads its namespace's setting when it is sent or received.
+    let ecn_switch = ecn::NamespaceEcn::set(&[&client_ns, &server_ns], plan.tcp_ecn)?;
     std::fs::create_dir_all(&opts.out).map_err(|e| format!("--out {}: {e}", opts.out.display()))?;
     let listeners = open_listeners(opts, &plan, &server_ns, server_ns_name)?;
     let shared: Vec<Shared> = plan.flows.iter().map(|_| Shared::new()).collect();
@@ -599,6 +624,7 @@ pub fn run(opts: &FlowsOptions) -> Result<bool, String> {
         measure_from_ns: plan.measure_from_ns,
         stopped_early: measured.stopped_early,
         client_device_drops,
+        tcp_ecn: ecn_switch.value,
         kernel: kernel_release(),
         client_ns: client_ns_name,
         server_ns: server_ns_name,
@@ -731,19 +757,16 @@ fn keep_clock(run: &Run, samples: &mut Recorder) -> Result<Measured, String> {
         }
     }
     let end = snapshot(run.shared, &plan.flows, t0);
-    let infos: Vec<Option<TcpInfo>> = run
-        .shared
-        .iter()
-        .map(|s| {
-            let fd = s.fd.load(Ordering::SeqCst);
-            (fd >= 0).then(|| TcpInfo::of(fd).ok()).flatten()
-        })
-        .collect();
+    let info_of = |fd: &AtomicI32| {
+        let fd = fd.load(Ordering::SeqCst);
+        (fd >= 0).then(|| TcpInfo::of(fd).ok()).flatten()
+    };
     Ok(Measured {
         window_start: window_start.unwrap_or_else(|| end.clone()),
         end,
         end_ns,
-        infos,
+        infos: run.shared.iter().map(|s| info_of(&s.fd)).collect(),
+        sink_infos: run.shared.iter().map(|s| info_of(&s.sink_fd)).collect(),
         stopped_early,
     })
 }
@@ -768,6 +791,7 @@ fn sample_flows(run: &Run, samples: &mut Recorder, time_ns: u64) -> Result<(), S
                 bytes_acked: payload_acked(&i, flow.size_bytes),
                 bytes_delivered: delivered_now(sh, flow.size_bytes),
                 retransmitted_segments: u64::from(i.total_retrans),
+                delivered_ce: u64::from(i.delivered_ce),
             })
             .map_err(|e| e.to_string())?;
     }
@@ -822,9 +846,24 @@ fn write_flow_rows(opts: &FlowsOptions, run: &Run, m: &Measured) -> Result<(), S
     let mut rows = Recorder::create(Some(&opts.out.join("flows.csv"))).map_err(|e| e.to_string())?;
     for (i, flow) in run.plan.flows.iter().enumerate() {
         let row = flow_row(flow, &run.shared[i], m.infos[i], &m.window_start[i], &m.end[i]);
+        let row = with_ecn(row, m.infos[i], m.sink_infos[i]);
         rows.row(&row).map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+/// A TCP row's ECN columns from the two ends' TCP_INFO (empty for UDP, and
+/// for an end that never connected).
+fn with_ecn(row: FlowRow, sender: Option<TcpInfo>, sink: Option<TcpInfo>) -> FlowRow {
+    if row.kind != "tcp" {
+        return row;
+    }
+    FlowRow {
+        ecn: sender.map(|i| i.ecn_negotiated()),
+        ecn_seen: sink.map(|i| i.ecn_seen()),
+        delivered_ce: sender.map(|i| u64::from(i.delivered_ce)),
+        ..row
+    }
 }
 
 /// A flow's row: its counters over the window from `start` to `end`.
@@ -885,6 +924,9 @@ fn flow_row(
         local_drops: udp.map(|u| u.local_drops.load(Ordering::SeqCst)),
         lost_pkts: stamped.map(UdpCounters::lost_pkts),
         sink_drops: udp.map(|u| u.sink_drops.load(Ordering::SeqCst)),
+        ecn: None,
+        ecn_seen: None,
+        delivered_ce: None,
     }
 }
 

@@ -15,6 +15,17 @@
 //! the core (then the N access links of each side are emulated as one; see
 //! [`FlowPlan::notes`]). Everything else is refused with one message
 //! naming every key that cannot be emulated.
+//!
+//! The `tcp` tables are checked first by the scenario crate's own rule
+//! (`latlab_scenario::tcp`, the simulator's), so a value the simulator
+//! refuses is refused here with the same message, before a kernel socket
+//! sees it.
+//!
+//! ECN (`tcp.ecn`): Linux negotiates it per network namespace
+//! (`net.ipv4.tcp_ecn`), not per socket, and every sender shares the client
+//! namespace and every sink the server namespace; so the TCP groups must
+//! agree, and the plan's [`FlowPlan::tcp_ecn`] is what the flow engine sets
+//! in both ([`super::ecn`]).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -25,6 +36,7 @@ use latlab_scenario::flows::{self, FlowEnds};
 use latlab_scenario::scenario::{
     FlowGroup, FlowKind, Range, Scenario, TcpPreset, TcpSpec, Topology, UdpPatternKind,
 };
+use latlab_scenario::tcp::{rwnd_spec, tcp_config};
 use latlab_scenario::timing::Timing;
 use latlab_scenario::traffic::UdpSource;
 use latlab_scenario::{links, topology};
@@ -66,6 +78,8 @@ pub struct FlowSpec {
     pub size_bytes: Option<u64>,
     /// TCP_MAXSEG when the scenario sets `mss_bytes`.
     pub mss_bytes: Option<u32>,
+    /// The scenario turns ECN on for this TCP flow (`tcp.ecn`); false for UDP.
+    pub ecn: bool,
     /// The simulator samples this flow's time series.
     pub sampled: bool,
     /// The source of a UDP flow; None for TCP.
@@ -90,6 +104,10 @@ pub struct FlowPlan {
     pub client_node: String,
     pub server_node: String,
     pub flows: Vec<FlowSpec>,
+    /// ECN on for the TCP flows: `net.ipv4.tcp_ecn` = 1 in both namespaces
+    /// (the ends request and accept it), else 0 (neither end uses it), so
+    /// that the kernel's flows do what the simulated ones do.
+    pub tcp_ecn: bool,
     /// How the emulation departs from the scenario where it is allowed to
     /// (e.g. a dumbbell's access links merged), for run_info.
     pub notes: Vec<String>,
@@ -104,6 +122,11 @@ pub const UDP_HEADER_BYTES: u32 = 28;
 
 /// The longest UDP payload that crosses the path unfragmented.
 pub const MAX_UDP_PAYLOAD_BYTES: u32 = PATH_MTU_BYTES - UDP_HEADER_BYTES;
+
+/// What TCP_MAXSEG accepts (net/ipv4/tcp.c: TCP_MIN_MSS to MAX_TCP_WINDOW);
+/// a value inside the simulator's wider range but outside this one would
+/// fail at setsockopt.
+pub const KERNEL_MSS_BYTES: std::ops::RangeInclusive<u32> = 88..=32_767;
 
 /// The kernel's congestion controllers (all namespaces share the list).
 pub fn available_ccs() -> BTreeSet<String> {
@@ -144,10 +167,14 @@ fn unsupported_tcp_keys(t: &TcpSpec, prefix: &str, out: &mut Vec<String>) {
             "Linux has no per-socket switch for delayed ACKs",
         );
     }
-    if t.ecn == Some(true) {
+    if let Some(mss) = t.mss_bytes.filter(|m| !KERNEL_MSS_BYTES.contains(m)) {
         bad(
-            "ecn = true",
-            "Linux turns ECN on per network namespace (net.ipv4.tcp_ecn), not per socket; the flow engine does not set it yet",
+            &format!("mss_bytes = {mss}"),
+            &format!(
+                "the kernel's TCP_MAXSEG takes {} to {} bytes",
+                KERNEL_MSS_BYTES.start(),
+                KERNEL_MSS_BYTES.end()
+            ),
         );
     }
     let fixed: [(&str, bool); 17] = [
@@ -203,11 +230,12 @@ pub fn from_text(text: &str, source: &str, available: &BTreeSet<String>) -> Resu
     if sc.flows.is_empty() {
         return Err(format!("{source}: flows: the scenario has no flows to run"));
     }
+    let cx = Ctx { source };
+    check_tcp_tables(&cx, &sc)?;
     let unsupported = unsupported_keys(&sc, available);
     if !unsupported.is_empty() {
         return Err(format!("{source}: cannot emulate: {}", unsupported.join("; ")));
     }
-    let cx = Ctx { source };
     let timing = Timing::of(&cx, &sc).map_err(|e| e.to_string())?;
     let net = topology::expand(&sc.topology, sc.seed, source).map_err(|e| e.to_string())?;
     // The links are built by the emulator; built here too, so that a bad
@@ -218,6 +246,7 @@ pub fn from_text(text: &str, source: &str, available: &BTreeSet<String>) -> Resu
         .into_iter()
         .map(|f| flow_spec(&sc, &net.nodes, f))
         .collect();
+    let tcp_ecn = ecn_setting(&sc, source, &flows)?;
     let mut notes = kernel_notes(&sc, &flows);
     let first = &flows[0];
     let pairs: BTreeSet<(&str, &str)> = flows.iter().map(|f| (f.src.as_str(), f.dst.as_str())).collect();
@@ -239,9 +268,44 @@ pub fn from_text(text: &str, source: &str, available: &BTreeSet<String>) -> Resu
         sample_interval_ns: timing.sample_interval_ns,
         client_node: first.src.clone(),
         server_node: first.dst.clone(),
+        tcp_ecn,
         notes,
         flows,
     })
+}
+
+/// Every group's `tcp` table (the scenario's, overlaid by the group's) by
+/// the simulator's rule, in its order: ranges and combinations the
+/// simulator refuses are refused here with the same key path and message.
+fn check_tcp_tables(cx: &Ctx, sc: &Scenario) -> Result<(), String> {
+    for g in 0..sc.flows.len() {
+        let spec = sc.tcp.overlay(&sc.flows[g].tcp);
+        let path = format!("flows[{g}].tcp");
+        tcp_config(cx, &spec, &path).map_err(|e| e.to_string())?;
+        rwnd_spec(cx, &spec, &path).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Whether the TCP flows use ECN. The kernel's switch is per namespace and
+/// all senders share one, all sinks the other, so TCP groups that disagree
+/// cannot be emulated together: the error names a group of each side.
+fn ecn_setting(sc: &Scenario, source: &str, flows: &[FlowSpec]) -> Result<bool, String> {
+    let group_of = |on: bool| {
+        sc.flows
+            .iter()
+            .enumerate()
+            .find(|(_, grp)| grp.kind == FlowKind::Tcp && sc.tcp.overlay(&grp.tcp).ecn.unwrap_or(false) == on)
+    };
+    match (group_of(true), group_of(false)) {
+        (Some((on, on_grp)), Some((off, off_grp))) => Err(format!(
+            "{source}: cannot emulate: flows[{on}] ({:?}) has tcp.ecn = true but flows[{off}] ({:?}) has ECN off; \
+             Linux turns ECN on per network namespace (net.ipv4.tcp_ecn), and every emulated sender shares \
+             the client namespace (every sink the server namespace), so all TCP groups need the same tcp.ecn",
+            on_grp.name, off_grp.name
+        )),
+        _ => Ok(flows.iter().any(|f| f.ecn)),
+    }
 }
 
 /// Every key of `sc` an emulated run cannot follow, as `path (why)`.
@@ -335,6 +399,7 @@ fn flow_spec(sc: &Scenario, nodes: &[String], f: FlowEnds) -> FlowSpec {
         start_ns: f.start_ns,
         size_bytes: grp.size_bytes,
         mss_bytes: tcp.mss_bytes,
+        ecn: udp.is_none() && tcp.ecn.unwrap_or(false),
         sampled: f.sampled,
         udp,
     }
@@ -477,9 +542,11 @@ mod tests {
 
     #[test]
     fn unsupported_features_are_named_in_one_error() {
+        // A table the simulator accepts (window_from_pipe needs a SACK
+        // recovery): its own rule is checked first.
         let text = PATH.replace(
             "cc = \"cubic\"",
-            "cc = \"vegas\"\nkind = \"tcp\"\ntcp = { pacing = true, window_from_pipe = true }",
+            "cc = \"vegas\"\nkind = \"tcp\"\ntcp = { pacing = true, window_from_pipe = true, recovery = \"sack\", sack = true }",
         ) + "\n[[flows]]\nsrc = \"a\"\ndst = \"b\"\nkind = \"tfrc\"\n";
         let e = from_text(&text, "p.toml", &ccs()).unwrap_err();
         for key in [
@@ -515,6 +582,61 @@ mod tests {
         ] {
             assert!(e.contains(key), "{key}: {e}");
         }
+    }
+
+    /// The simulator's rule for a `tcp` table, its key path and message;
+    /// then the kernel's narrower range for TCP_MAXSEG.
+    #[test]
+    fn a_bad_tcp_table_is_refused_by_the_simulators_rule() {
+        let with_tcp = |table: &str| format!("{PATH}\n[tcp]\n{table}\n");
+        let e = from_text(&with_tcp("mss_bytes = 0"), "p.toml", &ccs()).unwrap_err();
+        assert!(
+            e.contains("p.toml: flows[0].tcp: mss_bytes must be between 1 and 1048576, got 0"),
+            "{e}"
+        );
+        let e = from_text(&with_tcp("recovery = \"sack\"\nsack = false"), "p.toml", &ccs()).unwrap_err();
+        assert!(e.contains("flows[0].tcp"), "{e}");
+        let group = PATH.replace(
+            "cc = \"cubic\"",
+            "cc = \"cubic\"\ntcp = { initial_window_segments = 0 }",
+        );
+        let e = from_text(&group, "p.toml", &ccs()).unwrap_err();
+        assert!(
+            e.contains("flows[1].tcp: initial_window_segments must be between 1"),
+            "{e}"
+        );
+        let e = from_text(&with_tcp("mss_bytes = 40000"), "p.toml", &ccs()).unwrap_err();
+        assert!(
+            e.contains("tcp.mss_bytes = 40000 (the kernel's TCP_MAXSEG takes 88 to 32767 bytes)"),
+            "{e}"
+        );
+        let ok = from_text(&with_tcp("mss_bytes = 1200"), "p.toml", &ccs()).unwrap();
+        assert!(ok.flows.iter().all(|f| f.mss_bytes == Some(1200)));
+    }
+
+    #[test]
+    fn ecn_is_planned_for_both_namespaces_when_every_tcp_group_agrees() {
+        let off = from_text(PATH, "p.toml", &ccs()).unwrap();
+        assert!(!off.tcp_ecn && off.flows.iter().all(|f| !f.ecn));
+        let on = from_text(&format!("{PATH}\n[tcp]\necn = true\n"), "p.toml", &ccs()).unwrap();
+        assert!(on.tcp_ecn && on.flows.iter().all(|f| f.ecn));
+        // Per group: both groups on is the same plan.
+        let per_group = PATH.replace("cc = \"newreno\"", "cc = \"newreno\"\ntcp = { ecn = true }");
+        let both = per_group.replace("cc = \"cubic\"", "cc = \"cubic\"\ntcp = { ecn = true }");
+        assert!(from_text(&both, "p.toml", &ccs()).unwrap().tcp_ecn);
+        // A UDP group has no say.
+        let udp = format!(
+            "{PATH}\n[[flows]]\nsrc = \"a\"\ndst = \"b\"\nkind = \"udp\"\n\
+             udp = {{ pattern = \"cbr\", rate_bps = 1e6, size_bytes = 1000 }}\n[tcp]\necn = true\n"
+        );
+        let p = from_text(&udp, "p.toml", &ccs()).unwrap();
+        assert!(p.tcp_ecn && !p.flows[4].ecn);
+        let e = from_text(&per_group, "p.toml", &ccs()).unwrap_err();
+        assert!(
+            e.contains("flows[0] (\"bulk\") has tcp.ecn = true but flows[1] (\"short\") has ECN off"),
+            "{e}"
+        );
+        assert!(e.contains("net.ipv4.tcp_ecn"), "{e}");
     }
 
     #[test]

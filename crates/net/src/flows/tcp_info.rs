@@ -82,6 +82,11 @@ pub struct TcpInfo {
 /// TCP_INFINITE_SSTHRESH (include/net/tcp.h).
 pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 
+/// `tcpi_options` bits (include/uapi/linux/tcp.h): the connection
+/// negotiated ECN, and it has received ECT or CE packets.
+pub const TCPI_OPT_ECN: u8 = 8;
+pub const TCPI_OPT_ECN_SEEN: u8 = 16;
+
 impl TcpInfo {
     /// The socket's counters now.
     pub fn of(fd: RawFd) -> io::Result<TcpInfo> {
@@ -114,6 +119,16 @@ impl TcpInfo {
             .then(|| u64::from(self.snd_ssthresh) * u64::from(self.snd_mss))
     }
 
+    /// The SYN exchange agreed on ECN (RFC 3168 §6.1.1).
+    pub fn ecn_negotiated(&self) -> bool {
+        self.options & TCPI_OPT_ECN != 0
+    }
+
+    /// This end has received a packet marked ECT or CE.
+    pub fn ecn_seen(&self) -> bool {
+        self.options & TCPI_OPT_ECN_SEEN != 0
+    }
+
     pub fn srtt_ns(&self) -> u64 {
         u64::from(self.rtt_us) * 1000
     }
@@ -141,6 +156,9 @@ mod tests {
         assert_eq!(&i.bytes_acked as *const u64 as usize - base, 120);
         assert_eq!(&i.bytes_sent as *const u64 as usize - base, 200);
         assert_eq!(&i.snd_wnd as *const u32 as usize - base, 228);
+        // tcpi_options at 5, tcpi_delivered_ce at 196.
+        assert_eq!(&i.options as *const u8 as usize - base, 5);
+        assert_eq!(&i.delivered_ce as *const u32 as usize - base, 196);
     }
 
     #[test]

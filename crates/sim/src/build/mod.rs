@@ -9,14 +9,12 @@ use crate::pcap::PcapWriter;
 use crate::rng::{stream, stream_seed, Stream};
 use crate::routing::{RouteTable, Router};
 use crate::scenario::FlowGroup;
-use crate::scenario::{Scenario, ScenarioError, TcpSpec};
+use crate::scenario::{Scenario, ScenarioError};
 use crate::sim::Simulation;
 use crate::topology::{self, LinkPlan};
 use crate::traffic::{FileSize, UserDraws};
 use latlab_proto::cc::{CcSpec, CcSpecError};
-use latlab_proto::tcp::{
-    DelayedAck, Pacing, Recovery, RwndSpec, RwndSpecError, TcpConfig, TcpReceiver, TcpSender,
-};
+use latlab_proto::tcp::{RwndSpec, TcpConfig, TcpReceiver, TcpSender};
 use latlab_proto::tfrc::{DflowParams, TfrcConfig, TfrcMode, TfrcReceiver, TfrcSender};
 use latlab_scenario::ctx::Ctx;
 use latlab_scenario::flows;
@@ -465,7 +463,6 @@ pub fn validate(sc: &Scenario, source: &str) -> Result<(), ScenarioError> {
 
 mod groups;
 pub mod mptcp;
-mod tcp;
 
 use groups::{group_kind, GroupKind};
-use tcp::{rwnd_spec, tcp_config};
+use latlab_scenario::tcp::{rwnd_spec, tcp_config};

@@ -1,11 +1,16 @@
-//! TCP settings: a preset, then the keys a scenario sets; the receiver's
-//! window controller.
+//! A `tcp` table checked once, for every driver: the preset, then the keys
+//! a scenario sets, as the proto crate's [`TcpConfig`] (whose `validate`
+//! holds the ranges), and the receiver's window controller. The simulator
+//! builds its senders from these; the real-flow planner (latlab-net)
+//! calls the same two functions so that a bad key is refused the same way
+//! before a kernel socket sees it.
 
-use super::*;
-use crate::scenario::{LossRecovery, RwndController, TcpPreset};
+use crate::ctx::Ctx;
+use crate::scenario::{LossRecovery, RwndController, ScenarioError, TcpPreset, TcpSpec};
+use latlab_proto::tcp::{DelayedAck, Pacing, Recovery, RwndSpec, RwndSpecError, TcpConfig};
 
 /// TCP configuration: preset, then the fields the scenario sets.
-pub(super) fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig, ScenarioError> {
+pub fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig, ScenarioError> {
     let mut c = match s.preset.unwrap_or(TcpPreset::Ns2) {
         TcpPreset::Ns2 => TcpConfig::ns2(),
         TcpPreset::Linux => TcpConfig::linux(),
@@ -118,7 +123,7 @@ pub(super) fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig,
 
 /// The receiver-window controller a TCP table chooses (`rwnd_controller`,
 /// `rwnd_params`), checked once; "fixed" (the `rwnd_bytes` window) when unset.
-pub(super) fn rwnd_spec(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<RwndSpec, ScenarioError> {
+pub fn rwnd_spec(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<RwndSpec, ScenarioError> {
     let name = s.rwnd_controller.unwrap_or(RwndController::Fixed).name();
     let params: Vec<(String, f64)> = s
         .rwnd_params
