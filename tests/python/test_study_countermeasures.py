@@ -317,3 +317,23 @@ def test_one_real_case_beside_its_simulated_twin(core, tmp_path):
         (r["mode"], r["goodput_mbps"]) for r in rows
     ]
     assert (tmp_path / real.REAL_JSONL).read_text() == before
+
+
+def test_ece_counted_by_the_kernel_without_a_counted_mark_is_flagged():
+    from latlab.studies.countermeasures import real_report as R
+
+    def rows(marks: float) -> list[dict]:
+        out = []
+        for scheme, ecn in (("cubic+codel", False), ("cubic+codel+ecn", True)):
+            for r in _pair(10.0, 10.0, 80.0, 80.0, drops=5.0, marks=marks if ecn else 0.0):
+                extra = (
+                    {"ecn_negotiated": True, "delivered_ce": 40.0}
+                    if ecn and r["mode"] == "real"
+                    else {}
+                )
+                out.append({**r, "scheme": scheme, "queue": "codel", "ecn": ecn, **extra})
+        return out
+
+    assert "**unexplained**" in R.ecn_sentence(R.pairs(rows(0.0)))
+    counted = R.ecn_sentence(R.pairs(rows(30.0)))
+    assert "30 CE marks" in counted and "unexplained" not in counted

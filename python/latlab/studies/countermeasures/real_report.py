@@ -232,10 +232,16 @@ def _kernel_words(r: dict[str, Any]) -> str:
     if "ecn_negotiated" not in r:
         return ""
     said = "negotiated" if r["ecn_negotiated"] else "did not negotiate"
-    return (
+    out = (
         f"; the kernel {said} ECN and counted {num(r.get('delivered_ce'), '{:.0f}')} segments "
         "acknowledged with ECE"
     )
+    if _finite(r.get("delivered_ce")) and r["delivered_ce"] > 0 and r.get("marks") == 0:
+        out += (
+            f" while the bottleneck's links row counts no CE mark: {UNEXPLAINED} (the marks are "
+            "set somewhere the links table does not count)"
+        )
+    return out
 
 
 def ecn_sentence(ps: Sequence[dict[str, Any]]) -> str:
