@@ -181,3 +181,159 @@ def test_a_second_run_reuses_every_finished_run(core, small_study, monkeypatch):
     assert before
     countermeasures.reproduce(out, jobs=1)
     assert stamps() == before
+
+
+# ----- the real part (real Linux TCP over the emulated paths) ------------------------------------------------
+
+
+def test_the_real_part_runs_every_linux_controller_through_every_queue():
+    from latlab.studies.countermeasures import real
+
+    names = [s.name for s in real.schemes(real.FULL)]
+    for cc in ("cubic", "bbr", "reno"):
+        for q in ("droptail", "codel", "fq_codel", "pie"):
+            assert f"{cc}+{q}" in names
+    assert {n for n in names if n.endswith("+ecn")} == {
+        "cubic+codel+ecn",
+        "cubic+fq_codel+ecn",
+        "cubic+pie+ecn",
+    }
+    todo = real.cases(cases.specs(), real.FULL, (), ("*+ecn",))
+    assert {c.path for c in todo} == {"lte", "wifi", "dumbbell"}
+    assert len(todo) == 3 * 12 and all(c.spec.flows == 1 for c in todo)
+    assert [c.scheme.name for c in real.cases(cases.specs(), real.QUICK, ("reno*",), ())][:2] == [
+        "reno+droptail",
+        "reno+fq_codel",
+    ]
+
+
+def test_a_real_case_is_one_scenario_file_the_simulator_and_the_emulator_both_take(core, tmp_path):
+    import tomllib
+
+    from latlab.real.emulated import plan
+    from latlab.real.netbin import find_binary
+    from latlab.scenario import Scenario
+    from latlab.studies.countermeasures import real
+
+    todo = real.cases(cases.specs(), real.QUICK, ("*+fq_codel",), ())
+    assert {c.path for c in todo} == {"lte", "wifi", "dumbbell"}
+    for case in todo:
+        path = real.write_scenario(case, tmp_path)
+        data = tomllib.loads(path.read_text())
+        assert data["duration_s"] == real.QUICK.duration_s and len(data["flows"]) == 1
+        assert data["flows"][0]["count"] == 1 and data["flows"][0]["cc"] == case.scheme.cc
+        Scenario.from_toml(path).validate()
+        the_plan = plan(find_binary(), path)
+        assert [f["linux_cc"] for f in the_plan["flows"]] == [case.scheme.cc]
+    lte = next(c for c in todo if c.path == "lte")
+    text = real.write_scenario(lte, tmp_path).read_text()
+    trace = str((Path(real.__file__).parent / "../../data/traces/lte-variable.trace").resolve())
+    assert trace in text and Path(trace).is_file()
+    assert 'kind = "fq_codel"' in text
+
+
+def _pair(sim_g, real_g, sim_p95, real_p95, **real_fields):
+    base = {"path": "lte", "scheme": "cubic+droptail", "cc": "cubic", "queue": "droptail"}
+    base.update(ecn=False, duration_s=25.0, measure_from_s=5.0)
+    sim = {**base, "mode": "sim", "goodput_mbps": sim_g, "rtt_p95_ms": sim_p95}
+    real_row = {**base, "mode": "real", "goodput_mbps": real_g, "rtt_p95_ms": real_p95}
+    return [sim, {**real_row, **real_fields}]
+
+
+def test_a_real_gap_is_explained_only_by_the_real_runs_own_record():
+    from latlab.studies.countermeasures import real_report as R
+
+    close = R.pairs(_pair(10.0, 10.5, 600.0, 650.0))[0]
+    assert R.judged(close)["goodput"][0] == "agrees" and R.judged(close)["p95"][0] == "agrees"
+    assert "within ±15 % of the simulated in 1" in R.counts_sentence([close])
+    far = R.pairs(_pair(10.0, 5.0, 600.0, 650.0))[0]
+    assert R.judged(far)["goodput"][0] == "differs"
+    text = R.gap_sentence(far, R.judged(far))
+    assert "**unexplained**" in text and "5.00 Mbit/s real" in text
+    late = R.pairs(_pair(10.0, 5.0, 600.0, 650.0, emulator_timing_p99_us=4000.0))[0]
+    text = R.gap_sentence(late, R.judged(late))
+    assert "unexplained" not in text and "4.0 ms after its model time" in text
+    pressed = R.pairs(_pair(10.0, 10.0, 600.0, 1300.0, tcp_mem_pressure=True))[0]
+    assert R.judged(pressed)["p95"][0] == "differs"
+    assert "pressure threshold" in R.gap_sentence(pressed, R.judged(pressed))
+    skipped = R.pairs(_pair(10.0, None, 600.0, None, skipped="no ECN"))[0]
+    assert not R.ran(skipped)
+    assert R.summary_sentence(_pair(10.0, 5.0, 600.0, 650.0)).endswith(
+        "unexplained gaps beyond the partly bands: 1."
+    )
+
+
+def test_real_runs_are_refused_before_anything_runs_without_root(monkeypatch, tmp_path):
+    from latlab.real.emulated import EmulationUnavailable
+    from latlab.studies.countermeasures import real
+
+    monkeypatch.setattr(real, "unavailable_reason", lambda: "emulation needs root (test)")
+    with pytest.raises(EmulationUnavailable, match="needs root"):
+        countermeasures.reproduce(tmp_path / "out", quick=True, real=True)
+    assert not (tmp_path / "out").exists()
+    res = CliRunner().invoke(
+        cli, ["reproduce", "countermeasures", "--quick", "--real", "-o", str(tmp_path / "o2")]
+    )
+    assert res.exit_code == 2 and "--real: emulation needs root" in res.output, res.output
+
+
+def _real_unavailable() -> str | None:
+    from latlab.real import tcpmem
+    from latlab.studies.countermeasures import real
+
+    return real.unavailable_reason() or tcpmem.unfit_reason()
+
+
+def test_one_real_case_beside_its_simulated_twin(core, tmp_path):
+    """A short real run (root and TUN; skipped otherwise): the row holds the run's own numbers."""
+    import dataclasses
+
+    from latlab.results import Results
+    from latlab.studies.countermeasures import real
+
+    reason = _real_unavailable()
+    if reason:
+        pytest.skip(f"the real part cannot run here: {reason}")
+    settings = dataclasses.replace(real.QUICK, duration_s=4.0, measure_from_s=1.0)
+    todo = [
+        c
+        for c in real.cases(cases.specs(), settings, ("cubic+droptail",), ())
+        if c.path == "dumbbell"
+    ]
+    rows = real.run_all(todo, tmp_path, settings)
+    sim, live = (next(r for r in rows if r["mode"] == m) for m in ("sim", "real"))
+    assert not live.get("skipped"), live
+    res = Results.load(tmp_path / todo[0].folder / "real")
+    assert res.run_info["emulated"] is True
+    own = res.flows[res.flows["group"] == "scheme"]
+    assert live["goodput_mbps"] == pytest.approx(own["goodput_bps"].sum() / 1e6)
+    assert live["goodput_mbps"] > 0 and sim["goodput_mbps"] > 0
+    assert live["rtt_p95_ms"] >= 100  # the dumbbell's core alone is 50 ms each way
+    assert live["load_max_1m"] >= 0 and "tcp_mem_pressure" in live
+    # a second run with the same settings keeps both rows and runs nothing
+    before = (tmp_path / real.REAL_JSONL).read_text()
+    again = real.run_all(todo, tmp_path, settings)
+    assert [(r["mode"], r["goodput_mbps"]) for r in again] == [
+        (r["mode"], r["goodput_mbps"]) for r in rows
+    ]
+    assert (tmp_path / real.REAL_JSONL).read_text() == before
+
+
+def test_ece_counted_by_the_kernel_without_a_counted_mark_is_flagged():
+    from latlab.studies.countermeasures import real_report as R
+
+    def rows(marks: float) -> list[dict]:
+        out = []
+        for scheme, ecn in (("cubic+codel", False), ("cubic+codel+ecn", True)):
+            for r in _pair(10.0, 10.0, 80.0, 80.0, drops=5.0, marks=marks if ecn else 0.0):
+                extra = (
+                    {"ecn_negotiated": True, "delivered_ce": 40.0}
+                    if ecn and r["mode"] == "real"
+                    else {}
+                )
+                out.append({**r, "scheme": scheme, "queue": "codel", "ecn": ecn, **extra})
+        return out
+
+    assert "**unexplained**" in R.ecn_sentence(R.pairs(rows(0.0)))
+    counted = R.ecn_sentence(R.pairs(rows(30.0)))
+    assert "30 CE marks" in counted and "unexplained" not in counted

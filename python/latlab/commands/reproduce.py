@@ -31,7 +31,7 @@ def register(cli: click.Group) -> None:
         "--real",
         is_flag=True,
         help="Also run the study's real-network experiments (real Linux TCP over emulated paths; root). "
-        "Studies with a real part: rtac, mptcp.",
+        "Studies with a real part: rtac, mptcp, countermeasures.",
     )
     @click.option(
         "--schemes",
@@ -87,30 +87,31 @@ def register(cli: click.Group) -> None:
             )
         out = outdir or Path("out") / "reproduce" / name
         out.mkdir(parents=True, exist_ok=True)
-        if real:
-            from latlab.real.emulated import EmulationUnavailable
+        from latlab.real.emulated import EmulationUnavailable
 
-            try:
+        try:
+            if getattr(module, "SUPPORTS_SCHEMES", False):
+                report = _with_schemes(module, out, quick, jobs, schemes, real)
+            elif real:
                 report = module.reproduce(out, quick=quick, jobs=jobs, real=True)
-            except EmulationUnavailable as e:
-                raise UserError(f"--real: {e}") from None
-        elif getattr(module, "SUPPORTS_SCHEMES", False):
-            report = _with_schemes(module, out, quick, jobs, schemes)
-        else:
-            report = module.reproduce(out, quick=quick, jobs=jobs)
+            else:
+                report = module.reproduce(out, quick=quick, jobs=jobs)
+        except EmulationUnavailable as e:
+            raise UserError(f"--real: {e}") from None
         click.echo(f"report: {report}")
 
 
 def _with_schemes(
-    module: object, out: Path, quick: bool, jobs: int | None, schemes: str | None
+    module: object, out: Path, quick: bool, jobs: int | None, schemes: str | None, real: bool
 ) -> Path:
     """A study run with a scheme filter: a bad filter or scheme is a usage error (exit 2), a
     failed run exits 1 (the finished runs are kept)."""
     from latlab.compare import CompareError, CompareFailed
     from latlab.errors import error_line
 
+    extra = {"real": True} if real else {}
     try:
-        return module.reproduce(out, quick=quick, jobs=jobs, schemes=schemes)  # type: ignore[attr-defined]
+        return module.reproduce(out, quick=quick, jobs=jobs, schemes=schemes, **extra)  # type: ignore[attr-defined]
     except CompareError as e:
         raise UserError(str(e)) from None
     except CompareFailed as e:

@@ -15,6 +15,11 @@ are kept under ``OUTDIR/<path>/runs/`` and a re-run does only what is missing).
 :mod:`.metrics` gathers the tables and reads the bottleneck's queue and the
 senders' windows from the runs; :mod:`.findings` turns the numbers into the
 report's sentences; :mod:`.report` and :mod:`.figures` write the rest.
+
+``--real`` (root) adds the real part (:mod:`.real`, :mod:`.real_report`): the
+Linux-capable schemes (CUBIC, BBR, Reno through DropTail, CoDel, FQ-CoDel and
+PIE; CUBIC with ECN) on real Linux TCP over the emulated paths, each beside
+the same scenario simulated.
 """
 
 from __future__ import annotations
@@ -29,15 +34,25 @@ DESCRIPTION = (
 )
 #: ``latlab reproduce --schemes`` applies to this study.
 SUPPORTS_SCHEMES = True
+#: This study has a real-network part (``latlab reproduce countermeasures --real``).
+SUPPORTS_REAL = True
 
 
 def reproduce(
-    outdir: Path, quick: bool = False, jobs: int | None = None, schemes: str | None = None
+    outdir: Path,
+    quick: bool = False,
+    jobs: int | None = None,
+    schemes: str | None = None,
+    real: bool = False,
 ) -> Path:
     """Run every path's comparison into ``outdir``; write results.csv, figures and report.md.
 
-    ``schemes`` filters the schemes by name (see :func:`.cases.parse_filter`);
-    the report names the filter.
+    ``schemes`` filters the schemes by name (see :func:`.cases.parse_filter`),
+    the real part's too; the report names the filter. ``real`` then runs the
+    real part (root; :mod:`.real`); without root it raises
+    :class:`~latlab.real.emulated.EmulationUnavailable` before anything runs.
+    A report written without ``real`` into a folder that holds a real part's
+    rows (``real.jsonl``) shows them again.
     """
     import click
 
@@ -46,9 +61,11 @@ def reproduce(
     from latlab.studies.countermeasures import cases, figures, metrics, report
 
     outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
     paths = cases.specs(schemes)
     _check(paths)
+    if real:
+        _require_real()
+    outdir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     for k, case in enumerate(paths, 1):
         spec = case.spec
@@ -63,9 +80,87 @@ def reproduce(
     wall_s = time.monotonic() - started
     metrics.write(data, outdir)
     figures.write_all(data, outdir)
+    real_rows = _real_part(paths, outdir, quick, schemes) if real else _earlier_rows(outdir)
     path = outdir / "report.md"
-    write_text(path, report.render(data, quick=quick, schemes=schemes, wall_s=wall_s))
+    write_text(
+        path,
+        report.render(
+            data,
+            quick=quick,
+            schemes=schemes,
+            wall_s=wall_s,
+            real=_real_text(real_rows, paths, quick, schemes) if real_rows else None,
+        ),
+    )
     return path
+
+
+def _require_real() -> None:
+    from latlab.real.emulated import EmulationUnavailable
+    from latlab.studies.countermeasures import real
+
+    reason = real.unavailable_reason()
+    if reason is not None:
+        raise EmulationUnavailable(reason)
+
+
+def _real_part(paths: list, outdir: Path, quick: bool, schemes: str | None) -> list[dict]:
+    """The real part's rows (run now, or kept from an earlier run with the same settings)."""
+    import click
+
+    from latlab.studies.countermeasures import cases, real
+
+    settings = real.QUICK if quick else real.FULL
+    todo = real.cases(paths, settings, *cases.parse_filter(schemes))
+    click.echo(
+        f"countermeasures: real part: {len(todo)} cases, each simulated, then each on real Linux TCP "
+        f"({settings.duration_s:g} s per run)",
+        err=True,
+    )
+    return real.run_all(todo, outdir, settings, on_row=_print_real_row)
+
+
+def _earlier_rows(outdir: Path) -> list[dict]:
+    from latlab.studies._real_runs import load_rows
+    from latlab.studies.countermeasures.real import REAL_JSONL, latest
+
+    jsonl = Path(outdir) / REAL_JSONL
+    return latest(load_rows(jsonl)) if jsonl.exists() else []
+
+
+def _real_text(rows: list[dict], paths: list, quick: bool, schemes: str | None) -> tuple[str, str]:
+    """The real part's section and its summary line, from its rows (their own settings)."""
+    import dataclasses
+
+    from latlab.studies.countermeasures import real, real_report
+
+    base = real.QUICK if quick else real.FULL
+    settings = dataclasses.replace(
+        base, duration_s=rows[0]["duration_s"], measure_from_s=rows[0]["measure_from_s"]
+    )
+    command = "latlab reproduce countermeasures --real" + (" --quick" if quick else "")
+    if schemes:
+        command += f" --schemes '{schemes}'"
+    section = real_report.render(
+        rows,
+        settings,
+        command,
+        titles={p.name: p.title for p in paths},
+        seeds={p.name: p.spec.seeds[0] for p in paths},
+    )
+    return section, real_report.summary_sentence(rows)
+
+
+def _print_real_row(row: dict) -> None:
+    import click
+
+    if row.get("skipped"):
+        text = f"skipped: {row['skipped']}"
+    else:
+        text = f"{row['goodput_mbps']:6.2f} Mbit/s, p95 srtt {row['rtt_p95_ms'] or float('nan'):6.0f} ms"
+    click.echo(
+        f"countermeasures: {row['mode']:4s} {row['path']:8s} {row['scheme']:20s} {text}", err=True
+    )
 
 
 def _check(paths: list) -> None:

@@ -206,17 +206,27 @@ DEPENDS = """## What the results depend on
   smaller than a range is not a ranking.
 """
 
-MISSING = """## Not done
-
-* **The real part** (issue 31): real Linux TCP (CUBIC, BBR, Reno, ECN on and off) over the emulated paths with
-  latlab's queues, beside the simulated runs, is not part of this report yet.
-* **A scheme filtered out** by `--schemes` is missing from the tables; the header says which filter ran.
+NOT_RUN_REAL = """* **The real part** (`--real`, root): real Linux TCP (CUBIC, BBR, Reno, ECN on and off) over the emulated
+  paths with latlab's queues, beside the simulated runs, was not run for this report.
+"""
+FILTERED = """* **A scheme filtered out** by `--schemes` is missing from the tables; the header says which filter ran.
 """
 
 
-def render(data: StudyData, quick: bool, schemes: str | None, wall_s: float) -> str:
-    parts = [TITLE, "", _header(data, quick, schemes, wall_s), _summary(data), _setup(data)]
+def render(
+    data: StudyData,
+    quick: bool,
+    schemes: str | None,
+    wall_s: float,
+    real: tuple[str, str] | None = None,
+) -> str:
+    """The report; ``real`` is the real part's section and its summary line (None: not run)."""
+    summary = _summary(data) + (f"\n{real[1]}\n" if real else "")
+    parts = [TITLE, "", _header(data, quick, schemes, wall_s), summary, _setup(data)]
     for name, info in data.paths.items():
         parts.append(_path_section(name, info, data.results[data.results["path"] == name]))
-    parts += [f"![shares against CUBIC]({figures.SHARE_PNG})\n", DEPENDS, MISSING]
+    parts += [f"![shares against CUBIC]({figures.SHARE_PNG})\n"]
+    if real:
+        parts.append(real[0])
+    parts += [DEPENDS, "## Not done\n\n" + ("" if real else NOT_RUN_REAL) + FILTERED]
     return "\n".join(parts)
