@@ -40,7 +40,8 @@ impl Simulation {
                 break;
             };
             // Feedback carries no payload: its fields fit in the header
-            // bytes every TFRC packet has (see build.rs).
+            // bytes every TFRC packet has (TFRC_DEFAULT_HEADER_BYTES in
+            // assemble/groups.rs).
             self.send_sized(flow, false, Payload::TfrcFeedback(fb), 0, Ecn::NotEct);
         }
         let t = self.tfrc_mut(flow);
