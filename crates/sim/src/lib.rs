@@ -13,8 +13,8 @@
 //! tables and the packet-conservation check. Same scenario and seed, same
 //! bytes.
 
-pub mod budget;
 pub mod assemble;
+pub mod budget;
 pub mod engine;
 pub mod flow;
 pub mod measure;

@@ -239,7 +239,7 @@ mod tests {
     #[test]
     fn packets_cross_a_cell_downlink_in_order_and_are_accounted() {
         use crate::emulate::line::Outcome;
-        use crate::emulate::records::link_row;
+        use crate::emulate::outputs::link_row;
         use latlab_link::PacketRef;
         let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios"));
         for (file, client) in [("cellular.toml", "ue0"), ("wifi.toml", "sta0")] {
