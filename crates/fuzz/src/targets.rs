@@ -100,7 +100,7 @@ const RUN_STEP_NS: u64 = 100_000;
 /// Whether a parsed scenario is too large for the per-input budget, yet
 /// within the core's limits (beyond them, build must refuse it quickly).
 fn too_large(sc: &Scenario) -> bool {
-    use latlab_sim::build::MAX_FLOWS;
+    use latlab_sim::assemble::MAX_FLOWS;
     use latlab_sim::topology::MAX_HOSTS;
     let hosts = match &sc.topology {
         Topology::Dumbbell(d) => d.pairs as u64,
@@ -144,7 +144,7 @@ pub fn exec_scenario(input: &[u8], scratch: &Path) -> Outcome {
     sc.outputs
         .pcap
         .retain(|n| !n.contains('/') && !n.contains('\\') && !n.contains(".."));
-    let mut sim = match latlab_sim::build::build(&sc, "fuzz.toml", Some(scratch)) {
+    let mut sim = match latlab_sim::assemble::build(&sc, "fuzz.toml", Some(scratch)) {
         Ok(sim) => sim,
         Err(e) => {
             check_error(&e);

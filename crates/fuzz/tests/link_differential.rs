@@ -165,7 +165,7 @@ struct Record {
 /// size, flow) and what the link did with them.
 fn simulate(text: &str, link: &str) -> (Vec<(u64, PacketRef)>, Record, HashMap<u32, u64>) {
     let sc = latlab_sim::parse(text, "diff.toml").unwrap();
-    let mut sim: Simulation = latlab_sim::build::build(&sc, "diff.toml", None).unwrap();
+    let mut sim: Simulation = latlab_sim::assemble::build(&sc, "diff.toml", None).unwrap();
     let id = sim.links.iter().position(|l| l.name == link).unwrap() as u32;
     sim.trace_link(id);
     sim.run();
@@ -234,7 +234,7 @@ fn simulator_and_emulator_drivers_agree_packet_by_packet() {
         for (qname, queue) in QUEUES {
             let (text, src, dst) = scenario(medium, queue);
             let sc = latlab_sim::parse(&text, "diff.toml").unwrap();
-            let sim = latlab_sim::build::build(&sc, "diff.toml", None).unwrap();
+            let sim = latlab_sim::assemble::build(&sc, "diff.toml", None).unwrap();
             let dst_node = sim.nodes.iter().position(|n| n.name == dst).unwrap() as u32;
             let link = sim.links.iter().find(|l| l.dst == dst_node).unwrap().name.clone();
             let (arrivals, sim_rec, sim_far) = simulate(&text, &link);
@@ -297,7 +297,7 @@ fn the_cases_drop_where_they_should() {
     ] {
         let (text, _, dst) = scenario(medium, queue);
         let sc = latlab_sim::parse(&text, "diff.toml").unwrap();
-        let sim = latlab_sim::build::build(&sc, "diff.toml", None).unwrap();
+        let sim = latlab_sim::assemble::build(&sc, "diff.toml", None).unwrap();
         let dst_node = sim.nodes.iter().position(|n| n.name == dst).unwrap() as u32;
         let link = sim.links.iter().find(|l| l.dst == dst_node).unwrap().name.clone();
         let (_, rec, _) = simulate(&text, &link);

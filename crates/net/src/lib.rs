@@ -27,7 +27,7 @@
 //!   MPTCP proxy; `latlab-net mptcp-watch`.
 //! - [`proxy`]: the MPTCP-to-TCP converter (`latlab-net proxy`): fixed,
 //!   HTTP forward or SOCKS 5 upstream, splice(2) relay, event log, metrics.
-//! - [`record`]: per-interval CSV rows and the JSON summary.
+//! - [`run_files`]: per-interval CSV rows and the JSON summary a run writes.
 //! - [`cli`]: the command line.
 
 pub mod arg_values;
@@ -38,6 +38,6 @@ pub mod flows;
 pub mod media;
 pub mod mptcp;
 pub mod proxy;
-pub mod record;
 pub mod recv;
+pub mod run_files;
 mod sockaddr;

@@ -41,7 +41,7 @@ fn version() -> &'static str {
 fn validate(py: Python<'_>, toml_text: &str, source: &str) -> PyResult<()> {
     py.allow_threads(|| {
         let sc = latlab_sim::parse(toml_text, source)?;
-        latlab_sim::build::validate(&sc, source)
+        latlab_sim::assemble::validate(&sc, source)
     })
     .map_err(scenario_err)
 }
@@ -89,7 +89,7 @@ impl Simulation {
         let sim = py
             .allow_threads(|| {
                 let sc = latlab_sim::parse(toml_text, source)?;
-                latlab_sim::build::build_with_limit(&sc, source, outdir.as_deref(), limit)
+                latlab_sim::assemble::build_with_limit(&sc, source, outdir.as_deref(), limit)
             })
             .map_err(scenario_err)?;
         Ok(Simulation { sim: Mutex::new(sim) })

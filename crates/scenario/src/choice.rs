@@ -19,9 +19,33 @@ pub fn one_of(values: &[&str]) -> String {
 }
 
 /// An enum read from a string key: its names (and aliases), `name()`,
-/// `FromStr` with an error listing the accepted values, and `Deserialize`.
+/// `FromStr` with an error listing the accepted values, and `Deserialize`
+/// from a TOML string. The `@names` form leaves `Deserialize` to the caller
+/// (for a key whose message for a value that is not a string differs).
 macro_rules! choice {
     (
+        $(#[$meta:meta])*
+        pub enum $name:ident ($what:literal) {
+            $( $(#[$vmeta:meta])* $variant:ident = $value:literal $(| $alias:literal)* ),+ $(,)?
+        }
+    ) => {
+        choice! {
+            @names
+            $(#[$meta])*
+            pub enum $name ($what) {
+                $( $(#[$vmeta])* $variant = $value $(| $alias)* ),+
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                s.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    };
+    (
+        @names
         $(#[$meta:meta])*
         pub enum $name:ident ($what:literal) {
             $( $(#[$vmeta:meta])* $variant:ident = $value:literal $(| $alias:literal)* ),+ $(,)?
@@ -56,13 +80,6 @@ macro_rules! choice {
                         $crate::choice::one_of(Self::ACCEPTED)
                     )),
                 }
-            }
-        }
-
-        impl<'de> serde::Deserialize<'de> for $name {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = String::deserialize(d)?;
-                s.parse().map_err(serde::de::Error::custom)
             }
         }
 
@@ -154,6 +171,33 @@ choice! {
     }
 }
 
+choice! {
+    @names
+    /// How an AP buffers its stations' packets (`ap.buffer`).
+    #[derive(Default)]
+    pub enum ApBufferSpec ("buffer") {
+        /// One queue shared by every station, served in arrival order.
+        #[default]
+        Shared = "shared",
+        /// One queue per station, served round robin one frame at a time.
+        PerStation = "per-station",
+    }
+}
+
+/// Unlike the keys above, a value that is not a string is named in the
+/// message too ("expected ..., got 3").
+impl<'de> serde::Deserialize<'de> for ApBufferSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match toml::Value::deserialize(d)? {
+            toml::Value::String(s) => s.parse().map_err(serde::de::Error::custom),
+            other => Err(serde::de::Error::custom(format!(
+                "expected {}, got {other}",
+                one_of(Self::ACCEPTED)
+            ))),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,5 +216,10 @@ mod tests {
             "unknown MPTCP scheduler \"blest\"; expected \"minrtt\", \"default\" or \"roundrobin\""
         );
         assert_eq!(one_of(&["a"]), "\"a\"");
+        assert_eq!(
+            "fifo".parse::<ApBufferSpec>().unwrap_err(),
+            "unknown buffer \"fifo\"; expected \"shared\" or \"per-station\""
+        );
+        assert_eq!(ApBufferSpec::default(), ApBufferSpec::Shared);
     }
 }

@@ -79,69 +79,82 @@ pub fn make_qdisc<P: QueuedPacket + Send + 'static>(
             *limit_packets,
             None,
         )?)),
-        QueueSpec::Red(RedSpec {
-            limit_bytes,
-            limit_packets,
-            min_th,
-            max_th,
-            max_p,
-            w_q,
-            gentle,
-            byte_mode,
-            mean_pkt_size_bytes,
-            wait,
-            ecn,
-        }) => {
-            let params = RedParams {
-                limit: limit(cx, path, *limit_bytes, *limit_packets, None)?,
-                min_th: *min_th,
-                max_th: *max_th,
-                max_p: *max_p,
-                w_q: *w_q,
-                gentle: *gentle,
-                byte_mode: *byte_mode,
-                mean_pkt_size_bytes: *mean_pkt_size_bytes,
-                link_rate_bps,
-                wait: *wait,
-                ecn: *ecn,
-            };
-            params.validate().map_err(|m| cx.err(path, m))?;
-            Box::new(Red::new(params, seed))
-        }
-        QueueSpec::EdgePacer(EdgePacerSpec {
-            limit_bytes,
-            limit_packets,
-            delay_ms,
-        }) => {
-            let params = EdgePacerParams {
-                delay_bound_ns: cx.ms_to_ns(*delay_ms, &format!("{path}.delay_ms"))?,
-                link_rate_bps,
-                limit: limit(cx, path, *limit_bytes, *limit_packets, None)?,
-            };
-            params.validate().map_err(|m| cx.err(path, m))?;
-            Box::new(EdgePacer::new(params))
-        }
-        QueueSpec::Codel(CoDelSpec {
-            limit_bytes,
-            limit_packets,
-            target_ms,
-            interval_ms,
-            mtu_bytes,
-            ecn,
-        }) => {
-            let params = CoDelParams {
-                target_ns: cx.ms_to_ns(*target_ms, &format!("{path}.target_ms"))?,
-                interval_ns: cx.ms_to_ns(*interval_ms, &format!("{path}.interval_ms"))?,
-                mtu_bytes: *mtu_bytes,
-                limit: limit(cx, path, *limit_bytes, *limit_packets, Some(Limit::Packets(1000)))?,
-                ecn: *ecn,
-            };
-            params.validate().map_err(|m| cx.err(path, m))?;
-            Box::new(CoDel::new(params))
-        }
+        QueueSpec::Red(spec) => Box::new(red(cx, spec, path, link_rate_bps, seed)?),
+        QueueSpec::EdgePacer(spec) => Box::new(edge_pacer(cx, spec, path, link_rate_bps)?),
+        QueueSpec::Codel(spec) => Box::new(codel(cx, spec, path)?),
         QueueSpec::FqCodel(spec) => Box::new(fq_codel(cx, spec, path, seed)?),
         QueueSpec::Pie(spec) => Box::new(pie(cx, spec, path, seed)?),
     })
+}
+
+fn red<P: QueuedPacket + Send>(
+    cx: &Ctx,
+    spec: &RedSpec,
+    path: &str,
+    link_rate_bps: u64,
+    seed: u64,
+) -> Result<Red<P>, ScenarioError> {
+    let RedSpec {
+        limit_bytes,
+        limit_packets,
+        min_th,
+        max_th,
+        max_p,
+        w_q,
+        gentle,
+        byte_mode,
+        mean_pkt_size_bytes,
+        wait,
+        ecn,
+    } = spec;
+    let params = RedParams {
+        limit: limit(cx, path, *limit_bytes, *limit_packets, None)?,
+        min_th: *min_th,
+        max_th: *max_th,
+        max_p: *max_p,
+        w_q: *w_q,
+        gentle: *gentle,
+        byte_mode: *byte_mode,
+        mean_pkt_size_bytes: *mean_pkt_size_bytes,
+        link_rate_bps,
+        wait: *wait,
+        ecn: *ecn,
+    };
+    params.validate().map_err(|m| cx.err(path, m))?;
+    Ok(Red::new(params, seed))
+}
+
+fn edge_pacer<P: QueuedPacket + Send>(
+    cx: &Ctx,
+    spec: &EdgePacerSpec,
+    path: &str,
+    link_rate_bps: u64,
+) -> Result<EdgePacer<P>, ScenarioError> {
+    let params = EdgePacerParams {
+        delay_bound_ns: cx.ms_to_ns(spec.delay_ms, &format!("{path}.delay_ms"))?,
+        link_rate_bps,
+        limit: limit(cx, path, spec.limit_bytes, spec.limit_packets, None)?,
+    };
+    params.validate().map_err(|m| cx.err(path, m))?;
+    Ok(EdgePacer::new(params))
+}
+
+fn codel<P: QueuedPacket + Send>(cx: &Ctx, spec: &CoDelSpec, path: &str) -> Result<CoDel<P>, ScenarioError> {
+    let params = CoDelParams {
+        target_ns: cx.ms_to_ns(spec.target_ms, &format!("{path}.target_ms"))?,
+        interval_ns: cx.ms_to_ns(spec.interval_ms, &format!("{path}.interval_ms"))?,
+        mtu_bytes: spec.mtu_bytes,
+        limit: limit(
+            cx,
+            path,
+            spec.limit_bytes,
+            spec.limit_packets,
+            Some(Limit::Packets(1000)),
+        )?,
+        ecn: spec.ecn,
+    };
+    params.validate().map_err(|m| cx.err(path, m))?;
+    Ok(CoDel::new(params))
 }
 
 fn fq_codel<P: QueuedPacket + Send>(

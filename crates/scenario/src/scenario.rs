@@ -6,7 +6,8 @@
 //! and in the simulator's builder, which report errors in the same form.
 
 pub use crate::choice::{
-    CellScheduler, FlowKind, LossRecovery, MptcpScheduler, RwndController, TcpPreset, UdpPatternKind,
+    ApBufferSpec, CellScheduler, FlowKind, LossRecovery, MptcpScheduler, RwndController, TcpPreset,
+    UdpPatternKind,
 };
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer};
@@ -300,15 +301,17 @@ pub struct PieSpec {
 
 impl<'de> Deserialize<'de> for QueueSpec {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let (kind, rest) = split_kind(d, &["droptail", "red", "codel", "fq_codel", "pie", "edge-pacer"])?;
-        Ok(match kind.as_str() {
-            "droptail" => QueueSpec::Droptail(nested(rest)?),
-            "red" => QueueSpec::Red(nested(rest)?),
-            "edge-pacer" => QueueSpec::EdgePacer(nested(rest)?),
-            "fq_codel" => QueueSpec::FqCodel(nested(rest)?),
-            "pie" => QueueSpec::Pie(nested(rest)?),
-            _ => QueueSpec::Codel(nested(rest)?),
-        })
+        by_kind(
+            d,
+            &[
+                ("droptail", |t| nested(t).map(QueueSpec::Droptail)),
+                ("red", |t| nested(t).map(QueueSpec::Red)),
+                ("codel", |t| nested(t).map(QueueSpec::Codel)),
+                ("fq_codel", |t| nested(t).map(QueueSpec::FqCodel)),
+                ("pie", |t| nested(t).map(QueueSpec::Pie)),
+                ("edge-pacer", |t| nested(t).map(QueueSpec::EdgePacer)),
+            ],
+        )
     }
 }
 
@@ -372,14 +375,16 @@ pub enum Topology {
 
 impl<'de> Deserialize<'de> for Topology {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let (kind, rest) = split_kind(d, &["dumbbell", "edge-dumbbell", "custom", "cellular", "wifi"])?;
-        Ok(match kind.as_str() {
-            "dumbbell" => Topology::Dumbbell(nested(rest)?),
-            "edge-dumbbell" => Topology::EdgeDumbbell(nested(rest)?),
-            "cellular" => Topology::Cellular(nested(rest)?),
-            "wifi" => Topology::Wifi(nested(rest)?),
-            _ => Topology::Custom(nested(rest)?),
-        })
+        by_kind(
+            d,
+            &[
+                ("dumbbell", |t| nested(t).map(Topology::Dumbbell)),
+                ("edge-dumbbell", |t| nested(t).map(Topology::EdgeDumbbell)),
+                ("custom", |t| nested(t).map(Topology::Custom)),
+                ("cellular", |t| nested(t).map(Topology::Cellular)),
+                ("wifi", |t| nested(t).map(Topology::Wifi)),
+            ],
+        )
     }
 }
 
@@ -518,28 +523,6 @@ impl Default for ApSpec {
             cw_min: default_cw_min(),
             cw_max: default_cw_max(),
             max_attempts: default_max_attempts(),
-        }
-    }
-}
-
-/// How an AP buffers its stations' packets (`ap.buffer`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ApBufferSpec {
-    /// One queue shared by every station, served in arrival order.
-    #[default]
-    Shared,
-    /// One queue per station, served round robin one frame at a time.
-    PerStation,
-}
-
-impl<'de> Deserialize<'de> for ApBufferSpec {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        const EXPECTED: &str = "expected \"shared\" or \"per-station\"";
-        match toml::Value::deserialize(d)? {
-            toml::Value::String(s) if s == "shared" => Ok(ApBufferSpec::Shared),
-            toml::Value::String(s) if s == "per-station" => Ok(ApBufferSpec::PerStation),
-            toml::Value::String(s) => Err(D::Error::custom(format!("unknown buffer {s:?}; {EXPECTED}"))),
-            other => Err(D::Error::custom(format!("{EXPECTED}, got {other}"))),
         }
     }
 }
@@ -1044,35 +1027,35 @@ fn marked(path: &str, message: &str) -> String {
     format!("{PATH_MARK}{path}{PATH_MARK}{message}")
 }
 
-/// Take the `kind` key out of a table and check it against `kinds`.
-fn split_kind<'de, D: Deserializer<'de>>(d: D, kinds: &[&str]) -> Result<(String, toml::Value), D::Error> {
+/// One variant of a table tagged by its `kind` key: the kind's name and how
+/// the rest of the table becomes the variant.
+type KindVariant<T, E> = (&'static str, fn(toml::Value) -> Result<T, E>);
+
+/// Take the `kind` key out of a table and build the variant it names from
+/// the rest; the accepted kinds are listed, in `kinds` order, in the error.
+fn by_kind<'de, D: Deserializer<'de>, T>(d: D, kinds: &[KindVariant<T, D::Error>]) -> Result<T, D::Error> {
     let mut table = toml::Table::deserialize(d)?;
     let expected = kinds
         .iter()
-        .map(|k| format!("{k:?}"))
+        .map(|(k, _)| format!("{k:?}"))
         .collect::<Vec<_>>()
         .join(", ");
-    let kind = match table.remove("kind") {
-        Some(toml::Value::String(k)) if kinds.contains(&k.as_str()) => k,
-        Some(toml::Value::String(k)) => {
-            return Err(D::Error::custom(marked(
+    match table.remove("kind") {
+        Some(toml::Value::String(k)) => match kinds.iter().find(|(name, _)| *name == k) {
+            Some((_, variant)) => variant(toml::Value::Table(table)),
+            None => Err(D::Error::custom(marked(
                 "kind",
                 &format!("unknown kind {k:?}; expected one of {expected}"),
-            )))
-        }
-        Some(_) => {
-            return Err(D::Error::custom(marked(
-                "kind",
-                &format!("expected a string, one of {expected}"),
-            )))
-        }
-        None => {
-            return Err(D::Error::custom(format!(
-                "missing field `kind`; expected one of {expected}"
-            )))
-        }
-    };
-    Ok((kind, toml::Value::Table(table)))
+            ))),
+        },
+        Some(_) => Err(D::Error::custom(marked(
+            "kind",
+            &format!("expected a string, one of {expected}"),
+        ))),
+        None => Err(D::Error::custom(format!(
+            "missing field `kind`; expected one of {expected}"
+        ))),
+    }
 }
 
 /// Deserialize a nested table, keeping the key path of any error inside it.

@@ -15,6 +15,30 @@ pub fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig, Scenar
         TcpPreset::Ns2 => TcpConfig::ns2(),
         TcpPreset::Linux => TcpConfig::linux(),
     };
+    set_segments_and_recovery(&mut c, s);
+    if let Some(v) = s.min_rto_ms {
+        c.min_rto_ns = cx.ms_to_ns(v, &format!("{path}.min_rto_ms"))?;
+    }
+    if let Some(v) = s.initial_rto_ms {
+        c.initial_rto_ns = cx.ms_to_ns(v, &format!("{path}.initial_rto_ms"))?;
+    }
+    c.delayed_ack = delayed_ack(cx, s, path, c.delayed_ack.take())?;
+    if let Some(v) = s.rwnd_bytes {
+        c.rwnd_bytes = v;
+    }
+    c.pacing = pacing(s, c.pacing.take());
+    set_switches(&mut c, s);
+    c.validate().map_err(|m| cx.err(path, m))?;
+    if c.recovery.uses_sack() && !c.sack {
+        let msg = format!("recovery = \"{}\" needs sack = true", c.recovery.name());
+        return Err(cx.err(format!("{path}.sack"), msg));
+    }
+    Ok(c)
+}
+
+/// Segment and header sizes, the initial window, loss recovery (SACK-based
+/// recovery turns SACK on unless `sack` says otherwise) and timestamps.
+fn set_segments_and_recovery(c: &mut TcpConfig, s: &TcpSpec) {
     if let Some(v) = s.mss_bytes {
         c.mss_bytes = v;
     }
@@ -43,23 +67,21 @@ pub fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig, Scenar
     if let Some(v) = s.timestamps {
         c.timestamps = v;
     }
-    if let Some(v) = s.min_rto_ms {
-        c.min_rto_ns = cx.ms_to_ns(v, &format!("{path}.min_rto_ms"))?;
-    }
-    if let Some(v) = s.initial_rto_ms {
-        c.initial_rto_ns = cx.ms_to_ns(v, &format!("{path}.initial_rto_ms"))?;
-    }
-    let mut dack = c.delayed_ack;
-    if let Some(on) = s.delayed_ack {
-        dack = if on {
-            Some(dack.unwrap_or(DelayedAck {
-                segments: 2,
-                timeout_ns: 200_000_000,
-            }))
-        } else {
-            None
-        };
-    }
+}
+
+/// Delayed ACKs: the preset's, switched on (every 2nd segment,
+/// 200 ms, unless the preset has its own) or off, then its keys.
+fn delayed_ack(
+    cx: &Ctx,
+    s: &TcpSpec,
+    path: &str,
+    dack: Option<DelayedAck>,
+) -> Result<Option<DelayedAck>, ScenarioError> {
+    let default = DelayedAck {
+        segments: 2,
+        timeout_ns: 200_000_000,
+    };
+    let mut dack = switched(s.delayed_ack, dack, default);
     if let Some(d) = dack.as_mut() {
         if let Some(n) = s.delayed_ack_segments {
             d.segments = n;
@@ -68,21 +90,17 @@ pub fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig, Scenar
             d.timeout_ns = cx.ms_to_ns(ms, &format!("{path}.delayed_ack_timeout_ms"))?;
         }
     }
-    c.delayed_ack = dack;
-    if let Some(v) = s.rwnd_bytes {
-        c.rwnd_bytes = v;
-    }
-    let mut pacing = c.pacing;
-    if let Some(on) = s.pacing {
-        pacing = if on {
-            Some(pacing.unwrap_or(Pacing {
-                ss_factor: 1.0,
-                ca_factor: 1.0,
-            }))
-        } else {
-            None
-        };
-    }
+    Ok(dack)
+}
+
+/// Pacing: the preset's, switched on (factors 1, unless the preset has its
+/// own) or off, then its factors.
+fn pacing(s: &TcpSpec, pacing: Option<Pacing>) -> Option<Pacing> {
+    let default = Pacing {
+        ss_factor: 1.0,
+        ca_factor: 1.0,
+    };
+    let mut pacing = switched(s.pacing, pacing, default);
     if let Some(p) = pacing.as_mut() {
         if let Some(f) = s.pacing_ss_factor {
             p.ss_factor = f;
@@ -91,7 +109,22 @@ pub fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig, Scenar
             p.ca_factor = f;
         }
     }
-    c.pacing = pacing;
+    pacing
+}
+
+/// A feature a key switches on (keeping the preset's settings, else
+/// `default`) or off; unchanged when the key is unset.
+fn switched<T>(on: Option<bool>, current: Option<T>, default: T) -> Option<T> {
+    match on {
+        Some(true) => Some(current.unwrap_or(default)),
+        Some(false) => None,
+        None => current,
+    }
+}
+
+/// The sender's on/off behaviours (idle restart, RFC 6675's rescue
+/// retransmission, RTO and ssthresh variants) and ECN.
+fn set_switches(c: &mut TcpConfig, s: &TcpSpec) {
     if let Some(v) = s.idle_restart {
         c.idle_restart = v;
     }
@@ -113,12 +146,6 @@ pub fn tcp_config(cx: &Ctx, s: &TcpSpec, path: &str) -> Result<TcpConfig, Scenar
     if let Some(v) = s.ecn {
         c.ecn = v;
     }
-    c.validate().map_err(|m| cx.err(path, m))?;
-    if c.recovery.uses_sack() && !c.sack {
-        let msg = format!("recovery = \"{}\" needs sack = true", c.recovery.name());
-        return Err(cx.err(format!("{path}.sack"), msg));
-    }
-    Ok(c)
 }
 
 /// The receiver-window controller a TCP table chooses (`rwnd_controller`,

@@ -4,7 +4,7 @@
 //! integer-nanosecond clock; the network ([`network`]) moves packets over
 //! links with queue disciplines from `latlab-qdisc`; flows ([`flow`]) drive
 //! the sans-IO TCP machines of `latlab-proto`; [`measure`] samples and
-//! summarises; [`build`] turns a [`scenario::Scenario`] into a ready
+//! summarises; [`assemble`] turns a [`scenario::Scenario`] into a ready
 //! [`Simulation`].
 //!
 //! The driving contract: parse a scenario (TOML text) and build it into a
@@ -13,8 +13,8 @@
 //! tables and the packet-conservation check. Same scenario and seed, same
 //! bytes.
 
+pub mod assemble;
 pub mod budget;
-pub mod build;
 pub mod engine;
 pub mod flow;
 pub mod measure;
@@ -35,5 +35,5 @@ pub use sim::{Conservation, Simulation};
 /// Parse, validate and build a scenario from TOML text.
 pub fn load(text: &str, source_name: &str) -> Result<Simulation, ScenarioError> {
     let scenario = scenario::parse(text, source_name)?;
-    build::build(&scenario, source_name, None)
+    assemble::build(&scenario, source_name, None)
 }

@@ -473,7 +473,7 @@ dst = "d2"
 cc = "newreno"
 "#;
         let sc = crate::parse(toml, "latency").unwrap();
-        let mut sim = crate::build::build(&sc, "latency", None).unwrap();
+        let mut sim = crate::assemble::build(&sc, "latency", None).unwrap();
         sim.run();
         let tcp = sim.flows[0].tcp().unwrap().sender.stats().rtt_samples;
         assert!(tcp > 100, "{tcp} RTT samples");

@@ -191,108 +191,17 @@ impl PcapWriter {
         } else {
             (receiver_port, sender_port(flow_id))
         };
-        let syn = seg.is_syn();
-
         let buf = &mut self.scratch;
         let ip = 0; // the packet starts with its IPv4 header
         let tcp = ip + IPV4_HEADER;
-        let opt_start = tcp + TCP_BASE_HEADER;
-
-        // --- TCP options -------------------------------------------------
-        let mut o = opt_start;
-        let ts = seg.ts_val_ns.map(|val| {
-            let ecr = seg.ts_ecr_ns.unwrap_or(0);
-            ((val / 1000) as u32, (ecr / 1000) as u32)
-        });
-        if syn {
-            // MSS, SACK-permitted, [timestamps], NOP, window scale (Linux order).
-            buf[o] = OPT_MSS;
-            buf[o + 1] = 4;
-            buf[o + 2..o + 4].copy_from_slice(&self.mss.to_be_bytes());
-            o += 4;
-            if let Some((val, ecr)) = ts {
-                buf[o] = OPT_SACK_PERM;
-                buf[o + 1] = 2;
-                o += 2;
-                o = put_timestamp(buf, o, val, ecr);
-            } else {
-                buf[o] = OPT_NOP;
-                buf[o + 1] = OPT_NOP;
-                buf[o + 2] = OPT_SACK_PERM;
-                buf[o + 3] = 2;
-                o += 4;
-            }
-            buf[o] = OPT_NOP;
-            buf[o + 1] = OPT_WSCALE;
-            buf[o + 2] = 3;
-            buf[o + 3] = WINDOW_SHIFT;
-            o += 4;
-        } else {
-            if let Some((val, ecr)) = ts {
-                buf[o] = OPT_NOP;
-                buf[o + 1] = OPT_NOP;
-                o += 2;
-                o = put_timestamp(buf, o, val, ecr);
-            }
-            let n = (seg.sack_len as usize).min(MAX_SACK_BLOCKS);
-            if n > 0 {
-                buf[o] = OPT_NOP;
-                buf[o + 1] = OPT_NOP;
-                buf[o + 2] = OPT_SACK;
-                buf[o + 3] = (2 + 8 * n) as u8;
-                o += 4;
-                for b in &seg.sack[..n] {
-                    buf[o..o + 4].copy_from_slice(&(b.start as u32).to_be_bytes());
-                    buf[o + 4..o + 8].copy_from_slice(&(b.end as u32).to_be_bytes());
-                    o += 8;
-                }
-            }
-        }
-        // The layouts above are already aligned; keep the invariant anyway.
-        while (o - opt_start) & 3 != 0 {
-            buf[o] = OPT_NOP;
-            o += 1;
-        }
-        debug_assert!(o - opt_start <= TCP_MAX_OPTIONS);
-        let tcp_hdr_len = o - tcp;
-        let end = o;
+        let end = put_tcp_options(buf, tcp + TCP_BASE_HEADER, seg, self.mss);
         let captured = (end - ip) as u32;
-
-        // --- TCP fixed header ---------------------------------------------
-        let window: u16 = if syn {
-            seg.rwnd_bytes.min(65535) as u16
-        } else {
-            (seg.rwnd_bytes >> WINDOW_SHIFT).min(65535) as u16
-        };
-        let ack: u32 = if seg.has_ack() { seg.ack as u32 } else { 0 };
-        buf[tcp..tcp + 2].copy_from_slice(&src_port.to_be_bytes());
-        buf[tcp + 2..tcp + 4].copy_from_slice(&dst_port.to_be_bytes());
-        buf[tcp + 4..tcp + 8].copy_from_slice(&(seg.seq as u32).to_be_bytes());
-        buf[tcp + 8..tcp + 12].copy_from_slice(&ack.to_be_bytes());
-        buf[tcp + 12] = ((tcp_hdr_len / 4) as u8) << 4;
-        buf[tcp + 13] = seg.flags.0;
-        buf[tcp + 14..tcp + 16].copy_from_slice(&window.to_be_bytes());
-        buf[tcp + 16..tcp + 18].copy_from_slice(&[0, 0]); // checksum, below
-        buf[tcp + 18..tcp + 20].copy_from_slice(&[0, 0]); // urgent pointer
-
-        // --- IPv4 header ----------------------------------------------------
+        put_tcp_header(buf, tcp, end - tcp, (src_port, dst_port), seg);
         let ip_total: u16 = (captured as u64 + seg.payload_bytes as u64).min(65535) as u16;
         let id = self.ip_id;
         self.ip_id = self.ip_id.wrapping_add(1);
-        buf[ip] = 0x45; // version 4, IHL 5
-        buf[ip + 1] = ecn.bits(); // DSCP 0, ECN (RFC 3168 §5)
-        buf[ip + 2..ip + 4].copy_from_slice(&ip_total.to_be_bytes());
-        buf[ip + 4..ip + 6].copy_from_slice(&id.to_be_bytes());
-        buf[ip + 6..ip + 8].copy_from_slice(&0x4000u16.to_be_bytes()); // DF
-        buf[ip + 8] = 64; // TTL
-        buf[ip + 9] = 6; // TCP
-        buf[ip + 10..ip + 12].copy_from_slice(&[0, 0]);
-        buf[ip + 12..ip + 16].copy_from_slice(&src_ip);
-        buf[ip + 16..ip + 20].copy_from_slice(&dst_ip);
-        let ip_csum = fold(sum_be16(0, &buf[ip..ip + IPV4_HEADER]));
-        buf[ip + 10..ip + 12].copy_from_slice(&ip_csum.to_be_bytes());
-
-        // --- TCP checksum: pseudo-header + header (payload would be zeros) --
+        put_ipv4_header(buf, ip, ip_total, id, ecn, (src_ip, dst_ip));
+        // TCP checksum: pseudo-header + header (the payload would be zeros).
         let tcp_len = ip_total as u32 - IPV4_HEADER as u32;
         let mut sum = sum_be16(0, &src_ip);
         sum = sum_be16(sum, &dst_ip);
@@ -309,6 +218,116 @@ impl PcapWriter {
     pub fn finish(self) -> io::Result<()> {
         self.out.finish().map(drop)
     }
+}
+
+/// Writes `seg`'s TCP options from `opt_start`, padded to a multiple of 4
+/// bytes; returns where they end.
+fn put_tcp_options(buf: &mut [u8], opt_start: usize, seg: &Segment, mss: u16) -> usize {
+    let ts = seg.ts_val_ns.map(|val| {
+        let ecr = seg.ts_ecr_ns.unwrap_or(0);
+        ((val / 1000) as u32, (ecr / 1000) as u32)
+    });
+    let mut o = if seg.is_syn() {
+        put_syn_options(buf, opt_start, ts, mss)
+    } else {
+        put_data_options(buf, opt_start, ts, seg)
+    };
+    // The layouts are already aligned; keep the invariant anyway.
+    while (o - opt_start) & 3 != 0 {
+        buf[o] = OPT_NOP;
+        o += 1;
+    }
+    debug_assert!(o - opt_start <= TCP_MAX_OPTIONS);
+    o
+}
+
+/// A SYN's options: MSS, SACK-permitted, [timestamps], NOP, window scale
+/// (Linux's order).
+fn put_syn_options(buf: &mut [u8], mut o: usize, ts: Option<(u32, u32)>, mss: u16) -> usize {
+    buf[o] = OPT_MSS;
+    buf[o + 1] = 4;
+    buf[o + 2..o + 4].copy_from_slice(&mss.to_be_bytes());
+    o += 4;
+    if let Some((val, ecr)) = ts {
+        buf[o] = OPT_SACK_PERM;
+        buf[o + 1] = 2;
+        o += 2;
+        o = put_timestamp(buf, o, val, ecr);
+    } else {
+        buf[o] = OPT_NOP;
+        buf[o + 1] = OPT_NOP;
+        buf[o + 2] = OPT_SACK_PERM;
+        buf[o + 3] = 2;
+        o += 4;
+    }
+    buf[o] = OPT_NOP;
+    buf[o + 1] = OPT_WSCALE;
+    buf[o + 2] = 3;
+    buf[o + 3] = WINDOW_SHIFT;
+    o + 4
+}
+
+/// Any other segment's options: [NOP, NOP, timestamps], [NOP, NOP, SACK
+/// blocks].
+fn put_data_options(buf: &mut [u8], mut o: usize, ts: Option<(u32, u32)>, seg: &Segment) -> usize {
+    if let Some((val, ecr)) = ts {
+        buf[o] = OPT_NOP;
+        buf[o + 1] = OPT_NOP;
+        o += 2;
+        o = put_timestamp(buf, o, val, ecr);
+    }
+    let n = (seg.sack_len as usize).min(MAX_SACK_BLOCKS);
+    if n > 0 {
+        buf[o] = OPT_NOP;
+        buf[o + 1] = OPT_NOP;
+        buf[o + 2] = OPT_SACK;
+        buf[o + 3] = (2 + 8 * n) as u8;
+        o += 4;
+        for b in &seg.sack[..n] {
+            buf[o..o + 4].copy_from_slice(&(b.start as u32).to_be_bytes());
+            buf[o + 4..o + 8].copy_from_slice(&(b.end as u32).to_be_bytes());
+            o += 8;
+        }
+    }
+    o
+}
+
+/// The TCP fixed header at `tcp`, `tcp_hdr_len` bytes with the options; its
+/// checksum is left zero.
+fn put_tcp_header(buf: &mut [u8], tcp: usize, tcp_hdr_len: usize, ports: (u16, u16), seg: &Segment) {
+    let (src_port, dst_port) = ports;
+    let window: u16 = if seg.is_syn() {
+        seg.rwnd_bytes.min(65535) as u16
+    } else {
+        (seg.rwnd_bytes >> WINDOW_SHIFT).min(65535) as u16
+    };
+    let ack: u32 = if seg.has_ack() { seg.ack as u32 } else { 0 };
+    buf[tcp..tcp + 2].copy_from_slice(&src_port.to_be_bytes());
+    buf[tcp + 2..tcp + 4].copy_from_slice(&dst_port.to_be_bytes());
+    buf[tcp + 4..tcp + 8].copy_from_slice(&(seg.seq as u32).to_be_bytes());
+    buf[tcp + 8..tcp + 12].copy_from_slice(&ack.to_be_bytes());
+    buf[tcp + 12] = ((tcp_hdr_len / 4) as u8) << 4;
+    buf[tcp + 13] = seg.flags.0;
+    buf[tcp + 14..tcp + 16].copy_from_slice(&window.to_be_bytes());
+    buf[tcp + 16..tcp + 18].copy_from_slice(&[0, 0]); // checksum, set last
+    buf[tcp + 18..tcp + 20].copy_from_slice(&[0, 0]); // urgent pointer
+}
+
+/// The IPv4 header at `ip`, with its checksum.
+fn put_ipv4_header(buf: &mut [u8], ip: usize, ip_total: u16, id: u16, ecn: Ecn, addrs: ([u8; 4], [u8; 4])) {
+    let (src_ip, dst_ip) = addrs;
+    buf[ip] = 0x45; // version 4, IHL 5
+    buf[ip + 1] = ecn.bits(); // DSCP 0, ECN (RFC 3168 §5)
+    buf[ip + 2..ip + 4].copy_from_slice(&ip_total.to_be_bytes());
+    buf[ip + 4..ip + 6].copy_from_slice(&id.to_be_bytes());
+    buf[ip + 6..ip + 8].copy_from_slice(&0x4000u16.to_be_bytes()); // DF
+    buf[ip + 8] = 64; // TTL
+    buf[ip + 9] = 6; // TCP
+    buf[ip + 10..ip + 12].copy_from_slice(&[0, 0]);
+    buf[ip + 12..ip + 16].copy_from_slice(&src_ip);
+    buf[ip + 16..ip + 20].copy_from_slice(&dst_ip);
+    let ip_csum = fold(sum_be16(0, &buf[ip..ip + IPV4_HEADER]));
+    buf[ip + 10..ip + 12].copy_from_slice(&ip_csum.to_be_bytes());
 }
 
 fn put_timestamp(buf: &mut [u8], o: usize, val: u32, ecr: u32) -> usize {
@@ -579,7 +598,16 @@ mod tests {
         let recs = parse_file(&bytes);
         assert_eq!(recs.len(), 10);
         let pkts: Vec<Tcp> = recs.iter().map(|r| parse_packet(&r.data)).collect();
+        check_handshake(&recs, &pkts);
+        check_data_and_acks(&recs, &pkts);
+        check_ids_and_checksums(&recs);
 
+        tshark_check(&path);
+        let _ = std::fs::remove_file(&path);
+    }
+
+    /// [`write_sample`]'s SYN, SYN-ACK and first ACK.
+    fn check_handshake(recs: &[Rec], pkts: &[Tcp]) {
         // Timestamps.
         assert_eq!((recs[0].secs, recs[0].nanos), (1, 500_000_000));
         assert_eq!((recs[1].secs, recs[1].nanos), (1, 510_000_000));
@@ -612,7 +640,11 @@ mod tests {
         assert_eq!(recs[2].incl, 52);
         assert_eq!(p.window, (3_000_000u64 >> 7) as u16);
         assert_eq!(p.opts, vec![Opt::Ts(21000, 2000)]);
+    }
 
+    /// [`write_sample`]'s data segments, SACK ACK and segments without
+    /// timestamps.
+    fn check_data_and_acks(recs: &[Rec], pkts: &[Tcp]) {
         // Data: header captured, payload counted in the lengths.
         for (k, i) in (3..7).enumerate() {
             let p = &pkts[i];
@@ -638,13 +670,15 @@ mod tests {
         assert_eq!(pkts[8].ip_total, 1488);
         assert_eq!(pkts[8].seq, 1449);
         assert_eq!((pkts[9].seq, pkts[9].flags), (5793, 0x11));
+    }
 
+    fn check_ids_and_checksums(recs: &[Rec]) {
         // IP identification increments.
         let ids: Vec<u16> = recs.iter().map(|r| be16(&r.data, 4)).collect();
         assert_eq!(ids, (0..10).collect::<Vec<u16>>());
 
         // TCP checksum equals that of the segment with a zero payload.
-        for r in &recs {
+        for r in recs {
             let d = &r.data;
             let tcp_len = be16(d, 2) as u32 - 20;
             let mut s = sum_be16(0, &d[12..20]);
@@ -652,9 +686,6 @@ mod tests {
             s = sum_be16(s, &d[20..]);
             assert_eq!(fold(s), 0, "TCP checksum");
         }
-
-        tshark_check(&path);
-        let _ = std::fs::remove_file(&path);
     }
 
     /// The bytes of [`write_sample`]'s file, as this writer wrote them before

@@ -9,14 +9,13 @@
 //! arrives.
 
 use crate::engine::{Event, EventQueue};
-use crate::flow::{Flow, MptcpEnd, Transport, UPSTREAM_SUBFLOW};
+use crate::flow::{Flow, Transport};
 use crate::measure::{AccessDelay, LatencyHistogram, Samples};
 use crate::network::{queue_view, Link, Node, Service, SharedMedium};
 use crate::packet::{Packet, PacketRef, PacketSlab, Payload};
 use crate::routing::RouteTable;
 use crate::wire::{Hop, Wires};
 use latlab_link::{Departure, RouteEcn};
-use latlab_proto::mptcp::MptcpSender;
 use latlab_qdisc::Ecn;
 
 mod flow_events;
@@ -280,103 +279,34 @@ impl Simulation {
         }
         let mut r = popped.pkt;
         r.route = r.route.advance();
-        let flow = match hop {
-            Hop::Link(next) => {
-                self.link_enqueue(next, r);
-                return;
-            }
-            Hop::Deliver { flow } => flow,
-        };
-        let f = &mut self.flows[flow as usize];
+        match hop {
+            Hop::Link(next) => self.link_enqueue(next, r),
+            Hop::Deliver { flow } => self.deliver(flow, r),
+        }
+    }
+
+    /// Hand packet `r`, at the end of its route, to its flow's endpoint.
+    fn deliver(&mut self, flow: u32, r: PacketRef) {
+        let f = &self.flows[flow as usize];
         let p = self.packets.remove(r);
         let forward = p.forward;
-        let now = self.now_ns;
         if p.conn != f.conn {
             return; // a late packet of a closed-loop user's earlier connection
         }
         // Latency samples: sampled flows, inside the measurement window.
-        let measured = f.sampled && now >= self.measure_from_ns;
-        match (&mut f.transport, p.payload) {
-            (Transport::Tcp(t), Payload::Tcp(seg)) => {
-                if forward {
-                    t.receiver.on_segment_ecn(now, &seg, r.route.ecn());
-                    self.poll_receiver(flow);
-                } else {
-                    let samples_before = measured.then(|| t.sender.stats().rtt_samples);
-                    t.sender.on_segment(now, &seg);
-                    if samples_before.is_some_and(|n| t.sender.stats().rtt_samples != n) {
-                        self.latency[flow as usize].record(t.sender.latest_rtt_ns());
-                    }
-                    self.poll_sender(flow);
-                }
+        let measured = f.sampled && self.now_ns >= self.measure_from_ns;
+        match (&f.transport, p.payload) {
+            (Transport::Tcp(_), Payload::Tcp(seg)) => {
+                self.deliver_tcp(flow, forward, &seg, r.route.ecn(), measured)
             }
-            // Each machine is polled after it is fed: data can only make
-            // the receiver report, feedback can only change the sender's
-            // rate (and so its next pacing slot).
-            (Transport::Tfrc(t), Payload::TfrcData(d)) => {
-                if measured {
-                    // The sender stamps with the simulation's clock.
-                    self.latency[flow as usize].record(now.saturating_sub(d.send_ts_ns));
-                }
-                t.receiver.on_data(now + t.receiver_clock_offset_ns, &d);
-                self.poll_tfrc_receiver(flow);
+            (Transport::Tfrc(_), Payload::TfrcData(d)) => self.deliver_tfrc_data(flow, &d, measured),
+            (Transport::Tfrc(_), Payload::TfrcFeedback(fb)) => self.deliver_tfrc_feedback(flow, &fb),
+            (Transport::Mptcp(_), Payload::Tcp(seg)) => {
+                self.deliver_mptcp(flow, p.subflow, forward, &seg, measured)
             }
-            (Transport::Tfrc(t), Payload::TfrcFeedback(fb)) => {
-                t.sender.on_feedback(now, &fb);
-                self.poll_tfrc_sender(flow);
-            }
-            (Transport::Mptcp(m), Payload::Tcp(seg)) => {
-                let i = p.subflow as usize;
-                match (&mut m.end, forward) {
-                    (MptcpEnd::Proxy(px), true) if p.subflow == UPSTREAM_SUBFLOW => {
-                        px.proxy.on_upstream_segment(now, &seg);
-                        self.poll_proxy(flow);
-                    }
-                    (MptcpEnd::Proxy(px), false) if p.subflow == UPSTREAM_SUBFLOW => {
-                        px.server.on_segment(now, &seg);
-                        self.poll_server(flow);
-                    }
-                    (end, true) => {
-                        m.receiver.on_segment(now, i, &seg);
-                        // Through a proxy, a finite transfer ends when the
-                        // client has every byte.
-                        if let (MptcpEnd::Proxy(_), Some(size), None) = (end, f.size_bytes, m.completed_at_ns)
-                        {
-                            if m.receiver.bytes_delivered() >= size {
-                                m.completed_at_ns = Some(now);
-                            }
-                        }
-                        self.poll_mptcp_receiver(flow);
-                    }
-                    (MptcpEnd::Direct(sender), false) => {
-                        let rtt_samples = |s: &MptcpSender| {
-                            s.subflow(i)
-                                .map(|sf| (sf.tcp().stats().rtt_samples, sf.tcp().latest_rtt_ns()))
-                        };
-                        let before = if measured { rtt_samples(sender) } else { None };
-                        sender.on_segment(now, i, &seg);
-                        if let (Some((n0, _)), Some((n, rtt_ns))) = (before, rtt_samples(sender)) {
-                            if n != n0 {
-                                self.latency[flow as usize].record(rtt_ns);
-                            }
-                        }
-                        self.poll_mptcp_sender(flow);
-                    }
-                    (MptcpEnd::Proxy(px), false) => {
-                        px.proxy.on_subflow_segment(now, i, &seg);
-                        self.poll_proxy(flow);
-                    }
-                }
-            }
-            (Transport::Udp(u), Payload::Udp { sent_ns, .. }) => {
-                let owd = now.saturating_sub(sent_ns);
-                u.received_pkts += 1;
-                u.received_bytes += (p.wire_bytes - f.header_bytes) as u64;
-                u.owd_sum_ns += owd;
-                u.owd_max_ns = u.owd_max_ns.max(owd);
-                if measured {
-                    self.latency[flow as usize].record(owd);
-                }
+            (Transport::Udp(_), Payload::Udp { sent_ns, .. }) => {
+                let payload_bytes = p.wire_bytes - f.header_bytes;
+                self.deliver_udp(flow, sent_ns, payload_bytes, measured)
             }
             _ => {}
         }

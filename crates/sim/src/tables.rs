@@ -41,6 +41,63 @@ fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
     RecordBatch::try_from_iter(columns).expect("columns of one table have equal lengths")
 }
 
+// TCP-only, UDP-only and TFRC-only columns are null for the other kinds.
+fn tcp_column(f: &[Flow], g: fn(&TcpFlow) -> Option<u64>) -> ArrayRef {
+    opt_u64s(f.iter().map(move |x| x.tcp().and_then(g)))
+}
+/// Sender counters summed over a closed-loop user's connections.
+fn sender_column(f: &[Flow], g: fn(&SenderStats) -> u64) -> ArrayRef {
+    opt_u64s(f.iter().map(move |x| x.sender_totals().map(|s| g(&s))))
+}
+fn udp_column(f: &[Flow], g: fn(&UdpFlow) -> u64) -> ArrayRef {
+    opt_u64s(f.iter().map(move |x| x.udp().map(g)))
+}
+fn tfrc_column(f: &[Flow], g: fn(&TfrcFlow) -> u64) -> ArrayRef {
+    opt_u64s(f.iter().map(move |x| x.tfrc().map(g)))
+}
+fn tfrc_f64_column(f: &[Flow], g: fn(&TfrcFlow) -> f64) -> ArrayRef {
+    opt_f64s(f.iter().map(move |x| x.tfrc().map(g)))
+}
+
+/// What the receivers saw: UDP's packets and one-way delay, TFRC's and
+/// DFlow's congestion events and rate.
+fn flow_receiver_columns(f: &[Flow]) -> Vec<(&'static str, ArrayRef)> {
+    vec![
+        (
+            "packets_received",
+            opt_u64s(f.iter().map(|x| match &x.transport {
+                Transport::Udp(u) => Some(u.received_pkts),
+                Transport::Tfrc(t) => Some(t.receiver.stats().packets_received),
+                Transport::Tcp(_) | Transport::Mptcp(_) => None,
+            })),
+        ),
+        (
+            "owd_mean_ns",
+            udp_column(f, |u| u.owd_sum_ns.checked_div(u.received_pkts).unwrap_or(0)),
+        ),
+        ("owd_max_ns", udp_column(f, |u| u.owd_max_ns)),
+        // TFRC/DFlow only. p as the receiver last computed it (for DFlow a
+        // congestion event rate: loss and delay events).
+        (
+            "loss_event_rate",
+            tfrc_f64_column(f, |t| t.receiver.loss_event_rate()),
+        ),
+        ("loss_events", tfrc_column(f, |t| t.receiver.stats().loss_events)),
+        (
+            "delay_events",
+            tfrc_column(f, |t| t.receiver.stats().delay_events),
+        ),
+        // The sender's allowed rate X at the end of the run.
+        ("rate_bps", tfrc_f64_column(f, |t| t.sender.rate_bps())),
+        // DFlow only: latest one-way delay above the receiver's base delay
+        // (min OWD over the base window).
+        (
+            "queueing_delay_ns",
+            opt_u64s(f.iter().map(|x| x.tfrc().and_then(|t| t.queueing_delay_ns()))),
+        ),
+    ]
+}
+
 impl Simulation {
     /// Length of the measurement window in seconds (never zero).
     fn window_s(&self) -> f64 {
@@ -48,18 +105,18 @@ impl Simulation {
     }
 
     pub fn flows_table(&self) -> RecordBatch {
-        let w = self.window_s();
+        let mut columns = self.flow_identity_columns();
+        columns.extend(self.flow_progress_columns());
+        columns.extend(self.flow_sender_columns());
+        columns.extend(flow_receiver_columns(&self.flows));
+        batch(columns)
+    }
+
+    /// Which flow: its id, group, kind, ends, controller, start and size.
+    fn flow_identity_columns(&self) -> Vec<(&'static str, ArrayRef)> {
         let f = &self.flows;
         let node = |n: u32| self.nodes[n as usize].name.as_str();
-        // TCP-only and UDP-only columns are null for the other kind.
-        let tcp = |g: fn(&TcpFlow) -> Option<u64>| opt_u64s(f.iter().map(move |x| x.tcp().and_then(g)));
-        // Sender counters summed over a closed-loop user's connections.
-        let sent =
-            |g: fn(&SenderStats) -> u64| opt_u64s(f.iter().map(move |x| x.sender_totals().map(|s| g(&s))));
-        let udp = |g: fn(&UdpFlow) -> u64| opt_u64s(f.iter().map(move |x| x.udp().map(g)));
-        let tfrc = |g: fn(&TfrcFlow) -> u64| opt_u64s(f.iter().map(move |x| x.tfrc().map(g)));
-        let tfrc_f64 = |g: fn(&TfrcFlow) -> f64| opt_f64s(f.iter().map(move |x| x.tfrc().map(g)));
-        batch(vec![
+        vec![
             ("flow_id", u32s(0..f.len() as u32)),
             (
                 "group",
@@ -71,6 +128,15 @@ impl Simulation {
             ("cc", strs(f.iter().map(|x| x.cc_name.as_str()))),
             ("start_ns", u64s(f.iter().map(|x| x.start_ns))),
             ("size_bytes", opt_u64s(f.iter().map(|x| x.size_bytes))),
+        ]
+    }
+
+    /// How far each flow got: completion, bytes, goodput and throughput
+    /// over the measurement window.
+    fn flow_progress_columns(&self) -> Vec<(&'static str, ArrayRef)> {
+        let w = self.window_s();
+        let f = &self.flows;
+        vec![
             (
                 "completed",
                 bools(f.iter().map(|x| {
@@ -90,8 +156,8 @@ impl Simulation {
                     done.map(|t| t.saturating_sub(x.start_ns))
                 })),
             ),
-            ("handshake_rtt_ns", tcp(|t| t.sender.handshake_rtt_ns())),
-            ("bytes_acked", sent(|s| s.bytes_acked)),
+            ("handshake_rtt_ns", tcp_column(f, |t| t.sender.handshake_rtt_ns())),
+            ("bytes_acked", sender_column(f, |s| s.bytes_acked)),
             ("bytes_delivered", u64s(f.iter().map(|x| x.bytes_delivered()))),
             (
                 "goodput_bps",
@@ -107,6 +173,13 @@ impl Simulation {
                         .map(|x| (x.bytes_sent() - x.window_start_sent) as f64 * 8.0 / w),
                 ),
             ),
+        ]
+    }
+
+    /// The senders' counters and state at the end of the run.
+    fn flow_sender_columns(&self) -> Vec<(&'static str, ArrayRef)> {
+        let f = &self.flows;
+        vec![
             (
                 "segments_sent",
                 u64s(f.iter().map(|x| match &x.transport {
@@ -117,9 +190,12 @@ impl Simulation {
                     Transport::Tfrc(t) => t.sender.stats().packets_sent,
                 })),
             ),
-            ("retransmitted_segments", sent(|s| s.retransmitted_segments)),
-            ("timeouts", sent(|s| s.timeouts)),
-            ("fast_recoveries", sent(|s| s.fast_retransmits)),
+            (
+                "retransmitted_segments",
+                sender_column(f, |s| s.retransmitted_segments),
+            ),
+            ("timeouts", sender_column(f, |s| s.timeouts)),
+            ("fast_recoveries", sender_column(f, |s| s.fast_retransmits)),
             // MPTCP: the sum of the subflows' windows.
             (
                 "cwnd_bytes",
@@ -143,37 +219,10 @@ impl Simulation {
             ),
             (
                 "transfers_completed",
-                tcp(|t| t.closed_loop.as_ref().map(|c| c.transfers.len() as u64)),
+                tcp_column(f, |t| t.closed_loop.as_ref().map(|c| c.transfers.len() as u64)),
             ),
-            (
-                "packets_received",
-                opt_u64s(f.iter().map(|x| match &x.transport {
-                    Transport::Udp(u) => Some(u.received_pkts),
-                    Transport::Tfrc(t) => Some(t.receiver.stats().packets_received),
-                    Transport::Tcp(_) | Transport::Mptcp(_) => None,
-                })),
-            ),
-            (
-                "owd_mean_ns",
-                udp(|u| u.owd_sum_ns.checked_div(u.received_pkts).unwrap_or(0)),
-            ),
-            ("owd_max_ns", udp(|u| u.owd_max_ns)),
-            // TFRC/DFlow only. p as the receiver last computed it (for
-            // DFlow a congestion event rate: loss and delay events).
-            ("loss_event_rate", tfrc_f64(|t| t.receiver.loss_event_rate())),
-            ("loss_events", tfrc(|t| t.receiver.stats().loss_events)),
-            ("delay_events", tfrc(|t| t.receiver.stats().delay_events)),
-            // The sender's allowed rate X at the end of the run.
-            ("rate_bps", tfrc_f64(|t| t.sender.rate_bps())),
-            // DFlow only: latest one-way delay above the receiver's base
-            // delay (min OWD over the base window).
-            (
-                "queueing_delay_ns",
-                opt_u64s(f.iter().map(|x| x.tfrc().and_then(|t| t.queueing_delay_ns()))),
-            ),
-        ])
+        ]
     }
-
     /// One row per file a closed-loop user finished.
     pub fn transfers_table(&self) -> RecordBatch {
         let rows: Vec<(u32, &Transfer)> = self

@@ -7,7 +7,7 @@
 use arrow_array::Array;
 use latlab_qdisc::QdiscStats;
 use latlab_sim::sim::TraceEvent;
-use latlab_sim::{build, load, parse, Simulation};
+use latlab_sim::{assemble, load, parse, Simulation};
 
 const DURATION_S: f64 = 30.0;
 
@@ -234,7 +234,7 @@ fn pcap_shows_the_ecn_field_and_ece_cwr() {
     )
     .replace("duration_s = 30", "duration_s = 8");
     let sc = parse(&toml, "ecn.toml").unwrap();
-    let mut sim = build::build(&sc, "ecn.toml", Some(&dir)).unwrap();
+    let mut sim = assemble::build(&sc, "ecn.toml", Some(&dir)).unwrap();
     sim.run();
     assert!(sim.pcap_error.is_none(), "{:?}", sim.pcap_error);
     // (ECN field, TCP flags) of every record.

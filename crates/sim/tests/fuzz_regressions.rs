@@ -5,8 +5,8 @@
 //! budget (which, on an ordinary machine, refuses them first; see
 //! `budget.rs` for its own tests).
 
+use latlab_sim::assemble::build_with_limit;
 use latlab_sim::budget::MemoryLimit;
-use latlab_sim::build::build_with_limit;
 use std::time::{Duration, Instant};
 
 fn error_of(toml: &str) -> String {

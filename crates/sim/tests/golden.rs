@@ -12,7 +12,7 @@
 
 use crate::common;
 
-use latlab_sim::build::build;
+use latlab_sim::assemble::build;
 use latlab_sim::parse;
 use latlab_sim::tables::to_ipc_stream;
 use std::collections::BTreeMap;

@@ -1,6 +1,6 @@
 //! A captured link opens in tshark, with one frame per packet the link sent.
 
-use latlab_sim::{build, parse};
+use latlab_sim::{assemble, parse};
 use std::process::Command;
 
 #[test]
@@ -24,7 +24,7 @@ size_bytes = 300000
 pcap = ["a->b"]
 "#;
     let sc = parse(toml, "pcap.toml").unwrap();
-    let mut sim = build::build(&sc, "pcap.toml", Some(&dir)).unwrap();
+    let mut sim = assemble::build(&sc, "pcap.toml", Some(&dir)).unwrap();
     sim.run();
     assert!(sim.pcap_error.is_none(), "{:?}", sim.pcap_error);
     let link = sim.links.iter().find(|l| l.name == "a->b").unwrap();

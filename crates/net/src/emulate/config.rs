@@ -68,6 +68,42 @@ pub fn from_text(
     let built: BuiltLinks<PacketRef> = links::build(&cx, &plan, sc.seed).map_err(|e| e.to_string())?;
     let link_names = links::link_names(&plan);
     let names = &plan.nodes;
+    let (c, s) = path_ends(names, source, client, server)?;
+    for name in &pcap_links {
+        if !link_names.contains(name) {
+            return Err(format!(
+                "{source}: outputs.pcap: unknown link {name:?}; links are named \"from->to\" by node names"
+            ));
+        }
+    }
+    let (up_ids, down_ids) = routes_between(&plan, &built, source, (c, s))?;
+    let mut pool = LinkPool {
+        source,
+        links: link_names.iter().cloned().zip(built.services).map(Some).collect(),
+        media: built.media.into_iter().map(Some).collect(),
+    };
+    let up = pool.take_line(&up_ids)?;
+    let down = pool.take_line(&down_ids)?;
+    Ok(PathPlan {
+        scenario_name: sc.name.clone(),
+        seed: sc.seed,
+        client_node: names[c as usize].clone(),
+        server_node: names[s as usize].clone(),
+        up,
+        down,
+        sample_interval_ns: timing.sample_interval_ns,
+        pcap_links,
+    })
+}
+
+/// The client's and the server's node: named by `--client` and `--server`,
+/// by default the topology's first and last nodes; two distinct nodes.
+fn path_ends(
+    names: &[String],
+    source: &str,
+    client: Option<&str>,
+    server: Option<&str>,
+) -> Result<(u32, u32), String> {
     let node = |name: Option<&str>, default: usize, flag: &str| -> Result<u32, String> {
         match name {
             None => Ok(default as u32),
@@ -94,13 +130,17 @@ pub fn from_text(
             names[c as usize]
         ));
     }
-    for name in &pcap_links {
-        if !link_names.contains(name) {
-            return Err(format!(
-                "{source}: outputs.pcap: unknown link {name:?}; links are named \"from->to\" by node names"
-            ));
-        }
-    }
+    Ok((c, s))
+}
+
+/// The links of the simulator's routes client → server and back.
+fn routes_between(
+    plan: &topology::NetPlan,
+    built: &BuiltLinks<PacketRef>,
+    source: &str,
+    (c, s): (u32, u32),
+) -> Result<(Vec<u32>, Vec<u32>), String> {
+    let names = &plan.nodes;
     let graph: Vec<(u32, u32, u64)> = plan
         .links
         .iter()
@@ -108,7 +148,7 @@ pub fn from_text(
         .map(|(l, svc)| (l.src, l.dst, svc.delay_ns))
         .collect();
     let mut router = Router::new(names.len(), &graph);
-    let route = |router: &mut Router, a: u32, b: u32| {
+    let mut route = |a: u32, b: u32| {
         router.route(a, b).ok_or_else(|| {
             format!(
                 "{source}: no route from {:?} to {:?} in the topology",
@@ -116,22 +156,31 @@ pub fn from_text(
             )
         })
     };
-    let up_ids = route(&mut router, c, s)?;
-    let down_ids = route(&mut router, s, c)?;
-    let mut links: Vec<Option<(String, LinkService<PacketRef>)>> =
-        link_names.iter().cloned().zip(built.services).map(Some).collect();
-    let mut media: Vec<Option<Medium<PacketRef>>> = built.media.into_iter().map(Some).collect();
-    let mut take = |ids: &[u32]| -> Result<Line, String> {
+    Ok((route(c, s)?, route(s, c)?))
+}
+
+/// The scenario's links and shared media, each taken by at most one hop of
+/// the path.
+struct LinkPool<'a> {
+    source: &'a str,
+    links: Vec<Option<(String, LinkService<PacketRef>)>>,
+    media: Vec<Option<Medium<PacketRef>>>,
+}
+
+impl LinkPool<'_> {
+    /// The line through links `ids`, in order.
+    fn take_line(&mut self, ids: &[u32]) -> Result<Line, String> {
+        let source = self.source;
         let mut hops = Vec::with_capacity(ids.len());
         for &id in ids {
-            let (name, svc) = links[id as usize].take().ok_or_else(|| {
+            let (name, svc) = self.links[id as usize].take().ok_or_else(|| {
                 format!("{source}: link {id} lies on both directions of the path; the emulator needs distinct links")
             })?;
             let service = match svc.service {
                 Service::Fixed => HopService::Fixed(svc.rate),
                 Service::Varying(tx) => HopService::Varying(tx),
                 Service::Shared { medium, member } => {
-                    let m = media[medium as usize].take().ok_or_else(|| {
+                    let m = self.media[medium as usize].take().ok_or_else(|| {
                         format!(
                             "{source}: link {:?}: its cell or AP already serves another link of the path; the emulator runs one member per medium",
                             name
@@ -154,19 +203,7 @@ pub fn from_text(
             ));
         }
         Ok(Line::new(hops))
-    };
-    let up = take(&up_ids)?;
-    let down = take(&down_ids)?;
-    Ok(PathPlan {
-        scenario_name: sc.name.clone(),
-        seed: sc.seed,
-        client_node: names[c as usize].clone(),
-        server_node: names[s as usize].clone(),
-        up,
-        down,
-        sample_interval_ns: timing.sample_interval_ns,
-        pcap_links,
-    })
+    }
 }
 
 #[cfg(test)]
@@ -239,7 +276,7 @@ mod tests {
     #[test]
     fn packets_cross_a_cell_downlink_in_order_and_are_accounted() {
         use crate::emulate::line::Outcome;
-        use crate::emulate::records::link_row;
+        use crate::emulate::outputs::link_row;
         use latlab_link::PacketRef;
         let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios"));
         for (file, client) in [("cellular.toml", "ue0"), ("wifi.toml", "sta0")] {

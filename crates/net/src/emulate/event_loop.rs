@@ -24,13 +24,13 @@ use std::os::fd::{AsRawFd, RawFd};
 use latlab_link::PacketRef;
 
 use super::line::{DropCause, Line, Outcome};
-use super::packet::{check_ip, Pool, Reject};
-use super::records::{
+use super::outputs::{
     sample, write_packet, DirectionSummary, InputCounters, PacketRow, RawPcap, TimingHistogram,
 };
+use super::packet::{check_ip, Pool, Reject};
 use super::tun::Tun;
 use crate::clock;
-use crate::record::{Recorder, RowClock};
+use crate::run_files::{Recorder, RowClock};
 
 /// Packets read from one device per turn before the lines run again: large
 /// enough to drain a burst in one wake-up, small enough that a flood on one

@@ -28,7 +28,7 @@
 //! Modules: [`config`] (scenario → lines), [`netns`] (namespaces),
 //! [`router`] (router mode's rules),
 //! [`tun`] (device I/O), [`packet`] (checks, buffer pool), [`line`](mod@line) (the
-//! delay line), [`event_loop`] (timing), [`records`] (output files),
+//! delay line), [`event_loop`] (timing), [`outputs`] (output files),
 //! [`args`] (command line).
 
 pub mod args;
@@ -36,8 +36,8 @@ pub mod config;
 pub mod event_loop;
 pub mod line;
 pub mod netns;
+pub mod outputs;
 pub mod packet;
-pub mod records;
 pub mod router;
 pub mod tun;
 
@@ -47,10 +47,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::record::{write_summary, Recorder};
+use crate::run_files::{write_summary, Recorder};
 use args::EmulateOptions;
 use event_loop::{Direction, LoopConfig};
-use records::{create_pcap, link_row, RawPcap, Summary};
+use outputs::{create_pcap, link_row, RawPcap, Summary};
 
 /// The line printed on stdout once the namespaces are up (one JSON object).
 #[derive(serde::Serialize)]
@@ -99,7 +99,7 @@ struct Places {
     server_ns: String,
     client_addr: String,
     server_addr: String,
-    router: Option<records::RouterSummary>,
+    router: Option<outputs::RouterSummary>,
 }
 
 impl Ends {
@@ -236,7 +236,7 @@ impl Ends {
                 server_ns: String::new(),
                 client_addr: String::new(),
                 server_addr: String::new(),
-                router: Some(records::RouterSummary {
+                router: Some(outputs::RouterSummary {
                     router_ns: p.ns.clone(),
                     ingress: p.ingress.clone(),
                     egress: p.egress.clone(),
@@ -417,7 +417,7 @@ fn finish_outputs(
     opts: &EmulateOptions,
     dirs: &mut [Direction; 2],
     packets: Option<csv::Writer<BufWriter<File>>>,
-) -> Result<Vec<records::LinkRow>, String> {
+) -> Result<Vec<outputs::LinkRow>, String> {
     for d in dirs.iter_mut() {
         d.finish();
         for p in d.pcaps.iter_mut().filter_map(Option::take) {

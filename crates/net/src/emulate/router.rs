@@ -196,31 +196,7 @@ impl RouterPath {
         down: &Tun,
         mtu: u32,
     ) -> Result<RouterPath, String> {
-        if ingress == egress {
-            return Err(format!(
-                "--ingress and --egress are the same interface ({ingress:?}); the link needs two sides"
-            ));
-        }
-        for (flag, dev) in [("--ingress", ingress), ("--egress", egress)] {
-            ip_in(ns, &["link", "show", "dev", dev]).map_err(|e| {
-                format!(
-                    "{flag} {dev:?}: no such interface in {}: {e}",
-                    ns.unwrap_or("this namespace")
-                )
-            })?;
-        }
-        let where_ = ns.unwrap_or("this namespace");
-        if sysctl(ns, "net/ipv4/ip_forward", None)? != "1" {
-            return Err(format!(
-                "net.ipv4.ip_forward is 0 in {where_}: router mode needs a namespace that forwards"
-            ));
-        }
-        if sysctl(ns, "net/ipv4/conf/all/rp_filter", None)? == "1" {
-            return Err(format!(
-                "net.ipv4.conf.all.rp_filter is 1 (strict) in {where_}: packets the emulator writes back \
-                 arrive on its TUN device, not on the interface their source is routed through; set it to 0 or 2"
-            ));
-        }
+        check_namespace(ns, ingress, egress)?;
         let mut path = RouterPath {
             ns: ns.map(str::to_string),
             ingress: ingress.to_string(),
@@ -235,45 +211,81 @@ impl RouterPath {
             (path.up_dev.clone(), ingress, Way::Up),
             (path.down_dev.clone(), egress, Way::Down),
         ] {
-            if let Some(ns) = ns {
-                ip(&["link", "set", "dev", &dev, "netns", ns])?;
-            }
-            // The device's IPv4/IPv6 settings are made when it enters the
-            // namespace, so they are set after the move.
-            match sysctl(ns, &format!("net/ipv6/conf/{dev}/disable_ipv6"), Some("1")) {
-                Err(e) if !e.contains("No such file") => return Err(e),
-                _ => {}
-            }
-            sysctl(ns, &format!("net/ipv4/conf/{dev}/rp_filter"), Some("0"))?;
-            sysctl(ns, &format!("net/ipv4/conf/{dev}/forwarding"), Some("1"))?;
-            // A long device queue, as for the host-mode devices.
-            ip_in(
-                ns,
-                &[
-                    "link",
-                    "set",
-                    "dev",
-                    &dev,
-                    "mtu",
-                    &mtu,
-                    "txqueuelen",
-                    "10000",
-                    "up",
-                ],
-            )?;
-            let table = table_of(pid, way);
-            let t = table.to_string();
-            path.tables.push(table);
-            ip_in(ns, &["-4", "route", "add", "default", "dev", &dev, "table", &t])?;
-            let pref = RULE_PREF.to_string();
-            ip_in(
-                ns,
-                &["-4", "rule", "add", "pref", &pref, "iif", iif, "lookup", &t],
-            )?;
-            path.rules.push((RULE_PREF, table));
+            path.route_into(ns, pid, &dev, iif, way, &mtu)?;
         }
         Ok(path)
     }
+
+    /// Move TUN device `dev` into `ns` (if given), bring it up, and route
+    /// what arrives on interface `iif` into it through a table of its own.
+    fn route_into(
+        &mut self,
+        ns: Option<&str>,
+        pid: u32,
+        dev: &str,
+        iif: &str,
+        way: Way,
+        mtu: &str,
+    ) -> Result<(), String> {
+        if let Some(ns) = ns {
+            ip(&["link", "set", "dev", dev, "netns", ns])?;
+        }
+        // The device's IPv4/IPv6 settings are made when it enters the
+        // namespace, so they are set after the move.
+        match sysctl(ns, &format!("net/ipv6/conf/{dev}/disable_ipv6"), Some("1")) {
+            Err(e) if !e.contains("No such file") => return Err(e),
+            _ => {}
+        }
+        sysctl(ns, &format!("net/ipv4/conf/{dev}/rp_filter"), Some("0"))?;
+        sysctl(ns, &format!("net/ipv4/conf/{dev}/forwarding"), Some("1"))?;
+        // A long device queue, as for the host-mode devices.
+        ip_in(
+            ns,
+            &["link", "set", "dev", dev, "mtu", mtu, "txqueuelen", "10000", "up"],
+        )?;
+        let table = table_of(pid, way);
+        let t = table.to_string();
+        self.tables.push(table);
+        ip_in(ns, &["-4", "route", "add", "default", "dev", dev, "table", &t])?;
+        let pref = RULE_PREF.to_string();
+        ip_in(
+            ns,
+            &["-4", "rule", "add", "pref", &pref, "iif", iif, "lookup", &t],
+        )?;
+        self.rules.push((RULE_PREF, table));
+        Ok(())
+    }
+}
+
+/// Router mode needs two distinct interfaces that exist in `ns`, and a
+/// namespace that forwards without strict reverse-path filtering.
+fn check_namespace(ns: Option<&str>, ingress: &str, egress: &str) -> Result<(), String> {
+    if ingress == egress {
+        return Err(format!(
+            "--ingress and --egress are the same interface ({ingress:?}); the link needs two sides"
+        ));
+    }
+    for (flag, dev) in [("--ingress", ingress), ("--egress", egress)] {
+        ip_in(ns, &["link", "show", "dev", dev]).map_err(|e| {
+            format!(
+                "{flag} {dev:?}: no such interface in {}: {e}",
+                ns.unwrap_or("this namespace")
+            )
+        })?;
+    }
+    let where_ = ns.unwrap_or("this namespace");
+    if sysctl(ns, "net/ipv4/ip_forward", None)? != "1" {
+        return Err(format!(
+            "net.ipv4.ip_forward is 0 in {where_}: router mode needs a namespace that forwards"
+        ));
+    }
+    if sysctl(ns, "net/ipv4/conf/all/rp_filter", None)? == "1" {
+        return Err(format!(
+            "net.ipv4.conf.all.rp_filter is 1 (strict) in {where_}: packets the emulator writes back \
+             arrive on its TUN device, not on the interface their source is routed through; set it to 0 or 2"
+        ));
+    }
+    Ok(())
 }
 
 impl Drop for RouterPath {

@@ -61,7 +61,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use crate::clock::{now_ns, stop_requested};
-use crate::record::{write_summary, Recorder};
+use crate::run_files::{write_summary, Recorder};
 use args::FlowsOptions;
 use plan::{FlowPlan, FlowSpec};
 use tcp_info::TcpInfo;

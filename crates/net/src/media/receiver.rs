@@ -29,7 +29,7 @@ use serde::Serialize;
 use super::{bind, say, try_recv, RunError, SocketCounters, MAX_READS_PER_TURN, RECV_BUF_BYTES};
 use crate::clock::{self, now_ns};
 use crate::media::wire::{self, DataPacket, FeedbackPacket, Packet, ReceiverReport, FEEDBACK_LEN};
-use crate::record::{ns_to_ms, rate_bps, summary_path, write_summary, Distribution, Recorder, RowClock};
+use crate::run_files::{ns_to_ms, rate_bps, summary_path, write_summary, Distribution, Recorder, RowClock};
 
 /// Everything `media recv` was asked to do (validated).
 #[derive(Clone, Debug)]

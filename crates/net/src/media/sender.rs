@@ -27,7 +27,7 @@ use super::{
 };
 use crate::clock::{self, now_ns};
 use crate::media::wire::{self, DataPacket, Packet, ReceiverReport};
-use crate::record::{ns_to_ms, rate_bps, summary_path, write_summary, Distribution, Recorder, RowClock};
+use crate::run_files::{ns_to_ms, rate_bps, summary_path, write_summary, Distribution, Recorder, RowClock};
 
 /// Everything `media send` was asked to do (validated).
 #[derive(Clone, Debug)]

@@ -36,7 +36,7 @@ use serde::Serialize;
 
 use crate::clock::{self, now_ns};
 use crate::media::{say, RunError};
-use crate::record::{rate_bps, summary_path, write_summary, Distribution, Recorder, RowClock};
+use crate::run_files::{rate_bps, summary_path, write_summary, Distribution, Recorder, RowClock};
 
 /// Bytes read per `read` call at most.
 const READ_BYTES: usize = 256 * 1024;

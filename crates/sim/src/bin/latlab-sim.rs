@@ -36,7 +36,7 @@ fn main() -> ExitCode {
     };
     let t0 = Instant::now();
     let loaded = latlab_sim::parse(&text, path)
-        .and_then(|sc| latlab_sim::build::build_with_limit(&sc, path, None, limit));
+        .and_then(|sc| latlab_sim::assemble::build_with_limit(&sc, path, None, limit));
     let mut sim = match loaded {
         Ok(s) => s,
         Err(e) => {

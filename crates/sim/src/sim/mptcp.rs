@@ -6,7 +6,8 @@ use crate::engine::Event;
 use crate::flow::{MptcpEnd, MptcpFlow, ProxyEnd, Transport, UPSTREAM_SUBFLOW};
 use crate::packet::Payload;
 use latlab_link::RouteEcn;
-use latlab_proto::mptcp::ProxyOutput;
+use latlab_proto::mptcp::{MptcpSender, ProxyOutput};
+use latlab_proto::Segment;
 use latlab_qdisc::Ecn;
 
 impl Simulation {
@@ -22,6 +23,73 @@ impl Simulation {
             MptcpEnd::Proxy(p) => p,
             MptcpEnd::Direct(_) => unreachable!("proxy event for an MPTCP flow without a proxy"),
         }
+    }
+
+    /// A segment on subflow `subflow` reaches its end: the proxy (from the
+    /// server upstream or from the client's subflows), the server, the
+    /// MPTCP receiver or the MPTCP sender.
+    #[inline]
+    pub(super) fn deliver_mptcp(
+        &mut self,
+        flow: u32,
+        subflow: u8,
+        forward: bool,
+        seg: &Segment,
+        measured: bool,
+    ) {
+        let now = self.now_ns;
+        let i = subflow as usize;
+        let f = &mut self.flows[flow as usize];
+        let Transport::Mptcp(m) = &mut f.transport else {
+            return;
+        };
+        match (&mut m.end, forward) {
+            (MptcpEnd::Proxy(px), true) if subflow == UPSTREAM_SUBFLOW => {
+                px.proxy.on_upstream_segment(now, seg);
+                self.poll_proxy(flow);
+            }
+            (MptcpEnd::Proxy(px), false) if subflow == UPSTREAM_SUBFLOW => {
+                px.server.on_segment(now, seg);
+                self.poll_server(flow);
+            }
+            (end, true) => {
+                m.receiver.on_segment(now, i, seg);
+                // Through a proxy, a finite transfer ends when the client
+                // has every byte.
+                if let (MptcpEnd::Proxy(_), Some(size), None) = (end, f.size_bytes, m.completed_at_ns) {
+                    if m.receiver.bytes_delivered() >= size {
+                        m.completed_at_ns = Some(now);
+                    }
+                }
+                self.poll_mptcp_receiver(flow);
+            }
+            (MptcpEnd::Direct(_), false) => self.deliver_mptcp_ack(flow, i, seg, measured),
+            (MptcpEnd::Proxy(px), false) => {
+                px.proxy.on_subflow_segment(now, i, seg);
+                self.poll_proxy(flow);
+            }
+        }
+    }
+
+    /// An ACK on subflow `i` reaches the MPTCP sender; a new RTT sample of
+    /// that subflow of a measured flow is recorded.
+    fn deliver_mptcp_ack(&mut self, flow: u32, i: usize, seg: &Segment, measured: bool) {
+        let now = self.now_ns;
+        let MptcpEnd::Direct(sender) = &mut self.mptcp_mut(flow).end else {
+            return;
+        };
+        let rtt_samples = |s: &MptcpSender| {
+            s.subflow(i)
+                .map(|sf| (sf.tcp().stats().rtt_samples, sf.tcp().latest_rtt_ns()))
+        };
+        let before = if measured { rtt_samples(sender) } else { None };
+        sender.on_segment(now, i, seg);
+        if let (Some((n0, _)), Some((n, rtt_ns))) = (before, rtt_samples(sender)) {
+            if n != n0 {
+                self.latency[flow as usize].record(rtt_ns);
+            }
+        }
+        self.poll_mptcp_sender(flow);
     }
 
     /// Send every segment the MPTCP sender (or the proxy) wants to send

@@ -6,6 +6,7 @@ use crate::engine::Event;
 use crate::flow::{TcpFlow, TimerSlot, Transfer, Transport};
 use crate::packet::Payload;
 use latlab_proto::tcp::{TcpReceiver, TcpSender};
+use latlab_proto::Segment;
 use latlab_qdisc::Ecn;
 
 impl Simulation {
@@ -13,6 +14,26 @@ impl Simulation {
         match &mut self.flows[flow as usize].transport {
             Transport::Tcp(t) => t,
             _ => unreachable!("TCP event for a non-TCP flow"),
+        }
+    }
+
+    /// A segment reaches the receiver (`forward`, with its IP ECN field) or
+    /// the sender; a new RTT sample of a measured flow is recorded.
+    #[inline]
+    pub(super) fn deliver_tcp(&mut self, flow: u32, forward: bool, seg: &Segment, ecn: Ecn, measured: bool) {
+        let now = self.now_ns;
+        let t = self.tcp_mut(flow);
+        if forward {
+            t.receiver.on_segment_ecn(now, seg, ecn);
+            self.poll_receiver(flow);
+        } else {
+            let samples_before = measured.then(|| t.sender.stats().rtt_samples);
+            t.sender.on_segment(now, seg);
+            if samples_before.is_some_and(|n| t.sender.stats().rtt_samples != n) {
+                let rtt_ns = t.sender.latest_rtt_ns();
+                self.latency[flow as usize].record(rtt_ns);
+            }
+            self.poll_sender(flow);
         }
     }
 

@@ -5,6 +5,7 @@ use super::Simulation;
 use crate::engine::Event;
 use crate::flow::{TfrcFlow, Transport};
 use crate::packet::Payload;
+use latlab_proto::tfrc::{TfrcData, TfrcFeedback};
 use latlab_qdisc::Ecn;
 
 impl Simulation {
@@ -13,6 +14,31 @@ impl Simulation {
             Transport::Tfrc(t) => t,
             _ => unreachable!("TFRC event for a non-TFRC flow"),
         }
+    }
+
+    // Each machine is polled after it is fed: data can only make the
+    // receiver report, feedback can only change the sender's rate (and so
+    // its next pacing slot).
+
+    /// A data packet reaches the receiver; a measured flow records its
+    /// one-way delay (the sender stamps with the simulation's clock).
+    #[inline]
+    pub(super) fn deliver_tfrc_data(&mut self, flow: u32, d: &TfrcData, measured: bool) {
+        let now = self.now_ns;
+        if measured {
+            self.latency[flow as usize].record(now.saturating_sub(d.send_ts_ns));
+        }
+        let t = self.tfrc_mut(flow);
+        t.receiver.on_data(now + t.receiver_clock_offset_ns, d);
+        self.poll_tfrc_receiver(flow);
+    }
+
+    /// Feedback reaches the sender.
+    #[inline]
+    pub(super) fn deliver_tfrc_feedback(&mut self, flow: u32, fb: &TfrcFeedback) {
+        let now = self.now_ns;
+        self.tfrc_mut(flow).sender.on_feedback(now, fb);
+        self.poll_tfrc_sender(flow);
     }
 
     /// Send the data packets the TFRC sender's pacer allows now, then arm
@@ -40,7 +66,8 @@ impl Simulation {
                 break;
             };
             // Feedback carries no payload: its fields fit in the header
-            // bytes every TFRC packet has (see build.rs).
+            // bytes every TFRC packet has (TFRC_DEFAULT_HEADER_BYTES in
+            // assemble/groups.rs).
             self.send_sized(flow, false, Payload::TfrcFeedback(fb), 0, Ecn::NotEct);
         }
         let t = self.tfrc_mut(flow);

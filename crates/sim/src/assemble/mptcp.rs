@@ -85,6 +85,27 @@ pub(super) fn mptcp_group(
             ),
         ));
     }
+    let paths = path_plans(cx, &spec, &mp)?;
+    let proxy = match &spec.proxy {
+        None => None,
+        Some(px) => Some(proxy_plan(cx, px, &paths, &format!("{mp}.proxy"), tcp)?),
+    };
+    Ok(MptcpGroup {
+        proxy,
+        cfg: MptcpConfig {
+            scheduler,
+            enforce_data_window: spec.enforce_data_window.unwrap_or(true),
+            opportunistic_retransmit: spec.opportunistic_retransmit,
+            penalise_slow_subflows: spec.penalise_slow_subflows,
+        },
+        recv_buffer_bytes,
+        paths,
+    })
+}
+
+/// Check the `paths` of the `mptcp` table at `mp`: one to [`MAX_SUBFLOWS`],
+/// distinct names.
+fn path_plans(cx: &Ctx, spec: &MptcpSpec, mp: &str) -> Result<Vec<PathPlan>, ScenarioError> {
     if spec.paths.is_empty() {
         return Err(cx.err(
             format!("{mp}.paths"),
@@ -116,21 +137,7 @@ pub(super) fn mptcp_group(
             backup: ps.backup,
         });
     }
-    let proxy = match &spec.proxy {
-        None => None,
-        Some(px) => Some(proxy_plan(cx, px, &paths, &format!("{mp}.proxy"), tcp)?),
-    };
-    Ok(MptcpGroup {
-        proxy,
-        cfg: MptcpConfig {
-            scheduler,
-            enforce_data_window: spec.enforce_data_window.unwrap_or(true),
-            opportunistic_retransmit: spec.opportunistic_retransmit,
-            penalise_slow_subflows: spec.penalise_slow_subflows,
-        },
-        recv_buffer_bytes,
-        paths,
-    })
+    Ok(paths)
 }
 
 /// Check the `proxy` table: every subflow opens at connect (the proxy's
@@ -167,49 +174,7 @@ fn proxy_plan(
     })?;
     let throttle = match &px.throttle {
         None => None,
-        Some(t) => {
-            let tp = format!("{pp}.throttle");
-            let subflow = match &t.path {
-                PathRef::Index(i) if (*i as usize) < paths.len() => *i as usize,
-                PathRef::Name(n) if paths.iter().any(|p| &p.name == n) => {
-                    paths.iter().position(|p| &p.name == n).unwrap_or(0)
-                }
-                other => {
-                    let names: Vec<&str> = paths.iter().map(|p| p.name.as_str()).collect();
-                    return Err(cx.err(
-                        format!("{tp}.path"),
-                        format!(
-                            "unknown path {other:?}; expected an index below {} or one of {names:?}",
-                            paths.len()
-                        ),
-                    ));
-                }
-            };
-            if !(t.rate_bps.is_finite() && t.rate_bps >= 1.0) {
-                return Err(cx.err(
-                    format!("{tp}.rate_bps"),
-                    format!("expected a positive rate in bits/s, got {}", t.rate_bps),
-                ));
-            }
-            let rate_bps = t.rate_bps.round() as u64;
-            let segment = (tcp.mss_bytes + tcp.header_bytes) as u64;
-            let queue_bytes = t
-                .queue_bytes
-                .unwrap_or(((rate_bps as f64 * DEFAULT_THROTTLE_QUEUE_S / 8.0) as u64).max(3 * segment));
-            if queue_bytes < segment {
-                return Err(cx.err(
-                    format!("{tp}.queue_bytes"),
-                    format!("expected at least one segment on the wire ({segment} bytes), got {queue_bytes}"),
-                ));
-            }
-            Some(ThrottleConfig {
-                subflow,
-                rate_bps,
-                after_ns: cx.s_to_ns(t.after_s.unwrap_or(0.0), &format!("{tp}.after_s"))?,
-                queue_bytes,
-                header_bytes: tcp.header_bytes,
-            })
-        }
+        Some(t) => Some(throttle_plan(cx, t, paths, &format!("{pp}.throttle"), tcp)?),
     };
     let cfg = ProxyConfig {
         relay_bytes,
@@ -225,6 +190,57 @@ fn proxy_plan(
     })
 }
 
+/// Check the proxy's `throttle` table at `tp`: a path of the connection, a
+/// positive rate, a queue of at least one segment.
+fn throttle_plan(
+    cx: &Ctx,
+    t: &crate::scenario::MptcpThrottleSpec,
+    paths: &[PathPlan],
+    tp: &str,
+    tcp: &TcpConfig,
+) -> Result<ThrottleConfig, ScenarioError> {
+    let subflow = match &t.path {
+        PathRef::Index(i) if (*i as usize) < paths.len() => *i as usize,
+        PathRef::Name(n) if paths.iter().any(|p| &p.name == n) => {
+            paths.iter().position(|p| &p.name == n).unwrap_or(0)
+        }
+        other => {
+            let names: Vec<&str> = paths.iter().map(|p| p.name.as_str()).collect();
+            return Err(cx.err(
+                format!("{tp}.path"),
+                format!(
+                    "unknown path {other:?}; expected an index below {} or one of {names:?}",
+                    paths.len()
+                ),
+            ));
+        }
+    };
+    if !(t.rate_bps.is_finite() && t.rate_bps >= 1.0) {
+        return Err(cx.err(
+            format!("{tp}.rate_bps"),
+            format!("expected a positive rate in bits/s, got {}", t.rate_bps),
+        ));
+    }
+    let rate_bps = t.rate_bps.round() as u64;
+    let segment = (tcp.mss_bytes + tcp.header_bytes) as u64;
+    let queue_bytes = t
+        .queue_bytes
+        .unwrap_or(((rate_bps as f64 * DEFAULT_THROTTLE_QUEUE_S / 8.0) as u64).max(3 * segment));
+    if queue_bytes < segment {
+        return Err(cx.err(
+            format!("{tp}.queue_bytes"),
+            format!("expected at least one segment on the wire ({segment} bytes), got {queue_bytes}"),
+        ));
+    }
+    Ok(ThrottleConfig {
+        subflow,
+        rate_bps,
+        after_ns: cx.s_to_ns(t.after_s.unwrap_or(0.0), &format!("{tp}.after_s"))?,
+        queue_bytes,
+        header_bytes: tcp.header_bytes,
+    })
+}
+
 /// A route from `src` through `via` to `dst`: the shortest route between
 /// each pair of consecutive points, joined.
 fn route_via(route: &mut impl FnMut(u32, u32) -> Option<Vec<u32>>, points: &[u32]) -> Option<Vec<u32>> {
@@ -233,6 +249,97 @@ fn route_via(route: &mut impl FnMut(u32, u32) -> Option<Vec<u32>>, points: &[u32
         out.extend(route(w[0], w[1])?);
     }
     Some(out)
+}
+
+/// Routes one connection's paths into the route table; errors name the key
+/// path (`p` is the group's) and the nodes.
+struct PathRouter<'a, 'c, R: FnMut(u32, u32) -> Option<Vec<u32>>> {
+    cx: &'a Ctx<'c>,
+    p: &'a str,
+    resolve: &'a dyn Fn(&str, &str) -> Result<u32, ScenarioError>,
+    nodes: &'a [Node],
+    route: &'a mut R,
+    routes: &'a mut RouteTable,
+}
+
+impl<R: FnMut(u32, u32) -> Option<Vec<u32>>> PathRouter<'_, '_, R> {
+    fn name(&self, n: u32) -> &str {
+        self.nodes[n as usize].name.as_str()
+    }
+
+    /// The plain TCP connection from the source to the proxy's node `pn`:
+    /// its forward and reverse routes.
+    fn upstream(&mut self, pn: u32, (src, dst): (u32, u32)) -> Result<(u32, u32), ScenarioError> {
+        let key = format!("{}.mptcp.proxy.node", self.p);
+        if pn == src || pn == dst {
+            return Err(self.cx.err(
+                key,
+                "the proxy must be a node between the source and the destination",
+            ));
+        }
+        let (cx, nodes) = (self.cx, self.nodes);
+        let name = |n: u32| nodes[n as usize].name.as_str();
+        let no_route = |a: u32, b: u32| {
+            cx.err(
+                key.clone(),
+                format!("no route from {:?} to {:?}", name(a), name(b)),
+            )
+        };
+        let fwd = (self.route)(src, pn).ok_or_else(|| no_route(src, pn))?;
+        let rev = (self.route)(pn, src).ok_or_else(|| no_route(pn, src))?;
+        Ok((self.routes.push(&fwd), self.routes.push(&rev)))
+    }
+
+    /// Path `k` of the connection from `src` through the plan's waypoints
+    /// to `dst`, and back the same way.
+    fn path(
+        &mut self,
+        k: usize,
+        plan: &PathPlan,
+        (src, dst): (u32, u32),
+    ) -> Result<MptcpPath, ScenarioError> {
+        let mut points = vec![src];
+        for (j, w) in plan.via.iter().enumerate() {
+            points.push((self.resolve)(w, &format!("mptcp.paths[{k}].via[{j}]"))?);
+        }
+        points.push(dst);
+        let through = plan
+            .via
+            .is_empty()
+            .then(String::new)
+            .unwrap_or_else(|| format!(" through {:?}", plan.via));
+        let key = format!("{}.mptcp.paths[{k}].via", self.p);
+        let fwd = route_via(self.route, &points).ok_or_else(|| {
+            self.cx.err(
+                key.clone(),
+                format!(
+                    "no route from {:?} to {:?}{through}; the topology does not connect them",
+                    self.name(src),
+                    self.name(dst)
+                ),
+            )
+        })?;
+        points.reverse();
+        let rev = route_via(self.route, &points).ok_or_else(|| {
+            self.cx.err(
+                key,
+                format!(
+                    "no route back from {:?} to {:?}{through}; the topology does not connect them",
+                    self.name(dst),
+                    self.name(src)
+                ),
+            )
+        })?;
+        Ok(MptcpPath {
+            name: plan.name.clone(),
+            backup: plan.backup,
+            join_after_ns: plan.join_after_ns,
+            fwd_route: self.routes.push(&fwd),
+            rev_route: self.routes.push(&rev),
+            subflow: None,
+            window_start_acked: 0,
+        })
+    }
 }
 
 /// Build one connection of an MPTCP group: route every path (forward
@@ -252,91 +359,37 @@ pub(super) fn mptcp_flow(
     route: &mut impl FnMut(u32, u32) -> Option<Vec<u32>>,
     routes: &mut RouteTable,
 ) -> Result<MptcpFlow, ScenarioError> {
-    let name = |n: u32| nodes[n as usize].name.as_str();
+    let mut router = PathRouter {
+        cx,
+        p,
+        resolve,
+        nodes,
+        route,
+        routes,
+    };
     // With a proxy the subflows run from the proxy's node to the client,
     // and a plain TCP connection from the source to the proxy.
-    let proxy_node = match &g.proxy {
-        Some(px) => Some(resolve(&px.node, "mptcp.proxy.node")?),
+    let upstream = match &g.proxy {
+        Some(px) => {
+            let node = resolve(&px.node, "mptcp.proxy.node")?;
+            Some((px, node, router.upstream(node, (src, dst))?))
+        }
         None => None,
     };
-    let mut upstream = None;
-    if let Some(pn) = proxy_node {
-        if pn == src || pn == dst {
-            return Err(cx.err(
-                format!("{p}.mptcp.proxy.node"),
-                "the proxy must be a node between the source and the destination",
-            ));
-        }
-        let no_route = |a: u32, b: u32| {
-            cx.err(
-                format!("{p}.mptcp.proxy.node"),
-                format!("no route from {:?} to {:?}", name(a), name(b)),
-            )
-        };
-        let fwd = route(src, pn).ok_or_else(|| no_route(src, pn))?;
-        let rev = route(pn, src).ok_or_else(|| no_route(pn, src))?;
-        upstream = Some((routes.push(&fwd), routes.push(&rev)));
-    }
-    let origin = proxy_node.unwrap_or(src);
+    let origin = upstream.map_or(src, |(_, node, _)| node);
     let mut paths = Vec::with_capacity(g.paths.len());
     for (k, plan) in g.paths.iter().enumerate() {
-        let src = origin;
-        let mut points = vec![src];
-        for (j, w) in plan.via.iter().enumerate() {
-            points.push(resolve(w, &format!("mptcp.paths[{k}].via[{j}]"))?);
-        }
-        points.push(dst);
-        let through = plan
-            .via
-            .is_empty()
-            .then(String::new)
-            .unwrap_or_else(|| format!(" through {:?}", plan.via));
-        let fwd = route_via(route, &points).ok_or_else(|| {
-            cx.err(
-                format!("{p}.mptcp.paths[{k}].via"),
-                format!(
-                    "no route from {:?} to {:?}{through}; the topology does not connect them",
-                    name(src),
-                    name(dst)
-                ),
-            )
-        })?;
-        points.reverse();
-        let rev = route_via(route, &points).ok_or_else(|| {
-            cx.err(
-                format!("{p}.mptcp.paths[{k}].via"),
-                format!(
-                    "no route back from {:?} to {:?}{through}; the topology does not connect them",
-                    name(dst),
-                    name(src)
-                ),
-            )
-        })?;
-        paths.push(MptcpPath {
-            name: plan.name.clone(),
-            backup: plan.backup,
-            join_after_ns: plan.join_after_ns,
-            fwd_route: routes.push(&fwd),
-            rev_route: routes.push(&rev),
-            subflow: None,
-            window_start_acked: 0,
-        });
+        paths.push(router.path(k, plan, (origin, dst))?);
     }
     let mut receiver = MptcpReceiver::new(g.recv_buffer_bytes);
     let mut path_of = Vec::new();
     let mut subflow_routes = Vec::new();
-    let end = match (&g.proxy, proxy_node, upstream) {
-        (Some(px), Some(node), Some((up_fwd_route, up_rev_route))) => {
-            // Every subflow exists before the proxy starts (numbered in
-            // path order); the proxy's sender gets its bytes from the relay.
+    let end = match upstream {
+        Some((px, node, (up_fwd_route, up_rev_route))) => {
+            // Every subflow exists before the proxy starts; the proxy's
+            // sender gets its bytes from the relay.
             let mut sender = MptcpSender::new(g.cfg, Some(0));
-            for (k, path) in paths.iter_mut().enumerate() {
-                let i = sender.add_subflow(0, cfg.clone(), cc.build(cfg.mss_bytes as u64), path.backup);
-                receiver.add_subflow(cfg.clone());
-                path.subflow = Some(i as u8);
-                path_of.push(k as u8);
-                subflow_routes.push((path.fwd_route, path.rev_route));
-            }
+            (path_of, subflow_routes) = open_subflows(&mut sender, &mut receiver, &mut paths, cfg, cc);
             let upstream_rcv = TcpReceiver::new(cfg.clone(), rwnd.build(cfg));
             let proxy = MptcpProxy::new(px.cfg, upstream_rcv, sender)
                 .map_err(|m| cx.err(format!("{p}.mptcp.proxy"), m))?;
@@ -354,7 +407,7 @@ pub(super) fn mptcp_flow(
                 up_rev_route,
             }))
         }
-        _ => MptcpEnd::Direct(MptcpSender::new(g.cfg, size_bytes)),
+        None => MptcpEnd::Direct(MptcpSender::new(g.cfg, size_bytes)),
     };
     Ok(MptcpFlow {
         end,
@@ -369,4 +422,26 @@ pub(super) fn mptcp_flow(
         window_start_occupancy_byte_ns: 0,
         completed_at_ns: None,
     })
+}
+
+/// Open one subflow per path, numbered in path order, on `sender` and
+/// `receiver`; returns each subflow's path and its (forward, reverse)
+/// routes.
+fn open_subflows(
+    sender: &mut MptcpSender,
+    receiver: &mut MptcpReceiver,
+    paths: &mut [MptcpPath],
+    cfg: &TcpConfig,
+    cc: &CcSpec,
+) -> (Vec<u8>, Vec<(u32, u32)>) {
+    let mut path_of = Vec::new();
+    let mut subflow_routes = Vec::new();
+    for (k, path) in paths.iter_mut().enumerate() {
+        let i = sender.add_subflow(0, cfg.clone(), cc.build(cfg.mss_bytes as u64), path.backup);
+        receiver.add_subflow(cfg.clone());
+        path.subflow = Some(i as u8);
+        path_of.push(k as u8);
+        subflow_routes.push((path.fwd_route, path.rev_route));
+    }
+    (path_of, subflow_routes)
 }

@@ -3,7 +3,7 @@
 //! `latlab_scenario::flows`, which the real-flow planner shares.
 
 use super::*;
-use crate::scenario::{ClosedLoopSpec, FlowKind};
+use crate::scenario::{ClosedLoopSpec, FlowKind, TfrcSpec};
 use latlab_scenario::flows::UdpGroup;
 
 /// What a flow group is, resolved and validated.
@@ -134,9 +134,8 @@ fn cc_spec(cx: &Ctx, grp: &FlowGroup, p: &str) -> Result<CcSpec, ScenarioError> 
     })
 }
 
-/// A TFRC or DFlow group: its config from the optional `tfrc` table over
-/// the proto defaults, checked by `TfrcConfig::validate` (one source of
-/// truth for the ranges) with the error placed on the key it concerns.
+/// A TFRC or DFlow group: always backlogged and without `cc_params`; its
+/// config ([`tfrc_config`]), header bytes and receiver clock offset.
 fn tfrc_kind(cx: &Ctx, grp: &FlowGroup, p: &str) -> Result<GroupKind, ScenarioError> {
     let kind = grp.kind.name();
     if grp.closed_loop.is_some() || grp.size_bytes.is_some() {
@@ -153,7 +152,29 @@ fn tfrc_kind(cx: &Ctx, grp: &FlowGroup, p: &str) -> Result<GroupKind, ScenarioEr
     }
     let spec = grp.tfrc.clone().unwrap_or_default();
     let tp = format!("{p}.tfrc");
-    let dflow = grp.kind == FlowKind::Dflow;
+    let cfg = tfrc_config(cx, &spec, &tp, grp.kind == FlowKind::Dflow)?;
+    let header_bytes = spec.header_bytes.unwrap_or(TFRC_DEFAULT_HEADER_BYTES);
+    if header_bytes == 0 || header_bytes > TFRC_MAX_HEADER_BYTES {
+        return Err(cx.err(
+            format!("{tp}.header_bytes"),
+            format!("expected 1..={TFRC_MAX_HEADER_BYTES} header bytes, got {header_bytes}"),
+        ));
+    }
+    let receiver_clock_offset_ns = match spec.receiver_clock_offset_ms {
+        Some(ms) => cx.ms_to_ns(ms, &format!("{tp}.receiver_clock_offset_ms"))?,
+        None => 0,
+    };
+    Ok(GroupKind::Tfrc {
+        cfg,
+        header_bytes,
+        receiver_clock_offset_ns,
+    })
+}
+
+/// The `tfrc` table at `tp` over the proto's TFRC (or DFlow) defaults,
+/// checked by `TfrcConfig::validate` (one source of truth for the ranges)
+/// with the error placed on the key it concerns.
+fn tfrc_config(cx: &Ctx, spec: &TfrcSpec, tp: &str, dflow: bool) -> Result<TfrcConfig, ScenarioError> {
     let mut cfg = if dflow {
         TfrcConfig::dflow()
     } else {
@@ -210,23 +231,8 @@ fn tfrc_kind(cx: &Ctx, grp: &FlowGroup, p: &str) -> Result<GroupKind, ScenarioEr
         ]
         .iter()
         .find(|(needle, _)| m.contains(needle))
-        .map_or(tp.clone(), |(_, key)| format!("{tp}.{key}"));
+        .map_or(tp.to_string(), |(_, key)| format!("{tp}.{key}"));
         cx.err(key, m)
     })?;
-    let header_bytes = spec.header_bytes.unwrap_or(TFRC_DEFAULT_HEADER_BYTES);
-    if header_bytes == 0 || header_bytes > TFRC_MAX_HEADER_BYTES {
-        return Err(cx.err(
-            format!("{tp}.header_bytes"),
-            format!("expected 1..={TFRC_MAX_HEADER_BYTES} header bytes, got {header_bytes}"),
-        ));
-    }
-    let receiver_clock_offset_ns = match spec.receiver_clock_offset_ms {
-        Some(ms) => cx.ms_to_ns(ms, &format!("{tp}.receiver_clock_offset_ms"))?,
-        None => 0,
-    };
-    Ok(GroupKind::Tfrc {
-        cfg,
-        header_bytes,
-        receiver_clock_offset_ns,
-    })
+    Ok(cfg)
 }

@@ -1,4 +1,4 @@
-//! Build a [`Simulation`] from a parsed [`Scenario`], validating everything a
+//! Assemble a [`Simulation`] from a parsed [`Scenario`], validating everything a
 //! user can get wrong and naming the key path in each error.
 
 use crate::budget::{self, MemoryLimit};
