@@ -25,8 +25,8 @@ $(PY):
 $(DEPS): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "maturin>=1.5,<2" "numpy>=1.26" "pandas>=2.1" "pyarrow>=14" \
-		"click>=8.1" "rich>=13" "matplotlib>=3.8" "tomli-w>=1.0" "pytest>=8" "dask[distributed]>=2024.1" \
-		"ruff>=0.17,<0.18"
+		"click>=8.1" "rich>=13" "matplotlib>=3.8" "tomli-w>=1.0" "pytest>=8" "pytest-xdist>=3.6" \
+		"dask[distributed]>=2024.1" "ruff>=0.17,<0.18"
 	touch $@
 
 build: $(DEPS)
@@ -43,8 +43,10 @@ test-rust:
 	cargo test --release --workspace --exclude latlab-py
 
 # Tests marked slow (real networks, minutes each) run only where CI=true, as .ci/run sets it.
+# One pytest-xdist worker per CPU; the real-network tests share one group (one worker, one at a
+# time) and a module with a module-scoped fixture is one group (tests/python: xdist_group).
 test-python:
-	$(PY) -m pytest -q -rs tests/python $(if $(filter true,$(CI)),,-m "not slow")
+	$(PY) -m pytest -q -rs -n logical --dist loadgroup tests/python $(if $(filter true,$(CI)),,-m "not slow")
 
 PY_SOURCES := python tests benches
 

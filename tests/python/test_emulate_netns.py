@@ -40,10 +40,15 @@ def _binary() -> Path | None:
 BIN = _binary()
 SCENARIO = REPO / "scenarios" / "emulate-20mbit-50ms.toml"
 
-pytestmark = pytest.mark.skipif(
-    BIN is None,
-    reason="latlab-net is not built (cargo build --release -p latlab-net, or make build)",
-)
+# Real network use: under pytest-xdist (`make test`) every such module is in the group
+# "real_network", which one worker runs one test at a time, so no two contend for the kernel.
+pytestmark = [
+    pytest.mark.xdist_group("real_network"),
+    pytest.mark.skipif(
+        BIN is None,
+        reason="latlab-net is not built (cargo build --release -p latlab-net, or make build)",
+    ),
+]
 
 
 def _testbed_missing() -> str | None:

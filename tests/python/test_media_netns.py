@@ -32,6 +32,10 @@ import pytest
 from conftest import REPO
 from latlab.real.netns import TestbedUnavailable, bottleneck_testbed
 
+# Real network use: under pytest-xdist (`make test`) every such module is in the group
+# "real_network", which one worker runs one test at a time, so no two contend for the kernel.
+pytestmark = pytest.mark.xdist_group("real_network")
+
 
 def _binary() -> Path | None:
     from latlab.errors import UserError
