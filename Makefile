@@ -43,10 +43,12 @@ test-rust:
 	cargo test --release --workspace --exclude latlab-py
 
 # Tests marked slow (real networks, minutes each) run only where CI=true, as .ci/run sets it.
-# One pytest-xdist worker per CPU; the real-network tests share one group (one worker, one at a
-# time) and a module with a module-scoped fixture is one group (tests/python: xdist_group).
+# First one pytest-xdist worker per CPU, a test file per worker at a time (a module-scoped fixture
+# is set up once); then the tests marked serial (real network) one at a time.
+NOT_SLOW := $(if $(filter true,$(CI)),,and not slow)
 test-python:
-	$(PY) -m pytest -q -rs -n logical --dist loadgroup tests/python $(if $(filter true,$(CI)),,-m "not slow")
+	$(PY) -m pytest -q -rs -n logical --dist loadfile -m "not serial $(NOT_SLOW)" tests/python
+	$(PY) -m pytest -q -rs -m "serial $(NOT_SLOW)" tests/python
 
 PY_SOURCES := python tests benches
 

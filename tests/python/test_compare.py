@@ -14,10 +14,6 @@ from latlab.cli import cli
 from latlab.compare import CompareError, from_dict, load, translate
 from latlab.compare import runner as compare_runner
 
-# Under pytest-xdist (`make test`) one worker runs this module (its group), so its
-# module-scoped comparison is set up once, not once per worker.
-pytestmark = pytest.mark.xdist_group("test_compare")
-
 REPO = Path(__file__).resolve().parents[2]
 
 # A small dumbbell: 10 Mbit/s core, 5 ms, a 30 kB DropTail buffer.

@@ -21,9 +21,9 @@ import pytest
 
 from latlab.commands.recv import CONTROLLERS
 
-# Real network use: under pytest-xdist (`make test`) every such module is in the group
-# "real_network", which one worker runs one test at a time, so no two contend for the kernel.
-pytestmark = pytest.mark.xdist_group("real_network")
+# Real network use: `make test` runs the tests marked serial one at a time, after the parallel
+# run of the others, so no two contend for the kernel's TCP memory, qdiscs and namespaces.
+pytestmark = pytest.mark.serial
 
 
 def _binary() -> Path | None:

@@ -45,10 +45,10 @@ def _binary() -> Path | None:
 
 
 BIN = _binary()
-# Real network use: under pytest-xdist (`make test`) every such module is in the group
-# "real_network", which one worker runs one test at a time, so no two contend for the kernel.
+# Real network use: `make test` runs the tests marked serial one at a time, after the parallel
+# run of the others, so no two contend for the kernel's TCP memory, qdiscs and namespaces.
 pytestmark = [
-    pytest.mark.xdist_group("real_network"),
+    pytest.mark.serial,
     pytest.mark.skipif(
         BIN is None,
         reason="latlab-net is not built (cargo build --release -p latlab-net, or make build)",

@@ -14,10 +14,6 @@ from latlab.cli import cli
 from latlab.studies import countermeasures
 from latlab.studies.countermeasures import cases
 
-# Under pytest-xdist (`make test`) one worker runs this module (its group), so its
-# module-scoped study is set up once, not once per worker.
-pytestmark = pytest.mark.xdist_group("test_study_countermeasures")
-
 SMALL = """\
 [paths.tiny]
 title = "tiny dumbbell"

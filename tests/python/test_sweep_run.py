@@ -16,10 +16,6 @@ from conftest import PYTHON_SRC, TINY_TOML
 from latlab.sweep import Sweep, SweepFailed, load_catalog, load_run, run_all, run_sweep
 from latlab.sweep.store import CATALOG, STATUS_JSON, Store
 
-# Under pytest-xdist (`make test`) one worker runs this module (its group), so its
-# module-scoped Dask cluster is set up once, not once per worker.
-pytestmark = pytest.mark.xdist_group("test_sweep_run")
-
 FAULTS_DIR = Path(__file__).parent / "sweep_faults"
 QUICK_TOML = TINY_TOML.replace("duration_s = 2.0", "duration_s = 1.0")
 
