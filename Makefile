@@ -40,7 +40,7 @@ test: build test-rust test-python
 
 # Includes the fuzzer's smoke run (crates/fuzz/tests/smoke.rs: 10^4 scenarios, 10^5 datagrams, 10^4 traces).
 test-rust:
-	cargo test --release --workspace --exclude latlab-py
+	cargo test --profile release-tests --workspace --exclude latlab-py
 
 # Tests marked slow (real networks, minutes each) run only where CI=true, as .ci/run sets it.
 # First one pytest-xdist worker per CPU, a test file per worker at a time (a module-scoped fixture
