@@ -25,8 +25,8 @@ $(PY):
 $(DEPS): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "maturin>=1.5,<2" "numpy>=1.26" "pandas>=2.1" "pyarrow>=14" \
-		"click>=8.1" "rich>=13" "matplotlib>=3.8" "tomli-w>=1.0" "pytest>=8" "dask[distributed]>=2024.1" \
-		"ruff>=0.17,<0.18"
+		"click>=8.1" "rich>=13" "matplotlib>=3.8" "tomli-w>=1.0" "pytest>=8" "pytest-xdist>=3.6" \
+		"dask[distributed]>=2024.1" "ruff>=0.17,<0.18"
 	touch $@
 
 build: $(DEPS)
@@ -40,11 +40,15 @@ test: build test-rust test-python
 
 # Includes the fuzzer's smoke run (crates/fuzz/tests/smoke.rs: 10^4 scenarios, 10^5 datagrams, 10^4 traces).
 test-rust:
-	cargo test --release --workspace --exclude latlab-py
+	cargo test --profile release-tests --workspace --exclude latlab-py
 
 # Tests marked slow (real networks, minutes each) run only where CI=true, as .ci/run sets it.
+# First one pytest-xdist worker per CPU, a test file per worker at a time (a module-scoped fixture
+# is set up once); then the tests marked serial (real network) one at a time.
+NOT_SLOW := $(if $(filter true,$(CI)),,and not slow)
 test-python:
-	$(PY) -m pytest -q -rs tests/python $(if $(filter true,$(CI)),,-m "not slow")
+	$(PY) -m pytest -q -rs -n logical --dist loadfile -m "not serial $(NOT_SLOW)" tests/python
+	$(PY) -m pytest -q -rs -m "serial $(NOT_SLOW)" tests/python
 
 PY_SOURCES := python tests benches
 

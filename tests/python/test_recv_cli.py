@@ -21,6 +21,10 @@ import pytest
 
 from latlab.commands.recv import CONTROLLERS
 
+# Real network use: `make test` runs the tests marked serial one at a time, after the parallel
+# run of the others, so no two contend for the kernel's TCP memory, qdiscs and namespaces.
+pytestmark = pytest.mark.serial
+
 
 def _binary() -> Path | None:
     from latlab.errors import UserError

@@ -51,10 +51,15 @@ def _binary() -> Path | None:
 
 
 BIN = _binary()
-pytestmark = pytest.mark.skipif(
-    BIN is None,
-    reason="latlab-net is not built (cargo build --release -p latlab-net, or make build)",
-)
+# Real network use: `make test` runs the tests marked serial one at a time, after the parallel
+# run of the others, so no two contend for the kernel's TCP memory, qdiscs and namespaces.
+pytestmark = [
+    pytest.mark.serial,
+    pytest.mark.skipif(
+        BIN is None,
+        reason="latlab-net is not built (cargo build --release -p latlab-net, or make build)",
+    ),
+]
 
 
 def _testbed_missing() -> str | None:

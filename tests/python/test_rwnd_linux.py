@@ -12,6 +12,10 @@ import pytest
 
 from latlab.studies.rtac import real
 
+# Real network use: `make test` runs the tests marked serial one at a time, after the parallel
+# run of the others, so no two contend for the kernel's TCP memory, qdiscs and namespaces.
+pytestmark = pytest.mark.serial
+
 SETTINGS = real.RealSettings(seconds=12.0, warmup_s=4.0)
 #: RTAC's share at θ = 1.38 through 400 packets that a 90 s run must show: below the 300 s runs' 87-90 %, because
 #: over a short run a head start still moves the split (over 40 s: 61-85 %).

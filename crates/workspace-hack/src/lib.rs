@@ -1,0 +1,1 @@
+//! No code: the crate only unifies dependency features across latlab's builds (see its Cargo.toml).
