@@ -2526,16 +2526,27 @@ def bbr_trace_facts(lat: dict, ns: dict) -> str:
     )
 
 
-def bbr_section(rows: list[dict]) -> list[str]:
-    """The BBR rows (cc = bbr), latlab against ns-3's TcpBbr, by point and experiment."""
+def _rows_by_point_and_experiment(rows: list[dict]) -> dict:
+    """{(point key, experiment): {simulator: row}}: the two simulators' rows of one point side by side."""
     pts: dict = {}
     for r in rows:
-        pt = Point.of_row(r)
-        pts.setdefault((pt.key(), r["experiment"]), {})[r["simulator"]] = r
-    if not pts:
-        return []
+        pts.setdefault((Point.of_row(r).key(), r["experiment"]), {})[r["simulator"]] = r
+    return pts
+
+
+def _provenance(rows: list[dict]) -> tuple[list[str], list[str]]:
+    """The latlab commits and the ns-3 versions the rows came from."""
     commits = sorted({r["commit"] for r in rows if r["simulator"] == "latlab" and r.get("commit")})
     versions = sorted({r["version"] for r in rows if r["simulator"] == "ns-3" and r.get("version")})
+    return commits, versions
+
+
+def bbr_section(rows: list[dict]) -> list[str]:
+    """The BBR rows (cc = bbr), latlab against ns-3's TcpBbr, by point and experiment."""
+    pts = _rows_by_point_and_experiment(rows)
+    if not pts:
+        return []
+    commits, versions = _provenance(rows)
     out = [
         "## BBR against ns-3's TcpBbr\n",
         BBR_INTRO,
@@ -2859,14 +2870,10 @@ def aqm_seed_means(pts: dict) -> list[str]:
 
 def aqm_section(rows: list[dict]) -> list[str]:
     """The FQ-CoDel and PIE rows, latlab against ns-3's queue discs, by point and experiment."""
-    pts: dict = {}
-    for r in rows:
-        pt = Point.of_row(r)
-        pts.setdefault((pt.key(), r["experiment"]), {})[r["simulator"]] = r
+    pts = _rows_by_point_and_experiment(rows)
     if not pts:
         return []
-    commits = sorted({r["commit"] for r in rows if r["simulator"] == "latlab" and r.get("commit")})
-    versions = sorted({r["version"] for r in rows if r["simulator"] == "ns-3" and r.get("version")})
+    commits, versions = _provenance(rows)
     out = [
         "## FQ-CoDel and PIE against ns-3's queue discs\n",
         AQM_INTRO,
