@@ -113,6 +113,19 @@ impl Drive {
         self.b.on_rate_sample(&mut self.st, &rs)
     }
 
+    /// ACK `r` each round until the pacing gain is `gain` (×256); a
+    /// PROBE_BW cycle is 8 phases, so a gain it has is reached within 2
+    /// cycles, else the test fails rather than loop.
+    fn until_gain(&mut self, gain: u64, r: Round) {
+        for _ in 0..2 * CYCLE_LEN {
+            if self.b.pacing_gain() == gain {
+                return;
+            }
+            self.ack(r);
+        }
+        assert_eq!(self.b.pacing_gain(), gain, "gain not reached in 2 cycles");
+    }
+
     fn cwnd_segs(&self) -> u64 {
         self.st.cwnd_bytes / MSS
     }
@@ -283,9 +296,7 @@ fn the_gain_cycle_is_five_quarters_three_quarters_then_six_times_one() {
 #[test]
 fn the_probe_phase_lasts_until_inflight_reaches_five_quarters_bdp_or_a_loss() {
     let mut d = Drive::to_probe_bw(3);
-    while d.b.pacing_gain() != 320 {
-        d.ack(round(100));
-    }
+    d.until_gain(320, round(100));
     // More than min_rtt passes, but inflight stays at BDP: keep probing.
     for _ in 0..3 {
         d.ack(round(100));
@@ -302,12 +313,13 @@ fn the_probe_phase_lasts_until_inflight_reaches_five_quarters_bdp_or_a_loss() {
 #[test]
 fn the_drain_phase_ends_early_once_inflight_is_down_to_bdp() {
     let mut d = Drive::to_probe_bw(3);
-    while d.b.pacing_gain() != 320 {
-        d.ack(Round {
+    d.until_gain(
+        320,
+        Round {
             prior_in_flight: 140,
             ..round(100)
-        });
-    }
+        },
+    );
     d.ack(Round {
         prior_in_flight: 140,
         ..round(100)
@@ -338,21 +350,23 @@ fn the_drain_phase_ends_early_once_inflight_is_down_to_bdp() {
 #[test]
 fn pacing_rate_is_gain_times_bw_less_one_percent() {
     let mut d = Drive::to_probe_bw(3);
-    while d.b.pacing_gain() != 256 {
-        d.ack(Round {
+    d.until_gain(
+        256,
+        Round {
             prior_in_flight: 140,
             ..round(100)
-        });
-    }
+        },
+    );
     // bw = 100 segments / 100 ms = 1 000 000 B/s; at gain 1 less 1 %.
     let rate = d.b.pacing_rate_bytes_per_s() as f64;
     assert!((rate - 990_000.0).abs() < 100.0, "{rate}");
-    while d.b.pacing_gain() != 320 {
-        d.ack(Round {
+    d.until_gain(
+        320,
+        Round {
             prior_in_flight: 140,
             ..round(100)
-        });
-    }
+        },
+    );
     let rate = d.b.pacing_rate_bytes_per_s() as f64;
     assert!((rate - 1_237_500.0).abs() < 100.0, "{rate}");
 }
@@ -366,12 +380,13 @@ fn cwnd_is_twice_bdp_plus_budget_and_aggregation_in_probe_bw() {
             ..round(100)
         });
     }
-    while d.b.pacing_gain() != 256 {
-        d.ack(Round {
+    d.until_gain(
+        256,
+        Round {
             prior_in_flight: 140,
             ..round(100)
-        });
-    }
+        },
+    );
     // 2·BDP = 200, + 3·2 TSO segments, + extra_acked (ACKs arrive exactly
     // at bw here: none beyond the epoch's first ACK of 100 segments, capped
     // at 100 ms of bw = 100).
@@ -591,12 +606,13 @@ fn a_cruise_phase_lasts_min_rtt() {
     // tp->delivered_mstamp, bbr->cycle_mstamp) > bbr->min_rtt_us`; at gain 1
     // nothing else ends a phase.
     let mut d = Drive::to_probe_bw(3);
-    while d.b.pacing_gain() != 256 {
-        d.ack(Round {
+    d.until_gain(
+        256,
+        Round {
             prior_in_flight: 140,
             ..round(100)
-        });
-    }
+        },
+    );
     let idx = d.b.cycle_idx();
     // 60 ms and 100 ms into the phase (min_rtt is 100 ms): not over.
     d.ack_after(60 * NS_PER_MS, round(100));
@@ -615,9 +631,7 @@ fn the_probe_phase_aims_at_five_quarters_bdp_not_bdp() {
     // of 2, rounded to even, + 2 in this phase = 134, where inflight is
     // the prior inflight + one TSO burst (bbr_packets_in_net_at_edt).
     let mut d = Drive::to_probe_bw(3);
-    while d.b.pacing_gain() != 320 {
-        d.ack(round(100));
-    }
+    d.until_gain(320, round(100));
     // Above BDP + budget (106), below 5/4·BDP: keep probing.
     for _ in 0..3 {
         d.ack(Round {
@@ -726,6 +740,46 @@ fn probe_rtt_lasts_a_round_as_well_as_200_ms() {
     // The round ends: PROBE_RTT too.
     d.ack(at4);
     assert_eq!(d.b.mode(), BbrMode::ProbeBw);
+}
+
+#[test]
+fn leaving_probe_rtt_restarts_the_ten_seconds() {
+    // bbr_check_probe_rtt_done: `bbr->min_rtt_stamp = tcp_jiffies32` on
+    // exit, so the next PROBE_RTT comes 10 s after this one ends even when
+    // no sample in it was a new minimum (here PROBE_RTT's samples, 120 ms,
+    // are above the 110 ms min_rtt the expired filter took at entry).
+    let mut d = Drive::to_probe_bw(3);
+    let slower = |rtt_ms: u64| Round {
+        rtt_ns: rtt_ms * NS_PER_MS,
+        prior_in_flight: 140,
+        ..round(100)
+    };
+    while d.b.mode() != BbrMode::ProbeRtt {
+        d.ack(slower(110));
+        assert!(d.now < 12 * NS_PER_SEC, "no PROBE_RTT");
+    }
+    let entered = d.now;
+    let at4 = Round {
+        in_flight: 4,
+        prior_in_flight: 4,
+        app_limited: true,
+        rtt_ns: 120 * NS_PER_MS,
+        ..round(4)
+    };
+    while d.b.mode() == BbrMode::ProbeRtt {
+        d.ack(at4);
+        assert!(d.now < entered + NS_PER_SEC, "PROBE_RTT never ends");
+    }
+    let left = d.now;
+    while d.b.mode() != BbrMode::ProbeRtt {
+        d.ack(slower(120));
+        assert!(d.now < left + 11 * NS_PER_SEC, "no second PROBE_RTT");
+    }
+    assert!(
+        d.now > left + 10 * NS_PER_SEC,
+        "again {} ms after leaving",
+        (d.now - left) / NS_PER_MS
+    );
 }
 
 /// The lossy rounds of a policed flow: `segs` delivered, `losses` lost.
