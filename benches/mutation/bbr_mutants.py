@@ -341,6 +341,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "self.lt_bw = bw;",
     ),
     Mutant(
+        "lt-timeout-not-a-loss",
+        "lt_bw: a timeout is a loss (bbr_set_state)",
+        "losses_segs: 1,",
+        "losses_segs: 0,",
+    ),
+    Mutant(
         "lt-app-limited-kept",
         "lt_bw: an app-limited sample restarts sampling",
         "if rs.is_app_limited {\n            self.reset_lt_sampling();",

@@ -574,6 +574,18 @@ fn a_timeout_restarts_full_pipe_growth_counting() {
 }
 
 #[test]
+fn a_timeout_is_a_loss_for_long_term_sampling() {
+    // bbr_set_state(sk, TCP_CA_Loss): `struct rate_sample rs = { .losses =
+    // 1 }; ... bbr_lt_bw_sampling(sk, &rs)`: an RTO starts long-term
+    // sampling as a loss would.
+    let mut d = Drive::to_probe_bw(3);
+    assert!(!d.b.lt_is_sampling);
+    d.st.cwnd_bytes = MSS;
+    d.b.ssthresh_on_loss(&d.st, CongestionEvent::Timeout, 0, d.now);
+    assert!(d.b.lt_is_sampling);
+}
+
+#[test]
 fn with_lt_bw_off_lossy_intervals_never_engage_a_policer_estimate() {
     let mut d = Drive::to_probe_bw(3);
     d.b.lt_bw_enabled = false;
