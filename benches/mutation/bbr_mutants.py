@@ -274,6 +274,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "PACING_MARGIN_PERCENT: u64 = 2;",
     ),
     Mutant(
+        "pacing-no-reinit-from-srtt",
+        "pacing: the first srtt sets the initial rate again",
+        "if !self.has_seen_rtt && self.conn.srtt_ns > 0 {",
+        "if !self.has_seen_rtt && self.conn.srtt_ns < 0 {",
+    ),
+    Mutant(
         "pacing-lowered-in-startup",
         "pacing: never lowered before the pipe is full",
         "if self.full_bw_reached || rate > self.pacing_rate {",

@@ -183,6 +183,53 @@ fn startup_keeps_the_initial_rate_until_the_bw_estimate_exceeds_it() {
 }
 
 #[test]
+fn the_first_srtt_sets_the_initial_rate_again() {
+    // bbr_set_pacing_rate: `if (unlikely(!bbr->has_seen_rtt &&
+    // tp->srtt_us)) bbr_init_pacing_rate_from_rtt(sk)`. A connection whose
+    // handshake gave no RTT sample starts at high_gain · cwnd over a nominal
+    // 1 ms; the first srtt sets it again from the real RTT, once.
+    let mut b = Bbr::new(MSS);
+    let mut st = CcState {
+        cwnd_bytes: 10 * MSS,
+        ssthresh_bytes: u64::MAX,
+        mss_bytes: MSS,
+    };
+    let mut delivered = 0;
+    let mut ack = |b: &mut Bbr, st: &mut CcState, now_ns: u64, srtt_ns: u64| {
+        delivered += 1;
+        let rs = RateSample {
+            now_ns,
+            delivered_segs: 1,
+            interval_ns: RTT,
+            prior_delivered_segs: delivered - 1,
+            acked_sacked_segs: 1,
+            rtt_ns: (srtt_ns > 0).then_some(srtt_ns),
+            srtt_ns,
+            in_flight_segs: 9,
+            prior_in_flight_segs: 10,
+            conn_delivered_segs: delivered,
+            delivered_ns: now_ns,
+            ..RateSample::default()
+        };
+        b.on_rate_sample(st, &rs);
+        b.pacing_rate_bytes_per_s() as f64
+    };
+    // 10 segments per ms · 739/256 · 99 %; a second ACK without an RTT
+    // sample (cwnd is 11 by then) keeps it.
+    let nominal = ack(&mut b, &mut st, RTT, 0);
+    let expect = 10.0 * MSS as f64 / 0.001 * 739.0 / 256.0 * 0.99;
+    assert!((nominal - expect).abs() / expect < 0.001, "{nominal} vs {expect}");
+    assert_eq!(ack(&mut b, &mut st, RTT + NS_PER_MS, 0), nominal);
+    // srtt 100 ms: 12 segments (cwnd now) per 100 ms at the high gain.
+    let from_srtt = ack(&mut b, &mut st, RTT + 2 * NS_PER_MS, RTT);
+    let expect = 12.0 * MSS as f64 / 0.1 * 739.0 / 256.0 * 0.99;
+    assert!(
+        (from_srtt - expect).abs() / expect < 0.001,
+        "{from_srtt} vs {expect}"
+    );
+}
+
+#[test]
 fn full_pipe_after_three_rounds_without_a_quarter_more_bw() {
     let mut d = Drive::new(1);
     // 30 % growth per round keeps STARTUP going (more than 25 %).
