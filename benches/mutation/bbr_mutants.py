@@ -22,9 +22,9 @@ is 1 when any outcome differs from its expectation, so the check repeats.
     python3 benches/mutation/bbr_mutants.py --list         # names and rules only
     python3 benches/mutation/bbr_mutants.py --only cycle-probe-6/4 full-bw-cnt-2
 
-Builds with the `release-tests` profile into the checkout's own target/
-directory (dependencies compiled once are reused); about 20-60 s a mutant
-on a 2-core machine. Run it `nice`d on a shared machine.
+Builds with the `release-tests` profile into target/bbr-mutants/ (its own,
+kept between runs, so dependencies are compiled once); about 10-20 s a
+mutant on a 2-core machine. Run it `nice`d on a shared machine.
 """
 
 from __future__ import annotations
@@ -45,6 +45,9 @@ BBR_RS = Path("crates/proto/src/cc/bbr.rs")
 #: The BBR tests of latlab-proto's library: cc/bbr_tests.rs and the dialogue test.
 TEST_FILTERS = ("cc::bbr::tests::", "bbr_goes_startup_drain_probe_bw_on_a_fixed_path")
 CARGO_PROFILE = "release-tests"
+#: A target directory of its own: cargo names a workspace crate's artifacts by its path within the workspace, so
+#: the mutated copy and the checkout would overwrite each other's test binary in a shared one.
+TARGET_DIR = REPO / "target" / "bbr-mutants"
 #: One mutant's tests take well under a second; a mutant that makes one loop is stopped here (and counts as killed).
 TEST_TIMEOUT_S = 30
 
@@ -388,7 +391,7 @@ def cargo(
     ]
     env = {
         **os.environ,
-        "CARGO_TARGET_DIR": os.environ.get("CARGO_TARGET_DIR", str(REPO / "target")),
+        "CARGO_TARGET_DIR": os.environ.get("CARGO_TARGET_DIR", str(TARGET_DIR)),
     }
     with subprocess.Popen(
         cmd,
