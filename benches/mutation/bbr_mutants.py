@@ -350,6 +350,18 @@ MUTANTS: tuple[Mutant, ...] = (
         "self.lt_bw = bw;",
     ),
     Mutant(
+        "lt-first-interval-compared",
+        "lt_bw: the first interval is only the reference",
+        "if self.lt_bw > 0 {",
+        "if true {",
+    ),
+    Mutant(
+        "lt-in-use-counts-acks",
+        "lt_bw: used for 48 rounds, not ACKs",
+        "if self.mode == BbrMode::ProbeBw && self.round_start {",
+        "if self.mode == BbrMode::ProbeBw || self.round_start {",
+    ),
+    Mutant(
         "lt-timeout-not-a-loss",
         "lt_bw: a timeout is a loss (bbr_set_state)",
         "losses_segs: 1,",

@@ -952,6 +952,45 @@ fn slow_lossy_intervals_within_4_kbit_s_are_a_policer() {
 }
 
 #[test]
+fn lt_bw_lasts_48_rounds_not_48_acks() {
+    // bbr_lt_bw_sampling: while lt_bw is used, `if (bbr->mode ==
+    // BBR_PROBE_BW && bbr->round_start && ++bbr->lt_rtt_cnt >=
+    // bbr_lt_bw_max_rtts)`: only round starts count.
+    let mut d = Drive::to_probe_bw(3);
+    let in_use = lt_in_use_after(&mut d, &[lossy(80, 20); 8]);
+    assert_eq!(in_use.last(), Some(&true));
+    for i in 0..47 {
+        d.ack(round(80));
+        for _ in 0..2 {
+            d.ack_after(
+                NS_PER_MS,
+                Round {
+                    same_round: true,
+                    ..round(80)
+                },
+            );
+        }
+        assert!(d.b.lt_bw_bytes_per_s().is_some(), "round {i}");
+    }
+    d.ack(round(80));
+    assert_eq!(d.b.lt_bw_bytes_per_s(), None);
+}
+
+#[test]
+fn one_lossy_interval_alone_is_no_policer() {
+    // bbr_lt_bw_interval_done compares with the previous interval only `if
+    // (bbr->lt_bw)`: the first interval is kept as the reference, however
+    // slow (here 1 segment per 3.1 s round, 2.6 kbit/s, under the 4 kbit/s
+    // that makes two intervals consistent).
+    let mut d = Drive::to_probe_bw(3);
+    for _ in 0..7 {
+        d.ack_after(3 * NS_PER_SEC + STEP, lossy(1, 1));
+        assert_eq!(d.b.lt_bw_bytes_per_s(), None);
+    }
+    assert!(d.b.lt_bw > 0, "the first interval ended");
+}
+
+#[test]
 fn an_app_limited_sample_restarts_long_term_sampling() {
     // bbr_lt_bw_sampling: `if (rs->is_app_limited) { bbr_reset_lt_bw_sampling(sk); return; }`:
     // the policer pattern that engages at round 8 restarts at round 6, so
