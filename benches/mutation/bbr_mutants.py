@@ -362,6 +362,24 @@ MUTANTS: tuple[Mutant, ...] = (
         "if self.mode == BbrMode::ProbeBw || self.round_start {",
     ),
     Mutant(
+        "lt-loss-at-threshold",
+        "lt_bw: loss of exactly 50/256 is lossy",
+        "(lost << 8) < LT_LOSS_THRESH * delivered",
+        "(lost << 8) <= LT_LOSS_THRESH * delivered",
+    ),
+    Mutant(
+        "lt-one-ms-skipped",
+        "lt_bw: an interval of 1 ms is measured",
+        "if t_ms < 1 {",
+        "if t_ms <= 1 {",
+    ),
+    Mutant(
+        "lt-overlong-kept",
+        "lt_bw: an interval too long for u32 µs restarts sampling",
+        "u32::MAX as u64 / 1000",
+        "u32::MAX as u64 * 1000",
+    ),
+    Mutant(
         "lt-timeout-not-a-loss",
         "lt_bw: a timeout is a loss (bbr_set_state)",
         "losses_segs: 1,",

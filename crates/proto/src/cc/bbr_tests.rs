@@ -902,6 +902,45 @@ fn an_interval_is_lossy_from_twenty_percent_loss() {
 }
 
 #[test]
+fn an_interval_at_exactly_the_loss_threshold_is_lossy() {
+    // bbr_lt_bw_sampling: not lossy only `if ((lost << BBR_SCALE) <
+    // bbr_lt_loss_thresh * delivered)`: 25 of 128 is 50/256 exactly.
+    let mut d = Drive::to_probe_bw(3);
+    let in_use = lt_in_use_after(&mut d, &[lossy(128, 25); 8]);
+    assert_eq!(in_use.last(), Some(&true), "{in_use:?}");
+}
+
+#[test]
+fn an_interval_of_one_millisecond_is_measured() {
+    // bbr_lt_bw_sampling: `if (t < 1) return; /* interval is less than one
+    // ms, so wait */` (t in whole ms of delivered_mstamp): 1 ms is enough.
+    // Rounds 250 µs apart from a whole millisecond on: each interval of 4
+    // rounds spans 1 ms (the first delivers 3 rounds' data in it, the
+    // next two 4 rounds', and those two are consistent).
+    let mut d = Drive::to_probe_bw(3);
+    assert_eq!(d.now % NS_PER_MS, 0);
+    let mut in_use = Vec::new();
+    for _ in 0..12 {
+        d.ack_after(NS_PER_MS / 4, lossy(80, 20));
+        in_use.push(d.b.lt_bw_bytes_per_s().is_some());
+    }
+    assert_eq!(in_use.iter().position(|&u| u), Some(11), "{in_use:?}");
+}
+
+#[test]
+fn an_interval_too_long_for_linux_s_u32_microseconds_restarts_sampling() {
+    // bbr_lt_bw_sampling: `if (t >= ~0U / USEC_PER_MSEC) {
+    // bbr_reset_lt_bw_sampling(sk); return; }` (about 71.6 minutes).
+    // Rounds 25 minutes apart: the first interval (3 rounds, 75 minutes)
+    // restarts sampling, and so does every later one.
+    let mut d = Drive::to_probe_bw(3);
+    for i in 0..12 {
+        d.ack_after(25 * 60 * NS_PER_SEC, lossy(80, 20));
+        assert_eq!(d.b.lt_bw_bytes_per_s(), None, "round {i}");
+    }
+}
+
+#[test]
 fn a_sampling_interval_may_last_sixteen_rounds_not_seventeen() {
     // bbr_lt_bw_sampling: an interval ends at a loss after 4 to
     // 4·bbr_lt_intvl_min_rtts = 16 rounds; past 16 sampling restarts.
