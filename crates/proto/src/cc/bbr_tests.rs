@@ -802,6 +802,75 @@ fn probe_rtt_lasts_a_round_as_well_as_200_ms() {
 }
 
 #[test]
+fn an_rtt_at_or_below_min_rtt_is_the_new_min_rtt_at_once() {
+    // bbr_update_min_rtt: `if (rs->rtt_us >= 0 && (rs->rtt_us <=
+    // bbr->min_rtt_us || filter_expired))` the sample is min_rtt and its
+    // time the filter's stamp, expired or not.
+    let mut d = Drive::to_probe_bw(3);
+    d.ack(Round {
+        rtt_ns: 90 * NS_PER_MS,
+        ..round(100)
+    });
+    assert_eq!(d.b.min_rtt_ns(), 90 * NS_PER_MS);
+    assert_eq!(d.b.min_rtt_stamp_ns, d.now);
+    d.ack(Round {
+        rtt_ns: 95 * NS_PER_MS,
+        ..round(100)
+    });
+    assert_eq!(d.b.min_rtt_ns(), 90 * NS_PER_MS, "a higher sample is not");
+    d.ack(Round {
+        rtt_ns: 90 * NS_PER_MS,
+        ..round(100)
+    });
+    assert_eq!(d.b.min_rtt_stamp_ns, d.now, "an equal one restarts the 10 s");
+}
+
+#[test]
+fn probe_rtt_begins_only_once_ten_seconds_have_passed() {
+    // bbr_update_min_rtt: `filter_expired = after(tcp_jiffies32,
+    // bbr->min_rtt_stamp + bbr_min_rtt_win_sec * HZ)`: strictly after.
+    let mut d = Drive::to_probe_bw(3);
+    let stamp = d.b.min_rtt_stamp_ns;
+    let slower = Round {
+        rtt_ns: RTT + 10 * NS_PER_MS,
+        ..round(100)
+    };
+    d.ack_after(stamp + 10 * NS_PER_SEC - d.now, slower);
+    assert_eq!(d.b.mode(), BbrMode::ProbeBw, "at 10 s");
+    d.ack_after(1, slower);
+    assert_eq!(d.b.mode(), BbrMode::ProbeRtt, "just after 10 s");
+}
+
+#[test]
+fn probe_rtt_ends_only_once_200_ms_have_passed() {
+    // bbr_check_probe_rtt_done: `after(tcp_jiffies32,
+    // bbr->probe_rtt_done_stamp)`: strictly after the 200 ms.
+    let mut d = Drive::to_probe_bw(3);
+    d.ack_after(
+        10 * NS_PER_SEC + 1,
+        Round {
+            rtt_ns: RTT + 10 * NS_PER_MS,
+            ..round(100)
+        },
+    );
+    assert_eq!(d.b.mode(), BbrMode::ProbeRtt);
+    let at4 = Round {
+        in_flight: 4,
+        prior_in_flight: 4,
+        app_limited: true,
+        ..round(4)
+    };
+    d.ack(at4); // inflight at 4: 200 ms and a round from now
+    let done = d.now + 200 * NS_PER_MS;
+    d.ack_after(100 * NS_PER_MS, at4); // the round is over
+    assert_eq!(d.b.mode(), BbrMode::ProbeRtt);
+    d.ack_after(done - d.now, at4);
+    assert_eq!(d.b.mode(), BbrMode::ProbeRtt, "at 200 ms");
+    d.ack_after(1, at4);
+    assert_eq!(d.b.mode(), BbrMode::ProbeBw, "just after 200 ms");
+}
+
+#[test]
 fn leaving_probe_rtt_restarts_the_ten_seconds() {
     // bbr_check_probe_rtt_done: `bbr->min_rtt_stamp = tcp_jiffies32` on
     // exit, so the next PROBE_RTT comes 10 s after this one ends even when
