@@ -28,6 +28,7 @@ struct Round {
     prior_in_flight: u64,
     losses: u64,
     app_limited: bool,
+    /// 0: the ACK carries no RTT sample.
     rtt_ns: u64,
     ca_state: CaState,
     /// The ACKed data was sent before the last round began (its
@@ -100,7 +101,7 @@ impl Drive {
             acked_sacked_segs: r.segs,
             losses_segs: r.losses,
             is_app_limited: r.app_limited,
-            rtt_ns: Some(r.rtt_ns),
+            rtt_ns: (r.rtt_ns > 0).then_some(r.rtt_ns),
             srtt_ns: RTT,
             prior_in_flight_segs: r.prior_in_flight,
             in_flight_segs: r.in_flight,
@@ -868,6 +869,36 @@ fn probe_rtt_ends_only_once_200_ms_have_passed() {
     assert_eq!(d.b.mode(), BbrMode::ProbeRtt, "at 200 ms");
     d.ack_after(1, at4);
     assert_eq!(d.b.mode(), BbrMode::ProbeBw, "just after 200 ms");
+}
+
+#[test]
+fn after_an_idle_restart_probe_rtt_waits_for_data_delivered() {
+    // bbr_cwnd_event(CA_EVENT_TX_START) sets idle_restart; bbr_update_min_rtt
+    // enters PROBE_RTT only `!bbr->idle_restart`, which `if (rs->delivered
+    // > 0) bbr->idle_restart = 0;` clears. ACKs without RTT samples keep
+    // the filter expired throughout.
+    let mut d = Drive::to_probe_bw(3);
+    d.now += 11 * NS_PER_SEC;
+    let now = d.now;
+    d.b.on_tx_start(&mut d.st, now, true);
+    let nothing = Round {
+        rtt_ns: 0,
+        in_flight: 10,
+        prior_in_flight: 10,
+        ..round(0)
+    };
+    for _ in 0..2 {
+        d.ack(nothing);
+        assert_eq!(d.b.mode(), BbrMode::ProbeBw, "nothing delivered yet");
+    }
+    let data = Round {
+        rtt_ns: 0,
+        ..round(100)
+    };
+    d.ack(data);
+    assert_eq!(d.b.mode(), BbrMode::ProbeBw, "delivered: restart over");
+    d.ack(data);
+    assert_eq!(d.b.mode(), BbrMode::ProbeRtt);
 }
 
 #[test]
