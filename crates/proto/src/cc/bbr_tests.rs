@@ -1032,10 +1032,12 @@ fn an_interval_too_long_for_linux_s_u32_microseconds_restarts_sampling() {
     // bbr_lt_bw_sampling: `if (t >= ~0U / USEC_PER_MSEC) {
     // bbr_reset_lt_bw_sampling(sk); return; }` (about 71.6 minutes).
     // Rounds 25 minutes apart: the first interval (3 rounds, 75 minutes)
-    // restarts sampling, and so does every later one.
+    // restarts sampling, and so does every later one. 10^5 segments a
+    // round, so that the intervals' bw (about 1100 in BW_UNIT) would be
+    // consistent, were they measured.
     let mut d = Drive::to_probe_bw(3);
     for i in 0..12 {
-        d.ack_after(25 * 60 * NS_PER_SEC, lossy(80, 20));
+        d.ack_after(25 * 60 * NS_PER_SEC, lossy(100_000, 25_000));
         assert_eq!(d.b.lt_bw_bytes_per_s(), None, "round {i}");
     }
 }
