@@ -355,7 +355,7 @@ impl<P: LinkPacket> LinkService<P> {
 
     /// Start the next transmission if the transmitter is free, else make
     /// sure a deadline is armed for when it frees up.
-    #[inline]
+    #[inline(always)]
     fn service(&mut self, now: u64, ev: &mut impl LinkEvents<P>) {
         if !matches!(self.service, Service::Fixed) {
             self.service_varying(now, ev);
