@@ -630,10 +630,10 @@ def latlab_scenario_toml(pt: Point, latlab_overrides: dict | None = None) -> str
         "tcp": tcp,
         "topology": {"kind": "custom", "nodes": [{"name": n} for n in names], "links": links},
         "flows": flows,
-        # BBR points keep flow 0's samples for the trace comparison, AQM points every flow's (for the mean srtt);
-        # sampling does not change the run
+        # BBR points keep every flow's samples (and BBR's model, cc_samples) for the trace comparison, AQM points
+        # every flow's (for the mean srtt); sampling does not change the run
         "outputs": {
-            "max_sampled_flows": pt.flows if pt.qdisc in AQM_QDISCS else 1 if pt.cc == "bbr" else 0
+            "max_sampled_flows": pt.flows if pt.qdisc in AQM_QDISCS or pt.cc == "bbr" else 0
         },
     }
     return Scenario.from_dict(sc).to_toml()
@@ -715,6 +715,7 @@ def latlab_raw(pt: Point, res, wall_s: float) -> dict:  # noqa: ANN001
         raw["core_arrivals_run_pkts"] = int(core["arrivals_pkts"])
     if pt.cc == "bbr":
         raw["flow0_samples"] = latlab_flow0_samples(pt, res)
+        raw["bbr_samples"] = latlab_bbr_samples(pt, res)
     if pt.qdisc in AQM_QDISCS:
         raw.update(latlab_delays(pt, res, s))
         raw["early_drops_run_pkts"] = int(core["drops_early_pkts"])
@@ -758,6 +759,38 @@ def latlab_flow0_samples(pt: Point, res) -> list:  # noqa: ANN001
         )
         for t, c, r, rtt in zip(s["time_ns"], s["cwnd_bytes"], s["rate_bps"], s["srtt_ns"])
     ]
+
+
+def latlab_bbr_samples(pt: Point, res) -> list:  # noqa: ANN001
+    """Every flow's BBR state every sample over the whole run, as ns3_twin.py's `bbr_samples`: (s, mode, pacing gain,
+    cwnd gain, cwnd segments, in flight segments, pacing Mb/s, srtt ms, min_rtt ms); latlab also knows its cwnd target
+    and bw estimate, appended (segments, Mb/s)."""
+    import pandas as pd
+
+    fs = res.flow_samples.set_index(["flow_id", "time_ns"])
+    out = []
+    for fid in sorted(res.flows["flow_id"]):
+        cs = res.cc_samples[res.cc_samples["flow_id"] == fid]
+        rows = []
+        for r in cs.itertuples():
+            f = fs.loc[(fid, r.time_ns)]
+            rows.append(
+                (
+                    round(r.time_ns / 1e9, 3),
+                    r.mode,
+                    round(r.pacing_gain, 4),
+                    round(r.cwnd_gain, 4),
+                    round(float(f["cwnd_bytes"]) / MSS_BYTES, 2),
+                    round(float(f["flight_bytes"]) / MSS_BYTES, 2),
+                    round(r.pacing_rate_bps / 1e6, 4),
+                    round(float(f["srtt_ns"]) / 1e6, 3),
+                    0.0 if pd.isna(r.min_rtt_ns) else round(float(r.min_rtt_ns) / 1e6, 3),
+                    round(r.target_cwnd_bytes / MSS_BYTES, 2),
+                    round(r.bw_bps / 1e6, 4),
+                )
+            )
+        out.append(rows)
+    return out
 
 
 def latlab_commit() -> str:
@@ -872,6 +905,10 @@ def row(pt: Point, raw: dict, experiment: str, overrides: dict) -> dict:
     r["per_flow_goodput_bps"] = raw["per_flow_goodput_bps"]
     if "flow0_samples" in raw and pt.cc == "bbr":
         r["flow0_samples"] = raw["flow0_samples"]
+    if "bbr_samples" in raw and pt.cc == "bbr":
+        # the per-flow BBR model over the window, and the queue it makes (the section's notes are written from it)
+        r["bbr_flows"] = bbr_flow_summary(pt, raw["bbr_samples"])
+        r["queue_samples_pkts"] = raw["queue_samples_pkts"]
     if pt.qdisc in AQM_QDISCS:
         # what the AQM section's notes are written from: the queue over time and the kinds of drops
         r["queue_samples_pkts"] = raw["queue_samples_pkts"]
@@ -886,6 +923,57 @@ def row(pt: Point, raw: dict, experiment: str, overrides: dict) -> dict:
             if k in raw:
                 r[k] = raw[k]
     return r
+
+
+def bbr_flow_summary(pt: Point, samples: list) -> list[dict]:
+    """Each flow's BBR model over the window from its samples (ns3_twin.py's and latlab_bbr_samples' layout): the
+    flow's propagation RTT and the largest RTT the path can give it (propagation + a full core buffer), the means of
+    min_rtt, srtt, cwnd, in flight, bw and cwnd target, the share of samples in PROBE_RTT, with min_rtt above the
+    path's largest RTT, and held back (cwnd 10+ segments above what is in flight, 2 or fewer in flight). latlab
+    samples its bw and target; for ns-3 (whose max-bw filter and target are private) bw is the pacing rate over
+    gain × 0.99 and the target cwnd_gain × bw × min_rtt + 3 segments, without the ACK-aggregation allowance (under
+    4096 B), both from PROBE_BW samples."""
+    full_queue_ms = pt.buffer_pkts() * WIRE_DATA_BYTES * 8 / CORE_RATE_BPS * 1e3
+    out = []
+    for (a_ms, b_ms, _), xs in zip(pt.draws(), samples):
+        w = [x for x in xs if pt.measure_from_s <= x[0] < pt.duration_s]
+        base = 2 * (CORE_DELAY_MS + a_ms + b_ms)
+        if not w:
+            out.append({"base_rtt_ms": round(base, 1)})
+            continue
+        bw = [x[10] for x in w] if len(w[0]) > 10 else []
+        tgt = [x[9] for x in w] if len(w[0]) > 10 else []
+        if not bw:
+            pbw = [x for x in w if x[1] == "probe_bw" and x[2] > 0 and x[8] > 0]
+            bw = [x[6] / (x[2] * 0.99) for x in pbw]
+            tgt = [
+                x[3] * (x[6] / (x[2] * 0.99)) * 1e6 / 8 * x[8] / 1e3 / MSS_BYTES + 3 for x in pbw
+            ]
+        mrtt = [x[8] for x in w if x[8] > 0]
+
+        def mean(v: list) -> float | None:
+            return round(sum(v) / len(v), 2) if v else None
+
+        out.append(
+            {
+                "base_rtt_ms": round(base, 1),
+                "path_max_rtt_ms": round(base + full_queue_ms, 1),
+                "min_rtt_ms": mean(mrtt),
+                "min_rtt_over_path_max": round(
+                    sum(1 for v in mrtt if v > base + full_queue_ms) / len(w), 3
+                ),
+                "srtt_ms": mean([x[7] for x in w]),
+                "cwnd_segs": mean([x[4] for x in w]),
+                "in_flight_segs": mean([x[5] for x in w]),
+                "bw_mbps": mean(bw),
+                "target_segs": mean(tgt),
+                "probe_rtt_share": round(sum(1 for x in w if x[1] == "probe_rtt") / len(w), 3),
+                "held_back_share": round(
+                    sum(1 for x in w if x[5] <= 2 and x[4] - x[5] >= 10) / len(w), 3
+                ),
+            }
+        )
+    return out
 
 
 # ----- the page --------------------------------------------------------------------------------------------
@@ -2471,6 +2559,13 @@ BBR_EXPERIMENTS = {
         "not have. Run by the same command with `--only latlab --experiment sack-no-lt-bw --latlab-set bbr.lt_bw=0` "
         "and the flows at 10.",
     ),
+    "sack-window-pipe": (
+        "sack",
+        "latlab's window checked against the RFC 6675 pipe in every state (`window_from_pipe = true`), as ns-3's "
+        "TcpSocketBase::AvailableWindow (cwnd − BytesInFlight) and Linux's tcp_packets_in_flight do (matched-settings "
+        "row *window outside recovery (SACK)*). Run by the same command with `--only latlab --experiment "
+        "sack-window-pipe --latlab-set tcp.window_from_pipe=true` and the flows at 10.",
+    ),
 }
 
 # What the runs' traces show at each BBR point outside the rule (flows, buffer, experiment) -> text; written from
@@ -2523,6 +2618,52 @@ def bbr_trace_facts(lat: dict, ns: dict) -> str:
         f"{ns['queue_mean_pkts'] / b:.0%} of its {b} packets on average; RTOs {lat['timeouts']} / {ns['timeouts']}; "
         f"flow 0 at cwnd ≤ 4 segments (PROBE_RTT or after a timeout) in {low(lat)} / {low(ns)} of its samples; the "
         f"slowest flow gets {share[0]:.2f} / {share[1]:.2f} Mb/s."
+    )
+
+
+def bbr_model_facts(lat: dict, ns: dict) -> str:
+    """What the rows' per-flow BBR models say at a point (`bbr_flows`), latlab / ns-3; empty for rows from before
+    the model was recorded."""
+    if "bbr_flows" not in lat or "bbr_flows" not in ns:
+        return ""
+    b = lat["buffer_pkts"]
+    per_s = 1000 // SAMPLE_INTERVAL_MS
+
+    def live(r: dict) -> list[dict]:  # flows not starved in timeouts, whose model is in use
+        return [
+            f
+            for f, g in zip(r["bbr_flows"], r["per_flow_goodput_bps"])
+            if g >= 0.1e6 and f.get("min_rtt_ms")
+        ]
+
+    def excess(r: dict) -> float:
+        fs = live(r)
+        return sum(f["min_rtt_ms"] - f["base_rtt_ms"] for f in fs) / max(1, len(fs))
+
+    def total(r: dict, k: str) -> float:
+        return sum(f.get(k) or 0.0 for f in r["bbr_flows"])
+
+    def share(r: dict, k: str) -> float:
+        fs = r["bbr_flows"]
+        return sum(f.get(k) or 0.0 for f in fs) / len(fs)
+
+    def drained(r: dict) -> int:
+        q = r.get("queue_samples_pkts", [])
+        return sum(1 for i in range(0, len(q), per_s) if min(q[i : i + per_s]) < b / 4)
+
+    seconds = len(lat.get("queue_samples_pkts", [])) // per_s
+    n = [len(live(r)) for r in (lat, ns)]
+    return (
+        f"BBR models, latlab / ns-3 (means over the window, every flow sampled every {SAMPLE_INTERVAL_MS} ms, "
+        f"`bbr_flows` in ns3.jsonl): min_rtt above the flow's propagation RTT by {excess(lat):.0f} / "
+        f"{excess(ns):.0f} ms (the {n[0]} / {n[1]} flows with 0.1 Mb/s or more); min_rtt above the largest RTT "
+        f"the path can give (propagation + a full buffer) in {share(lat, 'min_rtt_over_path_max'):.1%} / "
+        f"{share(ns, 'min_rtt_over_path_max'):.1%} of the samples; cwnd targets summed {total(lat, 'target_segs'):.0f} "
+        f"/ {total(ns, 'target_segs'):.0f} segments and in flight {total(lat, 'in_flight_segs'):.0f} / "
+        f"{total(ns, 'in_flight_segs'):.0f}, against BDP + B = {lat['bdp_pkts'] + b:.0f} packets; the queue "
+        f"below B/4 in {drained(lat)} / {drained(ns)} of the window's {seconds} seconds; a flow held back (cwnd "
+        f"10+ segments above its flight, 2 or fewer in flight) in {share(lat, 'held_back_share'):.1%} / "
+        f"{share(ns, 'held_back_share'):.1%} of the samples."
     )
 
 
@@ -2607,7 +2748,7 @@ def bbr_section(rows: list[dict]) -> list[str]:
         note = BBR_NOTES.get((k[0], k[1], exp), "Not yet explained from the traces.")
         out.append(
             f"* **{k[0]} flows, {k[1]}, {exp}**: {what} ({lat['core_drops_pkts']} vs {ns['core_drops_pkts']} drops "
-            f"in the window). {bbr_trace_facts(lat, ns)} {note}"
+            f"in the window). {bbr_trace_facts(lat, ns)} {bbr_model_facts(lat, ns)} {note}"
         )
     out.append("")
     return out
