@@ -971,6 +971,9 @@ def bbr_flow_summary(pt: Point, samples: list) -> list[dict]:
                 "held_back_share": round(
                     sum(1 for x in w if x[5] <= 2 and x[4] - x[5] >= 10) / len(w), 3
                 ),
+                # samples over the whole run with cwnd at 2^32 - 1 bytes (ns-3: TcpSocketBase sets cwnd = ssthresh
+                # on leaving fast recovery, and TcpBbr leaves ssthresh at its initial UINT32_MAX in STARTUP)
+                "cwnd_uint32_max_samples": sum(1 for x in xs if x[4] * MSS_BYTES >= 2**32 - 1),
             }
         )
     return out
