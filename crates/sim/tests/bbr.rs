@@ -92,7 +92,7 @@ fn cc_samples_hold_the_bbr_model() {
     let c = &sim.samples.cc;
     let last = c.time_ns.len() - 1;
     assert_eq!(c.time_ns.len(), sim.samples.flows.time_ns.len());
-    assert!(c.mode.iter().any(|m| *m == "probe_bw"), "{:?}", c.mode);
+    assert!(c.mode.contains(&"probe_bw"), "{:?}", c.mode);
     let payload_bps = 20e6 * 1448.0 / 1500.0;
     let bw = c.bw_bps[last] as f64;
     assert!((0.9 * payload_bps..1.1 * payload_bps).contains(&bw), "bw {bw}");
