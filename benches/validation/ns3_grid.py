@@ -2583,6 +2583,14 @@ BBR_EXPERIMENTS = {
         "row *window outside recovery (SACK)*). Run by the same command with `--only latlab --experiment "
         "sack-window-pipe --latlab-set tcp.window_from_pipe=true` and the flows at 10.",
     ),
+    "sack-ns3-timestamps": (
+        "sack",
+        "ns-3 with TCP timestamps (RFC 7323) on, so that an RTT sample is read from the echoed timestamp of the "
+        "segment the ACK answers (TcpSocketBase::CalculateRttSample), the repairing retransmission's, and no "
+        "longer from the send time of the highest segment the cumulative ACK covers; its headers grow by the "
+        "12-byte option (1014-byte packets on the wire where latlab's are 1002). Run by the same command with "
+        "`--only ns-3 --experiment sack-ns3-timestamps --ns3-set timestamps=true` and the flows at 10.",
+    ),
 }
 
 # What the runs' traces show at each BBR point outside the rule (flows, buffer, experiment) -> text; written from
@@ -2753,10 +2761,12 @@ def bbr_section(rows: list[dict]) -> list[str]:
         ),
     ):
         lat, ns = sides.get("latlab"), sides.get("ns-3")
-        # a latlab-only experiment is compared with ns-3's row of the setting it changes (BBR_EXPERIMENTS)
-        one_side = not ns and exp in BBR_EXPERIMENTS
+        # a one-side experiment is compared with the other side's row of the setting it changes (BBR_EXPERIMENTS)
+        one_side = not (lat and ns) and exp in BBR_EXPERIMENTS
         if one_side:
-            ns = pts.get((k, BBR_EXPERIMENTS[exp][0]), {}).get("ns-3")
+            other = pts.get((k, BBR_EXPERIMENTS[exp][0]), {})
+            label = f"{exp} ({'ns-3' if ns else 'latlab'} only)"
+            lat, ns = lat or other.get("latlab"), ns or other.get("ns-3")
         if not (lat and ns):
             continue
         g = gaps(lat, ns)
@@ -2768,7 +2778,7 @@ def bbr_section(rows: list[dict]) -> list[str]:
                 agree += 1
         (lc, lr), (nc, nr) = flow0_means(lat), flow0_means(ns)
         out.append(
-            f"| {k[0]} | {k[1]} ({lat['buffer_pkts']}) | {exp + ' (latlab only)' if one_side else exp} | {k[4]} | {lat['goodput_mbps']:.3f} / "
+            f"| {k[0]} | {k[1]} ({lat['buffer_pkts']}) | {label if one_side else exp} | {k[4]} | {lat['goodput_mbps']:.3f} / "
             f"{ns['goodput_mbps']:.3f} ({fmt_pct(g['goodput'])}) | {100 * lat['loss_rate']:.3f} / "
             f"{100 * ns['loss_rate']:.3f} ({fmt_pct(g['loss'])}) | "
             + " | ".join(
@@ -2782,8 +2792,11 @@ def bbr_section(rows: list[dict]) -> list[str]:
         f"Goodput and loss both within 5% at {agree} of {total} BBR points compared (both sides run).\n",
     ]
     for exp, (against, what) in BBR_EXPERIMENTS.items():
-        if any(e == exp for _, e in pts):
-            out.append(f"*{exp}* (latlab only, against ns-3's *{against}* row): {what}\n")
+        sims = {sim for (_, e), sides in pts.items() if e == exp for sim in sides}
+        if len(sims) == 1:
+            (sim,) = sims
+            other = "ns-3" if sim == "latlab" else "latlab"
+            out.append(f"*{exp}* ({sim} only, against {other}'s *{against}* row): {what}\n")
     for k, exp, g in flagged:
         what = " and ".join(f"{m} {fmt_pct(g[m])}" for m in over(g))
         lat, ns = pts[(k, exp)]["latlab"], pts[(k, exp)]["ns-3"]

@@ -39,6 +39,8 @@ OVERRIDES = {
     "checks it against the flow's own backlog, latlab against the whole discipline's, as Linux)",
     "fq_codel_drop_batch": "FqCoDelQueueDisc::DropBatchSize (default 1, latlab's one packet per overflow; ns-3's 64)",
     "aqm": "latlab's AQM parameters changed for ns-3's disc too, e.g. max_burst_ms (as the grid's --latlab-set aqm.KEY)",
+    "timestamps": "TcpSocketBase::Timestamp (off here, as latlab's grid; on, RTT samples come from the echoed "
+    "timestamp: a diagnosis of TcpBbr's min_rtt, see the BBR section)",
     "aqm_delay_shift": "subtract one data-packet serialisation from the FQ-CoDel Target / PIE QueueDelayReference "
     "(default true, see build)",
 }
@@ -367,7 +369,7 @@ def build_and_run(p: dict) -> dict:
     )
     cfg("ns3::TcpSocketBase::ClockGranularity", ns.TimeValue(ns.MilliSeconds(1)))
     cfg("ns3::RttEstimator::InitialEstimation", ns.TimeValue(ns.Seconds(1)))
-    cfg("ns3::TcpSocketBase::Timestamp", ns.BooleanValue(False))
+    cfg("ns3::TcpSocketBase::Timestamp", ns.BooleanValue(bool(ov.get("timestamps", False))))
     cfg("ns3::TcpSocketBase::Sack", ns.BooleanValue(bool(ov.get("sack", False))))
     cfg(
         "ns3::TcpSocketBase::LimitedTransmit",
