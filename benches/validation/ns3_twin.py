@@ -39,6 +39,8 @@ OVERRIDES = {
     "checks it against the flow's own backlog, latlab against the whole discipline's, as Linux)",
     "fq_codel_drop_batch": "FqCoDelQueueDisc::DropBatchSize (default 1, latlab's one packet per overflow; ns-3's 64)",
     "aqm": "latlab's AQM parameters changed for ns-3's disc too, e.g. max_burst_ms (as the grid's --latlab-set aqm.KEY)",
+    "timestamps": "TcpSocketBase::Timestamp (off here, as latlab's grid; on, RTT samples come from the echoed "
+    "timestamp: a diagnosis of TcpBbr's min_rtt, see the BBR section)",
     "aqm_delay_shift": "subtract one data-packet serialisation from the FQ-CoDel Target / PIE QueueDelayReference "
     "(default true, see build)",
 }
@@ -208,9 +210,52 @@ std::string DropReasons(Ptr<QueueDisc> q) {
     for (auto& kv : st.nDroppedPacketsAfterDequeue) out += kv.first + "=" + std::to_string(kv.second) + ";";
     return out;
 }
+// BBR points: every flow's TcpBbr beside its socket, read by the sampler: cwnd, bytes in flight (bytes), pacing rate
+// (bit/s) and srtt (ns) from the socket's trace sources; min_rtt (ns) from TcpBbr's MinRtt trace; the gains and the
+// mode from TcpBbr's public getters (the max-bw filter and the cwnd target are private: the harness derives bw from
+// the pacing rate and the gain).
+struct BbrFlow {
+    uint32_t cwnd = 0, inflight = 0;
+    uint64_t pacing_bps = 0, srtt_ns = 0, min_rtt_ns = 0;
+    Ptr<TcpBbr> bbr;
+};
+std::vector<BbrFlow> g_bbr;
+void OnBbrCwnd(uint32_t i, uint32_t, uint32_t v) { g_bbr[i].cwnd = v; }
+void OnBbrInflight(uint32_t i, uint32_t, uint32_t v) { g_bbr[i].inflight = v; }
+void OnBbrPacing(uint32_t i, DataRate, DataRate v) { g_bbr[i].pacing_bps = v.GetBitRate(); }
+void OnBbrSrtt(uint32_t i, Time, Time v) { g_bbr[i].srtt_ns = v.GetNanoSeconds(); }
+void OnBbrMinRtt(uint32_t i, Time, Time v) { g_bbr[i].min_rtt_ns = v == Time::Max() ? 0 : v.GetNanoSeconds(); }
+void HookBbr(Ptr<Application> app, uint32_t i) {
+    Ptr<Socket> s = DynamicCast<BulkSendApplication>(app)->GetSocket();
+    bool ok = s->TraceConnectWithoutContext("CongestionWindow", MakeBoundCallback(&OnBbrCwnd, i));
+    ok = ok && s->TraceConnectWithoutContext("BytesInFlight", MakeBoundCallback(&OnBbrInflight, i));
+    ok = ok && s->TraceConnectWithoutContext("PacingRate", MakeBoundCallback(&OnBbrPacing, i));
+    ok = ok && s->TraceConnectWithoutContext("RTT", MakeBoundCallback(&OnBbrSrtt, i));
+    PointerValue ops;
+    s->GetAttribute("CongestionOps", ops);
+    Ptr<TcpBbr> bbr = DynamicCast<TcpBbr>(ops.GetObject());
+    NS_ABORT_MSG_IF(!bbr, "the socket's CongestionOps is not a TcpBbr");
+    ok = ok && bbr->TraceConnectWithoutContext("MinRtt", MakeBoundCallback(&OnBbrMinRtt, i));
+    NS_ABORT_MSG_IF(!ok, "a BBR trace source is missing");
+    g_bbr[i].bbr = bbr;
+}
+void HookBbrAfter(Ptr<Application> app, double start_s, uint32_t i) {
+    if (g_bbr.size() <= i) g_bbr.resize(i + 1);
+    Simulator::Schedule(Seconds(start_s) + NanoSeconds(1), &HookBbr, app, i);
+}
+// One flow's sample: mode (TcpBbr::BbrMode_t, 0 startup .. 3 probe_rtt; -1 before the socket exists), pacing gain,
+// cwnd gain, cwnd and bytes in flight (bytes), pacing rate (bit/s), srtt and min_rtt (ns).
+std::vector<double> BbrSample(uint32_t i) {
+    if (i >= g_bbr.size() || !g_bbr[i].bbr) return {-1, 0, 0, 0, 0, 0, 0, 0};
+    BbrFlow& f = g_bbr[i];
+    return {double(f.bbr->GetBbrState()), f.bbr->GetPacingGain(), f.bbr->GetCwndGain(), double(f.cwnd),
+            double(f.inflight), double(f.pacing_bps), double(f.srtt_ns), double(f.min_rtt_ns)};
+}
 EventImpl* PyEvent(void (*f)()) { return MakeEvent(f); }
 }
 """
+
+BBR_MODES = ("startup", "drain", "probe_bw", "probe_rtt")
 
 
 def aqm_disc(p: dict, disc_pkts: int, shift_ns: int, ov: dict) -> tuple:
@@ -324,7 +369,7 @@ def build_and_run(p: dict) -> dict:
     )
     cfg("ns3::TcpSocketBase::ClockGranularity", ns.TimeValue(ns.MilliSeconds(1)))
     cfg("ns3::RttEstimator::InitialEstimation", ns.TimeValue(ns.Seconds(1)))
-    cfg("ns3::TcpSocketBase::Timestamp", ns.BooleanValue(False))
+    cfg("ns3::TcpSocketBase::Timestamp", ns.BooleanValue(bool(ov.get("timestamps", False))))
     cfg("ns3::TcpSocketBase::Sack", ns.BooleanValue(bool(ov.get("sack", False))))
     cfg(
         "ns3::TcpSocketBase::LimitedTransmit",
@@ -485,6 +530,8 @@ def build_and_run(p: dict) -> dict:
             g.HookFlow0After(app, float(round(start_s * 1e9)) / 1e9)
         if aqm:
             g.HookSrttAfter(app, float(round(start_s * 1e9)) / 1e9, i)
+        if p["cc"] == "bbr":
+            g.HookBbrAfter(app, float(round(start_s * 1e9)) / 1e9, i)
 
     if aqm:
         g.HookDelays(fifo, core_q)
@@ -494,6 +541,9 @@ def build_and_run(p: dict) -> dict:
     srtt_samples = []  # AQM points: the flows' mean srtt (ns) at each sample
     cwnd_samples = []  # segments, one flow only (trace_states)
     flow0_samples = []  # (s, cwnd segments, pacing Mb/s, srtt ms) of flow 0 in the window
+    # BBR points: every flow every interval over the whole run, (s, mode, pacing gain, cwnd gain, cwnd segments,
+    # in flight segments, pacing Mb/s, srtt ms, min_rtt ms); None until the flow's socket exists
+    bbr_samples = [[] for _ in range(n)] if p["cc"] == "bbr" else []
 
     def fifo_counts():
         if fifo is None:
@@ -533,7 +583,33 @@ def build_and_run(p: dict) -> dict:
     # AQM points: (s, queue packets, cumulative disc drops) every interval over the whole run, slow start included
     run_trace = []
 
+    def bbr_sample(t_s: float) -> None:
+        mss = p["mss_bytes"]
+        for i, out_i in enumerate(bbr_samples):
+            mode, pg, cg, cwnd, infl, rate, srtt, min_rtt = list(g.BbrSample(i))
+            if mode < 0:
+                continue
+            out_i.append(
+                (
+                    t_s,
+                    BBR_MODES[int(mode)],
+                    round(pg, 4),
+                    round(cg, 4),
+                    round(cwnd / mss, 2),
+                    round(infl / mss, 2),
+                    round(rate / 1e6, 4),
+                    round(srtt / 1e6, 3),
+                    round(min_rtt / 1e6, 3),
+                )
+            )
+
     def trace():
+        if bbr_samples:
+            bbr_sample(round(ns.Simulator.Now().GetSeconds(), 3))
+        if not aqm:
+            if ns.Simulator.Now().GetNanoSeconds() + interval_ns < int(p["duration_s"] * 1e9):
+                ns.Simulator.Schedule(ns.NanoSeconds(interval_ns), g.PyEvent(trace_cb))
+            return
         run_trace.append(
             (
                 round(ns.Simulator.Now().GetSeconds(), 3),
@@ -545,7 +621,7 @@ def build_and_run(p: dict) -> dict:
             ns.Simulator.Schedule(ns.NanoSeconds(interval_ns), g.PyEvent(trace_cb))
 
     mark_cb, sample_cb, trace_cb = mark, sample, trace  # cppyy needs the callables alive
-    if aqm:
+    if aqm or bbr_samples:
         ns.Simulator.Schedule(ns.NanoSeconds(0), g.PyEvent(trace_cb))
     ns.Simulator.Schedule(ns.NanoSeconds(int(p["measure_from_s"] * 1e9)), g.PyEvent(mark_cb))
     ns.Simulator.Schedule(ns.NanoSeconds(int(p["measure_from_s"] * 1e9)), g.PyEvent(sample_cb))
@@ -607,6 +683,8 @@ def build_and_run(p: dict) -> dict:
         if p["qdisc"] == "fq_codel":
             out["flow_queues_used"] = int(fifo.GetNQueueDiscClasses())
     out["flow0_samples"] = flow0_samples
+    if bbr_samples:
+        out["bbr_samples"] = bbr_samples
     ns.Simulator.Destroy()
     return out
 

@@ -381,6 +381,34 @@ def run_case(
     return row, sim, emu
 
 
+def sim_only(args: argparse.Namespace) -> int:
+    """The simulated cells of every case of ``args.cc`` at this commit, beside the table's (--sim-only)."""
+    table = pd.read_csv(args.table)
+    keys = [k for k, _, _ in COLUMNS]
+    print(
+        f"sim_vs_linux --sim-only at {current_commit()}: each cell now / table (the table's commit)"
+    )
+    for cc, n, b, path_kind in cases(args.cc):
+        got = metrics(
+            latlab.run(scenario(cc, n, b, args.duration, args.measure_from, path_kind)),
+            args.measure_from,
+        )
+        old = table[
+            (table["cc"] == cc)
+            & (table["flows"] == n)
+            & (table["buffer_bdp"] == b)
+            & (table["path"] == path_kind)
+        ]
+        want = old.iloc[0] if len(old) else None
+        cells = [
+            f"{k} {fmt(got[k], 3)} / {fmt(want[f'sim_{k}'], 3) if want is not None else '–'}"
+            for k in keys
+        ]
+        tag = f"({want['commit']})" if want is not None else "(not in the table)"
+        print(f"{cc} {n} flows {b:g} BDP {path_kind} {tag}: " + "; ".join(cells), flush=True)
+    return 0
+
+
 def parse_ccs(text: str) -> tuple[str, ...]:
     ccs = tuple(c.strip() for c in text.split(",") if c.strip())
     unknown = [c for c in ccs if c not in CCS]
@@ -424,7 +452,15 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run nothing: only rewrite the report from --table (figures are kept)",
     )
+    ap.add_argument(
+        "--sim-only",
+        action="store_true",
+        help="run only the simulated side of the chosen controllers' cases and print its cells beside the "
+        "simulated cells of --table (a check that the simulator still gives the table's numbers); writes nothing",
+    )
     args = ap.parse_args(argv)
+    if args.sim_only:
+        return sim_only(args)
     if args.from_table:
         write_report(pd.read_csv(args.table), args.doc, args)
         print(f"wrote {args.doc}")

@@ -82,6 +82,12 @@ class Results:
         return self._table("receiver_samples")
 
     @property
+    def cc_samples(self) -> pd.DataFrame:
+        """Per TCP flow with a model-based controller (BBR) and sample time: its mode, gains, bw estimate, min RTT,
+        cwnd target and pacing rate (empty for other runs)."""
+        return self._table("cc_samples")
+
+    @property
     def flow_samples(self) -> pd.DataFrame:
         """cwnd_bytes, srtt_ns, ... of the sampled flows every sample_interval_ms."""
         return self._table("flow_samples")

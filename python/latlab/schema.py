@@ -188,8 +188,27 @@ RECEIVER_SAMPLES = (
     "srtt_ns",
 )
 
-#: Tables only some runs have: receiver_samples only with an adaptive receiver-window controller.
-OPTIONAL_TABLES: dict[str, tuple[str, ...]] = {"receiver_samples": RECEIVER_SAMPLES}
+#: Per TCP flow with a model-based controller (BBR) and sample time: the controller's model (mode, gains, bw
+#: estimate, windowed min RTT, the cwnd it grows toward) and the pacing rate it sets.
+CC_SAMPLES = (
+    "time_ns",
+    "flow_id",
+    "mode",
+    "pacing_gain",
+    "cwnd_gain",
+    "bw_bps",
+    "min_rtt_ns",
+    "target_cwnd_bytes",
+    "pacing_rate_bps",
+    "lt_bw_in_use",
+)
+
+#: Tables only some runs have: receiver_samples only with an adaptive receiver-window controller, cc_samples only
+#: with a model-based congestion controller.
+OPTIONAL_TABLES: dict[str, tuple[str, ...]] = {
+    "receiver_samples": RECEIVER_SAMPLES,
+    "cc_samples": CC_SAMPLES,
+}
 
 #: Integer columns that may hold nulls; kept as pandas nullable integers (never silently floats).
 NULLABLE_INT_COLUMNS = frozenset({"size_bytes", "fct_ns"})

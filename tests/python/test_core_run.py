@@ -113,3 +113,20 @@ def test_default_scenario_runs_briefly(core):
     res = latlab.run(latlab.Scenario.builtin("default").with_(duration_s=3, measure_from_s=1))
     assert res.conservation_ok and len(res.flows) == 20
     assert set(res.flows["cc"]) == {"newreno", "cubic"}
+
+
+def test_cc_samples_only_with_a_model_based_controller(core):
+    """BBR runs carry its model every sample (the cc_samples table); a NewReno run has none, and the empty frame
+    still has the table's columns."""
+    bbr = latlab.run(
+        latlab.Scenario.from_toml_str(TINY_TOML.replace('"newreno"', '"bbr"'), "tiny.toml")
+    )
+    cs = bbr.cc_samples
+    assert list(cs.columns) == list(schema.CC_SAMPLES)
+    assert len(cs) == len(bbr.flow_samples) > 0
+    assert set(cs["mode"]) <= {"startup", "drain", "probe_bw", "probe_rtt"}
+    last = cs.sort_values("time_ns").groupby("flow_id").tail(1)
+    assert (last["bw_bps"] > 0).all() and (last["min_rtt_ns"] > 0).all(), last
+    reno = latlab.run(latlab.Scenario.from_toml_str(TINY_TOML, "tiny.toml"))
+    assert "cc_samples" not in reno.tables
+    assert list(reno.cc_samples.columns) == list(schema.CC_SAMPLES) and reno.cc_samples.empty

@@ -46,10 +46,11 @@ impl Limit {
 /// `depart` or `drop_dequeued` after `pop_front`, which keeps
 /// arrivals = departures + drops + queued.
 #[derive(Debug, Clone)]
+#[repr(C)] // the deque, then the counters every packet updates (see `DropTail`)
 pub(crate) struct Fifo<P> {
     pkts: VecDeque<(P, TimeNs)>,
-    bytes: u64,
     stats: QdiscStats,
+    bytes: u64,
 }
 
 impl<P: QueuedPacket> Fifo<P> {
@@ -162,7 +163,12 @@ impl<P: QueuedPacket> Fifo<P> {
 }
 
 /// FIFO with tail drop.
+///
+/// `repr(C)`: the limit, the deque and the arrival and departure counters
+/// come first and span 80 bytes, which a driver can lay out over two
+/// cache lines (see latlab-link's `LinkService`).
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct DropTail<P> {
     limit: Limit,
     fifo: Fifo<P>,

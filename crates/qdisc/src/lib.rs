@@ -138,6 +138,7 @@ pub enum Dequeue<P> {
 /// Counters every discipline keeps. Invariant (checked by the simulator at
 /// the end of every run): arrivals = departures + drops + queued.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(C)] // the four counters every packet updates first
 pub struct QdiscStats {
     pub arrivals_pkts: u64,
     pub arrivals_bytes: u64,

@@ -220,6 +220,46 @@ pub struct ReceiverSamples {
     pub srtt_ns: Vec<u64>,
 }
 
+/// One row per sampled TCP flow whose controller keeps a path model (BBR)
+/// and sample time (the `cc_samples` table): the model as the controller
+/// holds it ([`latlab_proto::cc::ModelSample`]) beside the pacing rate it
+/// sets, so a run can be compared with another BBR's traces (ns-3's
+/// TcpBbr, Linux's `ss -i` bbr fields).
+#[derive(Debug, Default)]
+pub struct CcSamples {
+    pub time_ns: Vec<u64>,
+    pub flow_id: Vec<u32>,
+    pub mode: Vec<&'static str>,
+    pub pacing_gain: Vec<f64>,
+    pub cwnd_gain: Vec<f64>,
+    pub bw_bps: Vec<u64>,
+    pub min_rtt_ns: Vec<Option<u64>>,
+    pub target_cwnd_bytes: Vec<u64>,
+    pub pacing_rate_bps: Vec<u64>,
+    pub lt_bw_in_use: Vec<bool>,
+}
+
+impl CcSamples {
+    fn record(&mut self, now_ns: u64, flow_id: u32, s: &latlab_proto::tcp::TcpSender) {
+        let cc = s.cc();
+        let Some(m) = cc.model_sample() else {
+            return;
+        };
+        self.time_ns.push(now_ns);
+        self.flow_id.push(flow_id);
+        self.mode.push(m.mode);
+        self.pacing_gain.push(m.pacing_gain);
+        self.cwnd_gain.push(m.cwnd_gain);
+        self.bw_bps.push(m.bw_bytes_per_s.saturating_mul(8));
+        self.min_rtt_ns.push(m.min_rtt_ns);
+        self.target_cwnd_bytes
+            .push(m.target_cwnd_segments.saturating_mul(s.mss_bytes()));
+        self.pacing_rate_bps
+            .push(cc.pacing_rate_bytes_per_s().saturating_mul(8));
+        self.lt_bw_in_use.push(m.lt_bw_in_use);
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Samples {
     pub flows: FlowSamples,
@@ -229,6 +269,7 @@ pub struct Samples {
     pub subflows: SubflowSamples,
     pub mptcp: MptcpSamples,
     pub receivers: ReceiverSamples,
+    pub cc: CcSamples,
 }
 
 impl Samples {
@@ -351,6 +392,7 @@ impl Samples {
                 fs.retransmitted_segments.push(Some(st.retransmitted_segments));
                 fs.rate_bps.push(None);
                 fs.queueing_delay_ns.push(None);
+                self.cc.record(now_ns, i as u32, s);
                 let ctl = tcp.receiver.rwnd_controller();
                 if ctl.name() != "fixed" {
                     let rs = &mut self.receivers;

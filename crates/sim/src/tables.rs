@@ -703,9 +703,26 @@ impl Simulation {
         ])
     }
 
+    pub fn cc_samples_table(&self) -> RecordBatch {
+        let s = &self.samples.cc;
+        batch(vec![
+            ("time_ns", u64s(s.time_ns.iter().copied())),
+            ("flow_id", u32s(s.flow_id.iter().copied())),
+            ("mode", strs(s.mode.iter().copied())),
+            ("pacing_gain", f64s(s.pacing_gain.iter().copied())),
+            ("cwnd_gain", f64s(s.cwnd_gain.iter().copied())),
+            ("bw_bps", u64s(s.bw_bps.iter().copied())),
+            ("min_rtt_ns", opt_u64s(s.min_rtt_ns.iter().copied())),
+            ("target_cwnd_bytes", u64s(s.target_cwnd_bytes.iter().copied())),
+            ("pacing_rate_bps", u64s(s.pacing_rate_bps.iter().copied())),
+            ("lt_bw_in_use", bools(s.lt_bw_in_use.iter().copied())),
+        ])
+    }
+
     /// All result tables, by name. Scenarios with time-varying or shared
     /// links add `access_links`, `access_samples` and `access_flow_samples`;
-    /// with an adaptive receiver-window controller, `receiver_samples`.
+    /// with an adaptive receiver-window controller, `receiver_samples`;
+    /// with a model-based controller (BBR), `cc_samples`.
     pub fn tables(&self) -> Vec<(&'static str, RecordBatch)> {
         let mut t = vec![
             ("flows", self.flows_table()),
@@ -725,6 +742,13 @@ impl Simulation {
                 .is_some_and(|t| t.receiver.rwnd_controller().name() != "fixed")
         }) {
             t.push(("receiver_samples", self.receiver_samples_table()));
+        }
+        if self
+            .flows
+            .iter()
+            .any(|f| f.tcp().is_some_and(|t| t.sender.cc().model_sample().is_some()))
+        {
+            t.push(("cc_samples", self.cc_samples_table()));
         }
         if self.flows.iter().any(|f| f.mptcp().is_some()) {
             t.push(("subflows", self.subflows_table()));

@@ -77,3 +77,39 @@ fn bbr_runs_repeat_with_the_same_seed() {
     };
     assert_eq!(run(3), run(3), "same scenario and seed, same run");
 }
+
+/// The `cc_samples` table: BBR's model every sample, which the path above
+/// pins down (bw near the link's payload rate, min_rtt the 40 ms base RTT
+/// plus serialization, the cwnd target 2 BDP and a few packets); a run
+/// with no model-based controller has no such table.
+#[test]
+fn cc_samples_hold_the_bbr_model() {
+    let text = path("bbr").replace("sample_interval_ms = 0", "sample_interval_ms = 100");
+    let mut sim = load(&text, "bbr.toml").unwrap();
+    sim.run();
+    let names: Vec<&str> = sim.tables().into_iter().map(|(n, _)| n).collect();
+    assert!(names.contains(&"cc_samples"), "{names:?}");
+    let c = &sim.samples.cc;
+    let last = c.time_ns.len() - 1;
+    assert_eq!(c.time_ns.len(), sim.samples.flows.time_ns.len());
+    assert!(c.mode.contains(&"probe_bw"), "{:?}", c.mode);
+    let payload_bps = 20e6 * 1448.0 / 1500.0;
+    let bw = c.bw_bps[last] as f64;
+    assert!((0.9 * payload_bps..1.1 * payload_bps).contains(&bw), "bw {bw}");
+    let min_rtt_ms = c.min_rtt_ns[last].expect("an RTT sample") as f64 / 1e6;
+    assert!((40.0..42.0).contains(&min_rtt_ms), "min_rtt {min_rtt_ms} ms");
+    let bdp_bytes = bw / 8.0 * min_rtt_ms / 1e3;
+    let target = c.target_cwnd_bytes[last] as f64;
+    assert!(
+        (2.0 * bdp_bytes..2.0 * bdp_bytes + 30.0 * 1448.0).contains(&target),
+        "target {target} B, BDP {bdp_bytes} B"
+    );
+
+    let mut cubic = load(
+        &path("cubic").replace("sample_interval_ms = 0", "sample_interval_ms = 100"),
+        "c.toml",
+    )
+    .unwrap();
+    cubic.run();
+    assert!(cubic.tables().iter().all(|(n, _)| *n != "cc_samples"));
+}

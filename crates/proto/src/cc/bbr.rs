@@ -34,7 +34,9 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
 use super::minmax::WindowedMax;
-use super::{AckSample, CcState, CongestionControl, CongestionEvent, ControllerParams, Knob, RateSample};
+use super::{
+    AckSample, CcState, CongestionControl, CongestionEvent, ControllerParams, Knob, ModelSample, RateSample,
+};
 use crate::knobs::{knob_flag, Knobs};
 use crate::tcp::CaState;
 use crate::{TimeNs, NS_PER_MS, NS_PER_SEC};
@@ -952,6 +954,22 @@ impl CongestionControl for Bbr {
             BbrMode::Drain => "drain",
             BbrMode::ProbeBw => "probe_bw",
             BbrMode::ProbeRtt => "probe_rtt",
+        })
+    }
+
+    /// What `bbr_get_info` reports (bw, min_rtt, gains), with the mode and
+    /// the target `bbr_set_cwnd` grows cwnd toward.
+    fn model_sample(&self) -> Option<ModelSample> {
+        let bw = self.bbr_bw();
+        let target = self.quantization_budget(self.bdp(bw, self.cwnd_gain) + self.ack_aggregation_cwnd());
+        Some(ModelSample {
+            mode: self.mode_name()?,
+            bw_bytes_per_s: self.bw_to_bytes_per_s(bw),
+            min_rtt_ns: (self.min_rtt_ns != u64::MAX).then_some(self.min_rtt_ns),
+            pacing_gain: self.pacing_gain as f64 / BBR_UNIT as f64,
+            cwnd_gain: self.cwnd_gain as f64 / BBR_UNIT as f64,
+            target_cwnd_segments: target,
+            lt_bw_in_use: self.lt_use_bw,
         })
     }
 }

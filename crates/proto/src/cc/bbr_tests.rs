@@ -1142,3 +1142,29 @@ fn an_app_limited_sample_restarts_long_term_sampling() {
     let in_use = lt_in_use_after(&mut d, &rounds);
     assert_eq!(in_use.iter().position(|&u| u), Some(13), "{in_use:?}");
 }
+
+#[test]
+fn the_model_sample_reports_bw_min_rtt_gains_and_the_cwnd_target() {
+    let mut d = Drive::to_probe_bw(3);
+    d.ack(round(100));
+    let m = d.b.model_sample().expect("BBR has a model");
+    assert_eq!(m.mode, "probe_bw");
+    // 100 segments per 100 ms round = 1000 segments/s of 1000 B (less
+    // the truncation of BW_UNIT's fixed point).
+    assert!(m.bw_bytes_per_s.abs_diff(1_000_000) < 100, "{m:?}");
+    assert_eq!(m.min_rtt_ns, Some(RTT));
+    assert_eq!(m.pacing_gain, PACING_GAIN[d.b.cycle_idx()] as f64 / 256.0);
+    assert_eq!(m.cwnd_gain, 2.0);
+    // 2·BDP + extra_acked + 3 TSO bursts of 2 (rounded to even, +2 in the
+    // 5/4 phase): the window set_cwnd grows toward, so cwnd sits at it.
+    let extra = d.b.ack_aggregation_cwnd();
+    assert!(
+        (206 + extra..=210 + extra).contains(&m.target_cwnd_segments),
+        "{m:?}"
+    );
+    d.ack(round(100));
+    d.ack(round(100));
+    let m = d.b.model_sample().expect("BBR has a model");
+    assert_eq!(d.cwnd_segs(), m.target_cwnd_segments);
+    assert!(!m.lt_bw_in_use);
+}

@@ -180,6 +180,26 @@ pub struct SubflowCoupling {
     pub loss_interval_bytes: u64,
 }
 
+/// A model-based controller's path model at one instant
+/// ([`CongestionControl::model_sample`]): what it estimates and what it
+/// aims for, to compare with another implementation's traces.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ModelSample {
+    /// The controller's state ([`CongestionControl::mode_name`]).
+    pub mode: &'static str,
+    /// The bandwidth estimate in use, TCP payload bytes per second.
+    pub bw_bytes_per_s: u64,
+    /// The windowed minimum RTT; None before the first sample.
+    pub min_rtt_ns: Option<u64>,
+    /// The gains in force (1.0 = pace at bw, cwnd at one BDP).
+    pub pacing_gain: f64,
+    pub cwnd_gain: f64,
+    /// The congestion window the controller grows toward, segments.
+    pub target_cwnd_segments: u64,
+    /// A long-term (policer) estimate replaces the windowed max bw.
+    pub lt_bw_in_use: bool,
+}
+
 /// The kind of congestion event that led the sender to call
 /// [`CongestionControl::ssthresh_on_loss`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -269,6 +289,13 @@ pub trait CongestionControl: Send {
     /// A controller with named states reports the current one (BBR:
     /// "startup", "drain", "probe_bw", "probe_rtt"), for tests and traces.
     fn mode_name(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// A model-based controller's estimates now (BBR: what Linux's
+    /// `bbr_get_info` reports, with the mode and the cwnd target), for
+    /// traces; None for a window-based controller.
+    fn model_sample(&self) -> Option<ModelSample> {
         None
     }
 

@@ -51,15 +51,18 @@ pub(super) struct LinkCx<'a> {
     wires: &'a mut Wires,
     routes: &'a RouteTable,
     packets: &'a mut PacketSlab,
-    media: &'a mut [SharedMedium],
+    // Thin references (`&mut Vec`, not slices) and the records only while
+    // some link captures: this context is built on every link event, and
+    // each word of it is a store on the hot path.
+    media: &'a mut Vec<SharedMedium>,
     scratch: &'a mut Vec<PacketRef>,
-    access_delay: &'a mut [AccessDelay],
-    /// Some link captures or traces: look at this one's.
-    capturing: bool,
-    record: Record<'a>,
+    access_delay: &'a mut Vec<AccessDelay>,
+    /// Some link captures or traces (`Simulation::capturing`): this one's
+    /// records, to look at.
+    record: Option<Record<'a>>,
 }
 
-/// A link's opt-in records (pcap, trace), read only while `capturing`.
+/// A link's opt-in records (pcap, trace).
 struct Record<'a> {
     pcap: &'a mut Option<Box<PcapWriter>>,
     trace: &'a mut Option<Box<LinkTrace>>,
@@ -67,7 +70,7 @@ struct Record<'a> {
     /// `&str` would read the `String` (a line no hop otherwise touches)
     /// on every link event; the name is read only to report an error.
     name: &'a String,
-    flows: &'a [Flow],
+    flows: &'a Vec<Flow>,
     pcap_error: &'a mut Option<String>,
 }
 
@@ -91,13 +94,16 @@ macro_rules! link_cx {
             media: &mut $sim.media,
             scratch: &mut $sim.drop_scratch,
             access_delay: &mut $sim.access_delay,
-            capturing: $sim.capturing,
-            record: Record {
-                pcap,
-                trace,
-                name,
-                flows: &$sim.flows,
-                pcap_error: &mut $sim.pcap_error,
+            record: if $sim.capturing {
+                Some(Record {
+                    pcap,
+                    trace,
+                    name,
+                    flows: &$sim.flows,
+                    pcap_error: &mut $sim.pcap_error,
+                })
+            } else {
+                None
             },
         };
         (svc, cx)
@@ -114,8 +120,8 @@ impl LinkEvents<PacketRef> for LinkCx<'_> {
             self.queue
                 .schedule(d.arrive_ns, Event::Arrive { pkt: d.pkt.idx, hop });
         }
-        if self.capturing {
-            self.record.departure(self.packets, d);
+        if let Some(record) = self.record.as_mut() {
+            record.departure(self.packets, d);
         }
         if d.access {
             let p = self.packets.get(d.pkt);
@@ -132,8 +138,8 @@ impl LinkEvents<PacketRef> for LinkCx<'_> {
 
     #[inline]
     fn drop_pkt(&mut self, pkt: PacketRef, cause: DropCause) {
-        if self.capturing {
-            if let Some(t) = self.record.trace.as_mut() {
+        if let Some(record) = self.record.as_mut() {
+            if let Some(t) = record.trace.as_mut() {
                 t.events.push(TraceEvent::Drop { pkt, cause });
             }
         }
@@ -222,8 +228,8 @@ impl Simulation {
     pub(super) fn link_enqueue(&mut self, link: u32, r: PacketRef) {
         let now = self.now_ns;
         let (svc, mut cx) = link_cx!(self, link);
-        if cx.capturing {
-            if let Some(t) = cx.record.trace.as_mut() {
+        if let Some(record) = cx.record.as_mut() {
+            if let Some(t) = record.trace.as_mut() {
                 t.events.push(TraceEvent::Arrival { at_ns: now, pkt: r });
             }
         }
