@@ -477,7 +477,10 @@ impl TcpSender {
         let min_rtt_ns = self.rtt.min_rtt_ns();
         let mut rs = RateSample {
             now_ns,
-            rtt_ns: rtt_sample,
+            // The echoed timestamp's RTT, kept only when no segment sent
+            // once is delivered (the estimator times the ACK first; Linux
+            // `tcp_ack_update_rtt`); Karn's timed segment is the RTO's.
+            rtt_ns: rtt_sample.filter(|_| self.cfg.timestamps),
             srtt_ns: self.rtt.srtt_ns(),
             prior_in_flight_segs: prior_flight.div_ceil(self.mss),
             next_send_ns: self.pacer.release_ns(),

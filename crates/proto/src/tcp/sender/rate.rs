@@ -23,6 +23,16 @@
 //!   (Linux `tcp_timeout_mark_lost`, before BBR hears of the timeout), so
 //!   the go-back-N that follows counts nothing more: resending a segment
 //!   already counted lost does not count it again.
+//!
+//! The estimator also gives each ACK its RTT as Linux does (`tcp_ack`'s
+//! `ca_rtt_us`, which becomes `rs->rtt_us`, BBR's min_rtt input): from the
+//! send time of the newest segment the ACK newly delivers that was never
+//! resent, the SACKed one first (`tcp_sacktag_one`'s `last_sackt`), else
+//! the cumulatively acknowledged one (`tcp_clean_rtx_queue`'s
+//! `last_ackt`), which Karn's rule drops when the cumulative ACK covers a
+//! resent segment (`FLAG_RETRANS_DATA_ACKED`). So every ACK that delivers
+//! data sent once is timed, not one segment per round trip (RFC 6298's
+//! Karn timing, which the sender's RTO estimator keeps).
 
 use std::collections::VecDeque;
 
@@ -59,10 +69,33 @@ struct Newest {
     is_app_limited: bool,
 }
 
+/// The send times behind one ACK's RTT, while the ACK is processed.
+#[derive(Clone, Copy, Debug, Default)]
+struct AckTiming {
+    /// The newest cumulatively acknowledged segment, not SACKed before and
+    /// never resent (`last_ackt`).
+    acked_sent_ns: Option<u64>,
+    /// A cumulatively acknowledged segment was resent: the cumulative ACK
+    /// is ambiguous (Karn; Linux `FLAG_RETRANS_DATA_ACKED`).
+    resent_acked: bool,
+    /// The highest newly SACKed segment never resent: (seq, send time)
+    /// (`last_sackt`; Linux walks SACK blocks sorted by sequence).
+    sacked: Option<(u64, u64)>,
+}
+
+impl AckTiming {
+    /// `ca_rtt_us`: the SACK's sample first, else the cumulative ACK's.
+    fn rtt_ns(&self, now_ns: u64) -> Option<u64> {
+        let cumulative = self.acked_sent_ns.filter(|_| !self.resent_acked);
+        let sent = self.sacked.map(|(_, sent)| sent).or(cumulative)?;
+        Some(now_ns.saturating_sub(sent))
+    }
+}
+
 /// Per-connection delivery-rate state (Linux `tcp_sock`'s `delivered`,
 /// `delivered_mstamp`, `first_tx_mstamp`, `app_limited`, `lost`) and the
 /// per-segment records.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(super) struct RateEstimator {
     records: VecDeque<TxRecord>,
     /// Segments delivered (cumulatively ACKed or SACKed) so far.
@@ -83,6 +116,27 @@ pub(super) struct RateEstimator {
     reno_sacked: u64,
     /// Delivered by duplicate ACKs since the last sample.
     reno_delivered: u64,
+    /// The least RTT any ACK gave (Linux `tcp_min_rtt`, a 300 s window,
+    /// longer than any run); `u64::MAX` before the first.
+    min_rtt_ns: u64,
+}
+
+impl Default for RateEstimator {
+    /// Nothing sent, no RTT yet.
+    fn default() -> Self {
+        Self {
+            records: VecDeque::new(),
+            delivered: 0,
+            delivered_ns: 0,
+            first_sent_ns: 0,
+            app_limited_until: 0,
+            lost: 0,
+            lost_reported: 0,
+            reno_sacked: 0,
+            reno_delivered: 0,
+            min_rtt_ns: u64::MAX,
+        }
+    }
 }
 
 impl RateEstimator {
@@ -169,9 +223,13 @@ impl RateEstimator {
     }
 
     /// The ACK `ack` with SACK blocks `sack` arrives at `now_ns`: count the
-    /// newly delivered segments and make the sample (`tcp_rate_gen`).
-    /// `min_rtt_ns` is the connection's minimum RTT: a shorter interval is
-    /// no valid sample. Fills the delivery fields of `rs`.
+    /// newly delivered segments, time the ACK and make the sample
+    /// (`tcp_rate_gen`). `min_rtt_ns` is the sender's minimum RTT (the
+    /// handshake's and its timed segments'); with the ACKs' own RTTs it
+    /// bounds the interval: a shorter one is no valid sample. Fills the
+    /// delivery fields of `rs` and its `rtt_ns`, keeping the caller's
+    /// `rtt_ns` (the echoed timestamp's) when no segment sent once was
+    /// delivered (`tcp_ack_update_rtt`).
     pub fn on_ack(
         &mut self,
         ack: u64,
@@ -181,22 +239,31 @@ impl RateEstimator {
         rs: &mut RateSample,
     ) {
         let mut newest: Option<Newest> = None;
+        let mut timing = AckTiming::default();
         let mut newly = 0u64;
         while let Some(r) = self.records.front().copied() {
             if r.end > ack {
                 break;
             }
             self.records.pop_front();
+            timing.resent_acked |= r.is_retransmit;
             if !r.sacked {
                 newly += 1;
                 self.take_newest(&r, &mut newest);
+                if !r.is_retransmit {
+                    timing.acked_sent_ns = Some(r.sent_ns);
+                }
             }
         }
         for b in sack {
-            newly += self.mark_sacked(b.start.max(ack), b.end, &mut newest);
+            newly += self.mark_sacked(b.start.max(ack), b.end, &mut newest, &mut timing);
         }
         newly = self.take_reno_sacked(newly);
-        self.generate(newly, newest, now_ns, min_rtt_ns, rs);
+        rs.rtt_ns = timing.rtt_ns(now_ns).or(rs.rtt_ns);
+        if let Some(rtt) = rs.rtt_ns {
+            self.min_rtt_ns = self.min_rtt_ns.min(rtt);
+        }
+        self.generate(newly, newest, now_ns, min_rtt_ns.min(self.min_rtt_ns), rs);
     }
 
     /// Without SACK, `acked` segments cumulatively acknowledged include
@@ -213,7 +280,13 @@ impl RateEstimator {
     }
 
     /// Records entirely inside `[start, end)` become delivered.
-    fn mark_sacked(&mut self, start: u64, end: u64, newest: &mut Option<Newest>) -> u64 {
+    fn mark_sacked(
+        &mut self,
+        start: u64,
+        end: u64,
+        newest: &mut Option<Newest>,
+        timing: &mut AckTiming,
+    ) -> u64 {
         let mut idx = self.records.partition_point(|r| r.end <= start);
         let mut newly = 0;
         while let Some(r) = self.records.get(idx).copied() {
@@ -224,6 +297,9 @@ impl RateEstimator {
                 self.records[idx].sacked = true;
                 newly += 1;
                 self.take_newest(&r, newest);
+                if !r.is_retransmit && timing.sacked.is_none_or(|(seq, _)| r.seq > seq) {
+                    timing.sacked = Some((r.seq, r.sent_ns));
+                }
             }
             idx += 1;
         }
@@ -326,8 +402,11 @@ mod tests {
     #[test]
     fn interval_shorter_than_min_rtt_is_no_sample() {
         let mut e = RateEstimator::default();
+        // Resent, so the ACK has no RTT of its own to lower min_rtt.
         e.on_send(0, 1000, 0, false);
+        e.on_send(0, 1000, 5 * MS, true);
         let rs = ack(&mut e, 1000, 10 * MS, 20 * MS);
+        assert_eq!(rs.rtt_ns, None);
         assert!(!rs.is_valid());
         assert_eq!(rs.acked_sacked_segs, 1);
         assert_eq!(e.delivered(), 1);
@@ -427,6 +506,73 @@ mod tests {
         e.on_send(4000, 5000, 700 * MS, true);
         let rs = ack(&mut e, 5000, 800 * MS, 0);
         assert_eq!((rs.conn_lost_segs, rs.losses_segs), (5, 1));
+    }
+
+    #[test]
+    fn every_ack_of_data_sent_once_is_timed_from_the_newest_segment() {
+        let mut e = RateEstimator::default();
+        for k in 0..4 {
+            e.on_send(k * 1000, (k + 1) * 1000, k * MS, false);
+        }
+        // Segments 0 and 1 (sent at 0 and 1 ms) acknowledged at 50 ms:
+        // the newest gives the RTT.
+        assert_eq!(ack(&mut e, 2000, 50 * MS, 0).rtt_ns, Some(49 * MS));
+        assert_eq!(ack(&mut e, 3000, 52 * MS, 0).rtt_ns, Some(50 * MS));
+        // No newly delivered segment: no RTT.
+        assert_eq!(ack(&mut e, 3000, 53 * MS, 0).rtt_ns, None);
+    }
+
+    #[test]
+    fn the_highest_newly_sacked_segment_times_the_ack_before_the_cumulative_one() {
+        let mut e = RateEstimator::default();
+        for k in 0..6 {
+            e.on_send(k * 1000, (k + 1) * 1000, k * MS, false);
+        }
+        let blocks = [
+            SackBlock {
+                start: 4000,
+                end: 5000,
+            },
+            SackBlock {
+                start: 2000,
+                end: 3000,
+            },
+        ];
+        let mut rs = RateSample::default();
+        e.on_ack(1000, &blocks, 60 * MS, 0, &mut rs);
+        // Segment 4 (sent at 4 ms) is the highest SACKed; the cumulative
+        // ACK's segment 0 (sent at 0) would read 60 ms.
+        assert_eq!(rs.rtt_ns, Some(56 * MS));
+        // SACKed before: the cumulative ACK of 1..5 times only segment 3.
+        assert_eq!(ack(&mut e, 5000, 70 * MS, 0).rtt_ns, Some(67 * MS));
+    }
+
+    #[test]
+    fn karn_a_cumulative_ack_over_a_resent_segment_keeps_the_callers_rtt() {
+        let mut e = RateEstimator::default();
+        e.on_send(0, 1000, 0, false);
+        e.on_send(1000, 2000, MS, false);
+        e.on_send(0, 1000, 300 * MS, true);
+        let mut rs = RateSample {
+            rtt_ns: Some(123 * MS), // the echoed timestamp's, say
+            ..RateSample::default()
+        };
+        e.on_ack(2000, &[], 400 * MS, 0, &mut rs);
+        assert_eq!(rs.rtt_ns, Some(123 * MS));
+        // Without a timestamp: no RTT at all.
+        e.on_send(2000, 3000, 400 * MS, false);
+        e.on_send(2000, 3000, 700 * MS, true);
+        assert_eq!(ack(&mut e, 3000, 800 * MS, 0).rtt_ns, None);
+    }
+
+    #[test]
+    fn the_acks_own_rtt_lowers_min_rtt_before_the_interval_check() {
+        let mut e = RateEstimator::default();
+        e.on_send(0, 1000, 0, false);
+        // The sender's min_rtt (20 ms) is above this ACK's RTT (10 ms):
+        // Linux updates `tcp_min_rtt` first, so the 10 ms interval counts.
+        let rs = ack(&mut e, 1000, 10 * MS, 20 * MS);
+        assert_eq!((rs.rtt_ns, rs.interval_ns), (Some(10 * MS), 10 * MS));
     }
 
     #[test]
