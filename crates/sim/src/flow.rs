@@ -76,11 +76,16 @@ pub struct ClosedLoop {
     pub past_sender: SenderStats,
 }
 
+// Laid out in declaration order (`repr(C)`): the sender's timer slot, read
+// on every ACK, comes first, in the flow's first line with the fields every
+// packet reads (see `Flow`); the receiver's, read only while it holds a
+// delayed ACK, after the receiver.
+#[repr(C)]
 pub struct TcpFlow {
-    pub sender: TcpSender,
-    pub receiver: TcpReceiver,
     pub sender_timer: TimerSlot,
+    pub receiver: TcpReceiver,
     pub receiver_timer: TimerSlot,
+    pub sender: TcpSender,
     pub closed_loop: Option<ClosedLoop>,
 }
 
@@ -315,8 +320,15 @@ pub struct Flow {
     pub window_start_sent: u64,
 }
 
-// The transport's tag (its first byte) lies in the flow's first line.
-const _: () = assert!(std::mem::offset_of!(Flow, transport) < 64);
+// The transport's tag (its first byte) and a TCP flow's first field, the
+// sender's timer slot (at the flow's alignment past the tag, `repr(u8)`),
+// lie in the flow's first line.
+const _: () = assert!(
+    std::mem::offset_of!(Flow, transport)
+        + std::mem::align_of::<TcpFlow>()
+        + std::mem::size_of::<TimerSlot>()
+        <= 64
+);
 
 impl Flow {
     /// Payload bytes delivered in order to the receiving application.

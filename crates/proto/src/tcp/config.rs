@@ -59,8 +59,9 @@ pub struct Pacing {
 /// Laid out in declaration order (`repr(C)`), what an endpoint reads only
 /// when it is built or on a rare event first and what it reads on every
 /// segment last (the receiver's delayed ACK and window, the flags), so
-/// that `TcpSender`, which puts its configuration just before its own
-/// per-packet fields, finds these in the lines it reads anyway.
+/// that `TcpSender` and `TcpReceiver`, which put their configuration just
+/// before their own per-packet fields, find these in the lines they read
+/// anyway.
 #[derive(Clone, Debug, PartialEq)]
 #[repr(C)]
 pub struct TcpConfig {
