@@ -72,8 +72,10 @@ enum State {
 /// then come the fields every data segment reads or writes, then the
 /// counters, the per-segment ones first; the SACK blocks last sent (read
 /// only while data is out of order) and the application-read state lie
-/// beyond. A data segment then touches bytes 72 to 288 only (the test
-/// `per_segment_fields_are_contiguous` holds this).
+/// beyond. A data segment then touches bytes 72 to 288 only, 216 bytes:
+/// four 64-byte lines where the simulator's flow puts the receiver (at
+/// the start of a line). The test `per_segment_fields_are_contiguous`
+/// holds the span.
 #[repr(C)]
 pub struct TcpReceiver {
     cfg: TcpConfig,

@@ -82,8 +82,9 @@ const INFINITE_DATA_END: u64 = u64::MAX / 4;
 /// then the counters, the per-packet ones first ([`SenderStats`]); the
 /// rest (handshake RTT, Karn's timed segment, used only without
 /// timestamps or on rare events) lies beyond. An ACK then touches
-/// bytes 96 to 624 only (nine lines; the test `hot_fields_are_contiguous`
-/// holds this).
+/// bytes 96 to 624 only, 528 bytes: nine 64-byte lines unless the sender
+/// starts 24 bytes into a line (the simulator's flow puts it 32 bytes
+/// in). The test `hot_fields_are_contiguous` holds the span.
 #[repr(C)]
 pub struct TcpSender {
     cfg: TcpConfig,
