@@ -76,11 +76,16 @@ pub struct ClosedLoop {
     pub past_sender: SenderStats,
 }
 
+// Laid out in declaration order (`repr(C)`): the sender's timer slot, read
+// on every ACK, comes first, in the flow's first line with the fields every
+// packet reads (see `Flow`); the receiver's, read only while it holds a
+// delayed ACK, after the receiver.
+#[repr(C)]
 pub struct TcpFlow {
-    pub sender: TcpSender,
-    pub receiver: TcpReceiver,
     pub sender_timer: TimerSlot,
+    pub receiver: TcpReceiver,
     pub receiver_timer: TimerSlot,
+    pub sender: TcpSender,
     pub closed_loop: Option<ClosedLoop>,
 }
 
@@ -272,8 +277,12 @@ impl MptcpFlow {
 
 // Kept inline: flows live in one Vec that the engine indexes per packet,
 // and most flows are TCP, the largest variant; boxing would add a pointer
-// chase per packet to save memory only for the smaller UDP flows.
+// chase per packet to save memory only for the smaller UDP flows. The tag
+// is a byte of its own at the start (`repr(u8)`), not a niche somewhere in
+// a variant's fields, so that it shares the flow's first line with the
+// fields every packet reads (see `Flow`).
 #[allow(clippy::large_enum_variant)]
+#[repr(u8)]
 pub enum Transport {
     Tcp(TcpFlow),
     Udp(UdpFlow),
@@ -281,19 +290,13 @@ pub enum Transport {
     Mptcp(MptcpFlow),
 }
 
-// Cache-line aligned, as the packet slab (see `Packet`): the flows' buffer
-// is otherwise only 16-byte aligned, and an event that reads a flow's
-// first fields and its transport would touch one line more.
-#[repr(align(64))]
+// Cache-line aligned, as the packet slab (see `Packet`), and laid out in
+// declaration order (`repr(C)`): what sending and delivering every packet
+// reads (routes, header size, connection generation, the sampled flag, the
+// transport's tag) is in the first line; the rest of the flow's own fields
+// come after the transport.
+#[repr(C, align(64))]
 pub struct Flow {
-    pub group: u32,
-    pub src: u32,
-    pub dst: u32,
-    /// "newreno", "cubic", ... for TCP; "udp" for UDP; "tfrc" or "dflow".
-    pub cc_name: String,
-    pub start_ns: u64,
-    pub size_bytes: Option<u64>,
-    pub transport: Transport,
     /// Positions in the simulation's [`crate::routing::RouteTable`] of the
     /// paths sender→receiver and receiver→sender.
     pub fwd_route: u32,
@@ -302,12 +305,30 @@ pub struct Flow {
     /// Connection generation: packets of an earlier connection of a
     /// closed-loop user are discarded on arrival.
     pub conn: u32,
+    pub sampled: bool,
     pub started: bool,
+    pub transport: Transport,
+    pub group: u32,
+    pub src: u32,
+    pub dst: u32,
+    /// "newreno", "cubic", ... for TCP; "udp" for UDP; "tfrc" or "dflow".
+    pub cc_name: String,
+    pub start_ns: u64,
+    pub size_bytes: Option<u64>,
     /// Counters at the start of the measurement window.
     pub window_start_delivered: u64,
     pub window_start_sent: u64,
-    pub sampled: bool,
 }
+
+// The transport's tag (its first byte) and a TCP flow's first field, the
+// sender's timer slot (at the flow's alignment past the tag, `repr(u8)`),
+// lie in the flow's first line.
+const _: () = assert!(
+    std::mem::offset_of!(Flow, transport)
+        + std::mem::align_of::<TcpFlow>()
+        + std::mem::size_of::<TimerSlot>()
+        <= 64
+);
 
 impl Flow {
     /// Payload bytes delivered in order to the receiving application.

@@ -55,7 +55,15 @@ pub struct Pacing {
 /// Configuration of a TCP endpoint. Both ends of a connection are normally
 /// built from the same value; the sender reads the sender fields and the
 /// receiver the receiver fields.
+///
+/// Laid out in declaration order (`repr(C)`), what an endpoint reads only
+/// when it is built or on a rare event first and what it reads on every
+/// segment last (the receiver's delayed ACK and window, the flags), so
+/// that `TcpSender` and `TcpReceiver`, which put their configuration just
+/// before their own per-packet fields, find these in the lines they read
+/// anyway.
 #[derive(Clone, Debug, PartialEq)]
+#[repr(C)]
 pub struct TcpConfig {
     /// Payload bytes per full segment (SMSS).
     pub mss_bytes: u32,
@@ -63,11 +71,8 @@ pub struct TcpConfig {
     pub header_bytes: u32,
     /// Initial window in segments (RFC 6928 default 10; studies use 2, 3, 10).
     pub initial_window_segments: u32,
-    pub recovery: Recovery,
-    /// The receiver generates SACK blocks (RFC 2018); needed by `Recovery::Sack`.
-    pub sack: bool,
-    /// RFC 7323 timestamps on every segment (used for RTT measurement).
-    pub timestamps: bool,
+    /// Duplicate-ACK threshold (RFC 5681 / RFC 6675 DupThresh): 3.
+    pub dupthresh: u32,
     /// RFC 6298 (2.1): 1 s.
     pub initial_rto_ns: u64,
     /// RFC 6298 (2.4): 1 s; Linux and ns-2 studies use 200 ms.
@@ -76,14 +81,17 @@ pub struct TcpConfig {
     pub max_rto_ns: u64,
     /// Clock granularity G of RFC 6298 (2.2)/(2.3).
     pub rto_granularity_ns: u64,
+    /// Sender host pacing; `None` = send as the window allows.
+    pub pacing: Option<Pacing>,
     /// Receiver delayed ACK; `None` = ACK every segment.
     pub delayed_ack: Option<DelayedAck>,
     /// Receive window advertised by the receiver under the fixed policy.
     pub rwnd_bytes: u64,
-    /// Sender host pacing; `None` = send as the window allows.
-    pub pacing: Option<Pacing>,
-    /// Duplicate-ACK threshold (RFC 5681 / RFC 6675 DupThresh): 3.
-    pub dupthresh: u32,
+    pub recovery: Recovery,
+    /// The receiver generates SACK blocks (RFC 2018); needed by `Recovery::Sack`.
+    pub sack: bool,
+    /// RFC 7323 timestamps on every segment (used for RTT measurement).
+    pub timestamps: bool,
     /// RFC 5681 §4.1: after an idle period longer than RTO, cwnd = min(IW, cwnd).
     pub idle_restart: bool,
     /// RFC 6675 §4 NextSeg rule (4): one rescue retransmission of the highest

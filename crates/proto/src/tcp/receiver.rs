@@ -30,18 +30,23 @@ use crate::Ecn;
 use super::rwnd::FixedRwnd;
 
 /// Counters kept by the receiver.
+///
+/// Laid out in declaration order (`repr(C)`): the three that every data
+/// segment moves come first, so that in `TcpReceiver` they share the
+/// lines of its per-segment fields, which they follow.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct ReceiverStats {
-    /// Payload bytes delivered in order to the application.
-    pub bytes_delivered: u64,
     /// Data segments received (duplicates included).
     pub segments_received: u64,
+    /// Payload bytes delivered in order to the application.
+    pub bytes_delivered: u64,
+    /// ACKs sent (SYN-ACKs included).
+    pub acks_sent: u64,
     /// Data segments carrying nothing new.
     pub duplicate_segments: u64,
     /// Data segments that arrived above a hole.
     pub out_of_order_segments: u64,
-    /// ACKs sent (SYN-ACKs included).
-    pub acks_sent: u64,
     /// SYN-ACKs sent.
     pub syn_acks_sent: u64,
     /// ACKs sent because the delayed-ACK timer expired.
@@ -61,29 +66,48 @@ enum State {
 }
 
 /// The TCP receiver state machine (sans-IO).
+///
+/// Laid out in declaration order (`repr(C)`), as `TcpSender` is: the
+/// configuration ends with what is read per segment (see [`TcpConfig`]),
+/// then come the fields every data segment reads or writes, then the
+/// counters, the per-segment ones first; the SACK blocks last sent (read
+/// only while data is out of order) and the application-read state lie
+/// beyond. A data segment then touches bytes 72 to 288 only, 216 bytes:
+/// four 64-byte lines where the simulator's flow puts the receiver (at
+/// the start of a line). The test `per_segment_fields_are_contiguous`
+/// holds the span.
+#[repr(C)]
 pub struct TcpReceiver {
     cfg: TcpConfig,
+    // ----- read or written per data segment -----
     rwnd: Box<dyn RwndController>,
-    state: State,
+    out: VecDeque<Segment>,
     /// Initial receive sequence number (the peer's SYN).
     irs: u64,
     rcv_nxt: u64,
+    /// RFC 7323 §4.3 Last.ACK.sent.
+    last_ack_sent: u64,
     /// Out-of-order data: sorted, disjoint, non-adjacent `[start, end)`
     /// ranges, all above `rcv_nxt`.
     ooo: Vec<(u64, u64)>,
-    /// Blocks of the last SACK option sent, most recent first (RFC 2018 §4).
-    sack_recent: [SackBlock; MAX_SACK_BLOCKS],
-    sack_recent_len: usize,
-    /// RFC 7323 §4.3 Last.ACK.sent and TS.Recent.
-    last_ack_sent: u64,
+    /// RFC 7323 §4.3 TS.Recent.
     ts_recent: Option<u64>,
+    delack_deadline: Option<u64>,
+    sack_recent_len: usize,
     /// In-order segments received since the last ACK (delayed ACK).
     unacked_segments: u32,
-    delack_deadline: Option<u64>,
-    out: VecDeque<Segment>,
-    stats: ReceiverStats,
+    state: State,
     /// The application reads on demand ([`Self::set_application_reads`]).
     app_reads: bool,
+    /// ECN agreed in the handshake (RFC 3168 §6.1.1).
+    ecn_on: bool,
+    /// Set ECE on every ACK: a CE segment arrived and no CWR since
+    /// (RFC 3168 §6.1.3).
+    ece_due: bool,
+    stats: ReceiverStats,
+    // ----- read only with data out of order (SACK) or application reads -----
+    /// Blocks of the last SACK option sent, most recent first (RFC 2018 §4).
+    sack_recent: [SackBlock; MAX_SACK_BLOCKS],
     /// In-order bytes delivered but not yet read (only with `app_reads`).
     unread_bytes: u64,
     /// RCV.NXT + RCV.WND of the last segment sent (only with `app_reads`):
@@ -91,11 +115,6 @@ pub struct TcpReceiver {
     adv_right_edge: u64,
     /// ACKs sent only because a read opened the window.
     window_updates: u64,
-    /// ECN agreed in the handshake (RFC 3168 §6.1.1).
-    ecn_on: bool,
-    /// Set ECE on every ACK: a CE segment arrived and no CWR since
-    /// (RFC 3168 §6.1.3).
-    ece_due: bool,
 }
 
 impl TcpReceiver {
@@ -606,5 +625,42 @@ mod app_read_tests {
         r.on_segment(8, &data(0));
         let ack = r.poll_transmit(8).unwrap();
         assert_eq!(ack.ack + ack.rwnd_bytes, 1 + 4 * mss + 5 * mss / 2);
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+    use std::mem::offset_of;
+
+    /// The fields a data segment reads lie together (see `TcpReceiver`'s
+    /// layout): the configuration's per-segment part, the receiver's own
+    /// fields, the per-segment counters; the rest after.
+    #[test]
+    fn per_segment_fields_are_contiguous() {
+        let cfg_hot = offset_of!(TcpConfig, delayed_ack);
+        for flag in [
+            offset_of!(TcpConfig, sack),
+            offset_of!(TcpConfig, timestamps),
+            offset_of!(TcpConfig, ecn),
+            offset_of!(TcpConfig, rwnd_bytes),
+        ] {
+            assert!(flag > cfg_hot, "a per-segment field before delayed_ack");
+        }
+        let counters_end = [
+            offset_of!(ReceiverStats, segments_received),
+            offset_of!(ReceiverStats, bytes_delivered),
+            offset_of!(ReceiverStats, acks_sent),
+        ]
+        .into_iter()
+        .max()
+        .unwrap()
+            + 8;
+        assert_eq!(counters_end, 24, "the per-segment counters come first");
+        let hot_start = offset_of!(TcpReceiver, cfg) + cfg_hot;
+        let hot_end = offset_of!(TcpReceiver, stats) + counters_end;
+        assert_eq!((hot_start, hot_end), (72, 288));
+        assert!(offset_of!(TcpReceiver, sack_recent) >= hot_end);
+        assert!(offset_of!(TcpReceiver, unread_bytes) >= hot_end);
     }
 }

@@ -46,8 +46,12 @@ impl TcpSender {
     /// bit on window probe packets"). Pure ACKs are Not-ECT too (§6.1.4);
     /// the sender sends none, the receiver's are Not-ECT by its driver.
     pub fn ecn_codepoint(&self, seg: &Segment) -> Ecn {
+        // Asked of every segment sent: without ECN, answer at once.
+        if !self.ecn.on {
+            return Ecn::NotEct;
+        }
         let probe = self.ecn.window_probe_seq == Some(seg.seq);
-        if self.ecn.on && seg.payload_bytes > 0 && !seg.is_retransmit && !seg.is_syn() && !probe {
+        if seg.payload_bytes > 0 && !seg.is_retransmit && !seg.is_syn() && !probe {
             Ecn::Ect0
         } else {
             Ecn::NotEct

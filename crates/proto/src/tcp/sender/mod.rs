@@ -73,45 +73,60 @@ struct Persist {
 const INFINITE_DATA_END: u64 = u64::MAX / 4;
 
 /// The TCP sender state machine (sans-IO).
+///
+/// Laid out in declaration order (`repr(C)`): with a thousand flows the
+/// sender's lines are out of the L1 cache by the time its next ACK comes,
+/// so every line an ACK or a send touches is a miss. The configuration
+/// ends with the flags read per packet (see [`TcpConfig`]), then come the
+/// fields the ACK and send paths of an open connection read or write,
+/// then the counters, the per-packet ones first ([`SenderStats`]); the
+/// rest (handshake RTT, Karn's timed segment, used only without
+/// timestamps or on rare events) lies beyond. An ACK then touches
+/// bytes 96 to 624 only, 528 bytes: nine 64-byte lines unless the sender
+/// starts 24 bytes into a line (the simulator's flow puts it 32 bytes
+/// in). The test `hot_fields_are_contiguous` holds the span.
+#[repr(C)]
 pub struct TcpSender {
     cfg: TcpConfig,
-    cc: Box<dyn CongestionControl>,
-    ccs: CcState,
-    mss: u64,
-    /// One past the last data byte of the application's stream.
-    data_end: u64,
-    finite: bool,
+    // ----- read or written per ACK or data segment -----
     handshake: Handshake,
-    /// Time from the last SYN sent to the SYN-ACK (the handshake RTT).
-    handshake_rtt_ns: Option<u64>,
+    last_now_ns: u64,
     snd_una: u64,
     snd_nxt: u64,
     snd_max: u64,
     /// RFC 6582 `recover` / RFC 6675 RecoveryPoint, exclusive (snd_max).
     recover: u64,
     peer_rwnd: u64,
-    ca: CongestionState,
-    sb: Scoreboard,
-    rtt: RttEstimator,
-    /// Karn's rule without timestamps: (end seq, send time) of the timed segment.
-    timed: Option<(u64, u64)>,
-    timers: Timers,
-    persist: Persist,
-    pacer: Pacer,
+    /// One past the last data byte of the application's stream.
+    data_end: u64,
+    mss: u64,
+    ccs: CcState,
+    cc: Box<dyn CongestionControl>,
     /// The delivery-rate estimator, only for a controller that asks for
     /// rate samples (which then also sets cwnd in every state and paces).
     rate: Option<Box<RateEstimator>>,
-    last_data_send_ns: Option<u64>,
-    last_now_ns: u64,
-    /// TSval of the peer's latest segment, echoed in TSecr.
-    ts_recent: Option<u64>,
-    completed_at_ns: Option<u64>,
+    ca: CongestionState,
+    timers: Timers,
+    persist: Persist,
+    finite: bool,
     /// The application holds more data than it has handed over (an MPTCP
     /// connection gives a subflow one segment at a time): an idle window
     /// is then not application-limited. False for a plain TCP flow.
     app_has_more: bool,
+    /// TSval of the peer's latest segment, echoed in TSecr.
+    ts_recent: Option<u64>,
+    completed_at_ns: Option<u64>,
+    last_data_send_ns: Option<u64>,
+    pacer: Pacer,
     ecn: ecn::EcnSender,
+    rtt: RttEstimator,
+    sb: Scoreboard,
     stats: SenderStats,
+    // ----- read on rare events only -----
+    /// Time from the last SYN sent to the SYN-ACK (the handshake RTT).
+    handshake_rtt_ns: Option<u64>,
+    /// Karn's rule without timestamps: (end seq, send time) of the timed segment.
+    timed: Option<(u64, u64)>,
 }
 
 impl TcpSender {
@@ -427,5 +442,42 @@ impl TcpSender {
             self.timers.stop(Timer::Rto);
             self.timers.stop(Timer::Persist);
         }
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+    use std::mem::offset_of;
+
+    /// The fields an ACK or a send of an open connection reads lie together
+    /// (see `TcpSender`'s layout): the configuration's per-packet part, the
+    /// sender's own fields, the per-packet counters; the cold fields after.
+    #[test]
+    fn hot_fields_are_contiguous() {
+        let cfg_hot = offset_of!(TcpConfig, rwnd_bytes);
+        for flag in [
+            offset_of!(TcpConfig, recovery),
+            offset_of!(TcpConfig, timestamps),
+            offset_of!(TcpConfig, idle_restart),
+            offset_of!(TcpConfig, window_from_pipe),
+            offset_of!(TcpConfig, rto_backoff_reset_on_ack),
+        ] {
+            assert!(flag > cfg_hot, "a per-packet flag before rwnd_bytes");
+        }
+        let per_packet_counters = [
+            offset_of!(SenderStats, acks_received),
+            offset_of!(SenderStats, rtt_samples),
+            offset_of!(SenderStats, bytes_acked),
+            offset_of!(SenderStats, segments_sent),
+            offset_of!(SenderStats, bytes_sent),
+        ];
+        let counters_end = per_packet_counters.iter().max().unwrap() + 8;
+        assert_eq!(counters_end, 40, "the per-packet counters come first");
+        let hot_start = offset_of!(TcpSender, cfg) + cfg_hot;
+        let hot_end = offset_of!(TcpSender, stats) + counters_end;
+        assert_eq!((hot_start, hot_end), (96, 624));
+        assert!(offset_of!(TcpSender, handshake_rtt_ns) >= hot_end);
+        assert!(offset_of!(TcpSender, timed) >= hot_end);
     }
 }

@@ -1,16 +1,26 @@
 //! The sender's counters.
 
 /// Counters kept by the sender.
+///
+/// Laid out in declaration order (`repr(C)`): the five that every ACK or
+/// data segment moves come first, so that in `TcpSender`, which puts its
+/// counters just after its own per-packet fields, they share those fields'
+/// cache lines and the others (rare events) lie beyond.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct SenderStats {
+    /// Acceptable ACKs processed.
+    pub acks_received: u64,
+    /// RTT samples fed to the RFC 6298 estimator.
+    pub rtt_samples: u64,
+    /// Payload bytes cumulatively acknowledged.
+    pub bytes_acked: u64,
     /// Data segments sent, retransmissions included (SYNs not included).
     pub segments_sent: u64,
     /// Payload bytes sent, retransmissions included.
     pub bytes_sent: u64,
     pub retransmitted_segments: u64,
     pub retransmitted_bytes: u64,
-    /// Payload bytes cumulatively acknowledged.
-    pub bytes_acked: u64,
     /// Loss recovery episodes entered by fast retransmit (NewReno or SACK).
     pub fast_retransmits: u64,
     /// Retransmission timer expirations with data outstanding.
@@ -19,16 +29,12 @@ pub struct SenderStats {
     pub syns_sent: u64,
     /// SYN retransmission timer expirations.
     pub syn_timeouts: u64,
-    /// Acceptable ACKs processed.
-    pub acks_received: u64,
     /// ACKs counted as duplicate (RFC 5681 §2 or RFC 6675 §2 definition).
     pub dupacks_received: u64,
     /// NewReno partial ACKs (RFC 6582).
     pub partial_acks: u64,
     /// RFC 6675 NextSeg rule 4 rescue retransmissions.
     pub rescue_retransmits: u64,
-    /// RTT samples fed to the RFC 6298 estimator.
-    pub rtt_samples: u64,
     /// Zero-window probes sent by the persist timer.
     pub window_probes: u64,
     /// Idle restarts (RFC 5681 §4.1).

@@ -485,7 +485,9 @@ impl TcpSender {
         if let Some(s) = self.ca.sack_mut() {
             s.pipe += len as u64; // RFC 6675 (C.4)
         }
-        if self.timed.is_none() && !self.cfg.timestamps {
+        // The flag first: with timestamps `timed`, in the sender's cold
+        // lines, is not read.
+        if !self.cfg.timestamps && self.timed.is_none() {
             self.timed = Some((self.snd_max, now_ns));
         }
         if probe {
