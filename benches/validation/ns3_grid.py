@@ -2689,6 +2689,22 @@ BBR_SEED_PAIRS = (
 )
 
 
+# The figures the BBR seed summary averages, in its order.
+BBR_SEED_METRICS = (
+    "goodput_mbps",
+    "loss_rate",
+    "queue_mean_pkts",
+    "srtt_median_ms",
+    "timeouts",
+    "jain",
+)
+
+
+def median_srtt_ms(r: dict) -> float:
+    """A run's median over its flows of each flow's mean srtt over the window (`bbr_flows`)."""
+    return statistics.median(f["srtt_ms"] for f in r["bbr_flows"] if f.get("srtt_ms"))
+
+
 def _mean_se(xs: list[float]) -> tuple[float, float]:
     m = sum(xs) / len(xs)
     return m, math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1) / len(xs))
@@ -2709,20 +2725,11 @@ def bbr_seed_stats(pts: dict, f: int, buf: str, lat_exp: str, ns_exp: str) -> di
         return None
     la, na = [p_[0] for p_ in pairs], [p_[1] for p_ in pairs]
     for r in la + na:
-        r["srtt_median_ms"] = statistics.median(
-            f["srtt_ms"] for f in r["bbr_flows"] if f.get("srtt_ms")
-        )
+        r["srtt_median_ms"] = median_srtt_ms(r)
     m = lambda rows, key: sum(r[key] for r in rows) / len(rows)  # noqa: E731
     d, d_se = _mean_se([100 * (a["loss_rate"] - b["loss_rate"]) for a, b in pairs])
     out = {"n": len(pairs), "d_loss_pp": d, "d_loss_se": d_se}
-    for key in (
-        "goodput_mbps",
-        "loss_rate",
-        "queue_mean_pkts",
-        "srtt_median_ms",
-        "timeouts",
-        "jain",
-    ):
+    for key in BBR_SEED_METRICS:
         out[key] = (m(la, key), m(na, key), rel(m(la, key), m(na, key)))
     return out
 
@@ -2781,9 +2788,7 @@ def bbr_target_split(pts: dict, f: int, buf: str, factor: float = 1.25) -> dict 
         }
 
     for r in ns_rows + lat_rows:
-        r["srtt_median_ms"] = statistics.median(
-            x["srtt_ms"] for x in r["bbr_flows"] if x.get("srtt_ms")
-        )
+        r["srtt_median_ms"] = median_srtt_ms(r)
     return {
         "factor": factor,
         "over": means([r for r in ns_rows if over(r)]),
@@ -2826,7 +2831,7 @@ def _implied_rtt_ratio(rows: list[dict]) -> float:
         fs = r["bbr_flows"]
         base_ms = sum(f["base_rtt_ms"] for f in fs) / len(fs)
         implied_ms = base_ms + r["queue_mean_pkts"] * WIRE_DATA_BYTES * 8 / CORE_RATE_BPS * 1000
-        ratios.append(statistics.median(f["srtt_ms"] for f in fs if f.get("srtt_ms")) / implied_ms)
+        ratios.append(median_srtt_ms(r) / implied_ms)
     return sum(ratios) / len(ratios)
 
 
@@ -2920,17 +2925,7 @@ def bbr_seed_summary(pts: dict) -> list[str]:
             st = bbr_seed_stats(pts, f, buf, lat_exp, ns_exp)
             if st is None:
                 continue
-            gp, loss, q, rtt, rto, jn = (
-                st[k]
-                for k in (
-                    "goodput_mbps",
-                    "loss_rate",
-                    "queue_mean_pkts",
-                    "srtt_median_ms",
-                    "timeouts",
-                    "jain",
-                )
-            )
+            gp, loss, q, rtt, rto, jn = (st[k] for k in BBR_SEED_METRICS)
             lines.append(
                 f"| {f} | {buf} | {lat_exp} / {ns_exp} ({what}) | {st['n']} | {gp[0]:.3f} / {gp[1]:.3f} "
                 f"({fmt_pct(gp[2])}) | {q[0]:.1f} / {q[1]:.1f} ({fmt_pct(q[2])}) | {rtt[0]:.1f} / {rtt[1]:.1f} "
