@@ -307,12 +307,18 @@ fn a_constant_rate_link_delivers_its_rate_within_one_percent() {
         f(&up["scheduled_rate_bps"]) / 1e6,
         up["timing_error"]
     );
-    // The real writes keep the model's pace (a stall of this process shows
-    // in the timing error, and in both rates alike).
-    let scheduled = f(&up["scheduled_rate_bps"]);
+    // The real writes keep the model's schedule, packet by packet. A stall
+    // of this process (CI shares the machine: 168 ms once) makes the packets
+    // due during it late and stretches the span of the writes, so neither
+    // the whole-span rate nor the worst packet can be held to 1 %. Most
+    // packets must still be written on time: a driver that wrote late or
+    // early as a rule fails here.
+    let (on_time, delivered) = written_within(&out.join("packets.csv"), 1_000_000);
+    eprintln!("{on_time} of {delivered} packets written within 1 ms of their due time");
+    assert!(delivered > 1000, "only {delivered} packets delivered: {up}");
     assert!(
-        (rate / scheduled - 1.0).abs() < 0.01,
-        "{rate} against {scheduled}"
+        on_time as f64 >= 0.8 * delivered as f64,
+        "{on_time} of {delivered} packets written within 1 ms: {up}"
     );
     // The model serves a backlogged link at 10 Mbit/s. Backlogged is read
     // from the arrivals, so a machine that starved the emulator of input
@@ -383,6 +389,28 @@ fn backlogged_rate_bps(packets_csv: &Path, delay_ns: u64) -> (u64, f64) {
         prev_due = Some(due);
     }
     (n, bits * 1e9 / gaps_ns.max(1) as f64)
+}
+
+/// How many delivered client-to-server packets in `packets.csv` were
+/// written to the TUN device within `tolerance_ns` of their due time, and
+/// how many were delivered.
+fn written_within(packets_csv: &Path, tolerance_ns: u64) -> (u64, u64) {
+    let mut rd = csv::Reader::from_path(packets_csv).unwrap();
+    let headers = rd.headers().unwrap().clone();
+    let col = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let (dir_c, fate_c, due_c, written_c) = (col("direction"), col("fate"), col("due_ns"), col("written_ns"));
+    let (mut on_time, mut delivered) = (0u64, 0u64);
+    for row in rd.records() {
+        let row = row.unwrap();
+        if &row[dir_c] != "up" || &row[fate_c] != "delivered" {
+            continue;
+        }
+        let due: u64 = row[due_c].parse().unwrap();
+        let written: u64 = row[written_c].parse().unwrap();
+        delivered += 1;
+        on_time += u64::from(written.abs_diff(due) <= tolerance_ns);
+    }
+    (on_time, delivered)
 }
 
 /// Send raw bytes out of the client's TUN device (an AF_PACKET socket
