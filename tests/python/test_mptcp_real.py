@@ -20,9 +20,9 @@ import pytest
 
 from latlab.studies.mptcp import real as R
 
-# Real network use: `make test` runs the tests marked serial one at a time, after the parallel
-# run of the others, so no two contend for the kernel's TCP memory, qdiscs and namespaces.
-pytestmark = pytest.mark.serial
+# Real network use: `make test` runs the tests marked realtime after the parallel run of the others,
+# two test files at a time, so the real-time runs never compete with the CPU-bound simulations.
+pytestmark = pytest.mark.realtime
 
 #: The quick set at 40 % of the study's rates (wired 40, Wi-Fi 10, throttle 20 Mbit/s): the same physics, and
 #: little enough traffic that a loaded 2-core machine does not become the bottleneck of the proxy or the client.

@@ -21,9 +21,9 @@ import pytest
 
 from latlab.commands.recv import CONTROLLERS
 
-# Real network use: `make test` runs the tests marked serial one at a time, after the parallel
-# run of the others, so no two contend for the kernel's TCP memory, qdiscs and namespaces.
-pytestmark = pytest.mark.serial
+# Real network use: `make test` runs the tests marked realtime after the parallel run of the others,
+# two test files at a time, so the real-time runs never compete with the CPU-bound simulations.
+pytestmark = pytest.mark.realtime
 
 
 def _binary() -> Path | None:

@@ -51,10 +51,10 @@ def _binary() -> Path | None:
 
 
 BIN = _binary()
-# Real network use: `make test` runs the tests marked serial one at a time, after the parallel
-# run of the others, so no two contend for the kernel's TCP memory, qdiscs and namespaces.
+# Real network use: `make test` runs the tests marked realtime after the parallel run of the others,
+# two test files at a time, so the real-time runs never compete with the CPU-bound simulations.
 pytestmark = [
-    pytest.mark.serial,
+    pytest.mark.realtime,
     pytest.mark.skipif(
         BIN is None,
         reason="latlab-net is not built (cargo build --release -p latlab-net, or make build)",

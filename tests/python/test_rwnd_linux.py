@@ -12,9 +12,9 @@ import pytest
 
 from latlab.studies.rtac import real
 
-# Real network use: `make test` runs the tests marked serial one at a time, after the parallel
-# run of the others, so no two contend for the kernel's TCP memory, qdiscs and namespaces.
-pytestmark = pytest.mark.serial
+# Real network use: `make test` runs the tests marked realtime after the parallel run of the others,
+# two test files at a time, so the real-time runs never compete with the CPU-bound simulations.
+pytestmark = pytest.mark.realtime
 
 SETTINGS = real.RealSettings(seconds=12.0, warmup_s=4.0)
 #: RTAC's share at θ = 1.38 through 400 packets that a 90 s run must show: below the 300 s runs' 87-90 %, because
