@@ -173,7 +173,7 @@ fn f(v: &Value) -> f64 {
 
 #[test]
 fn tcp_connects_in_one_rtt_and_fills_the_20mbit_path() {
-    let _turn = crate::turn::take(module_path!());
+    let _turn = crate::turn::take_alone(module_path!());
     skip_if_tcp_mem_unfit!();
     require_testbed!();
     let out = scratch_dir("tcp");
@@ -245,7 +245,7 @@ fn tcp_connects_in_one_rtt_and_fills_the_20mbit_path() {
 
 #[test]
 fn a_constant_rate_link_delivers_its_rate_within_one_percent() {
-    let _turn = crate::turn::take(module_path!());
+    let _turn = crate::turn::take_alone(module_path!());
     require_testbed!();
     let out = scratch_dir("rate");
     let scenario = out.join("path.toml");
@@ -310,15 +310,17 @@ fn a_constant_rate_link_delivers_its_rate_within_one_percent() {
     // The real writes keep the model's schedule, packet by packet. A stall
     // of this process (CI shares the machine: 168 ms once) makes the packets
     // due during it late and stretches the span of the writes, so neither
-    // the whole-span rate nor the worst packet can be held to 1 %. Most
-    // packets must still be written on time: a driver that wrote late or
-    // early as a rule fails here.
-    let (on_time, delivered) = written_within(&out.join("packets.csv"), 1_000_000);
-    eprintln!("{on_time} of {delivered} packets written within 1 ms of their due time");
+    // the whole-span rate nor the worst packet can be held to 1 %, and two
+    // busy loops leave only 90 % of packets within 1 ms. The median packet
+    // must still be written within 0.5 ms of its due time, less than the
+    // 0.8 ms a packet takes on the link: a driver that wrote late or early
+    // as a rule, or a packet out of step, fails here.
+    let (on_time, delivered) = written_within(&out.join("packets.csv"), 500_000);
+    eprintln!("{on_time} of {delivered} packets written within 0.5 ms of their due time");
     assert!(delivered > 1000, "only {delivered} packets delivered: {up}");
     assert!(
-        on_time as f64 >= 0.8 * delivered as f64,
-        "{on_time} of {delivered} packets written within 1 ms: {up}"
+        2 * on_time >= delivered,
+        "{on_time} of {delivered} packets written within 0.5 ms: {up}"
     );
     // The model serves a backlogged link at 10 Mbit/s. Backlogged is read
     // from the arrivals, so a machine that starved the emulator of input
@@ -591,7 +593,7 @@ fn scenario_20mbit_with(queue_kind: &str, out: &Path) -> PathBuf {
 /// filling the 1000-packet buffer (about 600 ms at 20 Mbit/s).
 #[test]
 fn real_tcp_through_emulated_fq_codel_and_pie_keeps_the_queue_short() {
-    let _turn = crate::turn::take(module_path!());
+    let _turn = crate::turn::take_alone(module_path!());
     skip_if_tcp_mem_unfit!();
     require_testbed!();
     for (kind, bound_ms) in [("fq_codel", 30.0), ("pie", 45.0)] {

@@ -321,7 +321,7 @@ fn quantile(xs: &[f64], q: f64) -> f64 {
 
 #[test]
 fn a_router_namespace_forwards_through_the_emulated_link_and_is_left_clean() {
-    let _turn = crate::turn::take(module_path!());
+    let _turn = crate::turn::take_alone(module_path!());
     skip_if_tcp_mem_unfit!();
     require_testbed!();
     let dir = scratch_dir("link");

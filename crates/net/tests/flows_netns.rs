@@ -147,6 +147,30 @@ struct Run {
     flows: Vec<Row>,
     links: Vec<Row>,
     summary: Value,
+    /// The emulator's largest timing error over both directions, in ms:
+    /// how long the machine kept it from writing a packet when due.
+    emulator_stall_ms: f64,
+}
+
+/// The longest an emulator may be kept from a due packet before a rate or
+/// loss measured over a few seconds is the machine's rather than the
+/// path's: a 50 ms stall of a 20 Mbit/s link backs ~120 packets up in the
+/// TUN device, and the 50-packet queue then drops some of them.
+const MACHINE_STALL_MS: f64 = 50.0;
+
+/// Return from the test, saying why, when the machine stalled the emulator
+/// (a shared CI machine may: 168 ms once).
+macro_rules! skip_if_machine_stalled {
+    ($run:expr) => {
+        if $run.emulator_stall_ms > MACHINE_STALL_MS {
+            eprintln!(
+                "skipped: the machine, not the emulated path, set the timing: the emulator wrote a packet {:.0} ms \
+                 after it was due (over {MACHINE_STALL_MS} ms)",
+                $run.emulator_stall_ms
+            );
+            return;
+        }
+    };
 }
 
 impl Run {
@@ -181,15 +205,23 @@ fn run(name: &str, scenario_text: &str) -> Option<Run> {
         .arg(&out)
         .status()
         .unwrap();
-    drop(emu); // the emulator writes links.csv as it exits
+    drop(emu); // the emulator writes links.csv and summary.json as it exits
     assert!(status.success(), "flows exit: {status}");
-    let summary: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("flows_summary.json")).unwrap()).unwrap();
+    let read_json =
+        |p: PathBuf| -> Value { serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap() };
+    let summary = read_json(out.join("flows_summary.json"));
+    let emulator = read_json(dir.join("emu").join("summary.json"));
+    let emulator_stall_ms = ["up", "down"]
+        .iter()
+        .filter_map(|d| emulator[d]["timing_error"]["max_us"].as_f64())
+        .fold(0.0, f64::max)
+        / 1e3;
     Some(Run {
         flows: read_csv(&out.join("flows.csv")),
         links: read_csv(&dir.join("emu").join("links.csv")),
         summary,
         dir: out,
+        emulator_stall_ms,
     })
 }
 
@@ -278,6 +310,7 @@ fn a_udp_source_below_the_link_rate_gets_its_rate_without_loss() {
     let Some(r) = run("udp-below", &udp_scenario(&cbr(8e6))) else {
         return;
     };
+    skip_if_machine_stalled!(r);
     let row = &r.flows[0];
     assert_udp_row(row);
     let goodput = num(row, "goodput_bps");
@@ -299,6 +332,7 @@ fn a_udp_source_above_the_link_rate_gets_the_link_rate_and_loses_the_rest() {
     let Some(r) = run("udp-above", &udp_scenario(&cbr(30e6))) else {
         return;
     };
+    skip_if_machine_stalled!(r);
     let row = &r.flows[0];
     assert_udp_row(row);
     let goodput = num(row, "goodput_bps");
@@ -340,6 +374,7 @@ fn a_udp_source_keeps_its_rate_beside_a_tcp_flow() {
     let Some(r) = run("udp-tcp", &udp_scenario(&flows)) else {
         return;
     };
+    skip_if_machine_stalled!(r);
     let (udp, tcp) = (&r.flows[0], &r.flows[1]);
     assert_udp_row(udp);
     assert_eq!((tcp["kind"].as_str(), tcp["linux_cc"].as_str()), ("tcp", "cubic"));

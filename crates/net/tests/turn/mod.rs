@@ -6,16 +6,25 @@
 //! one binary they would run side by side, and a churn of 10,000 connections
 //! would then disturb another file's rate measurement. Each test therefore
 //! takes its file's turn first: tests of the same file still run together
-//! (as they always did), tests of different files never overlap.
+//! (as they always did), tests of different files never overlap. A test
+//! that measures a rate or a delay in wall time takes the turn alone
+//! (`take_alone`): beside another emulator on a 2-core machine, its own
+//! could be kept off the CPU for a few hundred ms, and the measurement
+//! would be the machine's, not the path's.
 
 use std::sync::{Condvar, Mutex};
 
 struct Holder {
     file: Option<&'static str>,
     tests: usize,
+    alone: bool,
 }
 
-static HOLDER: Mutex<Holder> = Mutex::new(Holder { file: None, tests: 0 });
+static HOLDER: Mutex<Holder> = Mutex::new(Holder {
+    file: None,
+    tests: 0,
+    alone: false,
+});
 static RELEASED: Condvar = Condvar::new();
 
 /// Held while a test runs; the last test of a file to drop it hands the turn on.
@@ -25,11 +34,24 @@ pub struct Turn;
 /// tests (`file`: the caller's `module_path!()`).
 pub fn take(file: &'static str) -> Turn {
     let mut holder = HOLDER.lock().unwrap_or_else(|p| p.into_inner());
-    while holder.file.is_some_and(|f| f != file) {
+    while holder.alone || holder.file.is_some_and(|f| f != file) {
         holder = RELEASED.wait(holder).unwrap_or_else(|p| p.into_inner());
     }
     holder.file = Some(file);
     holder.tests += 1;
+    Turn
+}
+
+/// Wait until no test at all is running, then run with the machine's real
+/// network to this test alone.
+pub fn take_alone(file: &'static str) -> Turn {
+    let mut holder = HOLDER.lock().unwrap_or_else(|p| p.into_inner());
+    while holder.file.is_some() {
+        holder = RELEASED.wait(holder).unwrap_or_else(|p| p.into_inner());
+    }
+    holder.file = Some(file);
+    holder.tests = 1;
+    holder.alone = true;
     Turn
 }
 
@@ -39,6 +61,7 @@ impl Drop for Turn {
         holder.tests -= 1;
         if holder.tests == 0 {
             holder.file = None;
+            holder.alone = false;
             RELEASED.notify_all();
         }
     }
