@@ -248,6 +248,9 @@ REALTIME_PRIORITY = 10
 #: How late the emulator may forward packets (p99) for a run to stand for its scenario's path:
 #: 1 ms is 2 % of these paths' 50 ms RTT, well inside every rate and delay margin below.
 EMULATOR_LATE_P99_US = 1000.0
+#: The longest one stall of the emulator may be: 50 ms at 20 Mbit/s backs ~120 packets up in the
+#: TUN device, delivered in a burst once it runs again, which moves a few seconds' rates by ~1 %.
+EMULATOR_STALL_MAX_US = 50_000.0
 
 
 def _skip_if_the_machine_set_the_timing(run_info: dict) -> None:
@@ -257,12 +260,18 @@ def _skip_if_the_machine_set_the_timing(run_info: dict) -> None:
     reason outside latlab; the emulator measures its own lateness (p99 timing error) and the
     rate and delay checks after this call run only when it kept time.
     """
+    load = f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
     late_us = run_info.get("emulator_timing_p99_us")
     if late_us is not None and late_us > EMULATOR_LATE_P99_US:
         pytest.skip(
             f"the machine, not the emulated path, set the timing: the emulator's p99 timing error "
-            f"was {late_us / 1e3:.1f} ms (over {EMULATOR_LATE_P99_US / 1e3:g} ms; load "
-            f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)"
+            f"was {late_us / 1e3:.1f} ms (over {EMULATOR_LATE_P99_US / 1e3:g} ms; {load})"
+        )
+    stall_us = run_info.get("emulator_timing_max_us")
+    if stall_us is not None and stall_us > EMULATOR_STALL_MAX_US:
+        pytest.skip(
+            f"the machine, not the emulated path, set the timing: the emulator wrote a packet "
+            f"{stall_us / 1e3:.0f} ms after it was due (over {EMULATOR_STALL_MAX_US / 1e3:g} ms; {load})"
         )
 
 
@@ -307,8 +316,6 @@ start_s = 1.5
     assert f.loc[2, "fct_ns"] >= 75e6, f.loc[2]
     assert (f["handshake_ns"] >= 50e6).all(), f["handshake_ns"]
     assert (f["srtt_ns"] >= 50e6).all(), f["srtt_ns"]
-    total = f["goodput_bps"].sum()
-    assert total < 19.5e6, f[["goodput_bps", "retransmitted_segments", "timeouts"]]
     s = r.flow_samples
     assert set(s["flow_id"]) == {0, 1, 2}
     assert (s["cwnd_bytes"] > 0).all() and (s["srtt_ns"] >= 50e6).all(), s.describe()
@@ -334,6 +341,10 @@ start_s = 1.5
     assert set(r.latency_per_flow()["metric"]) == {"srtt"}
 
     _skip_if_the_machine_set_the_timing(r.run_info)
+    # No faster than the link: a stall of the emulator (skipped above) would write the packets due
+    # before the window's start inside it, all at once.
+    total = f["goodput_bps"].sum()
+    assert total < 19.5e6, f[["goodput_bps", "retransmitted_segments", "timeouts"]]
     # The handshake is one RTT, not a retransmitted SYN (1 s). Together the flows fill the link
     # (19.3 Mbit/s of payload at most; 12 leaves room for slow start inside the 5 s window).
     assert (f["handshake_ns"] < 500e6).all(), f["handshake_ns"]
@@ -471,10 +482,9 @@ udp = { pattern = "poisson", rate_bps = 12e6, size_bytes = [500, 1400] }
     allowed = (0.001 * sf["segments_sent"].astype(int)).clip(lower=1)
     assert (sent_gap <= allowed).all(), (ef["segments_sent"], sf["segments_sent"])
     assert (ef["local_drops"] == 0).all(), ef["local_drops"]
-    # The link carries its rate in both: a 4 s window at 20 Mbit/s, where a few ms of lateness
-    # on a busy machine moves the total by well under 1 %; 3 % allows for the window's edges.
+    # The simulated link carries its rate.
     total_e, total_s = ef["goodput_bps"].sum(), sf["goodput_bps"].sum()
-    assert 19e6 < total_s <= 20e6 and abs(total_e - total_s) / total_s < 0.03, (total_e, total_s)
+    assert 19e6 < total_s <= 20e6, total_s
     link = lambda r: r.links.set_index("name").loc["client->server"]  # noqa: E731
     assert link(emu)["drops_pkts"] > 0 and link(sim)["drops_pkts"] > 0
     # 25 ms of propagation plus a full 40-packet queue (~20 ms at 20 Mbit/s).
@@ -487,6 +497,10 @@ udp = { pattern = "poisson", rate_bps = 12e6, size_bytes = [500, 1400] }
     # margin) the comparison would measure the machine, not the emulator: say so and stop.
     late_us = emu.run_info["emulator_timing_p99_us"]
     _skip_if_the_machine_set_the_timing(emu.run_info)
+    # The emulated link carries it too: over the 4 s window at 20 Mbit/s a few ms of lateness
+    # moves the total by well under 1 % (a 200 ms stall would move it 5 %: skipped above); 3 %
+    # allows for the window's edges.
+    assert abs(total_e - total_s) / total_s < 0.03, (total_e, total_s)
     drops_e, drops_s = link(emu)["drops_pkts"], link(sim)["drops_pkts"]
     assert abs(drops_e - drops_s) / drops_s < 0.1, (drops_e, drops_s)
     owd_ms = emu.flows["owd_mean_ns"] / 1e6
