@@ -315,7 +315,8 @@ fn a_constant_rate_link_delivers_its_rate_within_one_percent() {
     // must still be written within 0.5 ms of its due time, less than the
     // 0.8 ms a packet takes on the link: a driver that wrote late or early
     // as a rule, or a packet out of step, fails here.
-    let (on_time, delivered) = written_within(&out.join("packets.csv"), 500_000);
+    let packets = delivered_up(&out.join("packets.csv"));
+    let (on_time, delivered) = (written_within(&packets, 500_000), packets.len() as u64);
     eprintln!("{on_time} of {delivered} packets written within 0.5 ms of their due time");
     assert!(delivered > 1000, "only {delivered} packets delivered: {up}");
     assert!(
@@ -325,7 +326,7 @@ fn a_constant_rate_link_delivers_its_rate_within_one_percent() {
     // The model serves a backlogged link at 10 Mbit/s. Backlogged is read
     // from the arrivals, so a machine that starved the emulator of input
     // (the link idle in model time) does not count against the rate.
-    let (backlogged_pkts, model_bps) = backlogged_rate_bps(&out.join("packets.csv"), 10_000_000);
+    let (backlogged_pkts, model_bps) = backlogged_rate_bps(&packets, 10_000_000);
     eprintln!("model rate {model_bps:.1} bit/s over {backlogged_pkts} backlogged packets");
     assert!(
         backlogged_pkts > 1000,
@@ -356,63 +357,59 @@ fn a_constant_rate_link_delivers_its_rate_within_one_percent() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
-/// The model's rate over the packets that found the link busy, from the
-/// emulator's `packets.csv` (client to server): a delivered packet read before the previous one
-/// finished its transmission (its due time less the link's `delay_ns`)
-/// waited for it, so the gap between the two due times is its own
-/// transmission time. Returns how many packets and bytes·8 / Σ gaps.
-fn backlogged_rate_bps(packets_csv: &Path, delay_ns: u64) -> (u64, f64) {
+/// One delivered client-to-server packet of the emulator's `packets.csv`.
+struct Delivered {
+    bytes: u64,
+    read_ns: u64,
+    due_ns: u64,
+    written_ns: u64,
+}
+
+/// The delivered client-to-server packets of `packets.csv`, in order.
+fn delivered_up(packets_csv: &Path) -> Vec<Delivered> {
     let mut rd = csv::Reader::from_path(packets_csv).unwrap();
     let headers = rd.headers().unwrap().clone();
     let col = |name: &str| headers.iter().position(|h| h == name).unwrap();
-    let (dir_c, bytes_c, read_c, fate_c, due_c) = (
-        col("direction"),
-        col("bytes"),
-        col("read_ns"),
-        col("fate"),
-        col("due_ns"),
-    );
-    let mut prev_due: Option<u64> = None;
-    let (mut n, mut bits, mut gaps_ns) = (0u64, 0f64, 0u64);
-    for row in rd.records() {
-        let row = row.unwrap();
-        if &row[dir_c] != "up" || &row[fate_c] != "delivered" {
-            continue;
-        }
-        let due: u64 = row[due_c].parse().unwrap();
-        let read: u64 = row[read_c].parse().unwrap();
-        if let Some(p) = prev_due {
-            if read <= p - delay_ns {
-                n += 1;
-                bits += row[bytes_c].parse::<f64>().unwrap() * 8.0;
-                gaps_ns += due - p;
+    let (dir_c, fate_c) = (col("direction"), col("fate"));
+    let (bytes_c, read_c, due_c, written_c) =
+        (col("bytes"), col("read_ns"), col("due_ns"), col("written_ns"));
+    let rows = rd.records().map(|r| r.unwrap());
+    rows.filter(|row| &row[dir_c] == "up" && &row[fate_c] == "delivered")
+        .map(|row| {
+            let num = |c: usize| -> u64 { row[c].parse().unwrap() };
+            Delivered {
+                bytes: num(bytes_c),
+                read_ns: num(read_c),
+                due_ns: num(due_c),
+                written_ns: num(written_c),
             }
+        })
+        .collect()
+}
+
+/// The model's rate over the packets that found the link busy: a
+/// delivered packet read before the previous one finished its transmission
+/// (its due time less the link's `delay_ns`) waited for it, so the gap
+/// between the two due times is its own transmission time. Returns how
+/// many packets and bytes·8 / Σ gaps.
+fn backlogged_rate_bps(packets: &[Delivered], delay_ns: u64) -> (u64, f64) {
+    let (mut n, mut bits, mut gaps_ns) = (0u64, 0f64, 0u64);
+    for pair in packets.windows(2) {
+        let (prev, p) = (&pair[0], &pair[1]);
+        if p.read_ns <= prev.due_ns - delay_ns {
+            n += 1;
+            bits += p.bytes as f64 * 8.0;
+            gaps_ns += p.due_ns - prev.due_ns;
         }
-        prev_due = Some(due);
     }
     (n, bits * 1e9 / gaps_ns.max(1) as f64)
 }
 
-/// How many delivered client-to-server packets in `packets.csv` were
-/// written to the TUN device within `tolerance_ns` of their due time, and
-/// how many were delivered.
-fn written_within(packets_csv: &Path, tolerance_ns: u64) -> (u64, u64) {
-    let mut rd = csv::Reader::from_path(packets_csv).unwrap();
-    let headers = rd.headers().unwrap().clone();
-    let col = |name: &str| headers.iter().position(|h| h == name).unwrap();
-    let (dir_c, fate_c, due_c, written_c) = (col("direction"), col("fate"), col("due_ns"), col("written_ns"));
-    let (mut on_time, mut delivered) = (0u64, 0u64);
-    for row in rd.records() {
-        let row = row.unwrap();
-        if &row[dir_c] != "up" || &row[fate_c] != "delivered" {
-            continue;
-        }
-        let due: u64 = row[due_c].parse().unwrap();
-        let written: u64 = row[written_c].parse().unwrap();
-        delivered += 1;
-        on_time += u64::from(written.abs_diff(due) <= tolerance_ns);
-    }
-    (on_time, delivered)
+/// How many of `packets` were written to the TUN device within
+/// `tolerance_ns` of their due time.
+fn written_within(packets: &[Delivered], tolerance_ns: u64) -> u64 {
+    let on_time = |p: &&Delivered| p.written_ns.abs_diff(p.due_ns) <= tolerance_ns;
+    packets.iter().filter(on_time).count() as u64
 }
 
 /// Send raw bytes out of the client's TUN device (an AF_PACKET socket
