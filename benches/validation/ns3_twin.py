@@ -43,7 +43,75 @@ OVERRIDES = {
     "timestamp: a diagnosis of TcpBbr's min_rtt, see the BBR section)",
     "aqm_delay_shift": "subtract one data-packet serialisation from the FQ-CoDel Target / PIE QueueDelayReference "
     "(default true, see build)",
+    "bbr_recovery": "TcpBbr's cwnd around loss recovery as Linux's bbr_set_cwnd_to_recover_or_restore (BBR only; "
+    "default: ns-3's own): 'round' keeps packet conservation for a whole round after entering fast recovery "
+    "(next_rtt_delivered = delivered), 'restore' restores the saved cwnd on leaving fast recovery or a timeout's "
+    "loss state (ns-3's TcpSocketBase sets cwnd = ssthresh there, and TcpBbr restores nothing after a timeout), "
+    "'linux' both (LATLAB_BBR below)",
 }
+
+# The `bbr_recovery` override: TcpBbr with Linux's cwnd handling around loss recovery, as a subclass registered
+# under its own TypeId (ns-3 itself unchanged). The round counter and the saved cwnd are TcpBbr's private members;
+# member pointers to them are taken through an explicit template instantiation, where access checking does not
+# apply (C++17 [temp.spec]/6).
+LATLAB_BBR = r"""
+#include <algorithm>
+namespace latlab_bbr {
+using namespace ns3;
+template <typename Tag, typename Tag::type M> struct Rob { friend typename Tag::type get(Tag) { return M; } };
+struct NextRound { typedef uint32_t TcpBbr::*type; friend type get(NextRound); };
+struct Delivered { typedef uint64_t TcpBbr::*type; friend type get(Delivered); };
+struct PriorCwnd { typedef uint32_t TcpBbr::*type; friend type get(PriorCwnd); };
+template struct Rob<NextRound, &TcpBbr::m_nextRoundDelivered>;
+template struct Rob<Delivered, &TcpBbr::m_delivered>;
+template struct Rob<PriorCwnd, &TcpBbr::m_priorCwnd>;
+}
+namespace ns3 {
+class LatlabLinuxRecoveryBbr : public TcpBbr {
+  public:
+    static TypeId GetTypeId() {
+        static TypeId tid =
+            TypeId("ns3::LatlabLinuxRecoveryBbr")
+                .SetParent<TcpBbr>()
+                .SetGroupName("Internet")
+                .AddConstructor<LatlabLinuxRecoveryBbr>()
+                .AddAttribute("RoundConservation", "packet conservation for a whole round after entering recovery",
+                              BooleanValue(false), MakeBooleanAccessor(&LatlabLinuxRecoveryBbr::m_round),
+                              MakeBooleanChecker())
+                .AddAttribute("RestoreOnExit", "cwnd = max(cwnd, prior cwnd) on leaving recovery or loss",
+                              BooleanValue(false), MakeBooleanAccessor(&LatlabLinuxRecoveryBbr::m_restore),
+                              MakeBooleanChecker());
+        return tid;
+    }
+    LatlabLinuxRecoveryBbr() : TcpBbr() {}
+    LatlabLinuxRecoveryBbr(const LatlabLinuxRecoveryBbr& o) : TcpBbr(o), m_round(o.m_round), m_restore(o.m_restore) {}
+    std::string GetName() const override { return "LatlabLinuxRecoveryBbr"; }
+    Ptr<TcpCongestionOps> Fork() override { return CopyObject<LatlabLinuxRecoveryBbr>(this); }
+    // TcpSocketBase calls this before it changes m_congState, so tcb still holds the state being left.
+    void CongestionStateSet(Ptr<TcpSocketState> tcb, const TcpSocketState::TcpCongState_t newState) override {
+        using S = TcpSocketState;
+        const S::TcpCongState_t prev = tcb->m_congState;
+        TcpBbr::CongestionStateSet(tcb, newState);
+        if (m_round && newState == S::CA_RECOVERY && prev != S::CA_RECOVERY) {
+            // tcp_bbr.c bbr_set_cwnd_to_recover_or_restore: next_rtt_delivered = delivered (this ACK's included),
+            // so the round, and packet conservation with it, ends when data sent from now on is delivered.
+            this->*get(latlab_bbr::NextRound()) =
+                uint32_t(this->*get(latlab_bbr::Delivered()) + tcb->m_lastAckedSackedBytes);
+        }
+        if (m_restore && newState == S::CA_OPEN && (prev == S::CA_RECOVERY || prev == S::CA_LOSS)) {
+            // ... and on leaving recovery or loss, cwnd = max(cwnd, prior_cwnd). TcpSocketBase sets cwnd = ssthresh
+            // right after leaving fast recovery, so ssthresh (which TcpBbr does not otherwise read) carries it.
+            uint32_t c = std::max(tcb->m_cWnd.Get(), this->*get(latlab_bbr::PriorCwnd()));
+            tcb->m_cWnd = c;
+            tcb->m_ssThresh = c;
+        }
+    }
+  private:
+    bool m_round{false};
+    bool m_restore{false};
+};
+}
+"""
 
 # Counting in C++: a Python callback per packet would dominate the run time.
 CPP = r"""
@@ -331,6 +399,23 @@ def aqm_delays(g, srtt_samples: list) -> dict:  # noqa: ANN001
     }
 
 
+def latlab_bbr_recovery(ns, cc: str, mode: str):  # noqa: ANN001, ANN201
+    """The `bbr_recovery` override: TcpBbr's subclass with Linux's cwnd around recovery ('round', 'restore' or
+    'linux' for both), its attributes set as defaults before any socket exists."""
+    parts = {"round": (True, False), "restore": (False, True), "linux": (True, True)}
+    if cc != "bbr" or mode not in parts:
+        raise SystemExit(
+            f"ns3_overrides: bbr_recovery={mode!r} needs cc bbr and one of {sorted(parts)}"
+        )
+    ns.cppyy.cppdef(LATLAB_BBR)
+    cls = ns.cppyy.gbl.ns3.LatlabLinuxRecoveryBbr
+    cls.GetTypeId()  # registers the TypeId, whose attributes SetDefault looks up by name
+    round_, restore = parts[mode]
+    ns.Config.SetDefault("ns3::LatlabLinuxRecoveryBbr::RoundConservation", ns.BooleanValue(round_))
+    ns.Config.SetDefault("ns3::LatlabLinuxRecoveryBbr::RestoreOnExit", ns.BooleanValue(restore))
+    return cls
+
+
 def build_and_run(p: dict) -> dict:
     from ns import ns
 
@@ -353,6 +438,8 @@ def build_and_run(p: dict) -> dict:
 
     cfg = ns.Config.SetDefault
     cc = {"newreno": ns.TcpNewReno, "cubic": ns.TcpCubic, "bbr": ns.TcpBbr}[p["cc"]]
+    if "bbr_recovery" in ov:
+        cc = latlab_bbr_recovery(ns, p["cc"], ov["bbr_recovery"])
     cfg("ns3::TcpL4Protocol::SocketType", ns.TypeIdValue(cc.GetTypeId()))
     recovery = {"classic": ns.TcpClassicRecovery, "prr": ns.TcpPrrRecovery}[
         ov.get("recovery", "classic")
@@ -582,6 +669,7 @@ def build_and_run(p: dict) -> dict:
 
     # AQM points: (s, queue packets, cumulative disc drops) every interval over the whole run, slow start included
     run_trace = []
+    drop_trace = []  # BBR points: the same at the DropTail core, beside bbr_samples
 
     def bbr_sample(t_s: float) -> None:
         mss = p["mss_bytes"]
@@ -605,7 +693,16 @@ def build_and_run(p: dict) -> dict:
 
     def trace():
         if bbr_samples:
-            bbr_sample(round(ns.Simulator.Now().GetSeconds(), 3))
+            t_s = round(ns.Simulator.Now().GetSeconds(), 3)
+            bbr_sample(t_s)
+            # (s, queue packets, cumulative core drops): where in time the drops fall, beside the flows' states
+            drop_trace.append(
+                (
+                    t_s,
+                    int(core_q.GetNPackets()),
+                    int(core_q.GetTotalDroppedPackets()) + int(g.g_tc_drops),
+                )
+            )
         if not aqm:
             if ns.Simulator.Now().GetNanoSeconds() + interval_ns < int(p["duration_s"] * 1e9):
                 ns.Simulator.Schedule(ns.NanoSeconds(interval_ns), g.PyEvent(trace_cb))
@@ -685,6 +782,7 @@ def build_and_run(p: dict) -> dict:
     out["flow0_samples"] = flow0_samples
     if bbr_samples:
         out["bbr_samples"] = bbr_samples
+        out["drop_trace"] = drop_trace
     ns.Simulator.Destroy()
     return out
 
