@@ -46,11 +46,13 @@ test-rust:
 # First one pytest-xdist worker per CPU, a test file per worker at a time (a module-scoped fixture
 # is set up once); then the tests marked realtime (real network), two files at a time: each run has
 # its own namespaces, and two at once keep the 2-core CI machine within its CPUs (the real-time
-# tests skip, saying so, when the machine rather than the path set their timing).
+# tests skip, saying so, when the machine rather than the path set their timing); last, the tests
+# marked alone (real flows' shares over minutes) by themselves.
 NOT_SLOW := $(if $(filter true,$(CI)),,and not slow)
 test-python:
 	$(PY) -m pytest -q -rs -n logical --dist loadfile -m "not realtime $(NOT_SLOW)" tests/python
-	$(PY) -m pytest -q -rs -n 2 --dist loadfile -m "realtime $(NOT_SLOW)" tests/python
+	$(PY) -m pytest -q -rs -n 2 --dist loadfile -m "realtime and not alone $(NOT_SLOW)" tests/python
+	$(PY) -m pytest -q -rs -m "realtime and alone $(NOT_SLOW)" tests/python
 
 PY_SOURCES := python tests benches
 

@@ -9,6 +9,7 @@ or two.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import re
 import socket
@@ -133,10 +134,13 @@ def _connect(port: int, proc: subprocess.Popen) -> socket.socket:
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
+    """The record's complete rows so far. The receiver may be writing it as it is read: a line
+    without its newline (the header included) is not written yet."""
     if not path.is_file():
         return []
-    with path.open(newline="") as f:
-        return list(csv.DictReader(f))
+    text = path.read_text()
+    complete = text[: text.rfind("\n") + 1]
+    return list(csv.DictReader(io.StringIO(complete, newline="")))
 
 
 @needs_binary

@@ -12,9 +12,12 @@ import pytest
 
 from latlab.studies.rtac import real
 
-# Real network use: `make test` runs the tests marked realtime after the parallel run of the others,
-# two test files at a time, so the real-time runs never compete with the CPU-bound simulations.
-pytestmark = pytest.mark.realtime
+# Real network use: `make test` runs the tests marked realtime after the parallel run of the others.
+# These measure how real TCP flows share a path over minutes, and their bounds were calibrated with
+# nothing else running. In the one CI run where they ran beside another realtime file, RTAC's share
+# at 4 BDPs read 58 % against the 86-96 % seen alone (not traced), so they are marked alone too and
+# run by themselves, after the other realtime files.
+pytestmark = [pytest.mark.realtime, pytest.mark.alone]
 
 SETTINGS = real.RealSettings(seconds=12.0, warmup_s=4.0)
 #: RTAC's share at θ = 1.38 through 400 packets that a 90 s run must show: below the 300 s runs' 87-90 %, because
