@@ -129,7 +129,8 @@ def register(cli: click.Group) -> None:
         type=click.Path(dir_okay=False, path_type=Path),
         metavar="FILE",
         help="Write one CSV row per interval: goodput_bps, rcv_rtt_ms (the kernel's), "
-        "controller_rtt_ms, rwnd_bytes, window_clamp_bytes, rcv_wnd_bytes, bytes_total.",
+        "controller_rtt_ms, rwnd_bytes, window_clamp_bytes, clamp_restores (times the kernel "
+        "replaced the clamp and recv set it again), rcv_wnd_bytes, bytes_total.",
     )
     @click.option(
         "--summary",

@@ -6,7 +6,8 @@
 //! the receive buffer (`SO_RCVBUF`, twice the controller's largest window,
 //! set before the handshake; see `socket`), which turns the kernel's own
 //! auto-tuning off, and moves `TCP_WINDOW_CLAMP` to the controller's
-//! window whenever it changes.
+//! window whenever it changes, and back to it whenever the kernel has
+//! replaced it (`clamp`).
 //!
 //! How the controller is fed from the socket (the real-world counterparts
 //! of the simulator's calls):
@@ -24,6 +25,7 @@
 //! Per interval it records goodput, the kernel's RTT estimate, the
 //! controller's RTT and window, and the clamp and window the kernel holds.
 
+mod clamp;
 pub mod socket;
 
 use std::io::{self, Read};
@@ -37,6 +39,7 @@ use serde::Serialize;
 use crate::clock::{self, now_ns};
 use crate::media::{say, RunError};
 use crate::run_files::{rate_bps, summary_path, write_summary, Distribution, Recorder, RowClock};
+use clamp::WindowClamp;
 
 /// Bytes read per `read` call at most.
 const READ_BYTES: usize = 256 * 1024;
@@ -78,8 +81,12 @@ pub struct RecvRow {
     pub rwnd_bytes: u64,
     /// The controller's estimate of the sender's window (bytes per RTT).
     pub window_est_bytes: Option<f64>,
-    /// `TCP_WINDOW_CLAMP` read back, bytes.
+    /// `TCP_WINDOW_CLAMP` read back (and set again first if the kernel
+    /// had replaced it; see `clamp`), bytes.
     pub window_clamp_bytes: u64,
+    /// Times so far the kernel had replaced the clamp and the sink set it
+    /// again.
+    pub clamp_restores: u64,
     /// The window the kernel last advertised (`tcpi_rcv_wnd`), bytes.
     pub rcv_wnd_bytes: u64,
     pub bytes_total: u64,
@@ -102,6 +109,8 @@ pub struct RecvSummary {
     pub rwnd_bytes: Option<Distribution>,
     /// Window changes applied with `TCP_WINDOW_CLAMP`.
     pub clamp_updates: u64,
+    /// Times the kernel had replaced the clamp and the sink set it again.
+    pub clamp_restores: u64,
     /// How the transfer ended: "eof" (the sender's FIN), "reset" (the
     /// sender aborted), "duration" (--duration-s) or "signal".
     pub end: &'static str,
@@ -130,6 +139,7 @@ pub fn run(opts: &RecvOptions) -> Result<RecvSummary, RunError> {
         rcv_rtt_ms: None,
         rwnd_bytes: None,
         clamp_updates: 0,
+        clamp_restores: 0,
         end: "eof",
     };
     let past_end = |now: u64| end_ns.is_some_and(|e| now >= e);
@@ -167,9 +177,7 @@ fn session(
         ..TcpConfig::linux()
     };
     let mut ctrl: Box<dyn RwndController> = opts.controller.build(&cfg);
-    let mut applied = ctrl.rwnd_bytes();
-    socket::set_window_clamp(&stream, applied).map_err(RunError::Socket)?;
-    summary.clamp_updates += 1;
+    let mut clamp = WindowClamp::new(&stream, ctrl.rwnd_bytes()).map_err(RunError::Socket)?;
 
     let mut recorder = Recorder::create(opts.record.as_deref()).map_err(RunError::Record)?;
     let accepted_ns = now_ns();
@@ -177,64 +185,25 @@ fn session(
     let mut buf = vec![0u8; READ_BYTES];
     let (mut total, mut row_start_total) = (0u64, 0u64);
     let (mut rtts_ms, mut windows) = (Vec::new(), Vec::new());
-    let mut eof = false;
-    while !eof {
-        let now = now_ns();
+    loop {
         if clock::stop_requested() {
             summary.end = "signal";
             break;
         }
-        if end_ns.is_some_and(|e| now >= e) {
+        if end_ns.is_some_and(|e| now_ns() >= e) {
             summary.end = "duration";
             break;
         }
-        let mut read_this_turn = 0u64;
-        for _ in 0..MAX_READS_PER_TURN {
-            match stream.read(&mut buf) {
-                Ok(0) => {
-                    eof = true;
-                    break;
-                }
-                Ok(n) => {
-                    if read_this_turn == 0 {
-                        // The kernel's RTT estimate as one full-size arrival.
-                        let info = socket::tcp_info(&stream).map_err(RunError::Socket)?;
-                        if info.rcv_rtt_us > 0 {
-                            let now = now_ns();
-                            ctrl.on_segment(&SegmentArrival {
-                                now_ns: now,
-                                payload_bytes: cfg.mss_bytes,
-                                ts_val_ns: None,
-                                ts_ecr_ns: Some(now.saturating_sub(info.rcv_rtt_us as u64 * 1000).max(1)),
-                            });
-                        }
-                    }
-                    read_this_turn += n as u64;
-                    ctrl.on_copied(now_ns(), n as u64);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                // The sender aborted (RST): the transfer is over, as at EOF;
-                // what arrived is measured and the summary says how it ended.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted
-                    ) =>
-                {
-                    eof = true;
-                    summary.end = "reset";
-                    break;
-                }
-                Err(e) => return Err(RunError::Socket(e)),
-            }
+        let turn = read_turn(&mut stream, &mut buf, &cfg, ctrl.as_mut())?;
+        total += turn.bytes;
+        if let Some(end) = turn.end {
+            summary.end = end;
         }
-        total += read_this_turn;
-        let w = ctrl.rwnd_bytes();
-        if w != applied && !eof {
-            socket::set_window_clamp(&stream, w).map_err(RunError::Socket)?;
-            applied = w;
-            summary.clamp_updates += 1;
+        if turn.end.is_none() && turn.bytes > 0 {
+            clamp
+                .update(&stream, ctrl.rwnd_bytes())
+                .map_err(RunError::Socket)?;
+            clamp.hold(&stream).map_err(RunError::Socket)?;
         }
         let now = now_ns();
         while let Some(t) = rows.take_due(now) {
@@ -246,9 +215,10 @@ fn session(
                 goodput_bps: rate_bps(total - row_start_total, opts.interval_ns),
                 rcv_rtt_ms,
                 controller_rtt_ms: ctrl.rtt_ns().map(|r| r as f64 / 1e6),
-                rwnd_bytes: applied,
+                rwnd_bytes: clamp.window_bytes(),
                 window_est_bytes: ctrl.window_est_bytes(),
-                window_clamp_bytes: socket::window_clamp(&stream).map_err(RunError::Socket)?,
+                window_clamp_bytes: clamp.hold(&stream).map_err(RunError::Socket)?,
+                clamp_restores: clamp.restores,
                 rcv_wnd_bytes: info.rcv_wnd_bytes as u64,
                 bytes_total: total,
             };
@@ -256,24 +226,14 @@ fn session(
             if let Some(r) = rcv_rtt_ms {
                 rtts_ms.push(r);
             }
-            windows.push(applied as f64);
-            say(
-                opts.quiet,
-                format_args!(
-                    "{:8.2} s  {:9.3} Mb/s  rcv_rtt {:>8}  rwnd {:>9} B  clamp {:>9} B",
-                    row.t_s,
-                    row.goodput_bps / 1e6,
-                    row.rcv_rtt_ms.map_or("-".to_string(), |r| format!("{r:.2} ms")),
-                    row.rwnd_bytes,
-                    row.window_clamp_bytes
-                ),
-            );
+            windows.push(row.rwnd_bytes as f64);
+            show_row(opts.quiet, &row);
             recorder.row(&row).map_err(RunError::Record)?;
         }
-        if eof {
+        if turn.end.is_some() {
             break;
         }
-        if read_this_turn == 0 {
+        if turn.bytes == 0 {
             let mut wake = rows.next_ns();
             if let Some(e) = end_ns {
                 wake = wake.min(e);
@@ -287,8 +247,91 @@ fn session(
     summary.goodput_bps = rate_bps(total, span);
     summary.rcv_rtt_ms = Distribution::of(&rtts_ms);
     summary.rwnd_bytes = Distribution::of(&windows);
+    summary.clamp_updates = clamp.updates;
+    summary.clamp_restores = clamp.restores;
     write_out(opts, &summary)?;
     Ok(summary)
+}
+
+/// What one turn of reads found.
+struct Turn {
+    bytes: u64,
+    /// How the transfer ended in this turn, if it did ("eof", "reset").
+    end: Option<&'static str>,
+}
+
+/// Read what the socket holds (at most `MAX_READS_PER_TURN` reads), feeding
+/// the controller each copy and, once per turn, the kernel's RTT estimate.
+fn read_turn(
+    stream: &mut TcpStream,
+    buf: &mut [u8],
+    cfg: &TcpConfig,
+    ctrl: &mut dyn RwndController,
+) -> Result<Turn, RunError> {
+    let mut turn = Turn { bytes: 0, end: None };
+    for _ in 0..MAX_READS_PER_TURN {
+        match stream.read(buf) {
+            Ok(0) => {
+                turn.end = Some("eof");
+                break;
+            }
+            Ok(n) => {
+                if turn.bytes == 0 {
+                    feed_kernel_rtt(stream, cfg, ctrl)?;
+                }
+                turn.bytes += n as u64;
+                ctrl.on_copied(now_ns(), n as u64);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            // The sender aborted (RST): the transfer is over, as at EOF;
+            // what arrived is measured and the summary says how it ended.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted
+                ) =>
+            {
+                turn.end = Some("reset");
+                break;
+            }
+            Err(e) => return Err(RunError::Socket(e)),
+        }
+    }
+    Ok(turn)
+}
+
+/// The kernel's RTT estimate as one full-size arrival (see the module doc).
+fn feed_kernel_rtt(
+    stream: &TcpStream,
+    cfg: &TcpConfig,
+    ctrl: &mut dyn RwndController,
+) -> Result<(), RunError> {
+    let info = socket::tcp_info(stream).map_err(RunError::Socket)?;
+    if info.rcv_rtt_us > 0 {
+        let now = now_ns();
+        ctrl.on_segment(&SegmentArrival {
+            now_ns: now,
+            payload_bytes: cfg.mss_bytes,
+            ts_val_ns: None,
+            ts_ecr_ns: Some(now.saturating_sub(info.rcv_rtt_us as u64 * 1000).max(1)),
+        });
+    }
+    Ok(())
+}
+
+fn show_row(quiet: bool, row: &RecvRow) {
+    say(
+        quiet,
+        format_args!(
+            "{:8.2} s  {:9.3} Mb/s  rcv_rtt {:>8}  rwnd {:>9} B  clamp {:>9} B",
+            row.t_s,
+            row.goodput_bps / 1e6,
+            row.rcv_rtt_ms.map_or("-".to_string(), |r| format!("{r:.2} ms")),
+            row.rwnd_bytes,
+            row.window_clamp_bytes
+        ),
+    );
 }
 
 fn write_out(opts: &RecvOptions, summary: &RecvSummary) -> Result<(), RunError> {

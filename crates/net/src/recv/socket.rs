@@ -6,7 +6,7 @@
 //! (`tcp_rcv_space_adjust`) raises the window clamp as it grows the buffer,
 //! overwriting a clamp set from user space within a fraction of a second.
 //! Setting `SO_RCVBUF` locks the buffer (`SOCK_RCVBUF_LOCK`), which turns
-//! kernel auto-tuning off, and then the clamp holds. The buffer must be set
+//! kernel auto-tuning off (one other kernel writer remains; see `clamp`). The buffer must be set
 //! on the listening socket, before the handshake, so the window scale
 //! negotiated in the SYN-ACK covers it; accepted sockets inherit it.
 
