@@ -99,6 +99,20 @@ impl std::fmt::Display for Stats {
     }
 }
 
+/// A worker's address-space limit unless `--mem-limit-mb` says otherwise,
+/// MiB: an input that needs more aborts there, a defect.
+pub const DEFAULT_MEM_LIMIT_MB: u64 = 4096;
+
+/// This process's peak resident memory so far (`getrusage`), MiB.
+pub fn peak_rss_mb() -> u64 {
+    // SAFETY: getrusage fills the zeroed struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0;
+    }
+    usage.ru_maxrss.max(0) as u64 / 1024
+}
+
 /// One defect: which input, what happened.
 #[derive(Debug, Clone)]
 pub struct Finding {

@@ -59,7 +59,7 @@ struct RunArgs {
     #[arg(long, default_value_t = 10.0)]
     hang_s: f64,
     /// Address-space limit of the worker, MiB.
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = driver::DEFAULT_MEM_LIMIT_MB)]
     mem_limit_mb: u64,
     /// Repository root holding scenarios/, python/latlab/scenarios/ and
     /// python/latlab/data/traces/.

@@ -187,9 +187,12 @@ fn check_error(e: &latlab_sim::ScenarioError) {
     assert!(!e.message.trim().is_empty(), "empty error message: {shown:?}");
 }
 
-/// A per-process scratch folder for pcap outputs.
+/// A scratch folder for pcap outputs, one per call: runs side by side in one
+/// process (the smoke tests' threads) each remove their own when done.
 pub fn scratch_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("latlab-fuzz-{}", std::process::id()));
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("latlab-fuzz-{}-{n}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
     dir
 }

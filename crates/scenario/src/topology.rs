@@ -268,6 +268,15 @@ fn check_members(
             format!("expected at least 1 {entry_key}"),
         ));
     }
+    // As for the dumbbells: without it a cell of millions of users was
+    // expanded (gigabytes, tens of seconds) before the memory check refused it.
+    if count as u64 > MAX_HOSTS {
+        return Err(err(
+            source,
+            &format!("topology.{count_key}"),
+            format!("{count} {count_key} is too many; expected at most {MAX_HOSTS}"),
+        ));
+    }
     if entries > count as usize {
         return Err(err(
             source,
