@@ -36,11 +36,21 @@ build: $(DEPS)
 run: build
 	$(VENV)/bin/latlab run --default -o out/default
 
-test: build test-rust test-python
+# `make test` builds everything once, in the release-tests profile (Cargo.toml: release without
+# LTO): the Rust tests, the binaries and the Python extension share one compilation. Two release
+# builds (the extension, then the binaries) would come on top of it: 2.5 minutes on the 2-core CI
+# machine. The Python tests run the release-tests latlab-net and extension; `make build` (and
+# `make run`, `make bench`) put the release extension back, and `latlab bench` warns on another build.
+TEST_PROFILE := release-tests
+NET_BIN ?= $(abspath target/release)/latlab-net
+test: $(DEPS)
+	$(MAKE) --no-print-directory test-rust
+	$(VENV)/bin/maturin develop --profile $(TEST_PROFILE) --quiet
+	$(MAKE) --no-print-directory test-python NET_BIN=$(abspath target/$(TEST_PROFILE))/latlab-net
 
 # Includes the fuzzer's smoke run (crates/fuzz/tests/smoke.rs: 10^4 scenarios, 10^5 datagrams, 10^4 traces).
 test-rust:
-	cargo test --profile release-tests --workspace --exclude latlab-py
+	cargo test --profile $(TEST_PROFILE) --workspace --exclude latlab-py
 
 # Tests marked slow (real networks, minutes each) run only where CI=true, as .ci/run sets it.
 # First one pytest-xdist worker per CPU, a test file per worker at a time (a module-scoped fixture
@@ -50,9 +60,9 @@ test-rust:
 # marked alone (real flows' shares over minutes) by themselves.
 NOT_SLOW := $(if $(filter true,$(CI)),,and not slow)
 test-python:
-	$(PY) -m pytest -q -rs -n logical --dist loadfile -m "not realtime $(NOT_SLOW)" tests/python
-	$(PY) -m pytest -q -rs -n 2 --dist loadfile -m "realtime and not alone $(NOT_SLOW)" tests/python
-	$(PY) -m pytest -q -rs -m "realtime and alone $(NOT_SLOW)" tests/python
+	LATLAB_NET_BIN=$(NET_BIN) $(PY) -m pytest -q -rs -n logical --dist loadfile -m "not realtime $(NOT_SLOW)" tests/python
+	LATLAB_NET_BIN=$(NET_BIN) $(PY) -m pytest -q -rs -n 2 --dist loadfile -m "realtime and not alone $(NOT_SLOW)" tests/python
+	LATLAB_NET_BIN=$(NET_BIN) $(PY) -m pytest -q -rs -m "realtime and alone $(NOT_SLOW)" tests/python
 
 PY_SOURCES := python tests benches
 

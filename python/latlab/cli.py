@@ -434,6 +434,7 @@ def bench(
         )
 
     machine = bench_mod.machine_info()
+    _warn_about_the_build(machine)
     records: list[dict[str, Any]] = []
     failed = False
     for name in selected:
@@ -457,6 +458,14 @@ def bench(
         click.get_current_context().exit(1)
 
 
+def _warn_about_the_build(machine: dict[str, Any]) -> None:
+    from latlab.bench import suite as bench_mod
+
+    warning = bench_mod.build_warning(machine["build"])
+    if warning:
+        click.echo(f"warning: {warning}", err=True)
+
+
 def _bench_scale(
     console: Any, sizes: str | None, quick: bool, as_json: bool, figure_path: Path | None
 ) -> None:
@@ -475,6 +484,7 @@ def _bench_scale(
         if not counts or any(c < 2 for c in counts):
             raise UserError(f"--sizes: expected flow counts of at least 2, got {sizes!r}")
     machine = bench_mod.machine_info()
+    _warn_about_the_build(machine)
 
     def show(rec: dict[str, Any]) -> None:
         if as_json:

@@ -80,3 +80,15 @@ def test_bench_table(core):
 def test_machine_info():
     info = bench.machine_info()
     assert info["cpu"] and info["cores"] >= 1
+
+
+def test_the_record_names_the_cores_build_and_other_builds_are_warned_of(core, monkeypatch):
+    # The extension says which cargo profile built it (crates/py/build.rs): release from make build,
+    # release-tests from make test.
+    assert bench.machine_info()["build"] in ("release", "release-tests")
+    assert bench.build_warning("release") is None
+    monkeypatch.setattr(bench, "build_profile", lambda: "release-tests")
+    res = CliRunner().invoke(cli, ["bench", "dumbbell-10", "--quick", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout.strip().splitlines()[-1])["machine"]["build"] == "release-tests"
+    assert "warning: the compiled core is the release-tests build, not release" in res.stderr

@@ -35,6 +35,13 @@ fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
 
+/// The cargo profile this extension was built with ("release" for
+/// `make build`, "release-tests" for `make test`; see build.rs).
+#[pyfunction]
+fn build_profile() -> &'static str {
+    env!("LATLAB_CARGO_PROFILE")
+}
+
 /// Parse and validate a scenario without running it. Raises ScenarioError.
 #[pyfunction]
 #[pyo3(signature = (toml_text, source = "<scenario>"))]
@@ -197,6 +204,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("SimulationError", m.py().get_type::<SimulationError>())?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(build_profile, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(tcp_equation_rate, m)?)?;
     m.add_class::<Simulation>()?;

@@ -74,13 +74,32 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
+def build_profile() -> str:
+    """The cargo profile of the compiled core: "release" from `make build`, "release-tests" (no LTO,
+    about a third slower on the simulator) from `make test`."""
+    from latlab import _core
+
+    return str(_core.build_profile())
+
+
+def build_warning(profile: str) -> str | None:
+    """What to say when the core is not the release build, whose speed the benchmarks report."""
+    if profile == "release":
+        return None
+    return (
+        f"the compiled core is the {profile} build, not release (make test builds it without LTO, "
+        "about a third slower): run make build first to measure the release build"
+    )
+
+
 def machine_info() -> dict[str, Any]:
-    """What the numbers depend on: CPU, core count, OS, Python."""
+    """What the numbers depend on: CPU, core count, OS, Python, and the core's build."""
     return {
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "os": f"{platform.system()} {platform.release()}",
         "python": platform.python_version(),
+        "build": build_profile(),
     }
 
 
@@ -99,7 +118,7 @@ def table(
     )
     table = Table(
         title=title,
-        caption=f"{machine.get('cpu')}, {machine.get('cores')} cores",
+        caption=f"{machine.get('cpu')}, {machine.get('cores')} cores, {machine.get('build')} build",
         title_justify="left",
     )
     table.add_column("scenario")
