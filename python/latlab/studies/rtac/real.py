@@ -387,6 +387,10 @@ def run_case(
                     "goodput_mbps": sum(good) / len(good) / 1e6 if good else 0.0,
                     "rtt_mean_ms": sum(rtt) / len(rtt) if rtt else float("nan"),
                     "rtt_p50_ms": rtt[len(rtt) // 2] if rtt else float("nan"),
+                    # Times the kernel replaced the receiver's clamp and recv set it again (recv/clamp.rs).
+                    "clamp_restores": int(recv_rows[-1].get("clamp_restores") or 0)
+                    if recv_rows
+                    else 0,
                     **estimate_errors(kept, out.get("state", [])),
                 }
             )
