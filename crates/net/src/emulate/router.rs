@@ -113,7 +113,8 @@ pub fn parse_rule(line: &str) -> Option<RuleLine> {
 
 /// Remove, in namespace `ns`, the rules (and tables) of router-mode
 /// emulators that no longer run; returns what was removed, one
-/// description each.
+/// description each. A rule another emulator starting at the same time
+/// removed first is not an error.
 pub fn remove_stale_rules(ns: Option<&str>) -> Result<Vec<String>, String> {
     let list = ip_in(ns, &["-4", "rule", "show"])?;
     let mut removed = Vec::new();
@@ -126,7 +127,16 @@ pub fn remove_stale_rules(ns: Option<&str>) -> Result<Vec<String>, String> {
         }
         let pref = rule.pref.to_string();
         let table = rule.table.to_string();
-        ip_in(ns, &["-4", "rule", "del", "pref", &pref, "lookup", &table])?;
+        if let Err(e) = ip_in(ns, &["-4", "rule", "del", "pref", &pref, "lookup", &table]) {
+            let still_there = ip_in(ns, &["-4", "rule", "show"])?
+                .lines()
+                .filter_map(parse_rule)
+                .any(|r| r.pref == rule.pref && r.table == rule.table);
+            if still_there {
+                return Err(e);
+            }
+            continue;
+        }
         // The routes went with the killed emulator's TUN devices; flush in
         // case a device of that name was made again since.
         let _ = ip_in(ns, &["-4", "route", "flush", "table", &table]);
