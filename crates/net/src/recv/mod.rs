@@ -179,12 +179,9 @@ fn session(
     let mut ctrl: Box<dyn RwndController> = opts.controller.build(&cfg);
     let mut clamp = WindowClamp::new(&stream, ctrl.rwnd_bytes()).map_err(RunError::Socket)?;
 
-    let mut recorder = Recorder::create(opts.record.as_deref()).map_err(RunError::Record)?;
-    let accepted_ns = now_ns();
-    let mut rows = RowClock::new(accepted_ns, opts.interval_ns);
+    let mut record = RecvRecord::start(opts)?;
     let mut buf = vec![0u8; READ_BYTES];
-    let (mut total, mut row_start_total) = (0u64, 0u64);
-    let (mut rtts_ms, mut windows) = (Vec::new(), Vec::new());
+    let mut total = 0u64;
     loop {
         if clock::stop_requested() {
             summary.end = "signal";
@@ -205,52 +202,95 @@ fn session(
                 .map_err(RunError::Socket)?;
             clamp.hold(&stream).map_err(RunError::Socket)?;
         }
-        let now = now_ns();
-        while let Some(t) = rows.take_due(now) {
-            let info = socket::tcp_info(&stream).map_err(RunError::Socket)?;
-            let rcv_rtt_ms = (info.rcv_rtt_us > 0).then(|| info.rcv_rtt_us as f64 / 1e3);
-            let row = RecvRow {
-                t_s: (t - accepted_ns) as f64 / 1e9,
-                mono_s: now as f64 / 1e9,
-                goodput_bps: rate_bps(total - row_start_total, opts.interval_ns),
-                rcv_rtt_ms,
-                controller_rtt_ms: ctrl.rtt_ns().map(|r| r as f64 / 1e6),
-                rwnd_bytes: clamp.window_bytes(),
-                window_est_bytes: ctrl.window_est_bytes(),
-                window_clamp_bytes: clamp.hold(&stream).map_err(RunError::Socket)?,
-                clamp_restores: clamp.restores,
-                rcv_wnd_bytes: info.rcv_wnd_bytes as u64,
-                bytes_total: total,
-            };
-            row_start_total = total;
-            if let Some(r) = rcv_rtt_ms {
-                rtts_ms.push(r);
-            }
-            windows.push(row.rwnd_bytes as f64);
-            show_row(opts.quiet, &row);
-            recorder.row(&row).map_err(RunError::Record)?;
-        }
+        record.write_due(now_ns(), total, &stream, ctrl.as_ref(), &mut clamp)?;
         if turn.end.is_some() {
             break;
         }
         if turn.bytes == 0 {
-            let mut wake = rows.next_ns();
+            let mut wake = record.clock.next_ns();
             if let Some(e) = end_ns {
                 wake = wake.min(e);
             }
             clock::wait_readable_until(stream.as_raw_fd(), wake);
         }
     }
-    let span = now_ns().saturating_sub(accepted_ns);
+    let span = now_ns().saturating_sub(record.accepted_ns);
     summary.bytes_received = total;
     summary.duration_s = span as f64 / 1e9;
     summary.goodput_bps = rate_bps(total, span);
-    summary.rcv_rtt_ms = Distribution::of(&rtts_ms);
-    summary.rwnd_bytes = Distribution::of(&windows);
+    summary.rcv_rtt_ms = Distribution::of(&record.rtts_ms);
+    summary.rwnd_bytes = Distribution::of(&record.windows);
     summary.clamp_updates = clamp.updates;
     summary.clamp_restores = clamp.restores;
     write_out(opts, &summary)?;
     Ok(summary)
+}
+
+/// The per-interval record of a session and what its rows add up to.
+struct RecvRecord {
+    recorder: Recorder,
+    clock: RowClock,
+    accepted_ns: u64,
+    interval_ns: u64,
+    quiet: bool,
+    /// Bytes read when the last row was written.
+    row_start_total: u64,
+    /// Over the rows: the kernel's RTT estimate (ms), the window (bytes).
+    rtts_ms: Vec<f64>,
+    windows: Vec<f64>,
+}
+
+impl RecvRecord {
+    /// Rows from now on (the connection was just accepted).
+    fn start(opts: &RecvOptions) -> Result<Self, RunError> {
+        let accepted_ns = now_ns();
+        Ok(RecvRecord {
+            recorder: Recorder::create(opts.record.as_deref()).map_err(RunError::Record)?,
+            clock: RowClock::new(accepted_ns, opts.interval_ns),
+            accepted_ns,
+            interval_ns: opts.interval_ns,
+            quiet: opts.quiet,
+            row_start_total: 0,
+            rtts_ms: Vec::new(),
+            windows: Vec::new(),
+        })
+    }
+
+    /// Write every row due by `now`, `total` bytes read so far.
+    fn write_due(
+        &mut self,
+        now: u64,
+        total: u64,
+        stream: &TcpStream,
+        ctrl: &dyn RwndController,
+        clamp: &mut WindowClamp,
+    ) -> Result<(), RunError> {
+        while let Some(t) = self.clock.take_due(now) {
+            let info = socket::tcp_info(stream).map_err(RunError::Socket)?;
+            let rcv_rtt_ms = (info.rcv_rtt_us > 0).then(|| info.rcv_rtt_us as f64 / 1e3);
+            let row = RecvRow {
+                t_s: (t - self.accepted_ns) as f64 / 1e9,
+                mono_s: now as f64 / 1e9,
+                goodput_bps: rate_bps(total - self.row_start_total, self.interval_ns),
+                rcv_rtt_ms,
+                controller_rtt_ms: ctrl.rtt_ns().map(|r| r as f64 / 1e6),
+                rwnd_bytes: clamp.window_bytes(),
+                window_est_bytes: ctrl.window_est_bytes(),
+                window_clamp_bytes: clamp.hold(stream).map_err(RunError::Socket)?,
+                clamp_restores: clamp.restores,
+                rcv_wnd_bytes: info.rcv_wnd_bytes as u64,
+                bytes_total: total,
+            };
+            self.row_start_total = total;
+            if let Some(r) = rcv_rtt_ms {
+                self.rtts_ms.push(r);
+            }
+            self.windows.push(row.rwnd_bytes as f64);
+            show_row(self.quiet, &row);
+            self.recorder.row(&row).map_err(RunError::Record)?;
+        }
+        Ok(())
+    }
 }
 
 /// What one turn of reads found.
